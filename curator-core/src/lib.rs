@@ -1,1 +1,76 @@
-//! curator-core
+//! # curator-core
+//!
+//! `CuratorFramework`: an async ZooKeeper client framework with the ideas of Apache Curator,
+//! over the `zookeeper-client` crate on tokio. It tells the truth about the connection
+//! ([`ConnectionState`]), opens a new session by itself when one expires, retries operations
+//! whose outcome is unknown under a [`RetryPolicy`](retry::RetryPolicy), and offers Curator's
+//! fluent operations, each ending in something to `.await` or to send to the background.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use curator_core::{CreateMode, CuratorFramework};
+//! use curator_test::TestingServer;
+//!
+//! let server = TestingServer::start().await?; // a real ZooKeeper on a free port
+//! let client = CuratorFramework::builder()
+//!     .connect_string(server.connect_string())
+//!     .namespace("docs")
+//!     .build()?;
+//! client.start()?;
+//! client.block_until_connected(Duration::from_secs(10)).await?;
+//!
+//! let path = client
+//!     .create()
+//!     .creating_parents_if_needed()
+//!     .with_protection()
+//!     .with_mode(CreateMode::EphemeralSequential)
+//!     .for_path("/jobs/job-", b"hello".to_vec())
+//!     .await?;
+//! assert!(path.starts_with("/jobs/_c_"));
+//! assert_eq!(client.get_data().for_path(&path).await?, b"hello");
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Module map: [`framework`] (the client and its builder), [`session`] (the session manager),
+//! [`state`] (connection states), [`retry`], [`path`], [`ops`] (the fluent operations),
+//! [`background`] (callbacks and listeners), [`error`].
+
+pub mod acl;
+pub mod background;
+pub mod error;
+pub mod framework;
+pub mod ops;
+pub mod path;
+pub mod retry;
+pub mod session;
+pub mod state;
+
+pub use acl::{AclProvider, DefaultAclProvider, FixedAclProvider};
+pub use background::{CuratorEvent, CuratorEventType, CuratorListener, UnhandledErrorListener};
+pub use error::{CuratorError, Result};
+pub use framework::{CuratorFramework, CuratorFrameworkBuilder, Session};
+pub use ops::transaction::TransactionResult;
+pub use ops::watch::{AddWatchMode, PersistentWatch};
+pub use ops::{CreateMode, Pending, Watch};
+pub use state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
+/// The raw client crate, for its types (`Stat`, `Acl`, `WatchedEvent`...).
+pub use zookeeper_client as zk;
+
+/// This host's address as text, as Curator's default node data: the address the host name
+/// resolves to, or `127.0.0.1`.
+pub fn local_address() -> String {
+    use std::net::ToSocketAddrs;
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    if host.is_empty() {
+        return "127.0.0.1".into();
+    }
+    (host.as_str(), 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.find(|a| a.is_ipv4()))
+        .map(|a| a.ip().to_string())
+        .unwrap_or_else(|| "127.0.0.1".into())
+}

@@ -1,0 +1,208 @@
+//! The one error type of the framework and its recipes.
+//!
+//! Every failure that can reach a user is a [`CuratorError`]: bad input is refused before anything
+//! is sent, server answers keep the path they concern, and [`CuratorError::is_retryable`] says
+//! whether the outcome of the operation is unknown (and so may be retried).
+
+use zookeeper_client as zk;
+
+/// Result alias used across the workspace.
+pub type Result<T, E = CuratorError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the framework or a recipe.
+#[non_exhaustive]
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CuratorError {
+    /// The path is not a valid ZooKeeper path. Nothing was sent.
+    #[error("invalid path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An argument other than the path is not acceptable (a negative version, a zero TTL, ...).
+    /// Nothing was sent.
+    #[error("invalid argument for {path:?}: {reason}")]
+    InvalidArgument {
+        /// The path of the operation.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The data is larger than the server accepts. Nothing was sent.
+    #[error("data for {path:?} is {len} bytes, more than the limit of {max}")]
+    DataTooLarge {
+        /// The path of the operation.
+        path: String,
+        /// Size of the data given.
+        len: usize,
+        /// The configured limit.
+        max: usize,
+    },
+    /// The node does not exist.
+    #[error("no node {path:?}")]
+    NoNode {
+        /// The node.
+        path: String,
+    },
+    /// The node already exists.
+    #[error("node {path:?} already exists")]
+    NodeExists {
+        /// The node.
+        path: String,
+    },
+    /// The expected version did not match the node's.
+    #[error("bad version for {path:?}")]
+    BadVersion {
+        /// The node.
+        path: String,
+    },
+    /// The node has children, so it cannot be deleted.
+    #[error("node {path:?} has children")]
+    NotEmpty {
+        /// The node.
+        path: String,
+    },
+    /// The session is not authorised for this operation.
+    #[error("not authorised for {path:?}")]
+    NoAuth {
+        /// The node.
+        path: String,
+    },
+    /// The parent of the node is ephemeral.
+    #[error("cannot create {path:?}: ephemeral nodes cannot have children")]
+    NoChildrenForEphemerals {
+        /// The node.
+        path: String,
+    },
+    /// The ACL is empty or not valid.
+    #[error("invalid ACL for {path:?}")]
+    InvalidAcl {
+        /// The node.
+        path: String,
+    },
+    /// The connection was lost while the operation was in flight, or no connection could be had
+    /// in time: the outcome is unknown. Retryable.
+    #[error("connection lost during operation on {path:?}: {detail}")]
+    ConnectionLoss {
+        /// The path of the operation ("" where there is none).
+        path: String,
+        /// What the client reported.
+        detail: String,
+    },
+    /// The session expired. The framework opens a new one by itself; retryable, as in Curator.
+    #[error("session expired during operation on {path:?}")]
+    SessionExpired {
+        /// The path of the operation.
+        path: String,
+    },
+    /// The operation did not complete within the time it was given.
+    #[error("operation on {path:?} timed out")]
+    Timeout {
+        /// The path of the operation.
+        path: String,
+    },
+    /// The framework was closed (or never started).
+    #[error("the framework is closed")]
+    Closed,
+    /// A recipe or the framework was used in a way its state does not allow (a release without
+    /// an acquire, an upgrade from read to write lock, ...).
+    #[error("illegal state: {0}")]
+    IllegalState(String),
+    /// A node a recipe reads holds data it cannot understand.
+    #[error("unexpected data in {path:?}: {reason}")]
+    BadData {
+        /// The node.
+        path: String,
+        /// What was expected.
+        reason: String,
+    },
+    /// Any other error from ZooKeeper or the client.
+    #[error("ZooKeeper error on {path:?}: {source}")]
+    Zk {
+        /// The path of the operation.
+        path: String,
+        /// The client's error.
+        source: zk::Error,
+    },
+}
+
+impl CuratorError {
+    /// Converts a client error into ours, keeping the path it concerns.
+    pub fn from_zk(path: &str, err: zk::Error) -> Self {
+        let path = path.to_string();
+        match err {
+            zk::Error::NoNode => Self::NoNode { path },
+            zk::Error::NodeExists => Self::NodeExists { path },
+            zk::Error::BadVersion => Self::BadVersion { path },
+            zk::Error::NotEmpty => Self::NotEmpty { path },
+            zk::Error::NoAuth => Self::NoAuth { path },
+            zk::Error::NoChildrenForEphemerals => Self::NoChildrenForEphemerals { path },
+            zk::Error::InvalidAcl => Self::InvalidAcl { path },
+            zk::Error::SessionExpired => Self::SessionExpired { path },
+            zk::Error::ConnectionLoss | zk::Error::Timeout => {
+                Self::ConnectionLoss { path, detail: err.to_string() }
+            }
+            // zookeeper-client reports a connection that died under a request in many shapes
+            // (DESIGN.md section 2): treat every one of them as "outcome unknown".
+            zk::Error::Custom(_) | zk::Error::SessionMoved | zk::Error::Throttled => {
+                Self::ConnectionLoss { path, detail: err.to_string() }
+            }
+            zk::Error::BadArguments(reason) => Self::InvalidArgument { path, reason: reason.to_string() },
+            other => Self::Zk { path, source: other },
+        }
+    }
+
+    /// True when the outcome of the operation is unknown and it may be tried again: connection
+    /// loss in any form, and session expiry (the retry then runs on the new session).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::ConnectionLoss { .. } | Self::SessionExpired { .. })
+    }
+
+    /// The path the error concerns, where there is one.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Self::InvalidPath { path, .. }
+            | Self::InvalidArgument { path, .. }
+            | Self::DataTooLarge { path, .. }
+            | Self::NoNode { path }
+            | Self::NodeExists { path }
+            | Self::BadVersion { path }
+            | Self::NotEmpty { path }
+            | Self::NoAuth { path }
+            | Self::NoChildrenForEphemerals { path }
+            | Self::InvalidAcl { path }
+            | Self::ConnectionLoss { path, .. }
+            | Self::SessionExpired { path }
+            | Self::Timeout { path }
+            | Self::BadData { path, .. }
+            | Self::Zk { path, .. } => Some(path),
+            Self::Closed | Self::IllegalState(_) => None,
+        }
+    }
+
+    /// ZooKeeper's numeric result code for this error (0 is success; see `KeeperException.Code`).
+    /// Errors raised before anything was sent map to `BADARGUMENTS` (-8).
+    pub fn code(&self) -> i32 {
+        match self {
+            Self::NoNode { .. } => -101,
+            Self::NodeExists { .. } => -110,
+            Self::BadVersion { .. } => -103,
+            Self::NotEmpty { .. } => -111,
+            Self::NoAuth { .. } => -102,
+            Self::NoChildrenForEphemerals { .. } => -108,
+            Self::InvalidAcl { .. } => -114,
+            Self::ConnectionLoss { .. } => -4,
+            Self::SessionExpired { .. } => -112,
+            Self::Timeout { .. } => -7,
+            Self::Closed => -122,
+            Self::InvalidPath { .. } | Self::InvalidArgument { .. } | Self::DataTooLarge { .. } => -8,
+            Self::IllegalState(_) | Self::BadData { .. } | Self::Zk { .. } => -1,
+        }
+    }
+
+    pub(crate) fn connection_loss(path: &str, detail: impl Into<String>) -> Self {
+        Self::ConnectionLoss { path: path.to_string(), detail: detail.into() }
+    }
+}

@@ -1,0 +1,630 @@
+//! [`CuratorFramework`]: one logical client over a sequence of ZooKeeper sessions.
+//!
+//! A `zookeeper_client::Client` whose session expired is dead for good. The framework keeps a
+//! *session manager* task that owns the current client, turns its session events into
+//! [`ConnectionState`] transitions, and opens a new session when the old one is lost. Operations
+//! wait for a connection (up to the connection timeout), run one retry loop under the
+//! [`RetryPolicy`], and always use whichever session is current.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tracing::Instrument;
+use zookeeper_client as zk;
+
+use crate::acl::{AclProvider, DefaultAclProvider};
+use crate::background::{CuratorListener, UnhandledErrorListener};
+use crate::error::{CuratorError, Result};
+use crate::path;
+use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
+use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy, StateHub};
+
+/// Default session timeout, as Curator's.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default connection timeout, as Curator's.
+pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default bound on how long [`CuratorFramework::close`] waits for guaranteed deletes.
+pub const DEFAULT_MAX_CLOSE_WAIT: Duration = Duration::from_secs(1);
+/// Largest data accepted by default: the server's default `jute.maxbuffer` (1 MiB) less room for
+/// the request's header and path.
+pub const DEFAULT_MAX_DATA_LEN: usize = 1024 * 1024 - 1024;
+
+/// Builds a [`CuratorFramework`] with Curator's options.
+///
+/// ```no_run
+/// # async fn f() -> curator_core::Result<()> {
+/// use std::time::Duration;
+/// use curator_core::{CuratorFramework, retry::ExponentialBackoffRetry};
+///
+/// let client = CuratorFramework::builder()
+///     .connect_string("127.0.0.1:2181")
+///     .session_timeout(Duration::from_secs(30))
+///     .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+///     .namespace("my-app")
+///     .build()?;
+/// client.start()?;
+/// client.block_until_connected(Duration::from_secs(10)).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CuratorFrameworkBuilder {
+    connect_string: String,
+    session_timeout: Duration,
+    connection_timeout: Duration,
+    retry_policy: Arc<dyn RetryPolicy>,
+    namespace: Option<String>,
+    auth: Vec<(String, Vec<u8>)>,
+    acl_provider: Arc<dyn AclProvider>,
+    default_data: Option<Vec<u8>>,
+    can_be_read_only: bool,
+    use_container_parents: bool,
+    error_policy: ErrorPolicy,
+    max_close_wait: Duration,
+    max_data_len: usize,
+}
+
+impl Default for CuratorFrameworkBuilder {
+    fn default() -> Self {
+        Self {
+            connect_string: String::new(),
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            connection_timeout: DEFAULT_CONNECTION_TIMEOUT,
+            retry_policy: Arc::new(ExponentialBackoffRetry::new(Duration::from_millis(100), 5)),
+            namespace: None,
+            auth: Vec::new(),
+            acl_provider: Arc::new(DefaultAclProvider),
+            default_data: None,
+            can_be_read_only: false,
+            use_container_parents: true,
+            error_policy: ErrorPolicy::Standard,
+            max_close_wait: DEFAULT_MAX_CLOSE_WAIT,
+            max_data_len: DEFAULT_MAX_DATA_LEN,
+        }
+    }
+}
+
+impl CuratorFrameworkBuilder {
+    /// The ensemble: `host:port[,host:port...]`.
+    pub fn connect_string(mut self, connect_string: impl Into<String>) -> Self {
+        self.connect_string = connect_string.into();
+        self
+    }
+    /// The session timeout to ask the server for (it may negotiate another).
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+    /// How long to wait for a connection: for the first one, and for each operation before it
+    /// counts as a connection loss.
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = timeout;
+        self
+    }
+    /// The retry policy of every operation.
+    pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
+        self.retry_policy = Arc::new(policy);
+        self
+    }
+    /// Prefix every path with this namespace (`"app"` or `"/app"`); created on first use.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+    /// Authenticate every session with `scheme` (e.g. `digest`) and `auth` (e.g. `user:password`).
+    pub fn authorization(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
+        self.auth.push((scheme.into(), auth.into()));
+        self
+    }
+    /// Where created nodes get their ACLs when the operation names none.
+    pub fn acl_provider(mut self, provider: impl AclProvider + 'static) -> Self {
+        self.acl_provider = Arc::new(provider);
+        self
+    }
+    /// Data for creates that give none (Curator's default is the local IP address).
+    pub fn default_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.default_data = Some(data.into());
+        self
+    }
+    /// Allow connections to read-only servers (reported as [`ConnectionState::ReadOnly`]).
+    pub fn can_be_read_only(mut self, allowed: bool) -> Self {
+        self.can_be_read_only = allowed;
+        self
+    }
+    /// Whether `creating_parent_containers_if_needed` creates containers (the default) or plain
+    /// persistent nodes.
+    pub fn use_container_parents(mut self, enabled: bool) -> Self {
+        self.use_container_parents = enabled;
+        self
+    }
+    /// Which connection states count as errors for locks and leaders.
+    pub fn connection_state_error_policy(mut self, policy: ErrorPolicy) -> Self {
+        self.error_policy = policy;
+        self
+    }
+    /// How long `close()` waits for guaranteed deletes still pending.
+    pub fn max_close_wait(mut self, wait: Duration) -> Self {
+        self.max_close_wait = wait;
+        self
+    }
+    /// Largest node data accepted before sending (default [`DEFAULT_MAX_DATA_LEN`]).
+    pub fn max_data_len(mut self, len: usize) -> Self {
+        self.max_data_len = len;
+        self
+    }
+
+    /// Checks the options and builds a framework that is not started yet.
+    pub fn build(self) -> Result<CuratorFramework> {
+        if self.connect_string.trim().is_empty() {
+            return Err(CuratorError::InvalidArgument { path: String::new(), reason: "empty connect string".into() });
+        }
+        let namespace = match self.namespace.as_deref().map(|n| n.trim_matches('/')) {
+            None | Some("") => None,
+            Some(ns) => {
+                let full = format!("/{ns}");
+                path::validate(&full)?;
+                Some(Arc::new(Namespace { path: full, ensured: AtomicBool::new(false) }))
+            }
+        };
+        let default_data = self.default_data.clone().unwrap_or_else(|| crate::local_address().into_bytes());
+        let inner = Inner {
+            config: Config {
+                connect_string: self.connect_string,
+                session_timeout: self.session_timeout,
+                connection_timeout: self.connection_timeout,
+                retry_policy: self.retry_policy,
+                auth: self.auth,
+                acl_provider: self.acl_provider,
+                default_data,
+                can_be_read_only: self.can_be_read_only,
+                use_container_parents: self.use_container_parents,
+                error_policy: self.error_policy,
+                max_close_wait: self.max_close_wait,
+                max_data_len: self.max_data_len,
+            },
+            lifecycle: Mutex::new(Lifecycle::Latent),
+            session: watch::channel(SessionSlot::Empty).0,
+            hub: StateHub::new(),
+            shutdown: watch::channel(false).0,
+            manager: Mutex::new(None),
+            pending_background: watch::channel(0).0,
+            last_connect_error: Mutex::new(None),
+            listeners: Mutex::new(Vec::new()),
+            unhandled: Mutex::new(Vec::new()),
+        };
+        Ok(CuratorFramework { inner: Arc::new(inner), namespace })
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) connect_string: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) connection_timeout: Duration,
+    pub(crate) retry_policy: Arc<dyn RetryPolicy>,
+    pub(crate) auth: Vec<(String, Vec<u8>)>,
+    pub(crate) acl_provider: Arc<dyn AclProvider>,
+    pub(crate) default_data: Vec<u8>,
+    pub(crate) can_be_read_only: bool,
+    pub(crate) use_container_parents: bool,
+    pub(crate) error_policy: ErrorPolicy,
+    pub(crate) max_close_wait: Duration,
+    pub(crate) max_data_len: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lifecycle {
+    Latent,
+    Started,
+    Closed,
+}
+
+/// The session operations run on: the current client, or none while connecting.
+#[derive(Debug, Clone)]
+enum SessionSlot {
+    Empty,
+    Live(Session),
+    Closed,
+}
+
+/// One ZooKeeper session of the framework.
+#[derive(Debug, Clone)]
+pub struct Session {
+    client: zk::Client,
+    generation: u64,
+}
+
+impl Session {
+    /// The raw client of this session, already rooted at the framework's namespace. Requests
+    /// made on it back to back are pipelined and answered in order.
+    pub fn client(&self) -> &zk::Client {
+        &self.client
+    }
+    /// The framework's count of sessions so far: 1 for the first, growing with each new one.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// The ZooKeeper session id.
+    pub fn id(&self) -> i64 {
+        self.client.session_id().0
+    }
+}
+
+#[derive(Debug)]
+struct Namespace {
+    path: String,
+    ensured: AtomicBool,
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: Config,
+    lifecycle: Mutex<Lifecycle>,
+    session: watch::Sender<SessionSlot>,
+    pub(crate) hub: StateHub,
+    shutdown: watch::Sender<bool>,
+    manager: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pending_background: watch::Sender<usize>,
+    last_connect_error: Mutex<Option<String>>,
+    pub(crate) listeners: Mutex<Vec<Arc<dyn CuratorListener>>>,
+    pub(crate) unhandled: Mutex<Vec<Arc<dyn UnhandledErrorListener>>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// One logical ZooKeeper client: connection states, retries, new sessions after expiry, and
+/// Curator's fluent operations. Cheap to clone; clones share everything.
+///
+/// ```no_run
+/// # async fn f() -> curator_core::Result<()> {
+/// use curator_core::{CuratorFramework, CreateMode};
+///
+/// let client = CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// client.start()?;
+/// let path = client
+///     .create()
+///     .creating_parents_if_needed()
+///     .with_protection()
+///     .with_mode(CreateMode::EphemeralSequential)
+///     .for_path("/a/b", b"data".to_vec())
+///     .await?;
+/// assert!(path.starts_with("/a/_c_"));
+/// client.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CuratorFramework {
+    pub(crate) inner: Arc<Inner>,
+    namespace: Option<Arc<Namespace>>,
+}
+
+impl CuratorFramework {
+    /// A builder with Curator's defaults.
+    pub fn builder() -> CuratorFrameworkBuilder {
+        CuratorFrameworkBuilder::default()
+    }
+
+    /// Starts the session manager on the current tokio runtime. Connecting happens in the
+    /// background; see [`block_until_connected`](Self::block_until_connected).
+    pub fn start(&self) -> Result<()> {
+        let mut lifecycle = self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
+        match *lifecycle {
+            Lifecycle::Started => return Err(CuratorError::IllegalState("already started".into())),
+            Lifecycle::Closed => return Err(CuratorError::Closed),
+            Lifecycle::Latent => {}
+        }
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| CuratorError::IllegalState("start() must be called within a tokio runtime".into()))?;
+        let inner = Arc::downgrade(&self.inner);
+        let shutdown = self.inner.shutdown.subscribe();
+        let task = handle.spawn(crate::session::run(inner, shutdown));
+        *self.inner.manager.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+        *lifecycle = Lifecycle::Started;
+        Ok(())
+    }
+
+    /// Waits until connected, at most `timeout`. The error says why no connection was had.
+    pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
+        let mut rx = self.inner.hub.watch();
+        let wait = async move {
+            rx.wait_for(|e| e.state.is_connected() || e.state == ConnectionState::Closed).await.map(|e| e.state.is_connected())
+        };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(Ok(true)) => Ok(()),
+            Ok(_) => Err(CuratorError::Closed),
+            Err(_) => {
+                let last = self.inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                Err(CuratorError::ConnectionLoss {
+                    path: String::new(),
+                    detail: format!(
+                        "could not connect to {} within {timeout:?}{}",
+                        self.inner.config.connect_string,
+                        last.map(|e| format!(": {e}")).unwrap_or_default()
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Closes the framework: waits (bounded) for pending guaranteed deletes, ends the session at
+    /// once so that its ephemeral nodes go, and stops every background task. Idempotent.
+    pub async fn close(&self) {
+        {
+            let mut lifecycle = self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
+            if *lifecycle == Lifecycle::Closed {
+                return;
+            }
+            *lifecycle = Lifecycle::Closed;
+        }
+        let mut pending = self.inner.pending_background.subscribe();
+        let drained = tokio::time::timeout(self.inner.config.max_close_wait, pending.wait_for(|n| *n == 0)).await.is_ok();
+        if !drained {
+            let left = *pending.borrow();
+            tracing::warn!(pending = left, "closing with background operations still pending");
+        }
+        let old = self.inner.session.send_replace(SessionSlot::Closed);
+        self.inner.shutdown.send_replace(true);
+        let manager = self.inner.manager.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(task) = manager {
+            let _ = task.await;
+        }
+        if let SessionSlot::Live(session) = old {
+            let mut states = session.client.state_watcher();
+            drop(session);
+            // Dropping the last clone sends CloseSession; wait (bounded) until it is done.
+            let closed = async {
+                loop {
+                    if states.state().is_terminated() {
+                        break;
+                    }
+                    states.changed().await;
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(2), closed).await;
+        }
+        self.inner.hub.publish(ConnectionStateEvent {
+            state: ConnectionState::Closed,
+            at: Instant::now(),
+            new_session: false,
+            ..self.inner.hub.current()
+        });
+        self.inner.hub.close_streams();
+    }
+
+    /// True once [`close`](Self::close) has begun.
+    pub fn is_closed(&self) -> bool {
+        *self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) == Lifecycle::Closed
+    }
+
+    /// The latest connection state.
+    pub fn connection_state(&self) -> ConnectionState {
+        self.inner.hub.current().state
+    }
+
+    /// A `watch` of the latest connection-state transition.
+    pub fn connection_state_watch(&self) -> watch::Receiver<ConnectionStateEvent> {
+        self.inner.hub.watch()
+    }
+
+    /// An ordered stream of every connection-state transition from now on. None is dropped.
+    pub fn connection_state_stream(&self) -> ConnectionStateStream {
+        self.inner.hub.subscribe()
+    }
+
+    /// Calls `listener` with every connection-state transition, in order, on a task of its own
+    /// (a slow listener delays only itself). It stops when the framework closes.
+    pub fn add_connection_state_listener<F>(&self, listener: F)
+    where
+        F: Fn(&CuratorFramework, &ConnectionStateEvent) + Send + Sync + 'static,
+    {
+        let mut stream = self.connection_state_stream();
+        let fw = self.clone();
+        let listener = Arc::new(listener);
+        crate::background::spawn_detached(async move {
+            while let Some(event) = stream.next().await {
+                let (fw, listener) = (fw.clone(), listener.clone());
+                // On the blocking pool, so that a slow listener cannot stall I/O; awaited, so
+                // that this listener sees the transitions in order.
+                let _ = tokio::task::spawn_blocking(move || listener(&fw, &event)).await;
+            }
+        });
+    }
+
+    /// The error policy locks and leaders use.
+    pub fn error_policy(&self) -> ErrorPolicy {
+        self.inner.config.error_policy
+    }
+
+    /// The retry policy of this framework.
+    pub fn retry_policy(&self) -> &Arc<dyn RetryPolicy> {
+        &self.inner.config.retry_policy
+    }
+
+    /// The connection timeout.
+    pub fn connection_timeout(&self) -> Duration {
+        self.inner.config.connection_timeout
+    }
+
+    /// The data creates use when given none.
+    pub fn default_data(&self) -> &[u8] {
+        &self.inner.config.default_data
+    }
+
+    /// The namespace (`/app`), if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_ref().map(|n| n.path.as_str())
+    }
+
+    /// A handle on the same connection whose paths are under `namespace` (or under none).
+    pub fn using_namespace(&self, namespace: Option<&str>) -> Result<CuratorFramework> {
+        let namespace = match namespace.map(|n| n.trim_matches('/')) {
+            None | Some("") => None,
+            Some(ns) => {
+                let full = format!("/{ns}");
+                path::validate(&full)?;
+                Some(Arc::new(Namespace { path: full, ensured: AtomicBool::new(false) }))
+            }
+        };
+        Ok(CuratorFramework { inner: self.inner.clone(), namespace })
+    }
+
+    /// Waits (up to the connection timeout) for a connected session and returns it, rooted at
+    /// this handle's namespace. Recipes use it to pipeline requests on one session.
+    pub async fn session(&self) -> Result<Session> {
+        self.session_for("").await
+    }
+
+    pub(crate) async fn session_for(&self, op_path: &str) -> Result<Session> {
+        let root = self.live_session(op_path).await?;
+        let Some(ns) = &self.namespace else { return Ok(root) };
+        if !ns.ensured.load(Ordering::Acquire) {
+            let options = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+            match root.client.mkdir(&ns.path, &options).await {
+                Ok(()) => ns.ensured.store(true, Ordering::Release),
+                Err(err) => {
+                    let err = CuratorError::from_zk(&ns.path, err);
+                    tracing::debug!(namespace = %ns.path, error = %err, "could not ensure namespace");
+                    if err.is_retryable() {
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        let client = root.client.clone().chroot(ns.path.as_str()).map_err(|_| CuratorError::InvalidPath {
+            path: ns.path.clone(),
+            reason: "namespace is not a valid chroot",
+        })?;
+        Ok(Session { client, generation: root.generation })
+    }
+
+    async fn live_session(&self, op_path: &str) -> Result<Session> {
+        let mut rx = self.inner.session.subscribe();
+        let connected = self.inner.hub.watch();
+        let wait = async {
+            loop {
+                match &*rx.borrow_and_update() {
+                    SessionSlot::Closed => return Err(CuratorError::Closed),
+                    SessionSlot::Live(s) if connected.borrow().state.is_connected() => return Ok(s.clone()),
+                    _ => {}
+                }
+                let mut connected = connected.clone();
+                tokio::select! {
+                    r = rx.changed() => if r.is_err() { return Err(CuratorError::Closed) },
+                    r = connected.changed() => if r.is_err() { return Err(CuratorError::Closed) },
+                }
+            }
+        };
+        match *self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) {
+            Lifecycle::Latent => return Err(CuratorError::IllegalState("the framework is not started".into())),
+            // While closing, background work (guaranteed deletes) may still finish: the slot
+            // says Closed once the session is gone.
+            Lifecycle::Closed | Lifecycle::Started => {}
+        }
+        match tokio::time::timeout(self.inner.config.connection_timeout, wait).await {
+            Ok(r) => r,
+            Err(_) => Err(CuratorError::connection_loss(op_path, "no connection within the connection timeout")),
+        }
+    }
+
+    /// Runs `attempt` under the retry policy: once, and again while the error is retryable and
+    /// the policy allows. Each attempt gets the current session and the attempt number (0 for
+    /// the first), so that an attempt after an unknown outcome can look for its own earlier work.
+    pub async fn call_with_retry<T, F, Fut>(&self, op: &'static str, path: &str, mut attempt: F) -> Result<T>
+    where
+        F: FnMut(Session, u32) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let span = tracing::debug_span!("zk", op, path);
+        async {
+            let policy = &self.inner.config.retry_policy;
+            let started = Instant::now();
+            let mut retries = 0u32;
+            loop {
+                let result = match self.session_for(path).await {
+                    Ok(session) => attempt(session, retries).await,
+                    Err(err) => Err(err),
+                };
+                match result {
+                    Ok(value) => {
+                        tracing::debug!(retries, "ok");
+                        return Ok(value);
+                    }
+                    Err(err) if policy.allow_retry_on(&err) && !self.is_closed() => {
+                        match policy.allow_retry(retries, started.elapsed()) {
+                            Some(sleep) => {
+                                tracing::debug!(error = %err, retries, ?sleep, "retrying");
+                                tokio::time::sleep(sleep).await;
+                                retries += 1;
+                            }
+                            None => {
+                                tracing::debug!(error = %err, retries, "giving up");
+                                return Err(err);
+                            }
+                        }
+                    }
+                    Err(err) => {
+                        tracing::debug!(error = %err, "failed");
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Checks data length against the configured limit.
+    pub(crate) fn check_data(&self, path: &str, data: &[u8]) -> Result<()> {
+        let max = self.inner.config.max_data_len;
+        if data.len() > max {
+            return Err(CuratorError::DataTooLarge { path: path.to_string(), len: data.len(), max });
+        }
+        Ok(())
+    }
+
+    /// Counts a background operation that `close()` should wait for (bounded).
+    pub(crate) fn track_background(&self) -> BackgroundTicket {
+        self.inner.pending_background.send_modify(|n| *n += 1);
+        BackgroundTicket { inner: self.inner.clone() }
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    // --- for the session manager ---
+
+    pub(crate) fn set_live(inner: &Inner, client: zk::Client, generation: u64) {
+        if matches!(*inner.session.borrow(), SessionSlot::Closed) {
+            return;
+        }
+        inner.session.send_replace(SessionSlot::Live(Session { client, generation }));
+    }
+
+    pub(crate) fn set_empty(inner: &Inner) {
+        if matches!(*inner.session.borrow(), SessionSlot::Closed) {
+            return;
+        }
+        inner.session.send_replace(SessionSlot::Empty);
+    }
+
+    pub(crate) fn set_connect_error(inner: &Inner, error: Option<String>) {
+        *inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
+    }
+}
+
+/// Held while a background operation runs; `close()` waits (bounded) for none to be left.
+pub(crate) struct BackgroundTicket {
+    inner: Arc<Inner>,
+}
+
+impl Drop for BackgroundTicket {
+    fn drop(&mut self) {
+        self.inner.pending_background.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}

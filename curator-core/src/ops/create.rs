@@ -1,0 +1,359 @@
+//! `create()`: parents, protection, modes (container, TTL), ACLs, `or_set_data`, idempotence,
+//! compression.
+//!
+//! Protection (`with_protection`) prefixes the node's name with `_c_<uuid>-`. When a create's
+//! outcome is unknown (the connection died under it), the next attempt first looks for a child
+//! with that prefix: found on our session, it is ours and is returned; found from an older
+//! session, it is deleted and the create runs again. If the create finally fails, or its future
+//! is dropped while the outcome is unknown, the node is looked for and deleted in the background.
+
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::background::CuratorEventType;
+use crate::error::{CuratorError, Result};
+use crate::framework::{CuratorFramework, Session};
+use crate::ops::{check_ttl, compress, CreateMode, Pending};
+use crate::path;
+
+/// How missing parents are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Parents {
+    Fail,
+    Persistent,
+    Containers,
+}
+
+/// Builder of a create. See [`CuratorFramework::create`].
+#[derive(Debug, Clone)]
+pub struct CreateBuilder {
+    fw: CuratorFramework,
+    parents: Parents,
+    protected: bool,
+    mode: CreateMode,
+    ttl: Option<Duration>,
+    acl: Option<Vec<zk::Acl>>,
+    or_set_data: bool,
+    idempotent: bool,
+    compressed: bool,
+}
+
+impl CuratorFramework {
+    /// Starts a create.
+    ///
+    /// ```no_run
+    /// # async fn f(client: curator_core::CuratorFramework) -> curator_core::Result<()> {
+    /// use curator_core::CreateMode;
+    /// let path = client
+    ///     .create()
+    ///     .creating_parents_if_needed()
+    ///     .with_protection()
+    ///     .with_mode(CreateMode::EphemeralSequential)
+    ///     .for_path("/a/b", b"data".to_vec())
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn create(&self) -> CreateBuilder {
+        CreateBuilder {
+            fw: self.clone(),
+            parents: Parents::Fail,
+            protected: false,
+            mode: CreateMode::Persistent,
+            ttl: None,
+            acl: None,
+            or_set_data: false,
+            idempotent: false,
+            compressed: false,
+        }
+    }
+}
+
+impl CreateBuilder {
+    /// Create missing parents as persistent nodes.
+    pub fn creating_parents_if_needed(mut self) -> Self {
+        self.parents = Parents::Persistent;
+        self
+    }
+    /// Create missing parents as containers (persistent nodes if the framework disables
+    /// container parents).
+    pub fn creating_parent_containers_if_needed(mut self) -> Self {
+        self.parents = Parents::Containers;
+        self
+    }
+    /// Protect the name with `_c_<uuid>-` so that a create whose reply was lost finds its node
+    /// instead of making a second one.
+    pub fn with_protection(mut self) -> Self {
+        self.protected = true;
+        self
+    }
+    /// The node's mode.
+    pub fn with_mode(mut self, mode: CreateMode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// The TTL of a `PersistentWithTtl` or `PersistentSequentialWithTtl` node.
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+    /// ACLs of the node (parents get the framework's ACL provider's).
+    pub fn with_acl(mut self, acl: Vec<zk::Acl>) -> Self {
+        self.acl = Some(acl);
+        self
+    }
+    /// If the node exists, set its data instead of failing.
+    pub fn or_set_data(mut self) -> Self {
+        self.or_set_data = true;
+        self
+    }
+    /// If the node exists with the same data, succeed (so a retried create is not an error).
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+    /// Gzip the data before storing it.
+    pub fn compressed(mut self) -> Self {
+        self.compressed = true;
+        self
+    }
+
+    /// Creates `path` with `data`; resolves to the path created (sequence number and protection
+    /// prefix included, relative to the namespace).
+    pub fn for_path(self, path: &str, data: impl Into<Vec<u8>>) -> Pending<String> {
+        let fw = self.fw.clone();
+        let path_owned = path.to_string();
+        match self.into_op(path, data.into()) {
+            Ok(op) => Pending::new(&fw, CuratorEventType::Create, path, async move { op.run().await.map(|(p, _)| p) }),
+            Err(err) => Pending::failed(&fw, CuratorEventType::Create, &path_owned, err),
+        }
+    }
+
+    /// As [`for_path`](Self::for_path), with the framework's default data.
+    pub fn for_path_with_default_data(self, path: &str) -> Pending<String> {
+        let data = self.fw.default_data().to_vec();
+        self.for_path(path, data)
+    }
+
+    /// As [`for_path`](Self::for_path), also returning the new node's stat.
+    pub fn for_path_with_stat(self, path: &str, data: impl Into<Vec<u8>>) -> Pending<(String, zk::Stat)> {
+        let fw = self.fw.clone();
+        match self.into_op(path, data.into()) {
+            Ok(op) => Pending::new(&fw, CuratorEventType::Create, path, async move { op.run().await }),
+            Err(err) => Pending::failed(&fw, CuratorEventType::Create, path, err),
+        }
+    }
+
+    fn into_op(self, path: &str, data: Vec<u8>) -> Result<CreateOp> {
+        if self.mode.is_sequential() {
+            path::validate_sequential(path)?;
+        } else {
+            path::validate(path)?;
+        }
+        if path == "/" {
+            return Err(CuratorError::InvalidPath { path: path.into(), reason: "cannot create the root" });
+        }
+        check_ttl(path, self.mode, self.ttl)?;
+        let data = if self.compressed { compress(&data) } else { data };
+        self.fw.check_data(path, &data)?;
+        let (parent, node) = path::parent_and_node(path);
+        let protection = self.protected.then(uuid::Uuid::new_v4);
+        let full_path = match &protection {
+            Some(id) => path::make_path(parent, &path::protected_name(id, node)),
+            None => path.to_string(),
+        };
+        let acl = self.acl.unwrap_or_else(|| self.fw.config().acl_provider.acl_for_path(path));
+        let parents = match self.parents {
+            Parents::Containers if !self.fw.config().use_container_parents => Parents::Persistent,
+            p => p,
+        };
+        Ok(CreateOp {
+            fw: self.fw,
+            path: path.to_string(),
+            parent: parent.to_string(),
+            full_path,
+            protection,
+            mode: self.mode,
+            ttl: self.ttl,
+            acl,
+            data,
+            parents,
+            or_set_data: self.or_set_data,
+            idempotent: self.idempotent,
+        })
+    }
+}
+
+struct CreateOp {
+    fw: CuratorFramework,
+    path: String,
+    parent: String,
+    full_path: String,
+    protection: Option<uuid::Uuid>,
+    mode: CreateMode,
+    ttl: Option<Duration>,
+    acl: Vec<zk::Acl>,
+    data: Vec<u8>,
+    parents: Parents,
+    or_set_data: bool,
+    idempotent: bool,
+}
+
+impl CreateOp {
+    async fn run(self) -> Result<(String, zk::Stat)> {
+        let mut orphan = self.protection.map(|id| OrphanGuard {
+            fw: self.fw.clone(),
+            parent: self.parent.clone(),
+            prefix: protected_prefix(&id),
+            armed: true,
+        });
+        let result = self.fw.call_with_retry("create", &self.path, |session, attempt| self.attempt(session, attempt)).await;
+        if let Some(guard) = orphan.as_mut() {
+            // Only an unknown outcome can leave a node behind.
+            guard.armed = matches!(&result, Err(e) if e.is_retryable());
+        }
+        result
+    }
+
+    async fn attempt(&self, session: Session, attempt: u32) -> Result<(String, zk::Stat)> {
+        let client = session.client();
+        if let (Some(id), true) = (&self.protection, attempt > 0) {
+            if let Some(found) = self.find_protected(&session, id).await? {
+                return Ok(found);
+            }
+        }
+        let mut options = self.mode.to_zk().with_acls(zk::Acls::new(&self.acl));
+        if let Some(ttl) = self.ttl {
+            options = options.with_ttl(ttl);
+        }
+        let mut made_parents = false;
+        loop {
+            match client.create(&self.full_path, &self.data, &options).await {
+                Ok((stat, sequence)) => {
+                    let created = if self.mode.is_sequential() {
+                        format!("{}{}", self.full_path, path::format_sequence(sequence.into_i64()))
+                    } else {
+                        self.full_path.clone()
+                    };
+                    tracing::debug!(path = %created, "created");
+                    return Ok((created, stat));
+                }
+                Err(zk::Error::NoNode) if self.parents != Parents::Fail && !made_parents => {
+                    make_parents(&self.fw, client, &self.full_path, self.parents == Parents::Containers).await?;
+                    made_parents = true;
+                }
+                Err(zk::Error::NodeExists) if self.or_set_data => {
+                    let stat = client
+                        .set_data(&self.full_path, &self.data, None)
+                        .await
+                        .map_err(|e| CuratorError::from_zk(&self.full_path, e))?;
+                    return Ok((self.full_path.clone(), stat));
+                }
+                Err(zk::Error::NodeExists) if self.idempotent => {
+                    let (data, stat) =
+                        client.get_data(&self.full_path).await.map_err(|e| CuratorError::from_zk(&self.full_path, e))?;
+                    if data == self.data {
+                        return Ok((self.full_path.clone(), stat));
+                    }
+                    return Err(CuratorError::NodeExists { path: self.full_path.clone() });
+                }
+                Err(err) => return Err(CuratorError::from_zk(&self.full_path, err)),
+            }
+        }
+    }
+
+    /// Looks for the node an earlier attempt may have made. One from another session is
+    /// deleted, not adopted: its owner is gone or going, and so will the node be.
+    async fn find_protected(&self, session: &Session, id: &uuid::Uuid) -> Result<Option<(String, zk::Stat)>> {
+        let client = session.client();
+        let prefix = protected_prefix(id);
+        let children = match client.list_children(&self.parent).await {
+            Ok(children) => children,
+            Err(zk::Error::NoNode) => return Ok(None),
+            Err(err) => return Err(CuratorError::from_zk(&self.parent, err)),
+        };
+        let Some(name) = children.into_iter().find(|c| c.starts_with(&prefix)) else { return Ok(None) };
+        let found = path::make_path(&self.parent, &name);
+        let Some(stat) = client.check_stat(&found).await.map_err(|e| CuratorError::from_zk(&found, e))? else {
+            return Ok(None);
+        };
+        if self.mode.is_ephemeral() && stat.ephemeral_owner != session.id() {
+            tracing::info!(path = %found, owner = format_args!("{:#x}", stat.ephemeral_owner), "protected node from an old session: deleting it");
+            match client.delete(&found, None).await {
+                Ok(()) | Err(zk::Error::NoNode) => return Ok(None),
+                Err(err) => return Err(CuratorError::from_zk(&found, err)),
+            }
+        }
+        tracing::info!(path = %found, "found the node of an earlier attempt");
+        Ok(Some((found, stat)))
+    }
+}
+
+/// `_c_<uuid>-`
+fn protected_prefix(id: &uuid::Uuid) -> String {
+    path::protected_name(id, "")
+}
+
+/// Creates every missing ancestor of `full_path` (persistent or container), with the ACL
+/// provider's ACLs. Existing ones are fine.
+pub(crate) async fn make_parents(fw: &CuratorFramework, client: &zk::Client, full_path: &str, containers: bool) -> Result<()> {
+    let mode = if containers { zk::CreateMode::Container } else { zk::CreateMode::Persistent };
+    for ancestor in path::ancestors(full_path) {
+        let acl = fw.config().acl_provider.acl_for_path(ancestor);
+        match client.create(ancestor, &[], &mode.with_acls(zk::Acls::new(&acl))).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(err) => return Err(CuratorError::from_zk(ancestor, err)),
+        }
+    }
+    Ok(())
+}
+
+/// Deletes, in the background, the node of a protected create whose outcome stayed unknown
+/// (it failed for good, or its future was dropped).
+struct OrphanGuard {
+    fw: CuratorFramework,
+    parent: String,
+    prefix: String,
+    armed: bool,
+}
+
+impl Drop for OrphanGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (fw, parent, prefix) = (self.fw.clone(), self.parent.clone(), self.prefix.clone());
+        let ticket = fw.track_background();
+        crate::background::spawn_detached(async move {
+            let _ticket = ticket;
+            if let Err(err) = fw.delete_protected(&parent, &prefix).await {
+                fw.report_unhandled(&format!("could not delete the orphan of a protected create under {parent}"), &err);
+            }
+        });
+    }
+}
+
+impl CuratorFramework {
+    /// Deletes every child of `parent` whose name starts with `prefix` (a protected prefix),
+    /// retrying under the retry policy. Used to clean up after protected creates whose outcome
+    /// is unknown; recipes use it when an acquire is abandoned.
+    pub async fn delete_protected(&self, parent: &str, prefix: &str) -> Result<()> {
+        self.call_with_retry("delete-protected", parent, |session, _| async move {
+            let client = session.client();
+            let children = match client.list_children(parent).await {
+                Ok(c) => c,
+                Err(zk::Error::NoNode) => return Ok(()),
+                Err(err) => return Err(CuratorError::from_zk(parent, err)),
+            };
+            for child in children.iter().filter(|c| c.starts_with(prefix)) {
+                let node = path::make_path(parent, child);
+                match client.delete(&node, None).await {
+                    Ok(()) | Err(zk::Error::NoNode) => tracing::info!(path = %node, "deleted orphan"),
+                    Err(err) => return Err(CuratorError::from_zk(&node, err)),
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+}

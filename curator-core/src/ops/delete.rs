@@ -1,0 +1,165 @@
+//! `delete()`: versions, children, quiet, and guaranteed deletes.
+//!
+//! A guaranteed delete whose foreground attempts fail with an unknown outcome returns the error
+//! but keeps trying in the background, on whatever session is current, until the node is gone,
+//! a definite error stops it, or the framework closes (`close()` waits a bounded time for it).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use backoff::backoff::Backoff;
+use zookeeper_client as zk;
+
+use crate::background::CuratorEventType;
+use crate::error::{CuratorError, Result};
+use crate::framework::CuratorFramework;
+use crate::ops::{check_version, Pending};
+use crate::path;
+
+/// Builder of a delete. See [`CuratorFramework::delete`].
+#[derive(Debug, Clone)]
+pub struct DeleteBuilder {
+    fw: CuratorFramework,
+    version: Option<i32>,
+    guaranteed: bool,
+    children: bool,
+    quietly: bool,
+}
+
+impl CuratorFramework {
+    /// Starts a delete.
+    pub fn delete(&self) -> DeleteBuilder {
+        DeleteBuilder { fw: self.clone(), version: None, guaranteed: false, children: false, quietly: false }
+    }
+}
+
+impl DeleteBuilder {
+    /// Delete only if the node has this version.
+    pub fn with_version(mut self, version: i32) -> Self {
+        self.version = Some(version);
+        self
+    }
+    /// Keep trying in the background after an unknown outcome, until the node is gone.
+    pub fn guaranteed(mut self) -> Self {
+        self.guaranteed = true;
+        self
+    }
+    /// Delete the node's children (recursively) first.
+    pub fn deleting_children_if_needed(mut self) -> Self {
+        self.children = true;
+        self
+    }
+    /// A missing node is not an error.
+    pub fn quietly(mut self) -> Self {
+        self.quietly = true;
+        self
+    }
+
+    /// Deletes `path`.
+    pub fn for_path(self, path: &str) -> Pending<()> {
+        if let Err(err) = path::validate(path).and_then(|_| check_version(path, self.version)) {
+            return Pending::failed(&self.fw, CuratorEventType::Delete, path, err);
+        }
+        if path == "/" {
+            let err = CuratorError::InvalidPath { path: path.into(), reason: "cannot delete the root" };
+            return Pending::failed(&self.fw, CuratorEventType::Delete, path, err);
+        }
+        let fw = self.fw.clone();
+        let owned = path.to_string();
+        Pending::new(&fw, CuratorEventType::Delete, path, async move {
+            let result = self
+                .fw
+                .call_with_retry("delete", &owned, |session, _| {
+                    let client = session.client().clone();
+                    let (path, this) = (owned.clone(), &self);
+                    async move { this.attempt(&client, &path).await }
+                })
+                .await;
+            match result {
+                Err(err) if self.guaranteed && err.is_retryable() && !self.fw.is_closed() => {
+                    tracing::info!(path = %owned, error = %err, "guaranteed delete continues in the background");
+                    self.fw.guarantee_delete(owned, self.version, self.children);
+                    Err(err)
+                }
+                other => other,
+            }
+        })
+    }
+
+    async fn attempt(&self, client: &zk::Client, path: &str) -> Result<()> {
+        match delete_node(client, path, self.version, self.children).await {
+            Err(CuratorError::NoNode { .. }) if self.quietly => Ok(()),
+            other => other,
+        }
+    }
+}
+
+/// Deletes `path`, its children first when `children` is set.
+fn delete_node<'a>(
+    client: &'a zk::Client,
+    path: &'a str,
+    version: Option<i32>,
+    children: bool,
+) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>> {
+    Box::pin(async move {
+        loop {
+            match client.delete(path, version).await {
+                Ok(()) => return Ok(()),
+                Err(zk::Error::NotEmpty) if children => {
+                    let kids = match client.list_children(path).await {
+                        Ok(kids) => kids,
+                        Err(zk::Error::NoNode) => continue,
+                        Err(err) => return Err(CuratorError::from_zk(path, err)),
+                    };
+                    for kid in kids {
+                        let child = path::make_path(path, &kid);
+                        match delete_node(client, &child, None, true).await {
+                            Ok(()) | Err(CuratorError::NoNode { .. }) => {}
+                            Err(err) => return Err(err),
+                        }
+                    }
+                }
+                Err(err) => return Err(CuratorError::from_zk(path, err)),
+            }
+        }
+    })
+}
+
+impl CuratorFramework {
+    /// Keeps deleting `path` in the background until it is gone.
+    pub(crate) fn guarantee_delete(&self, path: String, version: Option<i32>, children: bool) {
+        let fw = self.clone();
+        let ticket = self.track_background();
+        crate::background::spawn_detached(async move {
+            let _ticket = ticket;
+            let mut pause = backoff::ExponentialBackoff {
+                initial_interval: std::time::Duration::from_millis(50),
+                max_interval: std::time::Duration::from_secs(2),
+                max_elapsed_time: None,
+                ..Default::default()
+            };
+            loop {
+                let attempt = async {
+                    let session = fw.session_for(&path).await?;
+                    delete_node(session.client(), &path, version, children).await
+                };
+                match attempt.await {
+                    Ok(()) | Err(CuratorError::NoNode { .. }) => {
+                        tracing::info!(path = %path, "guaranteed delete done");
+                        return;
+                    }
+                    Err(CuratorError::Closed) => return,
+                    Err(err) if err.is_retryable() => {
+                        let sleep = pause.next_backoff().unwrap_or(pause.max_interval);
+                        tracing::debug!(path = %path, error = %err, ?sleep, "guaranteed delete: retrying");
+                        tokio::time::sleep(sleep).await;
+                    }
+                    Err(err) => {
+                        fw.report_unhandled(&format!("guaranteed delete of {path} failed"), &err);
+                        return;
+                    }
+                }
+            }
+        });
+    }
+}

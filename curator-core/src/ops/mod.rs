@@ -1,0 +1,253 @@
+//! Curator's fluent operations. Each builder ends in [`Pending`], which is awaited in the
+//! foreground or sent to the background with [`Pending::in_background`].
+
+pub mod create;
+pub mod delete;
+pub mod read;
+pub mod transaction;
+pub mod watch;
+pub mod write;
+
+use std::future::{Future, IntoFuture};
+use std::io::{Read, Write};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::background::{BackgroundCallback, CuratorEvent, CuratorEventType, EventData};
+use crate::error::{CuratorError, Result};
+use crate::framework::CuratorFramework;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The kind of node a create makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CreateMode {
+    /// Lives until deleted.
+    #[default]
+    Persistent,
+    /// Persistent, with a ten-digit sequence number appended to the name.
+    PersistentSequential,
+    /// Deleted when the session that created it ends.
+    Ephemeral,
+    /// Ephemeral, with a sequence number.
+    EphemeralSequential,
+    /// Deleted by the server some time after its last child is deleted.
+    Container,
+    /// Persistent, deleted by the server when it has had no children and no change for the TTL
+    /// (set with `with_ttl`; needs `extendedTypesEnabled` on the server).
+    PersistentWithTtl,
+    /// Persistent sequential with a TTL.
+    PersistentSequentialWithTtl,
+}
+
+impl CreateMode {
+    /// True for the sequential modes.
+    pub fn is_sequential(self) -> bool {
+        matches!(self, Self::PersistentSequential | Self::EphemeralSequential | Self::PersistentSequentialWithTtl)
+    }
+
+    /// True for the ephemeral modes.
+    pub fn is_ephemeral(self) -> bool {
+        matches!(self, Self::Ephemeral | Self::EphemeralSequential)
+    }
+
+    /// True for the TTL modes.
+    pub fn is_ttl(self) -> bool {
+        matches!(self, Self::PersistentWithTtl | Self::PersistentSequentialWithTtl)
+    }
+
+    pub(crate) fn to_zk(self) -> zk::CreateMode {
+        match self {
+            Self::Persistent | Self::PersistentWithTtl => zk::CreateMode::Persistent,
+            Self::PersistentSequential | Self::PersistentSequentialWithTtl => zk::CreateMode::PersistentSequential,
+            Self::Ephemeral => zk::CreateMode::Ephemeral,
+            Self::EphemeralSequential => zk::CreateMode::EphemeralSequential,
+            Self::Container => zk::CreateMode::Container,
+        }
+    }
+}
+
+/// An operation ready to run: `.await` it, or hand it to the background.
+#[must_use = "an operation does nothing until awaited or sent to the background"]
+pub struct Pending<T> {
+    fw: CuratorFramework,
+    kind: CuratorEventType,
+    path: String,
+    future: BoxFuture<Result<T>>,
+}
+
+impl<T> std::fmt::Debug for Pending<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending").field("kind", &self.kind).field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl<T: Send + 'static> Pending<T> {
+    pub(crate) fn new(
+        fw: &CuratorFramework,
+        kind: CuratorEventType,
+        path: &str,
+        future: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> Self {
+        Self { fw: fw.clone(), kind, path: path.to_string(), future: Box::pin(future) }
+    }
+
+    /// A pending operation that fails at once (bad input found while building it).
+    pub(crate) fn failed(fw: &CuratorFramework, kind: CuratorEventType, path: &str, err: CuratorError) -> Self {
+        Self::new(fw, kind, path, async move { Err(err) })
+    }
+}
+
+impl<T: EventData + Send + 'static> Pending<T> {
+    /// Runs the operation in the background and calls `callback` with its event (success or
+    /// failure) on the blocking pool.
+    pub fn in_background(self, callback: impl Fn(&CuratorFramework, CuratorEvent) + Send + Sync + 'static) {
+        self.spawn(Some(Arc::new(callback)));
+    }
+
+    /// Runs the operation in the background and delivers its event to the framework's
+    /// [`CuratorListener`](crate::background::CuratorListener)s (errors nobody receives go to
+    /// the unhandled-error listeners).
+    pub fn in_background_to_listeners(self) {
+        self.spawn(None);
+    }
+
+    fn spawn(self, callback: Option<BackgroundCallback>) {
+        let Pending { fw, kind, path, future } = self;
+        crate::background::spawn_detached(async move {
+            let result = future.await;
+            let mut event = CuratorEvent::new(kind, &path);
+            match &result {
+                Ok(value) => value.fill(&mut event),
+                Err(err) => {
+                    event.result_code = err.code();
+                    event.error = Some(err.clone());
+                }
+            }
+            fw.deliver(event, callback);
+        });
+    }
+}
+
+impl<T: Send + 'static> IntoFuture for Pending<T> {
+    type Output = Result<T>;
+    type IntoFuture = BoxFuture<Result<T>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        self.future
+    }
+}
+
+/// Who hears a one-shot watch set by a read.
+#[derive(Clone, Default)]
+pub(crate) enum WatchTarget {
+    #[default]
+    None,
+    /// `.watched()`: the framework's listeners get a `Watched` event.
+    Listeners,
+    /// `.using_watcher(f)`.
+    Callback(Arc<dyn Fn(zk::WatchedEvent) + Send + Sync>),
+}
+
+impl WatchTarget {
+    pub(crate) fn is_some(&self) -> bool {
+        !matches!(self, Self::None)
+    }
+
+    /// Waits for the watch in a task of its own and tells whoever asked.
+    pub(crate) fn deliver(&self, fw: &CuratorFramework, path: &str, watcher: zk::OneshotWatcher) {
+        let (fw, path, target) = (fw.clone(), path.to_string(), self.clone());
+        crate::background::spawn_detached(async move {
+            let event = watcher.changed().await;
+            tracing::debug!(path = %path, event = ?event.event_type, state = ?event.session_state, "watch fired");
+            match target {
+                WatchTarget::None => {}
+                WatchTarget::Listeners => {
+                    let mut e = CuratorEvent::new(CuratorEventType::Watched, &path);
+                    e.watched_event = Some(event);
+                    fw.deliver(e, None);
+                }
+                WatchTarget::Callback(f) => drop(tokio::task::spawn_blocking(move || f(event))),
+            }
+        });
+    }
+}
+
+/// A one-shot watch returned by the `for_path_and_watch` reads.
+#[derive(Debug)]
+pub struct Watch {
+    inner: zk::OneshotWatcher,
+}
+
+impl Watch {
+    /// Waits for the watch to fire: a change of the node, or a session event (disconnection or
+    /// expiry), after which the watch is gone.
+    pub async fn changed(self) -> zk::WatchedEvent {
+        self.inner.changed().await
+    }
+
+    /// Removes the watch from the server.
+    pub fn remove(self) {
+        drop(self.inner);
+    }
+}
+
+impl EventData for (Vec<u8>, zk::Stat, Watch) {
+    fn fill(&self, event: &mut CuratorEvent) {
+        event.data = Some(self.0.clone());
+        event.stat = Some(self.1);
+    }
+}
+impl EventData for (Option<zk::Stat>, Watch) {
+    fn fill(&self, event: &mut CuratorEvent) {
+        event.stat = self.0;
+    }
+}
+impl EventData for (Vec<String>, zk::Stat, Watch) {
+    fn fill(&self, event: &mut CuratorEvent) {
+        event.children = Some(self.0.clone());
+        event.stat = Some(self.1);
+    }
+}
+
+/// Gzip, as Curator's default compression provider.
+pub(crate) fn compress(data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing to a Vec cannot fail.
+    let _ = encoder.write_all(data);
+    encoder.finish().unwrap_or_default()
+}
+
+pub(crate) fn decompress(path: &str, data: &[u8]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(data)
+        .read_to_end(&mut out)
+        .map_err(|e| CuratorError::BadData { path: path.to_string(), reason: format!("not gzip data: {e}") })?;
+    Ok(out)
+}
+
+/// Checks an expected version given by the user (-1 means any).
+pub(crate) fn check_version(path: &str, version: Option<i32>) -> Result<()> {
+    match version {
+        Some(v) if v < -1 => {
+            Err(CuratorError::InvalidArgument { path: path.to_string(), reason: format!("bad version {v}") })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks a TTL given by the user.
+pub(crate) fn check_ttl(path: &str, mode: CreateMode, ttl: Option<Duration>) -> Result<()> {
+    let bad = |reason: &str| Err(CuratorError::InvalidArgument { path: path.to_string(), reason: reason.into() });
+    match (mode.is_ttl(), ttl) {
+        (true, None) => bad("a TTL mode needs with_ttl()"),
+        (true, Some(t)) if t.is_zero() => bad("the TTL must be positive"),
+        (true, Some(t)) if t.as_millis() > 0x00FF_FFFF_FFFF => bad("the TTL is too long"),
+        (false, Some(_)) => bad("with_ttl() needs a TTL mode"),
+        _ => Ok(()),
+    }
+}

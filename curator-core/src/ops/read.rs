@@ -1,0 +1,225 @@
+//! Reads: `check_exists()`, `get_data()`, `get_children()`, `get_acl()`, each with optional
+//! one-shot watches (`watched()`, `using_watcher()`, or a [`Watch`] returned with the result).
+
+use std::sync::Arc;
+
+use zookeeper_client as zk;
+
+use crate::background::CuratorEventType;
+use crate::error::CuratorError;
+use crate::framework::CuratorFramework;
+use crate::ops::{decompress, Pending, Watch, WatchTarget};
+use crate::path;
+
+/// Validates `path`, then runs `read` under the retry policy with the session's client.
+fn read_op<T, F, Fut>(fw: &CuratorFramework, kind: CuratorEventType, op: &'static str, path: &str, read: F) -> Pending<T>
+where
+    T: Send + 'static,
+    F: Fn(zk::Client, String) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = std::result::Result<T, zk::Error>> + Send,
+{
+    if let Err(err) = path::validate(path) {
+        return Pending::failed(fw, kind, path, err);
+    }
+    let (fw2, owned) = (fw.clone(), path.to_string());
+    Pending::new(fw, kind, path, async move {
+        fw2.call_with_retry(op, &owned, |session, _| {
+            let fut = read(session.client().clone(), owned.clone());
+            let path = &owned;
+            async move { fut.await.map_err(|e| CuratorError::from_zk(path, e)) }
+        })
+        .await
+    })
+}
+
+macro_rules! watch_options {
+    () => {
+        /// Set a one-shot watch whose event goes to the framework's listeners as
+        /// [`CuratorEventType::Watched`].
+        pub fn watched(mut self) -> Self {
+            self.watch = WatchTarget::Listeners;
+            self
+        }
+        /// Set a one-shot watch whose event goes to `watcher` (on the blocking pool).
+        pub fn using_watcher(mut self, watcher: impl Fn(zk::WatchedEvent) + Send + Sync + 'static) -> Self {
+            self.watch = WatchTarget::Callback(Arc::new(watcher));
+            self
+        }
+    };
+}
+
+/// Builder of an exists check. See [`CuratorFramework::check_exists`].
+#[derive(Clone)]
+pub struct ExistsBuilder {
+    fw: CuratorFramework,
+    watch: WatchTarget,
+}
+
+/// Builder of a data read. See [`CuratorFramework::get_data`].
+#[derive(Clone)]
+pub struct GetDataBuilder {
+    fw: CuratorFramework,
+    watch: WatchTarget,
+    decompressed: bool,
+}
+
+/// Builder of a children listing. See [`CuratorFramework::get_children`].
+#[derive(Clone)]
+pub struct GetChildrenBuilder {
+    fw: CuratorFramework,
+    watch: WatchTarget,
+}
+
+/// Builder of an ACL read. See [`CuratorFramework::get_acl`].
+#[derive(Clone)]
+pub struct GetAclBuilder {
+    fw: CuratorFramework,
+}
+
+impl CuratorFramework {
+    /// Starts an exists check: the node's stat, or `None`.
+    pub fn check_exists(&self) -> ExistsBuilder {
+        ExistsBuilder { fw: self.clone(), watch: WatchTarget::None }
+    }
+    /// Starts a data read.
+    pub fn get_data(&self) -> GetDataBuilder {
+        GetDataBuilder { fw: self.clone(), watch: WatchTarget::None, decompressed: false }
+    }
+    /// Starts a children listing.
+    pub fn get_children(&self) -> GetChildrenBuilder {
+        GetChildrenBuilder { fw: self.clone(), watch: WatchTarget::None }
+    }
+    /// Starts an ACL read.
+    pub fn get_acl(&self) -> GetAclBuilder {
+        GetAclBuilder { fw: self.clone() }
+    }
+}
+
+impl ExistsBuilder {
+    watch_options!();
+
+    /// The stat of `path`, or `None` if it does not exist.
+    pub fn for_path(self, path: &str) -> Pending<Option<zk::Stat>> {
+        let Self { fw, watch } = self;
+        let fw2 = fw.clone();
+        read_op(&fw, CuratorEventType::Exists, "exists", path, move |client, path| {
+            let (fw, watch) = (fw2.clone(), watch.clone());
+            async move {
+                if !watch.is_some() {
+                    return client.check_stat(&path).await;
+                }
+                let (stat, watcher) = client.check_and_watch_stat(&path).await?;
+                watch.deliver(&fw, &path, watcher);
+                Ok(stat)
+            }
+        })
+    }
+
+    /// The stat of `path` (or `None`) and a watch for its creation, deletion or change.
+    pub fn for_path_and_watch(self, path: &str) -> Pending<(Option<zk::Stat>, Watch)> {
+        read_op(&self.fw, CuratorEventType::Exists, "exists", path, |client, path| async move {
+            let (stat, watcher) = client.check_and_watch_stat(&path).await?;
+            Ok((stat, Watch { inner: watcher }))
+        })
+    }
+}
+
+impl GetDataBuilder {
+    watch_options!();
+
+    /// Un-gzip the data (it was written with `compressed()`).
+    pub fn decompressed(mut self) -> Self {
+        self.decompressed = true;
+        self
+    }
+
+    /// The data of `path`.
+    pub fn for_path(self, path: &str) -> Pending<Vec<u8>> {
+        let fw = self.fw.clone();
+        let inner = self.for_path_with_stat(path);
+        Pending::new(&fw, CuratorEventType::GetData, path, async move { inner.await.map(|(data, _)| data) })
+    }
+
+    /// The data and stat of `path`.
+    pub fn for_path_with_stat(self, path: &str) -> Pending<(Vec<u8>, zk::Stat)> {
+        let Self { fw, watch, decompressed } = self;
+        let fw2 = fw.clone();
+        let pending = read_op(&fw, CuratorEventType::GetData, "get_data", path, move |client, path| {
+            let (fw, watch) = (fw2.clone(), watch.clone());
+            async move {
+                if !watch.is_some() {
+                    return client.get_data(&path).await;
+                }
+                let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
+                watch.deliver(&fw, &path, watcher);
+                Ok((data, stat))
+            }
+        });
+        if !decompressed {
+            return pending;
+        }
+        let owned = path.to_string();
+        Pending::new(&fw, CuratorEventType::GetData, path, async move {
+            let (data, stat) = pending.await?;
+            Ok((decompress(&owned, &data)?, stat))
+        })
+    }
+
+    /// The data and stat of `path`, and a watch for its deletion or change.
+    pub fn for_path_and_watch(self, path: &str) -> Pending<(Vec<u8>, zk::Stat, Watch)> {
+        let decompressed = self.decompressed;
+        read_op(&self.fw, CuratorEventType::GetData, "get_data", path, move |client, path| async move {
+            let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
+            let data = if decompressed {
+                decompress(&path, &data).map_err(|_| zk::Error::UnexpectedError(format!("{path}: data is not gzip")))?
+            } else {
+                data
+            };
+            Ok((data, stat, Watch { inner: watcher }))
+        })
+    }
+}
+
+impl GetChildrenBuilder {
+    watch_options!();
+
+    /// The names of the children of `path` (not sorted).
+    pub fn for_path(self, path: &str) -> Pending<Vec<String>> {
+        let fw = self.fw.clone();
+        let inner = self.for_path_with_stat(path);
+        Pending::new(&fw, CuratorEventType::Children, path, async move { inner.await.map(|(c, _)| c) })
+    }
+
+    /// The children of `path` and its stat.
+    pub fn for_path_with_stat(self, path: &str) -> Pending<(Vec<String>, zk::Stat)> {
+        let Self { fw, watch } = self;
+        let fw2 = fw.clone();
+        read_op(&fw, CuratorEventType::Children, "get_children", path, move |client, path| {
+            let (fw, watch) = (fw2.clone(), watch.clone());
+            async move {
+                if !watch.is_some() {
+                    return client.get_children(&path).await;
+                }
+                let (children, stat, watcher) = client.get_and_watch_children(&path).await?;
+                watch.deliver(&fw, &path, watcher);
+                Ok((children, stat))
+            }
+        })
+    }
+
+    /// The children of `path`, its stat, and a watch for a change of children or deletion.
+    pub fn for_path_and_watch(self, path: &str) -> Pending<(Vec<String>, zk::Stat, Watch)> {
+        read_op(&self.fw, CuratorEventType::Children, "get_children", path, |client, path| async move {
+            let (children, stat, watcher) = client.get_and_watch_children(&path).await?;
+            Ok((children, stat, Watch { inner: watcher }))
+        })
+    }
+}
+
+impl GetAclBuilder {
+    /// The ACLs and stat of `path`.
+    pub fn for_path(self, path: &str) -> Pending<(Vec<zk::Acl>, zk::Stat)> {
+        read_op(&self.fw, CuratorEventType::GetAcl, "get_acl", path, |client, path| async move { client.get_acl(&path).await })
+    }
+}
+
