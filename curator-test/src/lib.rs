@@ -1,1 +1,59 @@
-//! curator-test
+//! Real ZooKeeper servers for tests, in the spirit of Apache Curator's `curator-test`, async on
+//! tokio.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use curator_test::{TestingServer, Timing};
+//! use zookeeper_client::{Acls, Client, CreateMode};
+//!
+//! let server = TestingServer::start().await?;
+//! let client = Client::connector()
+//!     .with_session_timeout(Timing::new().session_timeout())
+//!     .connect(&server.connect_string())
+//!     .await?;
+//! client.create("/hello", b"world", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
+//! assert_eq!(client.get_data("/hello").await?.0, b"world");
+//! # Ok(()) }
+//! ```
+//!
+//! What is here:
+//! - [`TestingServer`]: one standalone ZooKeeper 3.8 (Debian's jars under `/usr/share/java`, or
+//!   `ZOOKEEPER_CLASSPATH`) in a child java process on a free `127.0.0.1` port, with its own
+//!   temporary data directory. It can be stopped, restarted with its data, killed, paused
+//!   (SIGSTOP) and resumed. [`TestingServer::shared`] is one server per test binary for ordinary
+//!   tests that each use a unique path.
+//! - [`TestingCluster`]: an ensemble on loopback whose members can be killed and restarted.
+//! - [`expire_session`]: ends a session on demand, as Curator's `KillSession`.
+//! - [`ChaosProxy`]: a TCP proxy that pauses, cuts, refuses, or drops the reply to one request
+//!   (so that a request is applied but its client sees a connection loss).
+//! - [`Timing`] and [`eventually`]: generous deadlines from one place, and polling instead of
+//!   sleeping.
+//! - [`four_letter_word`]: `srvr`, `mntr`, `cons` and friends.
+//!
+//! No java process outlives the test binary: dropping a server kills it, an `atexit` hook kills
+//! what statics still hold, and a small watchdog next to each java process kills it within about
+//! a second if the binary dies abruptly.
+//!
+//! Servers use `tickTime=500`, so sessions as short as 1 s are allowed, `forceSync=no`, TTL and
+//! container nodes are enabled and all four-letter words are allowed. The server's log is
+//! `zookeeper.log` in its directory and is quoted in start errors.
+#![warn(missing_docs)]
+
+mod cluster;
+mod error;
+mod four;
+mod node;
+mod process;
+mod proxy;
+mod server;
+mod session;
+mod timing;
+
+pub use cluster::TestingCluster;
+pub use error::TestingError;
+pub use four::four_letter_word;
+pub use process::CLASSPATH_ENV;
+pub use proxy::ChaosProxy;
+pub use server::{TestingServer, TestingServerBuilder};
+pub use session::expire_session;
+pub use timing::{eventually, wait_for_state, Timing, TIMING_MULTIPLE_ENV};
