@@ -1,0 +1,205 @@
+//! Connection loss, lost replies, session expiry: what the framework reports and survives, with a
+//! real ZooKeeper and a fault-injecting proxy.
+
+mod framework_support;
+
+use std::future::IntoFuture;
+use std::time::{Duration, Instant};
+
+use curator_core::retry::RetryNTimes;
+use curator_core::{ConnectionState, CreateMode, CuratorError};
+use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use framework_support::{builder, connected, unique, wait_for};
+
+#[tokio::test]
+async fn protected_create_whose_reply_is_lost_finds_its_own_node() {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = connected(builder(&proxy.connect_string())).await;
+    let base = unique("swallow");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+
+    proxy.swallow_next_reply();
+    let path = fw
+        .create()
+        .with_protection()
+        .with_mode(CreateMode::EphemeralSequential)
+        .for_path(&format!("{base}/lock-"), b"x".to_vec())
+        .await
+        .expect("the retry finds the node the lost reply was about");
+    assert!(!proxy.swallow_pending(), "the reply was really swallowed");
+    let children = fw.get_children().for_path(&base).await.unwrap();
+    assert_eq!(children.len(), 1, "exactly one node: {children:?}");
+    assert_eq!(format!("{base}/{}", children[0]), path);
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn protected_create_that_finally_fails_leaves_no_orphan() {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = connected(builder(&proxy.connect_string()).retry_policy(RetryNTimes::new(0, Duration::ZERO))).await;
+    let observer = connected(builder(&server.connect_string())).await;
+    let base = unique("orphan");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+
+    proxy.swallow_next_reply();
+    let result = fw.create().with_protection().with_mode(CreateMode::Persistent).for_path(&format!("{base}/node"), vec![]).await;
+    assert!(result.as_ref().is_err_and(|e| e.is_retryable()), "no retries allowed: {result:?}");
+    let clean = eventually(Timing::new().deadline(), || async {
+        observer.get_children().for_path(&base).await.map(|c| c.is_empty()).unwrap_or(false)
+    })
+    .await;
+    assert!(clean, "the orphan of the failed create is deleted in the background");
+
+    // Unprotected and undisturbed: exactly the node asked for, nothing else.
+    fw.create().for_path(&format!("{base}/plain"), vec![]).await.unwrap();
+    assert_eq!(observer.get_children().for_path(&base).await.unwrap(), ["plain"]);
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test]
+async fn dropped_protected_create_leaves_no_orphan() {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = connected(builder(&proxy.connect_string())).await;
+    let observer = connected(builder(&server.connect_string())).await;
+    let base = unique("dropped");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+
+    // The reply is lost and the future dropped while the retry waits: nobody learns the path.
+    proxy.swallow_next_reply();
+    let create = fw.create().with_protection().for_path(&format!("{base}/node"), vec![]).into_future();
+    let applied = tokio::select! {
+        _ = create => false,
+        applied = eventually(Timing::new().deadline(), || async {
+            observer.get_children().for_path(&base).await.map(|c| c.len() == 1).unwrap_or(false)
+        }) => applied,
+    };
+    assert!(applied, "the create reached the server before the future was dropped");
+    let clean = eventually(Timing::new().deadline(), || async {
+        observer.get_children().for_path(&base).await.map(|c| c.is_empty()).unwrap_or(false)
+    })
+    .await;
+    assert!(clean, "dropping the future deletes the node in the background");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test]
+async fn expiry_on_demand_gives_lost_then_a_new_session() {
+    let server = TestingServer::shared();
+    let observer = connected(builder(&server.connect_string())).await;
+    let fw = builder(&server.connect_string()).build().unwrap();
+    let mut states = fw.connection_state_stream();
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    let base = unique("expiry");
+    fw.create().with_mode(CreateMode::Ephemeral).for_path(&base, vec![]).await.unwrap();
+    let old = fw.session().await.unwrap();
+
+    expire_session(&server.connect_string(), old.client().session()).await.unwrap();
+    let seen = wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+    let kinds: Vec<_> = seen.iter().map(|e| e.state).filter(|s| *s != ConnectionState::Suspended).collect();
+    assert_eq!(kinds, [ConnectionState::Connected, ConnectionState::Lost, ConnectionState::Reconnected], "{seen:?}");
+    let last = seen.last().unwrap();
+    assert!(last.generation == old.generation() + 1 && last.session_id != old.id());
+
+    assert!(observer.check_exists().for_path(&base).await.unwrap().is_none(), "ephemeral of the old session is gone");
+    fw.create().with_mode(CreateMode::Ephemeral).for_path(&base, vec![]).await.expect("works on the new session");
+    let (_, stat) = observer.get_data().for_path_with_stat(&base).await.unwrap();
+    assert_eq!(stat.ephemeral_owner, fw.session().await.unwrap().id());
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test]
+async fn short_cut_is_suspended_then_reconnected_on_the_same_session() {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = builder(&proxy.connect_string()).build().unwrap();
+    let mut states = fw.connection_state_stream();
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    let before = fw.session().await.unwrap().id();
+
+    proxy.cut();
+    let seen = wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
+    let kinds: Vec<_> = seen.iter().map(|e| e.state).collect();
+    assert_eq!(kinds, [ConnectionState::Connected, ConnectionState::Suspended, ConnectionState::Reconnected]);
+    assert!(!seen[2].new_session);
+    assert_eq!(fw.session().await.unwrap().id(), before);
+    fw.get_children().for_path("/").await.expect("usable after the cut");
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn long_partition_reports_lost_within_the_session_timeout() {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = builder(&proxy.connect_string()).build().unwrap();
+    let mut states = fw.connection_state_stream();
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    let negotiated = fw.session().await.unwrap().client().session_timeout();
+
+    proxy.pause();
+    let seen = wait_for(&mut states, ConnectionState::Lost, |_| true).await;
+    let suspended = seen.iter().find(|e| e.state == ConnectionState::Suspended).expect("suspended first");
+    let lost = seen.last().unwrap();
+    let gap = lost.at.duration_since(suspended.at);
+    assert!(gap <= negotiated + Duration::from_millis(500), "Lost {gap:?} after Suspended; session timeout {negotiated:?}");
+
+    proxy.pass();
+    wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+    fw.get_children().for_path("/").await.expect("usable on the new session");
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn guaranteed_delete_issued_during_a_cut_completes_after_it() {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let timing = Timing::new();
+    let fw = connected(
+        builder(&proxy.connect_string())
+            .session_timeout(timing.session_timeout() * 2)
+            .connection_timeout(Duration::from_millis(300))
+            .retry_policy(RetryNTimes::new(1, Duration::from_millis(50))),
+    )
+    .await;
+    let observer = connected(builder(&server.connect_string())).await;
+    let base = unique("guaranteed");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+
+    let mut states = fw.connection_state_stream();
+    proxy.set_reject(true);
+    proxy.cut();
+    wait_for(&mut states, ConnectionState::Suspended, |_| true).await;
+    let started = Instant::now();
+    let foreground = fw.delete().guaranteed().for_path(&base).await;
+    assert!(foreground.as_ref().is_err_and(CuratorError::is_retryable), "{foreground:?}");
+    assert!(observer.check_exists().for_path(&base).await.unwrap().is_some(), "not deleted during the cut");
+
+    proxy.set_reject(false);
+    let deleted = eventually(timing.deadline(), || async { observer.check_exists().for_path(&base).await.unwrap().is_none() }).await;
+    assert!(deleted, "deleted in the background after the cut ({:?})", started.elapsed());
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test]
+async fn nothing_listening_is_a_clear_error_within_the_connection_timeout() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let fw = builder(&format!("127.0.0.1:{port}")).connection_timeout(Duration::from_secs(1)).build().unwrap();
+    fw.start().unwrap();
+    let started = Instant::now();
+    let err = fw.block_until_connected(Duration::from_secs(2)).await.expect_err("nothing listens");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    let text = err.to_string();
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+    let op = fw.get_data().for_path("/x").await;
+    assert!(op.as_ref().is_err_and(CuratorError::is_retryable), "{op:?}");
+    fw.close().await;
+}

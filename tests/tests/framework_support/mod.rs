@@ -1,0 +1,54 @@
+//! Helpers shared by the framework tests.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use curator_core::retry::RetryNTimes;
+use curator_core::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, CuratorFramework, CuratorFrameworkBuilder};
+use curator_test::Timing;
+
+/// A path no other test uses.
+pub fn unique(name: &str) -> String {
+    format!("/{name}-{:016x}", fastrand::u64(..))
+}
+
+/// A builder with test timings for `connect_string`.
+pub fn builder(connect_string: &str) -> CuratorFrameworkBuilder {
+    let timing = Timing::new();
+    CuratorFramework::builder()
+        .connect_string(connect_string)
+        .session_timeout(timing.session_timeout())
+        .connection_timeout(timing.connection_timeout())
+        .retry_policy(RetryNTimes::new(10, Duration::from_millis(100)))
+}
+
+/// A started and connected framework.
+pub async fn connected(b: CuratorFrameworkBuilder) -> CuratorFramework {
+    let fw = b.build().expect("valid options");
+    fw.start().expect("start");
+    fw.block_until_connected(Timing::new().deadline()).await.expect("connected");
+    fw
+}
+
+/// Reads transitions until one has `state` (and passes `check`), returning all read so far.
+pub async fn wait_for(
+    stream: &mut ConnectionStateStream,
+    state: ConnectionState,
+    check: impl Fn(&ConnectionStateEvent) -> bool,
+) -> Vec<ConnectionStateEvent> {
+    let mut seen = Vec::new();
+    let deadline = Timing::new().deadline();
+    let found = tokio::time::timeout(deadline, async {
+        while let Some(event) = stream.next().await {
+            let done = event.state == state && check(&event);
+            seen.push(event);
+            if done {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert!(matches!(found, Ok(true)), "never saw {state:?}; saw {:?}", seen.iter().map(|e| e.state).collect::<Vec<_>>());
+    seen
+}
