@@ -1,0 +1,129 @@
+//! Background operations: callbacks, listeners, unhandled errors, and slow callbacks.
+
+mod framework_support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use curator_core::{CuratorEvent, CuratorEventType};
+use curator_test::TestingServer;
+use framework_support::{builder, connected, unique};
+use tokio::sync::mpsc;
+
+fn server() -> String {
+    TestingServer::shared().connect_string()
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<CuratorEvent>) -> CuratorEvent {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("an event in time").expect("channel open")
+}
+
+#[tokio::test]
+async fn callbacks_receive_the_right_events() {
+    let fw = connected(builder(&server())).await;
+    let base = unique("bg");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cb = move |_: &curator_core::CuratorFramework, e: CuratorEvent| drop(tx.send(e));
+
+    fw.create().for_path(&base, b"d".to_vec()).in_background(cb.clone());
+    let e = next(&mut rx).await;
+    assert_eq!((e.event_type, e.result_code, e.name.as_deref()), (CuratorEventType::Create, 0, Some(base.as_str())));
+
+    fw.get_data().for_path_with_stat(&base).in_background(cb.clone());
+    let e = next(&mut rx).await;
+    assert_eq!(e.event_type, CuratorEventType::GetData);
+    assert_eq!(e.data.as_deref(), Some(&b"d"[..]));
+    assert_eq!(e.stat.map(|s| s.version), Some(0));
+
+    fw.set_data().for_path(&base, b"e".to_vec()).in_background(cb.clone());
+    assert_eq!(next(&mut rx).await.event_type, CuratorEventType::SetData);
+    fw.check_exists().for_path(&base).in_background(cb.clone());
+    let e = next(&mut rx).await;
+    assert!(e.event_type == CuratorEventType::Exists && e.stat.is_some());
+    fw.get_children().for_path(&base).in_background(cb.clone());
+    let e = next(&mut rx).await;
+    assert_eq!((e.event_type, e.children), (CuratorEventType::Children, Some(vec![])));
+    fw.sync().for_path(&base).in_background(cb.clone());
+    assert_eq!(next(&mut rx).await.event_type, CuratorEventType::Sync);
+    fw.transaction().set_data(&base, b"f".to_vec(), None).commit().in_background(cb.clone());
+    let e = next(&mut rx).await;
+    assert!(e.event_type == CuratorEventType::Transaction && e.op_results.is_some_and(|r| r.len() == 1));
+    fw.delete().for_path(&base).in_background(cb.clone());
+    assert_eq!(next(&mut rx).await.event_type, CuratorEventType::Delete);
+
+    // A failure arrives as an event with its code.
+    fw.delete().for_path(&base).in_background(cb.clone());
+    let e = next(&mut rx).await;
+    assert_eq!((e.event_type, e.result_code), (CuratorEventType::Delete, -101));
+    assert!(e.error.is_some());
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn listeners_get_events_without_callbacks_and_watched_events() {
+    let fw = connected(builder(&server())).await;
+    let base = unique("listen");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    fw.add_listener(move |_: &curator_core::CuratorFramework, e: CuratorEvent| drop(tx.send(e)));
+
+    fw.create().for_path(&base, vec![]).in_background_to_listeners();
+    assert_eq!(next(&mut rx).await.event_type, CuratorEventType::Create);
+
+    fw.get_data().watched().for_path(&base).await.unwrap();
+    fw.set_data().for_path(&base, b"x".to_vec()).await.unwrap();
+    let e = next(&mut rx).await;
+    assert_eq!(e.event_type, CuratorEventType::Watched);
+    assert_eq!(e.watched_event.map(|w| w.event_type), Some(curator_core::zk::EventType::NodeDataChanged));
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn errors_nobody_handles_reach_the_unhandled_error_listeners() {
+    let fw = connected(builder(&server())).await;
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let sink = errors.clone();
+    fw.add_unhandled_error_listener(move |msg: &str, e: &curator_core::CuratorError| {
+        sink.lock().unwrap().push((msg.to_string(), e.code()));
+    });
+    fw.delete().for_path(&unique("missing")).in_background_to_listeners();
+    let seen = curator_test::eventually(Duration::from_secs(10), || async { !errors.lock().unwrap().is_empty() }).await;
+    assert!(seen);
+    assert_eq!(errors.lock().unwrap()[0].1, -101);
+    fw.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_sleeping_callback_does_not_delay_a_foreground_call() {
+    let fw = connected(builder(&server())).await;
+    let base = unique("slow");
+    let (started_tx, mut started_rx) = mpsc::unbounded_channel();
+    let finished = Arc::new(AtomicBool::new(false));
+    let done = finished.clone();
+    fw.create().for_path(&base, vec![]).in_background(move |_, _| {
+        let _ = started_tx.send(());
+        // The sleep is the scenario: a callback that blocks its thread.
+        std::thread::sleep(Duration::from_secs(3));
+        done.store(true, Ordering::SeqCst);
+    });
+    started_rx.recv().await.expect("callback started");
+    fw.set_data().for_path(&base, b"fast".to_vec()).await.unwrap();
+    assert_eq!(fw.get_data().for_path(&base).await.unwrap(), b"fast");
+    assert!(!finished.load(Ordering::SeqCst), "foreground calls completed while the callback was still sleeping");
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn connection_state_listener_sees_transitions_in_order() {
+    let fw = builder(&server()).build().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    fw.add_connection_state_listener(move |_, e| {
+        let _ = tx.send(e.state);
+    });
+    fw.start().unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap();
+    assert_eq!(first, Some(curator_core::ConnectionState::Connected));
+    fw.close().await;
+    let last = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap();
+    assert_eq!(last, Some(curator_core::ConnectionState::Closed));
+}
