@@ -141,9 +141,7 @@ impl CuratorError {
             zk::Error::NoChildrenForEphemerals => Self::NoChildrenForEphemerals { path },
             zk::Error::InvalidAcl => Self::InvalidAcl { path },
             zk::Error::SessionExpired => Self::SessionExpired { path },
-            zk::Error::ConnectionLoss | zk::Error::Timeout => {
-                Self::ConnectionLoss { path, detail: err.to_string() }
-            }
+            zk::Error::ConnectionLoss | zk::Error::Timeout => Self::ConnectionLoss { path, detail: err.to_string() },
             // zookeeper-client reports a connection that died under a request in many shapes
             // (DESIGN.md section 2): treat every one of them as "outcome unknown".
             zk::Error::Custom(_) | zk::Error::SessionMoved | zk::Error::Throttled => {

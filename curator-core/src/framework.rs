@@ -332,7 +332,9 @@ impl CuratorFramework {
     pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
         let mut rx = self.inner.hub.watch();
         let wait = async move {
-            rx.wait_for(|e| e.state.is_connected() || e.state == ConnectionState::Closed).await.map(|e| e.state.is_connected())
+            rx.wait_for(|e| e.state.is_connected() || e.state == ConnectionState::Closed)
+                .await
+                .map(|e| e.state.is_connected())
         };
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(true)) => Ok(()),
@@ -362,7 +364,8 @@ impl CuratorFramework {
             *lifecycle = Lifecycle::Closed;
         }
         let mut pending = self.inner.pending_background.subscribe();
-        let drained = tokio::time::timeout(self.inner.config.max_close_wait, pending.wait_for(|n| *n == 0)).await.is_ok();
+        let drained =
+            tokio::time::timeout(self.inner.config.max_close_wait, pending.wait_for(|n| *n == 0)).await.is_ok();
         if !drained {
             let left = *pending.borrow();
             tracing::warn!(pending = left, "closing with background operations still pending");

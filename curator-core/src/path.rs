@@ -193,7 +193,21 @@ mod tests {
 
     #[test]
     fn validation_table() {
-        let bad = ["", "a", "a/b", "/a/", "//", "/a//b", "/a/./b", "/a/../b", "/.", "/a\u{0}b", "/a\u{1}", "/\u{7f}", "/\u{fff5}"];
+        let bad = [
+            "",
+            "a",
+            "a/b",
+            "/a/",
+            "//",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/.",
+            "/a\u{0}b",
+            "/a\u{1}",
+            "/\u{7f}",
+            "/\u{fff5}",
+        ];
         for p in bad {
             assert!(matches!(validate(p), Err(CuratorError::InvalidPath { .. })), "{p:?} should be invalid");
         }

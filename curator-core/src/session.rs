@@ -108,7 +108,12 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
 }
 
 /// Follows one session's events until it is lost or the framework shuts down.
-async fn follow(inner: &Weak<Inner>, client: &zk::Client, generation: u64, shutdown: &mut watch::Receiver<bool>) -> End {
+async fn follow(
+    inner: &Weak<Inner>,
+    client: &zk::Client,
+    generation: u64,
+    shutdown: &mut watch::Receiver<bool>,
+) -> End {
     let mut states = client.state_watcher();
     let mut phase = Phase::Connected;
     let negotiated = client.session_timeout();

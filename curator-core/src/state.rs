@@ -57,7 +57,9 @@ impl ErrorPolicy {
     /// Whether `state` counts as an error under this policy.
     pub fn is_error_state(self, state: ConnectionState) -> bool {
         match self {
-            Self::Standard => matches!(state, ConnectionState::Suspended | ConnectionState::Lost | ConnectionState::Closed),
+            Self::Standard => {
+                matches!(state, ConnectionState::Suspended | ConnectionState::Lost | ConnectionState::Closed)
+            }
             Self::Session => matches!(state, ConnectionState::Lost | ConnectionState::Closed),
         }
     }
@@ -95,7 +97,10 @@ impl ConnectionStateStream {
 impl Stream for ConnectionStateStream {
     type Item = ConnectionStateEvent;
 
-    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
         self.rx.poll_recv(cx)
     }
 }

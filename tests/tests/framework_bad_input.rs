@@ -8,7 +8,22 @@ use curator_core::{CreateMode, CuratorError, CuratorFramework};
 use curator_test::TestingServer;
 use framework_support::{builder, connected, unique};
 
-const BAD_PATHS: &[&str] = &["", "a", "no/slash", "/trailing/", "//", "/a//b", "/a/./b", "/a/../b", "/.", "/..", "/nul\0", "/ctl\u{1}", "/del\u{7f}", "/bad\u{fff0}"];
+const BAD_PATHS: &[&str] = &[
+    "",
+    "a",
+    "no/slash",
+    "/trailing/",
+    "//",
+    "/a//b",
+    "/a/./b",
+    "/a/../b",
+    "/.",
+    "/..",
+    "/nul\0",
+    "/ctl\u{1}",
+    "/del\u{7f}",
+    "/bad\u{fff0}",
+];
 
 #[tokio::test]
 async fn invalid_paths_are_typed_errors_for_every_operation() {
@@ -56,7 +71,13 @@ async fn bad_versions_data_and_options_are_typed_errors() {
     arg(fw.set_acl().with_version(i32::MIN).for_path(&base).await.map(drop));
     arg(fw.transaction().check(&base, -3).commit().await.map(drop));
     arg(fw.create().with_ttl(Duration::from_secs(1)).for_path(&base, vec![]).await.map(drop));
-    arg(fw.create().with_mode(CreateMode::PersistentWithTtl).with_ttl(Duration::ZERO).for_path(&base, vec![]).await.map(drop));
+    arg(fw
+        .create()
+        .with_mode(CreateMode::PersistentWithTtl)
+        .with_ttl(Duration::ZERO)
+        .for_path(&base, vec![])
+        .await
+        .map(drop));
     let big = fw.create().for_path(&base, vec![0u8; 1025]).await;
     assert!(matches!(big, Err(CuratorError::DataTooLarge { len: 1025, max: 1024, .. })), "{big:?}");
     let big = fw.set_data().for_path(&base, vec![0u8; 4096]).await;

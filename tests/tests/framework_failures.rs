@@ -44,7 +44,8 @@ async fn protected_create_that_finally_fails_leaves_no_orphan() {
     fw.create().for_path(&base, vec![]).await.unwrap();
 
     proxy.swallow_next_reply();
-    let result = fw.create().with_protection().with_mode(CreateMode::Persistent).for_path(&format!("{base}/node"), vec![]).await;
+    let result =
+        fw.create().with_protection().with_mode(CreateMode::Persistent).for_path(&format!("{base}/node"), vec![]).await;
     assert!(result.as_ref().is_err_and(|e| e.is_retryable()), "no retries allowed: {result:?}");
     let clean = eventually(Timing::new().deadline(), || async {
         observer.get_children().for_path(&base).await.map(|c| c.is_empty()).unwrap_or(false)
@@ -149,7 +150,10 @@ async fn long_partition_reports_lost_within_the_session_timeout() {
     let suspended = seen.iter().find(|e| e.state == ConnectionState::Suspended).expect("suspended first");
     let lost = seen.last().unwrap();
     let gap = lost.at.duration_since(suspended.at);
-    assert!(gap <= negotiated + Duration::from_millis(500), "Lost {gap:?} after Suspended; session timeout {negotiated:?}");
+    assert!(
+        gap <= negotiated + Duration::from_millis(500),
+        "Lost {gap:?} after Suspended; session timeout {negotiated:?}"
+    );
 
     proxy.pass();
     wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
@@ -183,7 +187,9 @@ async fn guaranteed_delete_issued_during_a_cut_completes_after_it() {
     assert!(observer.check_exists().for_path(&base).await.unwrap().is_some(), "not deleted during the cut");
 
     proxy.set_reject(false);
-    let deleted = eventually(timing.deadline(), || async { observer.check_exists().for_path(&base).await.unwrap().is_none() }).await;
+    let deleted =
+        eventually(timing.deadline(), || async { observer.check_exists().for_path(&base).await.unwrap().is_none() })
+            .await;
     assert!(deleted, "deleted in the background after the cut ({:?})", started.elapsed());
     fw.close().await;
     observer.close().await;

@@ -24,13 +24,24 @@ async fn create_modes_parents_and_protection() {
     let p = fw.create().creating_parents_if_needed().for_path(&format!("{base}/a/b"), b"x".to_vec()).await.unwrap();
     assert_eq!(p, format!("{base}/a/b"));
     assert_eq!(fw.get_data().for_path(&p).await.unwrap(), b"x");
-    let s1 = fw.create().with_mode(CreateMode::PersistentSequential).for_path(&format!("{base}/a/s-"), vec![]).await.unwrap();
-    let s2 = fw.create().with_mode(CreateMode::PersistentSequential).for_path(&format!("{base}/a/s-"), vec![]).await.unwrap();
+    let s1 = fw
+        .create()
+        .with_mode(CreateMode::PersistentSequential)
+        .for_path(&format!("{base}/a/s-"), vec![])
+        .await
+        .unwrap();
+    let s2 = fw
+        .create()
+        .with_mode(CreateMode::PersistentSequential)
+        .for_path(&format!("{base}/a/s-"), vec![])
+        .await
+        .unwrap();
     assert!(s1.ends_with("0000000001") && s2.ends_with("0000000002"), "{s1} {s2}");
 
     // Container parents (ZooKeeper 3.8 reports no marker for containers in a Stat, so this
     // checks that the parents are made; the server reaps them only minutes later).
-    let c = fw.create().creating_parent_containers_if_needed().for_path(&format!("{base}/c/child"), vec![]).await.unwrap();
+    let c =
+        fw.create().creating_parent_containers_if_needed().for_path(&format!("{base}/c/child"), vec![]).await.unwrap();
     let parent_stat = fw.check_exists().for_path(&format!("{base}/c")).await.unwrap().expect("parent exists");
     assert_eq!(parent_stat.num_children, 1);
     fw.delete().for_path(&c).await.unwrap();
@@ -203,7 +214,11 @@ async fn transactions_commit_all_or_nothing() {
         .unwrap();
     assert_eq!(results.len(), 4);
     assert_eq!(results[0], TransactionResult::Create { path: format!("{base}/new") });
-    assert!(matches!(&results[1], TransactionResult::Create { path } if path.ends_with("seq-0000000002")), "{:?}", results[1]);
+    assert!(
+        matches!(&results[1], TransactionResult::Create { path } if path.ends_with("seq-0000000002")),
+        "{:?}",
+        results[1]
+    );
     assert!(matches!(&results[2], TransactionResult::SetData { stat, .. } if stat.version == 1));
 
     let failed = fw
@@ -247,7 +262,9 @@ async fn authorization_and_acl_provider() {
     let base = unique("auth");
     let creator = vec![Acl::new(Permission::ALL, AuthId::new("auth", ""))];
     let fw = connected(
-        builder(&cs).authorization("digest", b"alice:secret".to_vec()).acl_provider(curator_core::FixedAclProvider(creator)),
+        builder(&cs)
+            .authorization("digest", b"alice:secret".to_vec())
+            .acl_provider(curator_core::FixedAclProvider(creator)),
     )
     .await;
     fw.create().for_path(&base, b"private".to_vec()).await.unwrap();
@@ -271,7 +288,10 @@ async fn close_ends_the_session_at_once() {
     let fw = connected(builder(&cs)).await;
     fw.create().with_mode(CreateMode::Ephemeral).for_path(&base, vec![]).await.unwrap();
     fw.close().await;
-    assert!(watcher.check_exists().for_path(&base).await.unwrap().is_none(), "ephemeral gone as soon as close() returns");
+    assert!(
+        watcher.check_exists().for_path(&base).await.unwrap().is_none(),
+        "ephemeral gone as soon as close() returns"
+    );
     assert!(matches!(fw.get_data().for_path("/").await, Err(CuratorError::Closed)));
     assert_eq!(fw.connection_state(), curator_core::ConnectionState::Closed);
     watcher.close().await;

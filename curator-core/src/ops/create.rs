@@ -207,7 +207,8 @@ impl CreateOp {
             prefix: protected_prefix(&id),
             armed: true,
         });
-        let result = self.fw.call_with_retry("create", &self.path, |session, attempt| self.attempt(session, attempt)).await;
+        let result =
+            self.fw.call_with_retry("create", &self.path, |session, attempt| self.attempt(session, attempt)).await;
         if let Some(guard) = orphan.as_mut() {
             // Only an unknown outcome can leave a node behind.
             guard.armed = matches!(&result, Err(e) if e.is_retryable());
@@ -250,8 +251,10 @@ impl CreateOp {
                     return Ok((self.full_path.clone(), stat));
                 }
                 Err(zk::Error::NodeExists) if self.idempotent => {
-                    let (data, stat) =
-                        client.get_data(&self.full_path).await.map_err(|e| CuratorError::from_zk(&self.full_path, e))?;
+                    let (data, stat) = client
+                        .get_data(&self.full_path)
+                        .await
+                        .map_err(|e| CuratorError::from_zk(&self.full_path, e))?;
                     if data == self.data {
                         return Ok((self.full_path.clone(), stat));
                     }
@@ -296,7 +299,12 @@ fn protected_prefix(id: &uuid::Uuid) -> String {
 
 /// Creates every missing ancestor of `full_path` (persistent or container), with the ACL
 /// provider's ACLs. Existing ones are fine.
-pub(crate) async fn make_parents(fw: &CuratorFramework, client: &zk::Client, full_path: &str, containers: bool) -> Result<()> {
+pub(crate) async fn make_parents(
+    fw: &CuratorFramework,
+    client: &zk::Client,
+    full_path: &str,
+    containers: bool,
+) -> Result<()> {
     let mode = if containers { zk::CreateMode::Container } else { zk::CreateMode::Persistent };
     for ancestor in path::ancestors(full_path) {
         let acl = fw.config().acl_provider.acl_for_path(ancestor);

@@ -12,7 +12,13 @@ use crate::ops::{decompress, Pending, Watch, WatchTarget};
 use crate::path;
 
 /// Validates `path`, then runs `read` under the retry policy with the session's client.
-fn read_op<T, F, Fut>(fw: &CuratorFramework, kind: CuratorEventType, op: &'static str, path: &str, read: F) -> Pending<T>
+fn read_op<T, F, Fut>(
+    fw: &CuratorFramework,
+    kind: CuratorEventType,
+    op: &'static str,
+    path: &str,
+    read: F,
+) -> Pending<T>
 where
     T: Send + 'static,
     F: Fn(zk::Client, String) -> Fut + Send + Sync + 'static,
@@ -219,7 +225,8 @@ impl GetChildrenBuilder {
 impl GetAclBuilder {
     /// The ACLs and stat of `path`.
     pub fn for_path(self, path: &str) -> Pending<(Vec<zk::Acl>, zk::Stat)> {
-        read_op(&self.fw, CuratorEventType::GetAcl, "get_acl", path, |client, path| async move { client.get_acl(&path).await })
+        read_op(&self.fw, CuratorEventType::GetAcl, "get_acl", path, |client, path| async move {
+            client.get_acl(&path).await
+        })
     }
 }
-

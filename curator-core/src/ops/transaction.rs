@@ -60,7 +60,9 @@ enum Op {
 impl Op {
     fn path(&self) -> &str {
         match self {
-            Op::Create { path, .. } | Op::Delete { path, .. } | Op::SetData { path, .. } | Op::Check { path, .. } => path,
+            Op::Create { path, .. } | Op::Delete { path, .. } | Op::SetData { path, .. } | Op::Check { path, .. } => {
+                path
+            }
         }
     }
 }
@@ -111,7 +113,10 @@ impl TransactionBuilder {
                         path::validate(path)?
                     }
                     if mode.is_ttl() {
-                        return Err(CuratorError::InvalidArgument { path: path.clone(), reason: "TTL nodes are not supported in transactions".into() });
+                        return Err(CuratorError::InvalidArgument {
+                            path: path.clone(),
+                            reason: "TTL nodes are not supported in transactions".into(),
+                        });
                     }
                     self.fw.check_data(path, data)?;
                 }
@@ -161,7 +166,9 @@ async fn commit_once(fw: &CuratorFramework, client: &zk::Client, ops: &[Op]) -> 
     let mut writer = client.new_multi_writer();
     for (op, acl) in ops.iter().zip(&acls) {
         let added = match op {
-            Op::Create { path, data, mode } => writer.add_create(path, data, &mode.to_zk().with_acls(zk::Acls::new(acl))),
+            Op::Create { path, data, mode } => {
+                writer.add_create(path, data, &mode.to_zk().with_acls(zk::Acls::new(acl)))
+            }
             Op::Delete { path, version } => writer.add_delete(path, *version),
             Op::SetData { path, data, version } => writer.add_set_data(path, data, *version),
             Op::Check { path, version } => writer.add_check_version(path, *version),

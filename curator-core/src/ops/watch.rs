@@ -74,7 +74,8 @@ impl AddWatchBuilder {
                 .call_with_retry("add_watch", &owned, |session, _| {
                     let path = &owned;
                     async move {
-                        let inner = session.client().watch(path, mode).await.map_err(|e| CuratorError::from_zk(path, e))?;
+                        let inner =
+                            session.client().watch(path, mode).await.map_err(|e| CuratorError::from_zk(path, e))?;
                         Ok(PersistentWatch { inner: Some(inner), generation: session.generation() })
                     }
                 })

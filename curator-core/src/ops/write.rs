@@ -69,7 +69,9 @@ impl SetDataBuilder {
     pub fn for_path(self, path: &str, data: impl Into<Vec<u8>>) -> Pending<zk::Stat> {
         let data = data.into();
         let data = if self.compressed { compress(&data) } else { data };
-        let checked = path::validate(path).and_then(|_| check_version(path, self.version)).and_then(|_| self.fw.check_data(path, &data));
+        let checked = path::validate(path)
+            .and_then(|_| check_version(path, self.version))
+            .and_then(|_| self.fw.check_data(path, &data));
         if let Err(err) = checked {
             return Pending::failed(&self.fw, CuratorEventType::SetData, path, err);
         }
@@ -82,7 +84,8 @@ impl SetDataBuilder {
                     match client.set_data(path, data, version).await {
                         Ok(stat) => Ok(stat),
                         Err(zk::Error::BadVersion) if idempotent && attempt > 0 => {
-                            let (current, stat) = client.get_data(path).await.map_err(|e| CuratorError::from_zk(path, e))?;
+                            let (current, stat) =
+                                client.get_data(path).await.map_err(|e| CuratorError::from_zk(path, e))?;
                             if version.is_some_and(|v| stat.version == v + 1) && current == *data {
                                 Ok(stat)
                             } else {

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use curator_core::retry::RetryNTimes;
-use curator_core::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, CuratorFramework, CuratorFrameworkBuilder};
+use curator_core::{
+    ConnectionState, ConnectionStateEvent, ConnectionStateStream, CuratorFramework, CuratorFrameworkBuilder,
+};
 use curator_test::Timing;
 
 /// A path no other test uses.
@@ -49,6 +51,10 @@ pub async fn wait_for(
         false
     })
     .await;
-    assert!(matches!(found, Ok(true)), "never saw {state:?}; saw {:?}", seen.iter().map(|e| e.state).collect::<Vec<_>>());
+    assert!(
+        matches!(found, Ok(true)),
+        "never saw {state:?}; saw {:?}",
+        seen.iter().map(|e| e.state).collect::<Vec<_>>()
+    );
     seen
 }
