@@ -44,9 +44,7 @@ impl TestingCluster {
     /// [`TestingServerBuilder::start`](crate::TestingServerBuilder::start).
     pub async fn start(n: usize) -> Result<TestingCluster, TestingError> {
         if n == 0 {
-            return Err(TestingError::InvalidArgument(
-                "a cluster needs at least one member".into(),
-            ));
+            return Err(TestingError::InvalidArgument("a cluster needs at least one member".into()));
         }
         let classpath = process::classpath()?;
         let settings = ServerSettings::default();
@@ -70,22 +68,12 @@ impl TestingCluster {
             let mut members = Vec::with_capacity(n);
             for (i, &port) in client_ports.iter().enumerate() {
                 let name = format!("server{}", i + 1);
-                members.push(Node::create(
-                    dir.path(),
-                    &name,
-                    port,
-                    &settings,
-                    Some((member_id(i), &peers)),
-                )?);
+                members.push(Node::create(dir.path(), &name, port, &settings, Some((member_id(i), &peers)))?);
             }
             for m in &mut members {
                 m.spawn(&classpath)?;
             }
-            let mut cluster = TestingCluster {
-                members,
-                classpath: classpath.clone(),
-                _dir: dir,
-            };
+            let mut cluster = TestingCluster { members, classpath: classpath.clone(), _dir: dir };
             match cluster.wait_all_ready().await {
                 Ok(()) => {
                     tracing::info!(connect = %cluster.connect_string(), "TestingCluster started");
@@ -115,11 +103,7 @@ impl TestingCluster {
 
     /// The connect string naming every member: `127.0.0.1:a,127.0.0.1:b,...`.
     pub fn connect_string(&self) -> String {
-        self.members
-            .iter()
-            .map(Node::addr)
-            .collect::<Vec<_>>()
-            .join(",")
+        self.members.iter().map(Node::addr).collect::<Vec<_>>().join(",")
     }
 
     /// The connect string of member `i` alone, `127.0.0.1:PORT`.
@@ -147,9 +131,9 @@ impl TestingCluster {
 
     fn member(&mut self, i: usize) -> Result<&mut Node, TestingError> {
         let n = self.members.len();
-        self.members.get_mut(i).ok_or_else(|| {
-            TestingError::InvalidArgument(format!("member {i} of a {n}-member cluster"))
-        })
+        self.members
+            .get_mut(i)
+            .ok_or_else(|| TestingError::InvalidArgument(format!("member {i} of a {n}-member cluster")))
     }
 
     /// Kills member `i` (SIGKILL) and waits until its process is gone. Its data is kept.
@@ -178,21 +162,14 @@ impl TestingCluster {
 
     fn member_ref(&self, i: usize) -> Result<&Node, TestingError> {
         let n = self.members.len();
-        self.members.get(i).ok_or_else(|| {
-            TestingError::InvalidArgument(format!("member {i} of a {n}-member cluster"))
-        })
+        self.members.get(i).ok_or_else(|| TestingError::InvalidArgument(format!("member {i} of a {n}-member cluster")))
     }
 
     /// The index of the member whose `srvr` says `Mode: leader` (or `Mode: standalone` in a
     /// one-member cluster), if one does right now.
     pub async fn leader(&self) -> Option<usize> {
         for (i, m) in self.members.iter().enumerate() {
-            if m.is_spawned()
-                && matches!(
-                    m.mode().await.as_deref(),
-                    Some("leader") | Some("standalone")
-                )
-            {
+            if m.is_spawned() && matches!(m.mode().await.as_deref(), Some("leader") | Some("standalone")) {
                 return Some(i);
             }
         }
@@ -216,10 +193,7 @@ impl TestingCluster {
         let found = found.into_inner().ok().flatten();
         match found {
             Some(i) if ok => Ok(i),
-            _ => Err(TestingError::timeout(
-                "a cluster member to become leader",
-                timeout,
-            )),
+            _ => Err(TestingError::timeout("a cluster member to become leader", timeout)),
         }
     }
 }

@@ -23,9 +23,7 @@ pub enum TestingError {
     },
 
     /// A server did not answer `srvr` with a `Mode:` line in time.
-    #[error(
-        "ZooKeeper on {addr} did not become ready within {waited:?}; log tail ({log}):\n{log_tail}"
-    )]
+    #[error("ZooKeeper on {addr} did not become ready within {waited:?}; log tail ({log}):\n{log_tail}")]
     StartTimeout {
         /// The server's client address, `127.0.0.1:PORT`.
         addr: String,
@@ -81,16 +79,10 @@ pub enum TestingError {
 
 impl TestingError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        TestingError::Io {
-            context: context.into(),
-            source,
-        }
+        TestingError::Io { context: context.into(), source }
     }
 
     pub(crate) fn timeout(what: impl Into<String>, after: Duration) -> Self {
-        TestingError::Timeout {
-            what: what.into(),
-            after,
-        }
+        TestingError::Timeout { what: what.into(), after }
     }
 }

@@ -22,19 +22,11 @@ pub async fn four_letter_word(addr: &str, cmd: &str) -> Result<String, TestingEr
     four_letter_word_within(addr, cmd, FOUR_LETTER_TIMEOUT).await
 }
 
-pub(crate) async fn four_letter_word_within(
-    addr: &str,
-    cmd: &str,
-    timeout: Duration,
-) -> Result<String, TestingError> {
+pub(crate) async fn four_letter_word_within(addr: &str, cmd: &str, timeout: Duration) -> Result<String, TestingError> {
     let exchange = async {
-        let mut stream = TcpStream::connect(addr)
-            .await
-            .map_err(|e| TestingError::io(format!("connect to {addr}"), e))?;
-        stream
-            .write_all(cmd.as_bytes())
-            .await
-            .map_err(|e| TestingError::io(format!("send {cmd} to {addr}"), e))?;
+        let mut stream =
+            TcpStream::connect(addr).await.map_err(|e| TestingError::io(format!("connect to {addr}"), e))?;
+        stream.write_all(cmd.as_bytes()).await.map_err(|e| TestingError::io(format!("send {cmd} to {addr}"), e))?;
         let mut answer = Vec::new();
         (&mut stream)
             .take(MAX_ANSWER)
@@ -45,9 +37,6 @@ pub(crate) async fn four_letter_word_within(
     };
     match tokio::time::timeout(timeout, exchange).await {
         Ok(result) => result,
-        Err(_) => Err(TestingError::timeout(
-            format!("answer to {cmd} from {addr}"),
-            timeout,
-        )),
+        Err(_) => Err(TestingError::timeout(format!("answer to {cmd} from {addr}"), timeout)),
     }
 }

@@ -52,6 +52,8 @@ pub(crate) struct Peer {
 #[derive(Debug)]
 pub(crate) struct Node {
     port: u16,
+    /// The temporary directory holding this node (and its peers, in an ensemble).
+    base: PathBuf,
     dir: PathBuf,
     data_dir: PathBuf,
     cfg_path: PathBuf,
@@ -91,11 +93,7 @@ impl Node {
         let _ = writeln!(cfg, "admin.enableServer=false");
         let _ = writeln!(cfg, "4lw.commands.whitelist=*");
         let _ = writeln!(cfg, "extendedTypesEnabled=true");
-        let _ = writeln!(
-            cfg,
-            "forceSync={}",
-            if settings.force_sync { "yes" } else { "no" }
-        );
+        let _ = writeln!(cfg, "forceSync={}", if settings.force_sync { "yes" } else { "no" });
         if let Some(min) = settings.min_session_timeout {
             let _ = writeln!(cfg, "minSessionTimeout={}", millis(min));
         }
@@ -103,30 +101,16 @@ impl Node {
             let _ = writeln!(cfg, "maxSessionTimeout={}", millis(max));
         }
         if let Some((id, peers)) = ensemble {
-            std::fs::write(data_dir.join("myid"), format!("{id}\n")).map_err(|e| {
-                TestingError::io(format!("write myid in {}", data_dir.display()), e)
-            })?;
+            std::fs::write(data_dir.join("myid"), format!("{id}\n"))
+                .map_err(|e| TestingError::io(format!("write myid in {}", data_dir.display()), e))?;
             for p in peers {
-                let _ = writeln!(
-                    cfg,
-                    "server.{}=127.0.0.1:{}:{}",
-                    p.id, p.peer_port, p.election_port
-                );
+                let _ = writeln!(cfg, "server.{}=127.0.0.1:{}:{}", p.id, p.peer_port, p.election_port);
             }
         }
         let cfg_path = dir.join("zoo.cfg");
-        std::fs::write(&cfg_path, cfg)
-            .map_err(|e| TestingError::io(format!("write {}", cfg_path.display()), e))?;
+        std::fs::write(&cfg_path, cfg).map_err(|e| TestingError::io(format!("write {}", cfg_path.display()), e))?;
         let log_path = dir.join("zookeeper.log");
-        Ok(Node {
-            port,
-            dir,
-            data_dir,
-            cfg_path,
-            log_path,
-            log_offset: 0,
-            process: None,
-        })
+        Ok(Node { port, base: base.to_path_buf(), dir, data_dir, cfg_path, log_path, log_offset: 0, process: None })
     }
 
     pub(crate) fn port(&self) -> u16 {
@@ -155,12 +139,7 @@ impl Node {
             return Ok(());
         }
         self.log_offset = process::file_len(&self.log_path);
-        self.process = Some(JavaProcess::spawn(
-            &self.cfg_path,
-            &self.dir,
-            &self.log_path,
-            classpath,
-        )?);
+        self.process = Some(JavaProcess::spawn(&self.cfg_path, &self.dir, &self.log_path, classpath, &self.base)?);
         Ok(())
     }
 
@@ -187,12 +166,8 @@ impl Node {
 
     /// The `Mode:` of `srvr` (`standalone`, `leader`, `follower`...), if it answers.
     pub(crate) async fn mode(&self) -> Option<String> {
-        let srvr = four_letter_word_within(&self.addr(), "srvr", PROBE_TIMEOUT)
-            .await
-            .ok()?;
-        srvr.lines()
-            .find_map(|l| l.strip_prefix("Mode: "))
-            .map(|m| m.trim().to_string())
+        let srvr = four_letter_word_within(&self.addr(), "srvr", PROBE_TIMEOUT).await.ok()?;
+        srvr.lines().find_map(|l| l.strip_prefix("Mode: ")).map(|m| m.trim().to_string())
     }
 
     /// Waits until the process serves. On failure the process is killed and the error quotes
@@ -264,11 +239,7 @@ impl Node {
 
     /// Starts the process again (same port, same data) and waits until it serves; retries while
     /// the port is still taken.
-    pub(crate) async fn start_again(
-        &mut self,
-        classpath: &str,
-        deadline: Duration,
-    ) -> Result<(), TestingError> {
+    pub(crate) async fn start_again(&mut self, classpath: &str, deadline: Duration) -> Result<(), TestingError> {
         let end = Instant::now() + deadline;
         loop {
             self.spawn(classpath)?;

@@ -6,7 +6,7 @@
 //!    [`crate::TestingServer::shared`] are never dropped).
 //! 3. If the binary dies abruptly (SIGKILL, abort), a watchdog kills java within about a second:
 //!    java is started as `sh -c '(watchdog) & exec java ...'`, so java keeps the shell's pid (our
-//!    child, the pid we signal) while a background subshell polls our pid and kills java once we
+//!    child, the pid we signal) while a background watchdog shell polls our pid and kills java once we
 //!    are gone. `PR_SET_PDEATHSIG` is not used: it fires when the spawning *thread* exits.
 
 use std::collections::HashSet;
@@ -46,17 +46,22 @@ const DEFAULT_JARS: &[&str] = &[
     "netty-transport-native-unix-common.jar",
 ];
 
-/// The shell wrapper. `$1` is our pid, the rest is the java command line. The subshell checks
-/// every second whether java (`$$`, which `exec` hands to java) still lives and whether we do;
-/// when we are gone it kills java.
-const WRAPPER: &str = r#"p="$1"; shift
-me=$$
-(
-  while kill -0 "$me" 2>/dev/null; do
-    if ! kill -0 "$p" 2>/dev/null; then kill -9 "$me" 2>/dev/null; exit 0; fi
-    sleep 1
-  done
-) </dev/null >/dev/null 2>&1 &
+/// The shell wrapper. `$1` is our pid, `$2` a directory to delete after an abrupt death (may be
+/// empty), the rest is the java command line. A background watchdog checks every second whether
+/// java (`$$`, which `exec` hands to java) still lives and whether we do; when we are gone it
+/// kills java and deletes the directory (nobody else will). The watchdog is its own `sh -c` so
+/// that its command line does not mention `QuorumPeerMain` (`pgrep -f QuorumPeerMain` finds
+/// only servers).
+const WRAPPER: &str = r#"p="$1"; d="$2"; shift 2
+sh -c 'me="$1"; p="$2"; d="$3"
+while kill -0 "$me" 2>/dev/null; do
+  if ! kill -0 "$p" 2>/dev/null; then
+    kill -9 "$me" 2>/dev/null
+    if [ -n "$d" ] && [ -d "$d" ]; then rm -rf "$d"; fi
+    exit 0
+  fi
+  sleep 1
+done' curator-test-watchdog "$$" "$p" "$d" </dev/null >/dev/null 2>&1 &
 exec "$@""#;
 
 /// The classpath to run ZooKeeper with, or [`TestingError::NotInstalled`].
@@ -79,11 +84,8 @@ pub(crate) fn classpath() -> Result<String, TestingError> {
             if !main.exists() {
                 return Err(TestingError::NotInstalled);
             }
-            let jars: Vec<String> = DEFAULT_JARS
-                .iter()
-                .map(|j| format!("{JAVA_DIR}/{j}"))
-                .filter(|j| Path::new(j).exists())
-                .collect();
+            let jars: Vec<String> =
+                DEFAULT_JARS.iter().map(|j| format!("{JAVA_DIR}/{j}")).filter(|j| Path::new(j).exists()).collect();
             Ok(jars.join(":"))
         }
     }
@@ -176,20 +178,14 @@ static HANDED_OUT: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
 /// A free 127.0.0.1 port, never the same twice in this process.
 pub(crate) fn free_port() -> Result<u16, TestingError> {
     for _ in 0..100 {
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .map_err(|e| TestingError::io("bind 127.0.0.1:0", e))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| TestingError::io("local_addr of 127.0.0.1:0", e))?
-            .port();
+        let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| TestingError::io("bind 127.0.0.1:0", e))?;
+        let port = listener.local_addr().map_err(|e| TestingError::io("local_addr of 127.0.0.1:0", e))?.port();
         let mut handed = lock(&HANDED_OUT);
         if handed.get_or_insert_with(HashSet::new).insert(port) {
             return Ok(port);
         }
     }
-    Err(TestingError::Internal(
-        "could not find a fresh free port in 100 tries".into(),
-    ))
+    Err(TestingError::Internal("could not find a fresh free port in 100 tries".into()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,12 +200,14 @@ pub(crate) struct JavaProcess {
 }
 
 impl JavaProcess {
-    /// Starts `java ... QuorumPeerMain cfg` with output to `log`.
+    /// Starts `java ... QuorumPeerMain cfg` with output to `log`. If the test binary dies
+    /// abruptly, the watchdog deletes `orphan_dir` after killing java.
     pub(crate) fn spawn(
         cfg: &Path,
         log_dir: &Path,
         log: &Path,
         classpath: &str,
+        orphan_dir: &Path,
     ) -> Result<JavaProcess, TestingError> {
         install_atexit();
         let out = File::options()
@@ -217,15 +215,14 @@ impl JavaProcess {
             .append(true)
             .open(log)
             .map_err(|e| TestingError::io(format!("open {}", log.display()), e))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| TestingError::io("dup log file", e))?;
+        let err = out.try_clone().map_err(|e| TestingError::io("dup log file", e))?;
         let java = java_binary()?;
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(WRAPPER)
             .arg("sh")
             .arg(std::process::id().to_string())
+            .arg(orphan_dir)
             .arg(&java)
             .arg("-Xmx256m")
             .arg("-XX:+UseSerialGC")
@@ -245,18 +242,12 @@ impl JavaProcess {
             .stderr(err);
         // Hold the registry lock across spawn so that the atexit hook never misses a child.
         let mut live = lock(&LIVE);
-        let child = cmd
-            .spawn()
-            .map_err(|e| TestingError::io("spawn sh (for java)", e))?;
+        let child = cmd.spawn().map_err(|e| TestingError::io("spawn sh (for java)", e))?;
         let pid = child.id();
         live.push(pid);
         drop(live);
         tracing::debug!(pid, cfg = %cfg.display(), "started ZooKeeper");
-        Ok(JavaProcess {
-            child,
-            pid,
-            reaped: None,
-        })
+        Ok(JavaProcess { child, pid, reaped: None })
     }
 
     /// The pid of java.
@@ -304,10 +295,7 @@ impl JavaProcess {
     }
 
     /// Waits up to `deadline` for the process to exit.
-    pub(crate) async fn wait_exit(
-        &mut self,
-        deadline: Duration,
-    ) -> Result<Option<ExitStatus>, TestingError> {
+    pub(crate) async fn wait_exit(&mut self, deadline: Duration) -> Result<Option<ExitStatus>, TestingError> {
         let end = Instant::now() + deadline;
         let mut pause = Duration::from_millis(2);
         loop {
@@ -342,10 +330,7 @@ impl JavaProcess {
         if let Some(status) = self.wait_exit(grace).await? {
             return Ok(status);
         }
-        tracing::warn!(
-            pid = self.pid,
-            "ZooKeeper ignored SIGTERM for {grace:?}; sending SIGKILL"
-        );
+        tracing::warn!(pid = self.pid, "ZooKeeper ignored SIGTERM for {grace:?}; sending SIGKILL");
         self.kill().await
     }
 

@@ -75,9 +75,7 @@ impl ChaosProxy {
         let listener = TcpListener::bind(("127.0.0.1", 0))
             .await
             .map_err(|e| TestingError::io("bind the proxy on 127.0.0.1:0", e))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| TestingError::io("proxy local_addr", e))?;
+        let addr = listener.local_addr().map_err(|e| TestingError::io("proxy local_addr", e))?;
         let (paused, _) = watch::channel(false);
         let inner = Arc::new(Inner {
             upstream: upstream.to_string(),
@@ -89,11 +87,7 @@ impl ChaosProxy {
         });
         let accept = tokio::spawn(accept_loop(listener, inner.clone()));
         tracing::debug!(%addr, upstream, "ChaosProxy started");
-        Ok(ChaosProxy {
-            addr,
-            inner,
-            accept,
-        })
+        Ok(ChaosProxy { addr, inner, accept })
     }
 
     /// The connect string for clients, `127.0.0.1:PORT`.
@@ -206,16 +200,8 @@ impl Drop for ConnGuard {
 }
 
 async fn connection(inner: Arc<Inner>, id: u64, client: TcpStream, peer: SocketAddr) {
-    let _guard = ConnGuard {
-        inner: inner.clone(),
-        id,
-    };
-    let upstream = match tokio::time::timeout(
-        UPSTREAM_CONNECT_TIMEOUT,
-        TcpStream::connect(&inner.upstream),
-    )
-    .await
-    {
+    let _guard = ConnGuard { inner: inner.clone(), id };
+    let upstream = match tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, TcpStream::connect(&inner.upstream)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::debug!(%peer, upstream = %inner.upstream, "proxy: upstream refused: {e}");
@@ -280,10 +266,7 @@ async fn wait_pass(paused: &mut watch::Receiver<bool>) {
 }
 
 /// Reads one frame (length prefix included) whose length may already be known.
-async fn read_frame<R: AsyncRead + Unpin>(
-    r: &mut R,
-    known_len: Option<usize>,
-) -> Result<Option<Vec<u8>>, End> {
+async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, known_len: Option<usize>) -> Result<Option<Vec<u8>>, End> {
     let len = match known_len {
         Some(len) => len,
         None => {
@@ -333,12 +316,7 @@ where
         };
         if !handshake {
             if let Some(xid) = xid_of(&frame) {
-                if xid > 0
-                    && inner
-                        .swallow
-                        .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
-                        .is_ok()
-                {
+                if xid > 0 && inner.swallow.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
                     tracing::debug!(xid, "proxy: will swallow the reply to this request");
                     swallow_xid.store(i64::from(xid), Ordering::SeqCst);
                 }

@@ -97,11 +97,7 @@ impl TestingServerBuilder {
             match node.wait_ready(START_DEADLINE).await {
                 Ok(()) => {
                     tracing::info!(port, dir = %dir.path().display(), "TestingServer started");
-                    return Ok(TestingServer {
-                        node,
-                        classpath,
-                        dir: Some(dir),
-                    });
+                    return Ok(TestingServer { node, classpath, dir: Some(dir) });
                 }
                 Err(e) if attempt < START_ATTEMPTS && node.clashed() => {
                     tracing::info!(port, "port clash, retrying on another port: {e}");
@@ -213,9 +209,8 @@ fn start_shared() -> Result<TestingServer, TestingError> {
             runtime.block_on(TestingServer::start())
         })
         .map_err(|e| TestingError::io("spawn the shared server's thread", e))?;
-    let mut server = thread.join().map_err(|_| {
-        TestingError::Internal("the shared server's start thread panicked".into())
-    })??;
+    let mut server =
+        thread.join().map_err(|_| TestingError::Internal("the shared server's start thread panicked".into()))??;
     // Statics never drop: remove the directory at exit instead.
     if let Some(dir) = server.dir.take() {
         process::remove_at_exit(dir.keep());

@@ -65,9 +65,7 @@ impl Timing {
     /// This timing with every value multiplied by `f` (ignored unless a positive finite number).
     pub fn multiple(&self, f: f64) -> Timing {
         if f.is_finite() && f > 0.0 {
-            Timing {
-                multiple: self.multiple * f,
-            }
+            Timing { multiple: self.multiple * f }
         } else {
             *self
         }
@@ -119,11 +117,7 @@ where
 ///
 /// Returns true at once if `wanted` is the latest state. Returns false early when the session
 /// reaches a different terminal state (Expired, Closed, AuthFailed), since nothing follows one.
-pub async fn wait_for_state(
-    watcher: &mut StateWatcher,
-    wanted: SessionState,
-    deadline: Duration,
-) -> bool {
+pub async fn wait_for_state(watcher: &mut StateWatcher, wanted: SessionState, deadline: Duration) -> bool {
     let current = watcher.state();
     if current == wanted {
         return true;

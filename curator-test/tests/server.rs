@@ -6,9 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{connect, ephemeral, init_tracing, persistent, unique_path};
-use curator_test::{
-    eventually, expire_session, four_letter_word, wait_for_state, TestingServer, Timing,
-};
+use curator_test::{eventually, expire_session, four_letter_word, wait_for_state, TestingServer, Timing};
 use zookeeper_client::{Acls, CreateMode, Error, SessionState};
 
 fn process_exists(pid: u32) -> bool {
@@ -25,47 +23,28 @@ async fn stop_and_restart_keep_data_and_port() {
     assert!(server.data_dir().join("version-2").exists());
 
     let client = connect(&server.connect_string(), timing.session_timeout()).await;
-    client
-        .create("/kept", b"data", &persistent())
-        .await
-        .unwrap();
+    client.create("/kept", b"data", &persistent()).await.unwrap();
     drop(client);
 
     let pid = server.pid().unwrap();
     server.stop().await.unwrap();
     assert!(!server.is_running());
-    assert!(
-        !process_exists(pid),
-        "stop() returned while java still exists"
-    );
-    assert!(four_letter_word(&server.connect_string(), "ruok")
-        .await
-        .is_err());
+    assert!(!process_exists(pid), "stop() returned while java still exists");
+    assert!(four_letter_word(&server.connect_string(), "ruok").await.is_err());
     server.stop().await.unwrap(); // idempotent
 
     server.restart().await.unwrap();
     assert_eq!(server.port(), port);
-    assert_eq!(
-        four_letter_word(&server.connect_string(), "ruok")
-            .await
-            .unwrap(),
-        "imok"
-    );
+    assert_eq!(four_letter_word(&server.connect_string(), "ruok").await.unwrap(), "imok");
     let client = connect(&server.connect_string(), timing.session_timeout()).await;
     assert_eq!(client.get_data("/kept").await.unwrap().0, b"data");
 
     // restart() of a running server: stop + start, data kept again.
-    client
-        .create("/kept/child", b"", &persistent())
-        .await
-        .unwrap();
+    client.create("/kept/child", b"", &persistent()).await.unwrap();
     drop(client);
     server.restart().await.unwrap();
     let client = connect(&server.connect_string(), timing.session_timeout()).await;
-    assert_eq!(
-        client.list_children("/kept").await.unwrap(),
-        vec!["child".to_string()]
-    );
+    assert_eq!(client.list_children("/kept").await.unwrap(), vec!["child".to_string()]);
 }
 
 #[tokio::test]
@@ -75,19 +54,13 @@ async fn kill_then_restart_keeps_data_and_client_reconnects_to_same_session() {
     let mut server = TestingServer::start().await.unwrap();
     // A long session so it survives the server's absence.
     let client = connect(&server.connect_string(), Duration::from_secs(10)).await;
-    client
-        .create("/survivor", b"1", &persistent())
-        .await
-        .unwrap();
+    client.create("/survivor", b"1", &persistent()).await.unwrap();
     let session = client.session_id();
     let mut states = client.state_watcher();
 
     let pid = server.pid().unwrap();
     server.kill().await.unwrap();
-    assert!(
-        !process_exists(pid),
-        "kill() returned while java still exists"
-    );
+    assert!(!process_exists(pid), "kill() returned while java still exists");
     assert!(wait_for_state(&mut states, SessionState::Disconnected, timing.deadline()).await);
 
     server.restart().await.unwrap();
@@ -103,10 +76,7 @@ async fn pause_until_the_client_declares_its_session_expired() {
     let server = TestingServer::start().await.unwrap();
     let client = connect(&server.connect_string(), Duration::from_secs(1)).await;
     assert_eq!(client.session_timeout(), Duration::from_secs(1));
-    client
-        .create("/paused-ephemeral", b"", &ephemeral())
-        .await
-        .unwrap();
+    client.create("/paused-ephemeral", b"", &ephemeral()).await.unwrap();
     let mut states = client.state_watcher();
 
     server.pause().unwrap();
@@ -117,35 +87,19 @@ async fn pause_until_the_client_declares_its_session_expired() {
         (expired, paused_at.elapsed())
     });
     // A paused server accepts connections but answers nothing.
-    let answer = tokio::time::timeout(
-        Duration::from_secs(1),
-        four_letter_word(&server.connect_string(), "ruok"),
-    )
-    .await;
-    assert!(
-        !matches!(answer, Ok(Ok(_))),
-        "a paused server answered: {answer:?}"
-    );
+    let answer = tokio::time::timeout(Duration::from_secs(1), four_letter_word(&server.connect_string(), "ruok")).await;
+    assert!(!matches!(answer, Ok(Ok(_))), "a paused server answered: {answer:?}");
     let (expired, took) = expiry.await.unwrap();
     server.resume().unwrap();
-    assert!(
-        expired,
-        "client never declared its session expired; state {:?}",
-        client.state()
-    );
+    assert!(expired, "client never declared its session expired; state {:?}", client.state());
     eprintln!("client declared Expired {took:?} after the server was paused (session timeout 1 s)");
-    assert!(matches!(
-        client.get_data("/").await,
-        Err(Error::SessionExpired)
-    ));
+    assert!(matches!(client.get_data("/").await, Err(Error::SessionExpired)));
 
     // Once resumed, the server expires the session too and the ephemeral node goes.
     let observer = connect(&server.connect_string(), timing.session_timeout()).await;
     assert!(
-        eventually(timing.deadline(), || async {
-            matches!(observer.check_stat("/paused-ephemeral").await, Ok(None))
-        })
-        .await
+        eventually(timing.deadline(), || async { matches!(observer.check_stat("/paused-ephemeral").await, Ok(None)) })
+            .await
     );
 }
 
@@ -160,39 +114,23 @@ async fn expire_session_expires_the_client() {
     let mut states = client.state_watcher();
 
     let started = Instant::now();
-    expire_session(&server.connect_string(), client.session())
-        .await
-        .unwrap();
+    expire_session(&server.connect_string(), client.session()).await.unwrap();
     assert!(wait_for_state(&mut states, SessionState::Expired, timing.deadline()).await);
-    eprintln!(
-        "expire_session: client saw Expired after {:?}",
-        started.elapsed()
-    );
+    eprintln!("expire_session: client saw Expired after {:?}", started.elapsed());
 
     let other = connect(&server.connect_string(), timing.session_timeout()).await;
-    assert_eq!(
-        other.check_stat(&path).await.unwrap(),
-        None,
-        "the ephemeral node outlived its session"
-    );
+    assert_eq!(other.check_stat(&path).await.unwrap(), None, "the ephemeral node outlived its session");
     // Expiring a session that is already gone fails.
-    assert!(expire_session(&server.connect_string(), client.session())
-        .await
-        .is_err());
+    assert!(expire_session(&server.connect_string(), client.session()).await.is_err());
 }
 
 #[tokio::test]
 async fn shared_server_is_one_server() {
     init_tracing();
     let a = TestingServer::shared();
-    let b = tokio::task::spawn_blocking(TestingServer::shared)
-        .await
-        .unwrap();
+    let b = tokio::task::spawn_blocking(TestingServer::shared).await.unwrap();
     assert!(std::ptr::eq(a, b));
-    assert_eq!(
-        four_letter_word(&a.connect_string(), "ruok").await.unwrap(),
-        "imok"
-    );
+    assert_eq!(four_letter_word(&a.connect_string(), "ruok").await.unwrap(), "imok");
     let srvr = four_letter_word(&a.connect_string(), "srvr").await.unwrap();
     assert!(srvr.contains("Mode: standalone"), "{srvr}");
 }
@@ -204,19 +142,10 @@ async fn ttl_and_container_nodes_work_on_the_default_server() {
     let server = TestingServer::shared();
     let client = connect(&server.connect_string(), timing.session_timeout()).await;
     let path = unique_path("ttl");
-    let ttl = CreateMode::Persistent
-        .with_acls(Acls::anyone_all())
-        .with_ttl(Duration::from_millis(500));
+    let ttl = CreateMode::Persistent.with_acls(Acls::anyone_all()).with_ttl(Duration::from_millis(500));
     client.create(&path, b"", &ttl).await.unwrap();
     let container = unique_path("container");
-    client
-        .create(
-            &container,
-            b"",
-            &CreateMode::Container.with_acls(Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    client.create(&container, b"", &CreateMode::Container.with_acls(Acls::anyone_all())).await.unwrap();
     assert!(client.check_stat(&container).await.unwrap().is_some());
 }
 
@@ -231,22 +160,12 @@ async fn builder_options_reach_the_server() {
         .start()
         .await
         .unwrap();
-    let conf = four_letter_word(&server.connect_string(), "conf")
-        .await
-        .unwrap();
-    for line in [
-        "tickTime=200",
-        "minSessionTimeout=600",
-        "maxSessionTimeout=3000",
-    ] {
+    let conf = four_letter_word(&server.connect_string(), "conf").await.unwrap();
+    for line in ["tickTime=200", "minSessionTimeout=600", "maxSessionTimeout=3000"] {
         assert!(conf.lines().any(|l| l == line), "{line} not in\n{conf}");
     }
     let client = connect(&server.connect_string(), Duration::from_secs(30)).await;
-    assert_eq!(
-        client.session_timeout(),
-        Duration::from_secs(3),
-        "max session timeout not applied"
-    );
+    assert_eq!(client.session_timeout(), Duration::from_secs(3), "max session timeout not applied");
 }
 
 #[tokio::test]

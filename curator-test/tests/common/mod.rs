@@ -20,11 +20,7 @@ pub fn init_tracing() {
 /// A path nobody else uses, under the root.
 pub fn unique_path(name: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "/{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
+    format!("/{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
 }
 
 pub fn persistent() -> CreateOptions<'static> {
