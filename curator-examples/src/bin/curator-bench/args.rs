@@ -1,0 +1,58 @@
+//! The harness's arguments: `--key value` pairs; unknown keys are ignored.
+
+/// Parsed arguments.
+#[derive(Debug, Clone)]
+pub(crate) struct Args {
+    pub connect: String,
+    pub scenario: String,
+    pub path: String,
+    pub clients: usize,
+    pub cycles: usize,
+    pub warmup: usize,
+    pub window: usize,
+    pub read_pct: u32,
+    pub children: usize,
+    pub adds: usize,
+    /// Ours: run on tokio's current-thread runtime (`--runtime current`).
+    pub current_thread: bool,
+}
+
+impl Args {
+    pub(crate) fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
+        let mut a = Args {
+            connect: "127.0.0.1:2181".into(),
+            scenario: String::new(),
+            path: "/bench/rust".into(),
+            clients: 1,
+            cycles: 1000,
+            warmup: 0,
+            window: 64,
+            read_pct: 90,
+            children: 1000,
+            adds: 1000,
+            current_thread: false,
+        };
+        while let Some(key) = it.next() {
+            let Some(value) = it.next() else { return Err(format!("{key} needs a value")) };
+            let num = |v: &str| v.parse::<usize>().map_err(|_| format!("{key}: not a number: {v}"));
+            match key.as_str() {
+                "--connect" => a.connect = value,
+                "--scenario" => a.scenario = value,
+                "--path" => a.path = value,
+                "--clients" => a.clients = num(&value)?.max(1),
+                "--cycles" => a.cycles = num(&value)?,
+                "--warmup" => a.warmup = num(&value)?,
+                "--window" => a.window = num(&value)?.max(1),
+                "--read-pct" => a.read_pct = num(&value)?.min(100) as u32,
+                "--children" => a.children = num(&value)?,
+                "--adds" => a.adds = num(&value)?,
+                "--runtime" => a.current_thread = value == "current",
+                _ => {}
+            }
+        }
+        if a.scenario.is_empty() {
+            return Err("--scenario is required".into());
+        }
+        Ok(a)
+    }
+}

@@ -1,0 +1,108 @@
+//! `curator-bench`: our side of the side-by-side benchmark harness (`../shared/bench/run.sh`,
+//! `RUST_BENCH_CMD=target/release/curator-bench`). It follows the harness's contract: `--key
+//! value` arguments, one JSON object per result line on stdout, logs on stderr, exit 3 for an
+//! unknown scenario. Every client is its own session, and everything goes through the project's
+//! public API, as a user would write it.
+//!
+//! Scenarios: `raw_sync`, `raw_async`, `lock`, `rwlock`, `children_cache`, `tree_cache` (the
+//! harness's), and ours: `waiters` (one framework, `--clients N` acquirers of one mutex as
+//! tasks) and `cache_memory` (resident memory with `--children C` cached).
+
+mod args;
+mod cache;
+mod locks;
+mod raw;
+mod report;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use args::Args;
+use curator_core::retry::ExponentialBackoffRetry;
+use curator_core::{CreateMode, CuratorFramework, Result};
+
+/// Exit code for a scenario we do not know.
+const UNSUPPORTED: u8 = 3;
+
+fn main() -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("CURATOR_BENCH_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .try_init();
+    let args = match Args::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("curator-bench: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = if args.current_thread {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    };
+    let runtime = match runtime {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("curator-bench: no runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match args.scenario.as_str() {
+            "raw_sync" => raw::raw_sync(&args).await.map(Some),
+            "raw_async" => raw::raw_async(&args).await.map(Some),
+            "lock" => locks::lock(&args).await.map(Some),
+            "rwlock" => locks::rwlock(&args).await.map(Some),
+            "waiters" => locks::waiters(&args).await.map(Some),
+            "children_cache" => cache::children_cache(&args).await.map(Some),
+            "tree_cache" => cache::tree_cache(&args).await.map(Some),
+            "cache_memory" => cache::cache_memory(&args).await.map(Some),
+            _ => Ok(None),
+        }
+    });
+    match result {
+        Ok(Some(lines)) => {
+            for line in lines {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(None) => {
+            eprintln!("curator-bench: unsupported scenario {:?}", args.scenario);
+            ExitCode::from(UNSUPPORTED)
+        }
+        Err(e) => {
+            eprintln!("curator-bench: {} failed: {e}", args.scenario);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A started, connected framework: one session, as each benchmark client is.
+pub(crate) async fn client(args: &Args) -> Result<CuratorFramework> {
+    let fw = CuratorFramework::builder()
+        .connect_string(&args.connect)
+        .session_timeout(Duration::from_secs(30))
+        .connection_timeout(Duration::from_secs(15))
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 5))
+        .build()?;
+    fw.start()?;
+    fw.block_until_connected(Duration::from_secs(30)).await?;
+    Ok(fw)
+}
+
+/// `n` clients, connected concurrently.
+pub(crate) async fn clients(args: &Args, n: usize) -> Result<Vec<CuratorFramework>> {
+    futures::future::try_join_all((0..n).map(|_| client(args))).await
+}
+
+/// Creates `path` and its parents (persistent), as the harness allows.
+pub(crate) async fn ensure_path(fw: &CuratorFramework, path: &str) -> Result<()> {
+    match fw.create().creating_parents_if_needed().with_mode(CreateMode::Persistent).for_path(path, Vec::new()).await {
+        Ok(_) | Err(curator_core::CuratorError::NodeExists { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}

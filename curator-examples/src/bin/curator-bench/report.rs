@@ -1,0 +1,64 @@
+//! Result lines: nearest-rank percentiles, JSON objects, resident memory.
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+/// Our implementation's name in the table.
+pub(crate) const IMPL: &str = "curator-rs 0.1";
+
+/// Nearest-rank percentile of `samples` (microseconds), which it sorts.
+pub(crate) fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p / 100.0) * samples.len() as f64).ceil().max(1.0) as usize;
+    samples[rank.min(samples.len()) - 1]
+}
+
+pub(crate) fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// A result line with the required keys and any extra ones.
+pub(crate) fn line(
+    scenario: &str,
+    clients: usize,
+    ops: usize,
+    wall: Duration,
+    latencies_us: &mut [f64],
+    extra: Value,
+) -> String {
+    let mut obj = Map::new();
+    obj.insert("impl".into(), json!(IMPL));
+    obj.insert("scenario".into(), json!(scenario));
+    obj.insert("clients".into(), json!(clients));
+    obj.insert("ops".into(), json!(ops));
+    let secs = wall.as_secs_f64();
+    obj.insert("ops_per_s".into(), json!(if secs > 0.0 { ops as f64 / secs } else { 0.0 }));
+    obj.insert("p50_us".into(), json!(round(percentile(latencies_us, 50.0))));
+    obj.insert("p99_us".into(), json!(round(percentile(latencies_us, 99.0))));
+    if let Value::Object(extra) = extra {
+        obj.extend(extra);
+    }
+    Value::Object(obj).to_string()
+}
+
+pub(crate) fn round(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// Resident and peak resident memory of this process in KiB (Linux `/proc/self/status`).
+pub(crate) fn memory_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
