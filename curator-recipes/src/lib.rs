@@ -1,1 +1,10 @@
-//! curator-recipes
+//! # curator-recipes
+//!
+//! ZooKeeper recipes with the ideas of Apache Curator, over [`curator_core`], wire compatible
+//! with Curator 5.x (same node names, modes and data).
+//!
+//! - [`locks`]: `InterProcessMutex`, `InterProcessReadWriteLock`, `InterProcessSemaphoreV2`,
+//!   `InterProcessSemaphoreMutex`, `InterProcessMultiLock`.
+#![warn(missing_docs)]
+
+pub mod locks;

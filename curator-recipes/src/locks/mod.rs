@@ -1,0 +1,65 @@
+//! Distributed locks, wire compatible with Apache Curator 5.x: a Rust service and a Java
+//! service using Curator exclude each other on the same path.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use curator_core::CuratorFramework;
+//! use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock};
+//!
+//! let server = curator_test::TestingServer::start().await?;
+//! let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+//! fw.start()?;
+//!
+//! let mutex = InterProcessMutex::new(&fw, "/app/lock")?;
+//! let guard = mutex.acquire().await?;
+//! // Pass the token to what the lock protects; it grows with every acquisition.
+//! let token = guard.fencing_token();
+//! tokio::select! {
+//!     _ = tokio::time::sleep(Duration::from_millis(10)) => { /* the work */ }
+//!     reason = guard.lost() => panic!("lock lost: {reason}"),
+//! }
+//! guard.release().await?;
+//!
+//! let rw = InterProcessReadWriteLock::new(&fw, "/app/rw")?;
+//! let write = rw.write_lock().acquire().await?;
+//! let read = rw.read_lock().acquire().await?; // downgrade: taken while writing
+//! write.release().await?;
+//! assert!(read.fencing_token() > token);
+//! read.release().await?;
+//! fw.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! | recipe | nodes under the path `P` |
+//! |---|---|
+//! | [`InterProcessMutex`] | `P/_c_<uuid>-lock-<seq>` |
+//! | [`InterProcessReadWriteLock`] | `P/_c_<uuid>-__WRIT__<seq>`, `P/_c_<uuid>-__READ__<seq>` |
+//! | [`InterProcessSemaphoreV2`], [`InterProcessSemaphoreMutex`] | `P/locks/_c_<uuid>-lock-<seq>` (a mutex), `P/leases/_c_<uuid>-lease-<seq>` |
+//! | [`InterProcessMultiLock`] | one mutex per path |
+//!
+//! Past Curator: every hold has a fencing token and tells when it may be lost
+//! ([`LockGuard::lost`]); acquires are cancel safe (dropping the future deletes the node, also
+//! when the create's reply was lost); waiters are tasks; the create and the first listing are
+//! pipelined (2 round trips and 3 requests per uncontended acquire and release).
+//!
+//! The algorithm shared by all of them is in the `internals` module (its docs hold it on one
+//! screen).
+
+mod guard;
+mod internals;
+mod multi;
+mod mutex;
+mod rwlock;
+mod semaphore;
+
+pub use guard::LockGuard;
+pub use internals::{
+    LockLost, LockNode, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT,
+    SEMAPHORE_LOCK_PARENT, WATCH_ALL_LIMIT, WRITE_LOCK_NAME,
+};
+pub use multi::{InterProcessMultiLock, MultiLockGuard};
+pub use mutex::{InterProcessMutex, Revoker};
+pub use rwlock::{InterProcessReadWriteLock, ReadLock, WriteLock};
+pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};

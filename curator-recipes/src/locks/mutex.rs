@@ -1,0 +1,121 @@
+//! [`InterProcessMutex`]: Curator's reentrant distributed mutex, and [`Revoker`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_core::{CuratorError, CuratorFramework, Result};
+
+use super::guard::{LockGuard, Reentrant};
+use super::internals::{LockInternals, NodeKind, Predicate, MUTEX_LOCK_NAME, REVOKE_MESSAGE};
+
+/// A distributed reentrant mutex, wire compatible with Curator's `InterProcessMutex`: nodes
+/// `P/_c_<uuid>-lock-<seq>`, ephemeral sequential, with the creator's address as data (empty
+/// when revocable).
+///
+/// Reentrancy is per handle: a handle (and its clones) that holds the lock gets it again at
+/// once, and gives it back with the last release. Use one handle per logical owner.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use std::time::Duration;
+/// # use curator_core::CuratorFramework;
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::locks::InterProcessMutex;
+///
+/// let mutex = InterProcessMutex::new(&fw, "/jobs/lock")?;
+/// let guard = mutex.acquire().await?;
+/// assert!(mutex.is_acquired_in_this_process());
+/// let again = mutex.acquire().await?; // reentrant: a second count
+/// again.release().await?;
+/// assert!(guard.fencing_token() > 0);
+/// guard.release().await?;
+/// assert!(!mutex.is_acquired_in_this_process());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct InterProcessMutex {
+    inner: Arc<Reentrant>,
+}
+
+impl InterProcessMutex {
+    /// A mutex on `path` (validated here; nothing is sent until an acquire).
+    pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
+        let internals = LockInternals::new(fw, path, MUTEX_LOCK_NAME, &[MUTEX_LOCK_NAME])?;
+        Ok(Self { inner: Reentrant::new(internals) })
+    }
+
+    /// Waits until the lock is held. Cancel safe: dropping the future leaves no node behind.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        let data = if self.inner.is_revocable() {
+            Vec::new()
+        } else {
+            self.inner.internals.framework().default_data().to_vec()
+        };
+        self.inner.acquire(data, || Ok((NodeKind::Sequential, Predicate::Leases(1)))).await
+    }
+
+    /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`; our node is
+    /// deleted).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
+        match tokio::time::timeout(timeout, self.acquire()).await {
+            Ok(result) => result.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Curator's `release()`: gives back one count held by this handle (for guards that were
+    /// [`keep`](LockGuard::keep)-ed); the node is deleted with the last one.
+    /// [`CuratorError::IllegalState`] when this handle holds nothing.
+    pub async fn release(&self) -> Result<()> {
+        self.inner.release().await
+    }
+
+    /// Whether this handle holds the lock.
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.inner.is_held_here()
+    }
+
+    /// The path of the node this handle holds, if any.
+    pub fn lock_path(&self) -> Option<String> {
+        self.inner.held_node().map(|n| n.path)
+    }
+
+    /// The contenders' nodes, in lock order (the holder first), as full paths.
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        self.inner.internals.participant_nodes(None).await
+    }
+
+    /// Makes later acquisitions revocable: their node has empty data and `listener` is called
+    /// (on the blocking pool) when a [`Revoker`] asks the holder to give the lock up. The
+    /// listener decides; typically it tells the task holding the guard to release it.
+    pub fn make_revocable<F>(&self, listener: F)
+    where
+        F: Fn(&InterProcessMutex) + Send + Sync + 'static,
+    {
+        let weak = Arc::downgrade(&self.inner);
+        self.inner.set_revoke_hook(Arc::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                listener(&InterProcessMutex { inner });
+            }
+        }));
+    }
+}
+
+/// Asks the holder of a revocable lock to release it (Curator's `Revoker`).
+#[derive(Debug, Clone, Copy)]
+pub struct Revoker;
+
+impl Revoker {
+    /// Writes `__REVOKE__` into the lock node at `node_path` (a full path, e.g. from
+    /// [`InterProcessMutex::participant_nodes`]). A node already gone is not an error.
+    pub async fn attempt_revoke(fw: &CuratorFramework, node_path: &str) -> Result<()> {
+        tracing::debug!(path = %node_path, "setData __REVOKE__");
+        match fw.set_data().for_path(node_path, REVOKE_MESSAGE.to_vec()).await {
+            Ok(_) | Err(CuratorError::NoNode { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! [`InterProcessReadWriteLock`]: many readers or one writer, writers not starved.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_core::{CuratorError, CuratorFramework, Result};
+
+use super::guard::{LockGuard, Reentrant};
+use super::internals::{LockInternals, NodeKind, Predicate, READ_LOCK_NAME, WRITE_LOCK_NAME};
+
+const SORT_NAMES: &[&str] = &[READ_LOCK_NAME, WRITE_LOCK_NAME];
+
+/// A distributed read/write lock, wire compatible with Curator's `InterProcessReadWriteLock`:
+/// nodes `P/_c_<uuid>-__WRIT__<seq>` and `P/_c_<uuid>-__READ__<seq>`, ephemeral sequential,
+/// ordered together by sequence number.
+///
+/// - A writer holds when its node is first of all nodes.
+/// - A reader holds when no write node is before its own (writers queued later wait for it, so
+///   later readers cannot starve a writer), or at once when this handle holds the write lock.
+/// - Both are reentrant on this handle. Taking the read lock while holding the write lock
+///   (downgrade) creates, as Curator 5.5 does, an ephemeral `..-__READ__<the write node's
+///   sequence>`; release the write lock after and the read lock stays. Taking the write lock
+///   while holding only the read lock (upgrade) fails at once with
+///   [`CuratorError::IllegalState`] instead of deadlocking.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::locks::InterProcessReadWriteLock;
+///
+/// let rw = InterProcessReadWriteLock::new(&fw, "/config/lock")?;
+/// let read = rw.read_lock().acquire().await?;
+/// assert!(rw.write_lock().acquire().await.is_err()); // no upgrade
+/// read.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct InterProcessReadWriteLock {
+    read: ReadLock,
+    write: WriteLock,
+}
+
+impl InterProcessReadWriteLock {
+    /// A read/write lock on `path` (validated here; nothing is sent until an acquire).
+    pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
+        let read = Reentrant::new(LockInternals::new(fw, path, READ_LOCK_NAME, SORT_NAMES)?);
+        let write = Reentrant::new(LockInternals::new(fw, path, WRITE_LOCK_NAME, SORT_NAMES)?);
+        Ok(Self { read: ReadLock { read: read.clone(), write: write.clone() }, write: WriteLock { read, write } })
+    }
+
+    /// The read half.
+    pub fn read_lock(&self) -> &ReadLock {
+        &self.read
+    }
+
+    /// The write half.
+    pub fn write_lock(&self) -> &WriteLock {
+        &self.write
+    }
+}
+
+fn node_data(r: &Reentrant) -> Vec<u8> {
+    r.internals.framework().default_data().to_vec()
+}
+
+/// The read half of an [`InterProcessReadWriteLock`].
+#[derive(Debug, Clone)]
+pub struct ReadLock {
+    read: Arc<Reentrant>,
+    write: Arc<Reentrant>,
+}
+
+impl ReadLock {
+    /// Waits until the read lock is held. Cancel safe.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        let write = self.write.clone();
+        self.read
+            .acquire(node_data(&self.read), move || match write.held_node() {
+                // Downgrade: Curator 5.5's ephemeral read node with the write node's sequence.
+                Some(w) => Ok((
+                    NodeKind::Fixed { sequence: w.sequence, generation: w.generation },
+                    Predicate::Read { holds_write: true },
+                )),
+                None => Ok((NodeKind::Sequential, Predicate::Read { holds_write: false })),
+            })
+            .await
+    }
+
+    /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
+        match tokio::time::timeout(timeout, self.acquire()).await {
+            Ok(result) => result.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Gives back one count of the read lock held by this handle (Curator's style).
+    pub async fn release(&self) -> Result<()> {
+        self.read.release().await
+    }
+
+    /// Whether this handle holds the read lock.
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.read.is_held_here()
+    }
+
+    /// The read nodes, in lock order, as full paths.
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        self.read.internals.participant_nodes(Some(READ_LOCK_NAME)).await
+    }
+}
+
+/// The write half of an [`InterProcessReadWriteLock`].
+#[derive(Debug, Clone)]
+pub struct WriteLock {
+    read: Arc<Reentrant>,
+    write: Arc<Reentrant>,
+}
+
+impl WriteLock {
+    /// Waits until the write lock is held. Cancel safe. [`CuratorError::IllegalState`] at
+    /// once if this handle holds only the read lock (an upgrade would deadlock).
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        let read = self.read.clone();
+        self.write
+            .acquire(node_data(&self.write), move || {
+                if read.is_held_here() {
+                    return Err(CuratorError::IllegalState(
+                        "cannot upgrade a read lock to a write lock: release the read lock first".into(),
+                    ));
+                }
+                Ok((NodeKind::Sequential, Predicate::Leases(1)))
+            })
+            .await
+    }
+
+    /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
+        match tokio::time::timeout(timeout, self.acquire()).await {
+            Ok(result) => result.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Gives back one count of the write lock held by this handle (Curator's style).
+    pub async fn release(&self) -> Result<()> {
+        self.write.release().await
+    }
+
+    /// Whether this handle holds the write lock.
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.write.is_held_here()
+    }
+
+    /// The write nodes, in lock order, as full paths.
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        self.write.internals.participant_nodes(Some(WRITE_LOCK_NAME)).await
+    }
+}

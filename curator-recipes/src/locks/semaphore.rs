@@ -1,0 +1,322 @@
+//! [`InterProcessSemaphoreV2`] (counting semaphore with leases) and
+//! [`InterProcessSemaphoreMutex`] (a non-reentrant mutex built on it).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result};
+
+use super::internals::{spawn_detached, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
+use super::mutex::InterProcessMutex;
+
+/// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
+/// takers serialise on the mutex `P/locks`, then each lease is an ephemeral sequential node
+/// `P/leases/_c_<uuid>-lease-<seq>`; a lease is granted while the number of children of
+/// `P/leases` is at most `max_leases`.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::locks::InterProcessSemaphoreV2;
+///
+/// let semaphore = InterProcessSemaphoreV2::new(&fw, "/pool", 3)?;
+/// let leases = semaphore.acquire_many(2).await?; // all or nothing
+/// assert_eq!(semaphore.participant_nodes().await?.len(), 2);
+/// for lease in leases {
+///     lease.release().await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct InterProcessSemaphoreV2 {
+    fw: CuratorFramework,
+    locks_path: String,
+    leases_path: String,
+    max_leases: usize,
+    node_data: Mutex<Option<Vec<u8>>>,
+}
+
+impl InterProcessSemaphoreV2 {
+    /// A semaphore on `path` with `max_leases` leases (at least 1).
+    pub fn new(fw: &CuratorFramework, path: &str, max_leases: usize) -> Result<Self> {
+        path::validate(path)?;
+        if max_leases == 0 {
+            return Err(CuratorError::InvalidArgument {
+                path: path.to_string(),
+                reason: "max_leases must be at least 1".into(),
+            });
+        }
+        Ok(Self {
+            fw: fw.clone(),
+            locks_path: path::make_path(path, SEMAPHORE_LOCK_PARENT),
+            leases_path: path::make_path(path, SEMAPHORE_LEASE_PARENT),
+            max_leases,
+            node_data: Mutex::new(None),
+        })
+    }
+
+    /// Data for later lease nodes (default: the framework's default data, the local address).
+    pub fn set_node_data(&self, data: Option<Vec<u8>>) {
+        *self.node_data.lock().unwrap_or_else(|e| e.into_inner()) = data;
+    }
+
+    /// The names of the current lease nodes (as Curator: children of `P/leases`).
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        match self.fw.get_children().for_path(&self.leases_path).await {
+            Err(CuratorError::NoNode { .. }) => Ok(Vec::new()),
+            other => other,
+        }
+    }
+
+    /// Waits for one lease.
+    pub async fn acquire(&self) -> Result<Lease> {
+        let mut leases = self.acquire_many(1).await?;
+        leases.pop().ok_or_else(|| CuratorError::IllegalState("no lease was granted".into()))
+    }
+
+    /// Waits for `qty` leases, all or nothing: on failure (or when the future is dropped) the
+    /// leases already taken are returned.
+    pub async fn acquire_many(&self, qty: usize) -> Result<Vec<Lease>> {
+        if qty == 0 {
+            return Err(CuratorError::InvalidArgument {
+                path: self.leases_path.clone(),
+                reason: "qty must be at least 1".into(),
+            });
+        }
+        let mut leases = Vec::with_capacity(qty);
+        for _ in 0..qty {
+            // On error, `leases` is dropped and every lease in it deleted.
+            leases.push(self.acquire_one().await?);
+        }
+        Ok(leases)
+    }
+
+    /// As [`acquire_many`](Self::acquire_many), giving up after `timeout` (`Ok(None)`).
+    pub async fn acquire_timeout(&self, qty: usize, timeout: Duration) -> Result<Option<Vec<Lease>>> {
+        match tokio::time::timeout(timeout, self.acquire_many(qty)).await {
+            Ok(result) => result.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    async fn acquire_one(&self) -> Result<Lease> {
+        // A handle per acquire: concurrent takers in this process must exclude each other too.
+        let mutex = InterProcessMutex::new(&self.fw, &self.locks_path)?;
+        let guard = mutex.acquire().await?;
+        let result = self.take_lease().await;
+        guard.release().await?;
+        result
+    }
+
+    async fn take_lease(&self) -> Result<Lease> {
+        let data = self.node_data.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let data = data.unwrap_or_else(|| self.fw.default_data().to_vec());
+        let base = path::make_path(&self.leases_path, LEASE_NAME);
+        let started = std::time::Instant::now();
+        let mut retries = 0u32;
+        loop {
+            tracing::debug!(path = %base, "create lease");
+            let (created, stat) = self
+                .fw
+                .create()
+                .creating_parent_containers_if_needed()
+                .with_protection()
+                .with_mode(CreateMode::EphemeralSequential)
+                .for_path_with_stat(&base, data.clone())
+                .await?;
+            let lease = Lease { fw: self.fw.clone(), path: created, czxid: stat.czxid, armed: true };
+            match self.wait_for_room(&lease).await {
+                Ok(true) => return Ok(lease),
+                // Our node vanished (its session was lost): take another.
+                Ok(false) => {
+                    drop(lease);
+                    match self.fw.retry_policy().allow_retry(retries, started.elapsed()) {
+                        Some(sleep) => {
+                            tokio::time::sleep(sleep).await;
+                            retries += 1;
+                        }
+                        None => return Err(CuratorError::NoNode { path: base }),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Lists the leases (with a watch) until ours is within `max_leases`. `Ok(false)` when our
+    /// node is not listed.
+    async fn wait_for_room(&self, lease: &Lease) -> Result<bool> {
+        let ours = path::node_name(&lease.path).to_string();
+        let leases_path = self.leases_path.clone();
+        loop {
+            let (children, watcher) = self
+                .fw
+                .call_with_retry("semaphore-list", &leases_path, |session, _| {
+                    let leases_path = leases_path.clone();
+                    async move {
+                        tracing::debug!(path = %leases_path, "getChildren+watch");
+                        session
+                            .client()
+                            .list_and_watch_children(&leases_path)
+                            .await
+                            .map_err(|e| CuratorError::from_zk(&leases_path, e))
+                    }
+                })
+                .await?;
+            if !children.contains(&ours) {
+                return Ok(false);
+            }
+            if children.len() <= self.max_leases {
+                return Ok(true);
+            }
+            let event = watcher.changed().await;
+            tracing::debug!(path = %leases_path, event = ?event.event_type, "leases changed");
+            if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
+                return Ok(false);
+            }
+        }
+    }
+}
+
+/// One lease of an [`InterProcessSemaphoreV2`]: its node. Release it with
+/// [`release`](Self::release); dropping it releases in the background.
+#[must_use = "dropping the lease returns it"]
+#[derive(Debug)]
+pub struct Lease {
+    fw: CuratorFramework,
+    path: String,
+    czxid: i64,
+    armed: bool,
+}
+
+impl Lease {
+    /// The full path of the lease node.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The lease node's name.
+    pub fn node_name(&self) -> &str {
+        path::node_name(&self.path)
+    }
+
+    /// The czxid of the lease node (grows with each lease taken).
+    pub fn fencing_token(&self) -> i64 {
+        self.czxid
+    }
+
+    /// The lease node's data.
+    pub async fn data(&self) -> Result<Vec<u8>> {
+        self.fw.get_data().for_path(&self.path).await
+    }
+
+    /// Returns the lease (deletes its node; a node already gone is fine).
+    pub async fn release(mut self) -> Result<()> {
+        self.armed = false;
+        tracing::debug!(path = %self.path, "delete lease");
+        match self.fw.delete().guaranteed().quietly().for_path(&self.path).await {
+            Ok(()) | Err(CuratorError::Closed) => Ok(()),
+            Err(e) if e.is_retryable() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (fw, path) = (self.fw.clone(), std::mem::take(&mut self.path));
+        spawn_detached(async move {
+            tracing::debug!(path = %path, "delete lease (dropped)");
+            if let Err(err) = fw.delete().guaranteed().quietly().for_path(&path).await {
+                if !matches!(err, CuratorError::Closed) && !err.is_retryable() {
+                    fw.report_unhandled(&format!("could not return lease {path}"), &err);
+                }
+            }
+        });
+    }
+}
+
+/// A non-reentrant distributed mutex, wire compatible with Curator's
+/// `InterProcessSemaphoreMutex`: an [`InterProcessSemaphoreV2`] with one lease.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::locks::InterProcessSemaphoreMutex;
+///
+/// let mutex = InterProcessSemaphoreMutex::new(&fw, "/single")?;
+/// mutex.acquire().await?;
+/// assert!(mutex.acquire().await.is_err()); // not reentrant
+/// mutex.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct InterProcessSemaphoreMutex {
+    semaphore: InterProcessSemaphoreV2,
+    gate: tokio::sync::Mutex<()>,
+    lease: Mutex<Option<Lease>>,
+}
+
+impl InterProcessSemaphoreMutex {
+    /// A mutex on `path`.
+    pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
+        Ok(Self {
+            semaphore: InterProcessSemaphoreV2::new(fw, path, 1)?,
+            gate: tokio::sync::Mutex::new(()),
+            lease: Mutex::new(None),
+        })
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Lease>> {
+        self.lease.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until held. [`CuratorError::IllegalState`] if this handle already holds it.
+    pub async fn acquire(&self) -> Result<()> {
+        let _gate = self.gate.lock().await;
+        if self.slot().is_some() {
+            return Err(CuratorError::IllegalState("InterProcessSemaphoreMutex is not reentrant".into()));
+        }
+        let lease = self.semaphore.acquire().await?;
+        *self.slot() = Some(lease);
+        Ok(())
+    }
+
+    /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(false)`).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<bool> {
+        match tokio::time::timeout(timeout, self.acquire()).await {
+            Ok(result) => result.map(|_| true),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Releases. [`CuratorError::IllegalState`] when not held.
+    pub async fn release(&self) -> Result<()> {
+        let lease = self.slot().take();
+        match lease {
+            Some(lease) => lease.release().await,
+            None => {
+                Err(CuratorError::IllegalState("InterProcessSemaphoreMutex released without being acquired".into()))
+            }
+        }
+    }
+
+    /// Whether this handle holds the mutex.
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.slot().is_some()
+    }
+
+    /// The fencing token of the held lease.
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.slot().as_ref().map(Lease::fencing_token)
+    }
+}
