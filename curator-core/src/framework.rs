@@ -230,6 +230,10 @@ enum SessionSlot {
 }
 
 /// One ZooKeeper session of the framework.
+///
+/// Use it for a few requests and drop it: [`CuratorFramework::close`] can end the session only
+/// once every clone of its client is dropped, so do not hold one across a long wait (a watch
+/// does not need it: zookeeper-client's watchers do not keep the session open).
 #[derive(Debug, Clone)]
 pub struct Session {
     client: zk::Client,
@@ -377,18 +381,7 @@ impl CuratorFramework {
             let _ = task.await;
         }
         if let SessionSlot::Live(session) = old {
-            let mut states = session.client.state_watcher();
-            drop(session);
-            // Dropping the last clone sends CloseSession; wait (bounded) until it is done.
-            let closed = async {
-                loop {
-                    if states.state().is_terminated() {
-                        break;
-                    }
-                    states.changed().await;
-                }
-            };
-            let _ = tokio::time::timeout(Duration::from_secs(2), closed).await;
+            self.end_session(session).await;
         }
         self.inner.hub.publish(ConnectionStateEvent {
             state: ConnectionState::Closed,
@@ -397,6 +390,22 @@ impl CuratorFramework {
             ..self.inner.hub.current()
         });
         self.inner.hub.close_streams();
+    }
+
+    /// Ends `session` on the server: dropping the last clone of its client sends CloseSession.
+    /// Waits (bounded) for that. A clone kept elsewhere keeps the session open until it is
+    /// dropped, which is why [`Session`] must not be held across long waits.
+    async fn end_session(&self, session: Session) {
+        let mut states = session.client.state_watcher();
+        drop(session);
+        let closed = async {
+            while !states.state().is_terminated() {
+                states.changed().await;
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(2), closed).await.is_err() {
+            tracing::warn!("the session's client is still held elsewhere: the session ends when it is dropped");
+        }
     }
 
     /// True once [`close`](Self::close) has begun.
