@@ -1,0 +1,324 @@
+//! InterProcessMutex against a real ZooKeeper (one shared server for this binary): mutual
+//! exclusion across sessions, Curator's node layout, reentrancy, revocation, the lost signal,
+//! 1,000 waiting tasks served in FIFO order, cancel safety, and bad input.
+
+mod lock_support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use curator_core::CuratorError;
+use curator_recipes::locks::{InterProcessMutex, LockLost, Revoker};
+use curator_test::{eventually, TestingServer, Timing};
+use lock_support::{framework, init_tracing, unique_path, Checker};
+
+fn is_curator_lock_name(name: &str) -> bool {
+    // _c_ + 36-char UUID + '-' + "lock-" + 10 digits
+    let Some(rest) = name.strip_prefix("_c_") else { return false };
+    rest.len() == 36 + 1 + 5 + 10
+        && uuid_like(&rest[..36])
+        && &rest[36..42] == "-lock-"
+        && rest[42..].bytes().all(|b| b.is_ascii_digit())
+}
+
+fn uuid_like(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() && !c.is_ascii_uppercase() })
+}
+
+/// 8 sessions x 200 cycles: no overlap, no lost increment, tokens in acquisition order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutex_excludes_eight_sessions() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let path = unique_path("excl");
+    let checker = Checker::new();
+    let mut tasks = Vec::new();
+    for c in 0..8 {
+        let fw = framework(&server.connect_string()).await;
+        let (path, checker) = (path.clone(), checker.clone());
+        tasks.push(tokio::spawn(async move {
+            let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+            for _ in 0..200 {
+                let guard = mutex.acquire().await.unwrap();
+                assert!(guard.is_held());
+                checker.hold(&format!("client{c}"), Some(guard.fencing_token()), Duration::ZERO).await;
+                guard.release().await.unwrap();
+            }
+            fw.close().await;
+        }));
+    }
+    let all = futures::future::join_all(tasks);
+    let results = tokio::time::timeout(Duration::from_secs(120), all).await.expect("8 x 200 cycles finish");
+    for r in results {
+        r.unwrap();
+    }
+    checker.verify(1600);
+}
+
+/// Node names, modes and data are Curator's; participant_nodes lists the holder first.
+#[tokio::test]
+async fn node_layout_matches_curator() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string()).await;
+    let path = unique_path("layout");
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let other = InterProcessMutex::new(&fw, &path).unwrap();
+    let waiting = tokio::spawn(async move { other.acquire_timeout(Duration::from_millis(500)).await.map(|g| g.is_some()) });
+
+    assert!(eventually(Timing::new().deadline(), || async { mutex.participant_nodes().await.unwrap().len() == 2 }).await);
+    let nodes = mutex.participant_nodes().await.unwrap();
+    assert_eq!(nodes[0], guard.path());
+    for node in &nodes {
+        let name = node.rsplit('/').next().unwrap();
+        assert!(is_curator_lock_name(name), "{name} is not a Curator lock node name");
+    }
+    let (data, stat) = fw.get_data().for_path_with_stat(guard.path()).await.unwrap();
+    assert_eq!(data, fw.default_data(), "data is the creator's address, as Curator's");
+    assert_eq!(stat.ephemeral_owner, fw.session().await.unwrap().id(), "ephemeral, owned by our session");
+    assert_eq!(guard.fencing_token(), stat.czxid);
+    assert_eq!(guard.node().sequence, name_sequence(guard.path()));
+    assert_eq!(mutex.lock_path().as_deref(), Some(guard.path()));
+    assert!(!waiting.await.unwrap().unwrap(), "the second handle must time out");
+    guard.release().await.unwrap();
+    assert!(fw.check_exists().for_path(&nodes[0]).await.unwrap().is_none());
+    fw.close().await;
+}
+
+fn name_sequence(path: &str) -> i64 {
+    path.rsplit("lock-").next().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn reentrant_on_the_same_handle() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string()).await;
+    let path = unique_path("reentrant");
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let first = mutex.acquire().await.unwrap();
+    let second = mutex.clone().acquire().await.unwrap();
+    assert_eq!(first.path(), second.path(), "one node for both counts");
+    assert_eq!(first.fencing_token(), second.fencing_token());
+    let node = first.path().to_string();
+    first.release().await.unwrap();
+    assert!(mutex.is_acquired_in_this_process());
+    assert!(fw.check_exists().for_path(&node).await.unwrap().is_some(), "one count left: still held");
+    // Curator's style: keep the guard's count and release through the handle.
+    mutex.acquire().await.unwrap().keep();
+    mutex.release().await.unwrap();
+    assert!(mutex.is_acquired_in_this_process());
+    second.release().await.unwrap();
+    assert!(!mutex.is_acquired_in_this_process());
+    assert!(fw.check_exists().for_path(&node).await.unwrap().is_none());
+    // A release without an acquire is a typed error, not a panic.
+    assert!(matches!(mutex.release().await, Err(CuratorError::IllegalState(_))));
+    // A dropped guard releases in the background.
+    let guard = mutex.acquire().await.unwrap();
+    let node = guard.path().to_string();
+    drop(guard);
+    assert!(eventually(Timing::new().deadline(), || async { fw.check_exists().for_path(&node).await.unwrap().is_none() }).await);
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn bad_input_is_a_typed_error_and_garbage_is_ignored() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string()).await;
+    for bad in ["", "no-slash", "/trailing/", "/a//b", "/a/./b", "/nul\u{0}"] {
+        assert!(
+            matches!(InterProcessMutex::new(&fw, bad), Err(CuratorError::InvalidPath { .. })),
+            "{bad:?} should be refused"
+        );
+    }
+    let path = unique_path("garbage");
+    // Garbage under the lock path: other names, and other data.
+    for junk in ["junk", "lock-", "lock-abc", "_c_nope-lock-", "zzz-lock-12x", "0"] {
+        fw.create()
+            .creating_parents_if_needed()
+            .for_path(&format!("{path}/{junk}"), b"\xff\x00garbage".to_vec())
+            .await
+            .unwrap();
+    }
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let guard = tokio::time::timeout(Timing::new().deadline(), mutex.acquire()).await.expect("not blocked by garbage").unwrap();
+    assert_eq!(mutex.participant_nodes().await.unwrap(), vec![guard.path().to_string()], "garbage is not a contender");
+    // A second contender waits for us only.
+    let other = InterProcessMutex::new(&fw, &path).unwrap();
+    let waiter = tokio::spawn(async move { other.acquire().await.map(|g| g.fencing_token()) });
+    let token = guard.fencing_token();
+    guard.release().await.unwrap();
+    let next = tokio::time::timeout(Timing::new().deadline(), waiter).await.unwrap().unwrap().unwrap();
+    assert!(next > token);
+    // A Revoker on a node that does not exist is fine.
+    Revoker::attempt_revoke(&fw, &format!("{path}/missing")).await.unwrap();
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn revocation_reaches_the_holder() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let holder_fw = framework(&server.connect_string()).await;
+    let other_fw = framework(&server.connect_string()).await;
+    let path = unique_path("revoke");
+    let mutex = InterProcessMutex::new(&holder_fw, &path).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    mutex.make_revocable(move |m: &InterProcessMutex| {
+        let _ = tx.send(m.lock_path());
+    });
+    let guard = mutex.acquire().await.unwrap();
+    assert!(holder_fw.get_data().for_path(guard.path()).await.unwrap().is_empty(), "revocable nodes have empty data");
+
+    let contender = InterProcessMutex::new(&other_fw, &path).unwrap();
+    let waiting = tokio::spawn(async move { contender.acquire().await.map(|g| g.fencing_token()) });
+    let nodes = InterProcessMutex::new(&other_fw, &path).unwrap().participant_nodes().await.unwrap();
+    Revoker::attempt_revoke(&other_fw, &nodes[0]).await.unwrap();
+    let asked = tokio::time::timeout(Timing::new().deadline(), rx.recv()).await.expect("listener called").unwrap();
+    assert_eq!(asked.as_deref(), Some(guard.path()));
+    let token = guard.fencing_token();
+    guard.release().await.unwrap();
+    let next = tokio::time::timeout(Timing::new().deadline(), waiting).await.unwrap().unwrap().unwrap();
+    assert!(next > token);
+    holder_fw.close().await;
+    other_fw.close().await;
+}
+
+#[tokio::test]
+async fn lost_fires_when_the_node_is_deleted() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string()).await;
+    let admin = framework(&server.connect_string()).await;
+    let path = unique_path("deleted");
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let mut lost = guard.lost_watch();
+    assert!(lost.borrow().is_none());
+    assert!(guard.is_held());
+    // Wait for the monitor's watch to be set (it is one request), then delete the node.
+    assert!(eventually(Timing::new().deadline(), || async {
+        let out = curator_test::four_letter_word(&server.connect_string(), "wchp").await.unwrap_or_default();
+        out.contains(guard.path())
+    })
+    .await);
+    admin.delete().for_path(guard.path()).await.unwrap();
+    let reason = tokio::time::timeout(Timing::new().deadline(), guard.lost()).await.expect("lost fires");
+    assert_eq!(reason, LockLost::NodeDeleted);
+    assert!(!guard.is_held());
+    lost.changed().await.unwrap();
+    // Releasing a lost lock is fine.
+    guard.release().await.unwrap();
+    fw.close().await;
+    admin.close().await;
+}
+
+/// 1,000 tasks on one framework wait on one lock and get it in the order of their nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousand_waiting_tasks_in_fifo_order() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string()).await;
+    let path = unique_path("fifo");
+    let first = InterProcessMutex::new(&fw, &path).unwrap().acquire().await.unwrap();
+    let checker = Checker::new();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let started = Arc::new(AtomicUsize::new(0));
+    const N: usize = 1000;
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let (fw, path, checker, order, started) = (fw.clone(), path.clone(), checker.clone(), order.clone(), started.clone());
+        tasks.push(tokio::spawn(async move {
+            let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+            started.fetch_add(1, Ordering::SeqCst);
+            let guard = mutex.acquire().await.unwrap();
+            order.lock().unwrap().push(guard.node().sequence);
+            checker.hold(&format!("task{i}"), Some(guard.fencing_token()), Duration::ZERO).await;
+            guard.release().await.unwrap();
+        }));
+    }
+    let probe = InterProcessMutex::new(&fw, &path).unwrap();
+    assert!(
+        eventually(Duration::from_secs(60), || async { probe.participant_nodes().await.map(|n| n.len()).unwrap_or(0) == N + 1 }).await,
+        "all 1,000 waiters queued"
+    );
+    first.release().await.unwrap();
+    let results = tokio::time::timeout(Duration::from_secs(120), futures::future::join_all(tasks)).await.expect("all acquire");
+    for r in results {
+        r.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.len(), N);
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "holds follow node order (FIFO)");
+    checker.verify(N);
+    assert!(probe.participant_nodes().await.unwrap().is_empty());
+    fw.close().await;
+}
+
+/// Dropped acquire futures (at random points) and timeouts leave no node, and the waiter
+/// queued behind them still gets the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_and_timed_out_acquires_leave_no_orphans() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string()).await;
+    let other = framework(&server.connect_string()).await;
+    let path = unique_path("cancel");
+    let holder = InterProcessMutex::new(&fw, &path).unwrap().acquire().await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..60u64 {
+        let (fw, path) = (if i % 2 == 0 { fw.clone() } else { other.clone() }, path.clone());
+        tasks.push(tokio::spawn(async move {
+            let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+            let wait = Duration::from_micros(fastrand::u64(0..20_000));
+            if i % 3 == 0 {
+                assert!(mutex.acquire_timeout(wait).await.unwrap().is_none());
+            } else {
+                // Dropped wherever it happens to be: before the create, before its reply,
+                // while watching.
+                tokio::select! {
+                    _ = mutex.acquire() => panic!("the lock is held elsewhere"),
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // A real waiter behind all of that.
+    let waiter_mutex = InterProcessMutex::new(&other, &path).unwrap();
+    let waiter = tokio::spawn(async move { waiter_mutex.acquire().await.map(|g| (g.fencing_token(), g)) });
+    let probe = InterProcessMutex::new(&fw, &path).unwrap();
+    assert!(
+        eventually(Timing::new().deadline(), || async { probe.participant_nodes().await.unwrap().len() == 2 }).await,
+        "only the holder and the live waiter remain: {:?}",
+        probe.participant_nodes().await
+    );
+    let token = holder.fencing_token();
+    holder.release().await.unwrap();
+    let (next, guard) = tokio::time::timeout(Timing::new().deadline(), waiter).await.expect("next waiter proceeds").unwrap().unwrap();
+    assert!(next > token);
+    guard.release().await.unwrap();
+    assert!(eventually(Timing::new().deadline(), || async { fw.get_children().for_path(&path).await.map(|c| c.is_empty()).unwrap_or(true) }).await);
+    fw.close().await;
+    other.close().await;
+}
+
+/// A lock path whose parents do not exist gets them (container parents, as Curator's).
+#[tokio::test]
+async fn missing_parents_are_created() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string()).await;
+    let path = format!("{}/deep/er", unique_path("containers"));
+    let guard = InterProcessMutex::new(&fw, &path).unwrap().acquire().await.unwrap();
+    let stat = fw.check_exists().for_path(&path).await.unwrap().expect("parent created");
+    assert_eq!(stat.ephemeral_owner, 0, "the parent is not ephemeral");
+    guard.release().await.unwrap();
+    fw.close().await;
+}
