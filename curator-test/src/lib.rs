@@ -57,3 +57,46 @@ pub use proxy::ChaosProxy;
 pub use server::{TestingServer, TestingServerBuilder};
 pub use session::expire_session;
 pub use timing::{eventually, wait_for_state, Timing, TIMING_MULTIPLE_ENV};
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn send<T: Send>(_: &T) {}
+    fn send_sync<T: Send + Sync>() {}
+
+    /// Everything async here can be spawned on a multi-threaded runtime (checked at compile
+    /// time; this function is never called).
+    #[allow(dead_code)]
+    fn futures_are_send(
+        server: &mut TestingServer,
+        cluster: &mut TestingCluster,
+        session: &zookeeper_client::SessionInfo,
+    ) {
+        send(&server.stop());
+        send(&server.restart());
+        send(&server.kill());
+        send(&cluster.kill(0));
+        send(&cluster.restart(0));
+        send(&cluster.leader());
+        send(&cluster.wait_for_leader(Duration::from_secs(1)));
+        send(&expire_session("127.0.0.1:1", session));
+        send(&eventually(Duration::from_secs(1), || async { true }));
+    }
+
+    #[test]
+    fn types_and_constructors_are_send() {
+        send_sync::<TestingServer>();
+        send_sync::<TestingCluster>();
+        send_sync::<ChaosProxy>();
+        send_sync::<TestingError>();
+        send_sync::<Timing>();
+        send(&TestingServer::start());
+        send(&TestingServer::builder().start());
+        send(&TestingCluster::start(3));
+        send(&ChaosProxy::start("127.0.0.1:1"));
+        send(&four_letter_word("127.0.0.1:1", "ruok"));
+    }
+}

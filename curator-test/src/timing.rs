@@ -138,3 +138,35 @@ pub async fn wait_for_state(watcher: &mut StateWatcher, wanted: SessionState, de
     };
     tokio::time::timeout(deadline, wait).await.unwrap_or(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multiple_scales_every_value() {
+        let t = Timing { multiple: 1.0 };
+        assert_eq!(t.deadline(), Duration::from_secs(30));
+        assert_eq!(t.session_timeout(), Duration::from_secs(4));
+        assert_eq!(t.connection_timeout(), Duration::from_secs(2));
+        let half = t.multiple(0.5);
+        assert_eq!(half.session_timeout(), Duration::from_secs(2));
+        assert_eq!(half.multiple(4.0).deadline(), Duration::from_secs(60));
+        assert_eq!(t.multiple(-1.0), t);
+        assert_eq!(t.multiple(f64::NAN), t);
+    }
+
+    #[tokio::test]
+    async fn eventually_gives_up_at_the_deadline() {
+        let start = Instant::now();
+        let mut calls = 0;
+        let ok = eventually(Duration::from_millis(300), || {
+            calls += 1;
+            async { false }
+        })
+        .await;
+        assert!(!ok);
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        assert!(calls > 2);
+    }
+}
