@@ -1,1 +1,82 @@
-//! curator-cache
+//! # curator-cache
+//!
+//! ZooKeeper caches with the ideas and APIs of Apache Curator's, on persistent watches
+//! (ZooKeeper 3.6+): [`CuratorCache`], [`PathChildrenCache`], [`NodeCache`] and [`TreeCache`].
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
+//! use curator_core::{CreateMode, CuratorFramework};
+//! use curator_test::TestingServer;
+//!
+//! let server = TestingServer::start().await?; // a real ZooKeeper on a free port
+//! let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+//! fw.start()?;
+//! fw.block_until_connected(Duration::from_secs(10)).await?;
+//!
+//! let cache = PathChildrenCache::new(&fw, "/members", true)?; // need not exist yet
+//! let mut events = cache.events();
+//! cache.start(StartMode::BuildInitialCache).await?;
+//!
+//! fw.create()
+//!     .creating_parents_if_needed()
+//!     .with_mode(CreateMode::Ephemeral)
+//!     .for_path("/members/a", b"10.0.0.1".to_vec())
+//!     .await?;
+//! match events.next().await {
+//!     Some(PathChildrenCacheEvent::ChildAdded(child)) => assert_eq!(child.path, "/members/a"),
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//! assert_eq!(cache.current_data().len(), 1);
+//! cache.close();
+//! fw.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! ## How they work
+//! Every cache is the same engine with a different scope: one persistent watch on its root
+//! (recursive, or on the node only for [`NodeCache`] and single-node caches) and a map of the
+//! nodes in scope.
+//! - **Start and catch-up** load the whole scope with ZooKeeper's multi-read: getData and
+//!   getChildren requests batched by the thousand (and by estimated reply size, well under the
+//!   server's 1 MB packet limit), several batches in flight.
+//! - **Each change costs one request**: a created or changed node is read once; a deletion
+//!   costs nothing. Curator's `PathChildrenCache` re-lists the parent and reads every child's
+//!   data on each change; this one does not.
+//! - **Order**: one task applies the events in the order ZooKeeper sent them; reads are
+//!   pipelined, and a read that brings nothing newer than the cache (by `mzxid`) changes
+//!   nothing, so a node is never reported going back in time.
+//! - **Never stale for long**: when the connection comes back (ZooKeeper does not replay
+//!   events a persistent watch missed while disconnected), when a session is lost and a new
+//!   one opens, or when a read fails, the cache loads again and reports exactly the nodes
+//!   added, changed and removed meanwhile. zookeeper-client's watcher is never polled after
+//!   its session ended (it would panic).
+//! - **Listeners** are callbacks or [`EventStream`]s, each with its own unbounded queue:
+//!   callbacks run on the blocking pool in order, so a slow one delays only itself, and none
+//!   loses events. Caches also report connection changes (Curator's `CuratorCache` does not).
+//!
+//! Paths are checked when a cache is built ([`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath));
+//! the root need not exist. Data is bytes, whatever it held before.
+#![warn(missing_docs)]
+
+mod child_data;
+mod curator_cache;
+mod engine;
+mod listener;
+mod node_cache;
+mod path_children;
+mod tree_cache;
+
+pub use child_data::{ChildData, DefaultTreeCacheSelector, TreeCacheSelector};
+pub use curator_cache::{
+    CuratorCache, CuratorCacheBuilder, CuratorCacheEvent, CuratorCacheListener, CuratorCacheListenerBuilder,
+    CuratorCacheOption,
+};
+pub use listener::{EventStream, ListenerId};
+pub use node_cache::{NodeCache, NodeCacheEvent};
+pub use path_children::{
+    PathChildrenCache, PathChildrenCacheBuilder, PathChildrenCacheEvent, PathChildrenCacheEventType, StartMode,
+};
+pub use tree_cache::{TreeCache, TreeCacheBuilder, TreeCacheEvent};

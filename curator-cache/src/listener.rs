@@ -1,0 +1,207 @@
+//! Listener plumbing shared by every cache: callbacks and streams, each with its own unbounded
+//! queue, so that a slow listener delays only itself and loses nothing.
+//!
+//! ```no_run
+//! # async fn f(cache: curator_cache::PathChildrenCache) {
+//! use futures::StreamExt;
+//! use curator_cache::PathChildrenCacheEvent;
+//!
+//! // A callback: runs on tokio's blocking pool, so it may block.
+//! let id = cache.add_listener(|event: &PathChildrenCacheEvent| {
+//!     tracing::info!(?event, "member change");
+//! });
+//! // A stream of the same events, in the same order.
+//! let mut events = cache.events();
+//! while let Some(event) = events.next().await {
+//!     if let PathChildrenCacheEvent::ChildAdded(child) = event {
+//!         tracing::info!(path = %child.path, "joined");
+//!     }
+//! }
+//! cache.remove_listener(id);
+//! # }
+//! ```
+//!
+//! Each callback listener has a queue drained by a task of its own; the task hands the events
+//! that are waiting to one `spawn_blocking` call at a time, so callbacks run in order, may block,
+//! and cannot stall ZooKeeper I/O or the cache. A callback that panics is logged and the next
+//! event is delivered as usual.
+
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+
+/// Most events handed to one blocking call of a callback listener.
+const MAX_BATCH: usize = 1024;
+
+/// Identifies a listener, for `remove_listener`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ListenerId(u64);
+
+/// A callback listener's function.
+pub(crate) type Callback<E> = Arc<dyn Fn(&E) + Send + Sync>;
+
+/// An ordered stream of a cache's events, from when it was asked for. It ends when the cache
+/// is closed (after the events already queued).
+#[derive(Debug)]
+pub struct EventStream<E> {
+    rx: mpsc::UnboundedReceiver<E>,
+}
+
+impl<E> EventStream<E> {
+    /// The next event, or `None` once the cache is closed and every queued event was read.
+    pub async fn next(&mut self) -> Option<E> {
+        self.rx.recv().await
+    }
+
+    /// The next event if one is queued now, without waiting.
+    pub fn try_next(&mut self) -> Option<E> {
+        self.rx.try_recv().ok()
+    }
+}
+
+impl<E> Stream for EventStream<E> {
+    type Item = E;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+/// A callback whose drain task waits for a runtime (it was added before `start`).
+struct Parked<E> {
+    rx: mpsc::UnboundedReceiver<E>,
+    callback: Callback<E>,
+}
+
+struct Inner<E> {
+    next_id: u64,
+    subscribers: Vec<(u64, mpsc::UnboundedSender<E>)>,
+    runtime: Option<Handle>,
+    parked: Vec<Parked<E>>,
+    closed: bool,
+}
+
+/// The listeners of one cache.
+pub(crate) struct Listeners<E> {
+    inner: Mutex<Inner<E>>,
+}
+
+impl<E: Clone + Send + 'static> Listeners<E> {
+    pub(crate) fn new() -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                next_id: 0,
+                subscribers: Vec::new(),
+                runtime: None,
+                parked: Vec::new(),
+                closed: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<E>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a callback listener. Its task starts now if the cache runs, else at `start`.
+    pub(crate) fn add_callback(&self, callback: Callback<E>) -> ListenerId {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut inner = self.lock();
+        inner.next_id += 1;
+        let id = inner.next_id;
+        if inner.closed {
+            return ListenerId(id);
+        }
+        inner.subscribers.push((id, tx));
+        match inner.runtime.clone() {
+            Some(handle) => {
+                handle.spawn(drain(rx, callback));
+            }
+            None => inner.parked.push(Parked { rx, callback }),
+        }
+        ListenerId(id)
+    }
+
+    /// A new stream of events from now on.
+    pub(crate) fn stream(&self) -> EventStream<E> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut inner = self.lock();
+        inner.next_id += 1;
+        let id = inner.next_id;
+        if !inner.closed {
+            inner.subscribers.push((id, tx));
+        }
+        EventStream { rx }
+    }
+
+    /// Removes a listener; its queued events are still delivered. False if it was not there.
+    pub(crate) fn remove(&self, id: ListenerId) -> bool {
+        let mut inner = self.lock();
+        let before = inner.subscribers.len();
+        inner.subscribers.retain(|(i, _)| *i != id.0);
+        inner.subscribers.len() != before
+    }
+
+    /// Starts the drain tasks of callbacks added so far on `handle`, and of later ones too.
+    pub(crate) fn start(&self, handle: Handle) {
+        let mut inner = self.lock();
+        for parked in inner.parked.drain(..) {
+            handle.spawn(drain(parked.rx, parked.callback));
+        }
+        inner.runtime = Some(handle);
+    }
+
+    /// Queues `event` for every listener. Never blocks.
+    pub(crate) fn publish(&self, event: E) {
+        let mut inner = self.lock();
+        match inner.subscribers.len() {
+            0 => {}
+            1 => {
+                if inner.subscribers[0].1.send(event).is_err() {
+                    inner.subscribers.clear();
+                }
+            }
+            _ => inner.subscribers.retain(|(_, tx)| tx.send(event.clone()).is_ok()),
+        }
+    }
+
+    /// Ends every listener after the events already queued; later additions get nothing.
+    pub(crate) fn close(&self) {
+        let mut inner = self.lock();
+        inner.closed = true;
+        inner.subscribers.clear();
+        inner.parked.clear();
+    }
+}
+
+/// Drains one callback listener's queue: waits for events, then runs the callback on the
+/// blocking pool for all that are waiting, in order.
+async fn drain<E: Send + 'static>(mut rx: mpsc::UnboundedReceiver<E>, callback: Callback<E>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = Vec::with_capacity(8);
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(event) => batch.push(event),
+                Err(_) => break,
+            }
+        }
+        let callback = callback.clone();
+        let run = tokio::task::spawn_blocking(move || {
+            for event in &batch {
+                if std::panic::catch_unwind(AssertUnwindSafe(|| callback(event))).is_err() {
+                    tracing::error!("a cache listener panicked; it keeps receiving events");
+                }
+            }
+        });
+        if run.await.is_err() {
+            // The runtime is shutting down.
+            return;
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! [`NodeCache`]: one node, which may not exist yet, may be deleted and created again.
+//!
+//! ```no_run
+//! # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
+//! use curator_cache::{NodeCache, NodeCacheEvent};
+//!
+//! let config = NodeCache::new(&fw, "/config/feature-flags")?;
+//! config.add_listener(|event: &NodeCacheEvent| {
+//!     if let NodeCacheEvent::NodeChanged(node) = event {
+//!         tracing::info!(exists = node.is_some(), "flags changed");
+//!     }
+//! });
+//! config.start(true).await?; // loaded before it returns
+//! let flags = config.current_data().and_then(|n| n.data.clone()).unwrap_or_default();
+//! # let _ = flags;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use curator_core::{ConnectionState, CuratorFramework, Result};
+
+use crate::child_data::ChildData;
+use crate::engine::{CacheCore, EngineConfig, EngineEvent, Scope};
+use crate::listener::{EventStream, ListenerId, Listeners};
+
+/// A change seen by a [`NodeCache`].
+#[derive(Debug, Clone)]
+pub enum NodeCacheEvent {
+    /// The node was created, changed or deleted: this is its state now (`None`: it does not
+    /// exist). Curator's `nodeChanged()`.
+    NodeChanged(Option<Arc<ChildData>>),
+    /// The connection is suspended.
+    ConnectionSuspended,
+    /// Connected again; the cache catches up.
+    ConnectionReconnected,
+    /// The session was lost; the cache catches up on the next one.
+    ConnectionLost,
+}
+
+/// A cache of one node, on a persistent (non-recursive) watch: one getData per change. The
+/// node need not exist. Dropping the cache closes it.
+pub struct NodeCache {
+    core: CacheCore,
+    listeners: Arc<Listeners<NodeCacheEvent>>,
+}
+
+impl std::fmt::Debug for NodeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeCache").field("path", &self.core.root()).finish_non_exhaustive()
+    }
+}
+
+impl NodeCache {
+    /// A cache of the node at `path`.
+    ///
+    /// # Errors
+    /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
+    /// ZooKeeper would refuse.
+    pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
+        let config =
+            EngineConfig { scope: Scope { root: path.to_string(), max_depth: 0, selector: None }, cache_data: true };
+        Ok(Self { core: CacheCore::new(fw, config, true)?, listeners: Arc::new(Listeners::new()) })
+    }
+
+    /// Starts the cache. With `build_initial`, returns once the node was read, and its
+    /// initial state is not reported; without, the first read reports `NodeChanged` if the
+    /// node exists.
+    ///
+    /// # Errors
+    /// `IllegalState` when already started or closed, or outside a tokio runtime; with
+    /// `build_initial`, the error of the first load if it fails (the cache keeps trying).
+    pub async fn start(&self, build_initial: bool) -> Result<()> {
+        let listeners = self.listeners.clone();
+        let mut passing = !build_initial;
+        let sink = Box::new(move |event: EngineEvent| {
+            let event = match event {
+                EngineEvent::Created(node) | EngineEvent::Changed(_, node) if passing => {
+                    NodeCacheEvent::NodeChanged(Some(node))
+                }
+                EngineEvent::Deleted(_) if passing => NodeCacheEvent::NodeChanged(None),
+                EngineEvent::Initialized => {
+                    passing = true;
+                    return;
+                }
+                EngineEvent::Connection(state) => match state.state {
+                    ConnectionState::Suspended => NodeCacheEvent::ConnectionSuspended,
+                    ConnectionState::Connected | ConnectionState::Reconnected => NodeCacheEvent::ConnectionReconnected,
+                    ConnectionState::Lost => NodeCacheEvent::ConnectionLost,
+                    _ => return,
+                },
+                _ => return,
+            };
+            listeners.publish(event);
+        });
+        let handle = self.core.start(sink)?;
+        self.listeners.start(handle);
+        if build_initial {
+            self.core.wait_initialized(true).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits until the node was first read.
+    ///
+    /// # Errors
+    /// `Closed` if the cache is closed first.
+    pub async fn wait_initialized(&self) -> Result<()> {
+        self.core.wait_initialized(false).await
+    }
+
+    /// The node as last read, or `None` if it does not exist (or was not read yet).
+    pub fn current_data(&self) -> Option<Arc<ChildData>> {
+        self.core.shared.nodes().get(self.core.root()).cloned()
+    }
+
+    /// The path of the node.
+    pub fn path(&self) -> &str {
+        self.core.root()
+    }
+
+    /// Reads the node again and replaces the cached state without an event.
+    ///
+    /// # Errors
+    /// The read's error, or `IllegalState` when the cache does not run.
+    pub async fn rebuild(&self) -> Result<()> {
+        self.core.rebuild().await
+    }
+
+    /// Stops the cache and its watch.
+    pub fn close(&self) {
+        self.core.close();
+        self.listeners.close();
+    }
+
+    /// Adds a callback listener; it runs on the blocking pool, in event order.
+    pub fn add_listener(&self, listener: impl Fn(&NodeCacheEvent) + Send + Sync + 'static) -> ListenerId {
+        self.listeners.add_callback(Arc::new(listener))
+    }
+
+    /// Removes a listener. False if it was not there.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.listeners.remove(id)
+    }
+
+    /// An ordered stream of the events from now on (before `start`: all of them).
+    pub fn events(&self) -> EventStream<NodeCacheEvent> {
+        self.listeners.stream()
+    }
+}
+
+impl Drop for NodeCache {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

@@ -1,0 +1,291 @@
+//! [`PathChildrenCache`]: the children of one node, with Curator's API and events, but one
+//! request per change instead of a re-list of the parent.
+//!
+//! ```no_run
+//! # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
+//! use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
+//!
+//! let members = PathChildrenCache::new(&fw, "/cluster/members", true)?;
+//! members.add_listener(|event: &PathChildrenCacheEvent| match event {
+//!     PathChildrenCacheEvent::ChildAdded(m) => tracing::info!(member = m.name(), "joined"),
+//!     PathChildrenCacheEvent::ChildRemoved(m) => tracing::info!(member = m.name(), "left"),
+//!     PathChildrenCacheEvent::Initialized(initial) => tracing::info!(count = initial.len(), "loaded"),
+//!     _ => {}
+//! });
+//! members.start(StartMode::PostInitializedEvent).await?;
+//! for member in members.current_data() {
+//!     tracing::info!(path = %member.path, "member");
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use curator_core::{ConnectionState, CuratorFramework, Result};
+
+use crate::child_data::ChildData;
+use crate::engine::{descendants, CacheCore, EngineConfig, EngineEvent, Scope, Shared};
+use crate::listener::{EventStream, ListenerId, Listeners};
+
+/// How [`PathChildrenCache::start`] treats the children present at start (Curator's
+/// `PathChildrenCache.StartMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StartMode {
+    /// Load in the background; each child present is reported as `ChildAdded`.
+    #[default]
+    Normal,
+    /// Load before `start` returns; no events for the children present then.
+    BuildInitialCache,
+    /// Load in the background; `ChildAdded` for each child present, then `Initialized` with
+    /// all of them.
+    PostInitializedEvent,
+}
+
+/// The kind of a [`PathChildrenCacheEvent`], for matching without the payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathChildrenCacheEventType {
+    /// See [`PathChildrenCacheEvent::ChildAdded`].
+    ChildAdded,
+    /// See [`PathChildrenCacheEvent::ChildUpdated`].
+    ChildUpdated,
+    /// See [`PathChildrenCacheEvent::ChildRemoved`].
+    ChildRemoved,
+    /// See [`PathChildrenCacheEvent::Initialized`].
+    Initialized,
+    /// See [`PathChildrenCacheEvent::ConnectionSuspended`].
+    ConnectionSuspended,
+    /// See [`PathChildrenCacheEvent::ConnectionReconnected`].
+    ConnectionReconnected,
+    /// See [`PathChildrenCacheEvent::ConnectionLost`].
+    ConnectionLost,
+}
+
+/// A change seen by a [`PathChildrenCache`].
+#[derive(Debug, Clone)]
+pub enum PathChildrenCacheEvent {
+    /// A child appeared.
+    ChildAdded(Arc<ChildData>),
+    /// A child's data (or stat) changed; this is the new state.
+    ChildUpdated(Arc<ChildData>),
+    /// A child went away; this is its last cached state.
+    ChildRemoved(Arc<ChildData>),
+    /// With [`StartMode::PostInitializedEvent`]: the first load is done; these are the
+    /// children it found, ordered by path.
+    Initialized(Vec<Arc<ChildData>>),
+    /// The connection is suspended: the cache may miss changes until it reconnects.
+    ConnectionSuspended,
+    /// Connected again (to the same or a new session); the cache catches up and reports what
+    /// changed meanwhile.
+    ConnectionReconnected,
+    /// The session was lost; a new one follows, and the cache catches up on it.
+    ConnectionLost,
+}
+
+impl PathChildrenCacheEvent {
+    /// The kind of event.
+    pub fn kind(&self) -> PathChildrenCacheEventType {
+        match self {
+            Self::ChildAdded(_) => PathChildrenCacheEventType::ChildAdded,
+            Self::ChildUpdated(_) => PathChildrenCacheEventType::ChildUpdated,
+            Self::ChildRemoved(_) => PathChildrenCacheEventType::ChildRemoved,
+            Self::Initialized(_) => PathChildrenCacheEventType::Initialized,
+            Self::ConnectionSuspended => PathChildrenCacheEventType::ConnectionSuspended,
+            Self::ConnectionReconnected => PathChildrenCacheEventType::ConnectionReconnected,
+            Self::ConnectionLost => PathChildrenCacheEventType::ConnectionLost,
+        }
+    }
+
+    /// The child concerned, for child events.
+    pub fn data(&self) -> Option<&Arc<ChildData>> {
+        match self {
+            Self::ChildAdded(d) | Self::ChildUpdated(d) | Self::ChildRemoved(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// A cache of the children of one node (not of deeper nodes), with Curator's API and events.
+///
+/// Built on the same engine as [`CuratorCache`](crate::CuratorCache): one persistent recursive
+/// watch on the parent, one getData per added or changed child, nothing for a removal, and a
+/// multi-read load at start and after reconnecting. The parent need not exist. Dropping the
+/// cache closes it.
+pub struct PathChildrenCache {
+    core: CacheCore,
+    listeners: Arc<Listeners<PathChildrenCacheEvent>>,
+}
+
+impl std::fmt::Debug for PathChildrenCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PathChildrenCache").field("path", &self.core.root()).finish_non_exhaustive()
+    }
+}
+
+/// Builder of a [`PathChildrenCache`].
+#[derive(Debug, Clone)]
+pub struct PathChildrenCacheBuilder {
+    fw: CuratorFramework,
+    path: String,
+    cache_data: bool,
+}
+
+impl PathChildrenCacheBuilder {
+    /// Whether data is kept (default `true`); without, children carry stats only.
+    pub fn cache_data(mut self, cache_data: bool) -> Self {
+        self.cache_data = cache_data;
+        self
+    }
+
+    /// Checks the path and builds the cache (not started).
+    ///
+    /// # Errors
+    /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
+    /// ZooKeeper would refuse.
+    pub fn build(self) -> Result<PathChildrenCache> {
+        let config = EngineConfig {
+            scope: Scope { root: self.path, max_depth: 1, selector: None },
+            cache_data: self.cache_data,
+        };
+        Ok(PathChildrenCache { core: CacheCore::new(&self.fw, config, true)?, listeners: Arc::new(Listeners::new()) })
+    }
+}
+
+fn children_of(shared: &Shared, root: &str) -> Vec<Arc<ChildData>> {
+    descendants(&shared.nodes(), root).map(|(_, node)| node.clone()).collect()
+}
+
+impl PathChildrenCache {
+    /// A cache of the children of `path`, keeping their data if `cache_data`.
+    ///
+    /// # Errors
+    /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
+    /// ZooKeeper would refuse.
+    pub fn new(fw: &CuratorFramework, path: &str, cache_data: bool) -> Result<Self> {
+        Self::builder(fw, path).cache_data(cache_data).build()
+    }
+
+    /// A builder of a cache of the children of `path`.
+    pub fn builder(fw: &CuratorFramework, path: &str) -> PathChildrenCacheBuilder {
+        PathChildrenCacheBuilder { fw: fw.clone(), path: path.to_string(), cache_data: true }
+    }
+
+    /// Starts the cache. With [`StartMode::BuildInitialCache`] it returns once the first
+    /// load is done.
+    ///
+    /// # Errors
+    /// `IllegalState` when already started or closed, or outside a tokio runtime. With
+    /// `BuildInitialCache`, the error of the first load if it fails (the cache keeps trying in
+    /// the background).
+    pub async fn start(&self, mode: StartMode) -> Result<()> {
+        let listeners = self.listeners.clone();
+        let shared = self.core.shared.clone();
+        let root = self.core.root().to_string();
+        let mut passing = mode != StartMode::BuildInitialCache;
+        let sink = Box::new(move |event: EngineEvent| {
+            let event = match event {
+                EngineEvent::Created(node) if passing && node.path != root => PathChildrenCacheEvent::ChildAdded(node),
+                EngineEvent::Changed(_, node) if passing && node.path != root => {
+                    PathChildrenCacheEvent::ChildUpdated(node)
+                }
+                EngineEvent::Deleted(node) if passing && node.path != root => {
+                    PathChildrenCacheEvent::ChildRemoved(node)
+                }
+                EngineEvent::Initialized => {
+                    passing = true;
+                    if mode != StartMode::PostInitializedEvent {
+                        return;
+                    }
+                    PathChildrenCacheEvent::Initialized(children_of(&shared, &root))
+                }
+                EngineEvent::Connection(state) => match state.state {
+                    ConnectionState::Suspended => PathChildrenCacheEvent::ConnectionSuspended,
+                    ConnectionState::Connected | ConnectionState::Reconnected => {
+                        PathChildrenCacheEvent::ConnectionReconnected
+                    }
+                    ConnectionState::Lost => PathChildrenCacheEvent::ConnectionLost,
+                    _ => return,
+                },
+                _ => return,
+            };
+            listeners.publish(event);
+        });
+        let handle = self.core.start(sink)?;
+        self.listeners.start(handle);
+        if mode == StartMode::BuildInitialCache {
+            self.core.wait_initialized(true).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits until the first load is done.
+    ///
+    /// # Errors
+    /// `Closed` if the cache is closed first.
+    pub async fn wait_initialized(&self) -> Result<()> {
+        self.core.wait_initialized(false).await
+    }
+
+    /// The cached children, ordered by path.
+    pub fn current_data(&self) -> Vec<Arc<ChildData>> {
+        children_of(&self.core.shared, self.core.root())
+    }
+
+    /// The cached child at the full path `full_path`, if any.
+    pub fn current_data_for(&self, full_path: &str) -> Option<Arc<ChildData>> {
+        if full_path == self.core.root() {
+            return None;
+        }
+        self.core.shared.nodes().get(full_path).cloned()
+    }
+
+    /// Forgets every child at once, without events (Curator's `clear()`); the next load or
+    /// change fills the cache again.
+    pub fn clear(&self) {
+        self.core.shared.clear();
+    }
+
+    /// Forgets every child without events, then loads them again, reporting each as
+    /// `ChildAdded`. Returns once the load is done.
+    ///
+    /// # Errors
+    /// The load's error, or `IllegalState` when the cache does not run.
+    pub async fn clear_and_refresh(&self) -> Result<()> {
+        self.core.clear_and_refresh().await
+    }
+
+    /// Loads every child again and replaces the cache without any event. Returns once done.
+    ///
+    /// # Errors
+    /// The load's error, or `IllegalState` when the cache does not run.
+    pub async fn rebuild(&self) -> Result<()> {
+        self.core.rebuild().await
+    }
+
+    /// Stops the cache and its watch, and clears it; listener streams end after the events
+    /// already queued.
+    pub fn close(&self) {
+        self.core.close();
+        self.listeners.close();
+    }
+
+    /// Adds a callback listener; it runs on the blocking pool, in event order.
+    pub fn add_listener(&self, listener: impl Fn(&PathChildrenCacheEvent) + Send + Sync + 'static) -> ListenerId {
+        self.listeners.add_callback(Arc::new(listener))
+    }
+
+    /// Removes a listener. False if it was not there.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.listeners.remove(id)
+    }
+
+    /// An ordered stream of the events from now on (before `start`: all of them).
+    pub fn events(&self) -> EventStream<PathChildrenCacheEvent> {
+        self.listeners.stream()
+    }
+}
+
+impl Drop for PathChildrenCache {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

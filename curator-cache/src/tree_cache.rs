@@ -1,0 +1,223 @@
+//! [`TreeCache`]: a node and its descendants down to a depth, chosen by a selector, with
+//! Curator's `TreeCache` events.
+//!
+//! ```no_run
+//! # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
+//! use curator_cache::{TreeCache, TreeCacheEvent, TreeCacheSelector};
+//!
+//! struct SkipLocks;
+//! impl TreeCacheSelector for SkipLocks {
+//!     fn traverse_children(&self, path: &str) -> bool {
+//!         !path.ends_with("/locks")
+//!     }
+//! }
+//!
+//! let tree = TreeCache::builder(&fw, "/app").max_depth(3).selector(SkipLocks).build()?;
+//! let mut events = tree.events();
+//! tree.start()?;
+//! while let Some(event) = events.next().await {
+//!     if matches!(event, TreeCacheEvent::Initialized) {
+//!         break;
+//!     }
+//! }
+//! let children = tree.current_children("/app").unwrap_or_default();
+//! tracing::info!(count = children.len(), "top level");
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use curator_core::{ConnectionState, CuratorFramework, Result};
+
+use crate::child_data::{ChildData, TreeCacheSelector};
+use crate::engine::{descendants, CacheCore, EngineConfig, EngineEvent, Scope};
+use crate::listener::{EventStream, ListenerId, Listeners};
+
+/// A change seen by a [`TreeCache`].
+#[derive(Debug, Clone)]
+pub enum TreeCacheEvent {
+    /// A node appeared (or was in place at the first load).
+    NodeAdded(Arc<ChildData>),
+    /// A node's data (or stat) changed; this is the new state.
+    NodeUpdated(Arc<ChildData>),
+    /// A node went away; this is its last cached state.
+    NodeRemoved(Arc<ChildData>),
+    /// The first load is done; every node present then was reported as `NodeAdded` before.
+    Initialized,
+    /// The connection is suspended.
+    ConnectionSuspended,
+    /// Connected again; the cache catches up and reports what changed meanwhile.
+    ConnectionReconnected,
+    /// The session was lost; the cache catches up on the next one.
+    ConnectionLost,
+}
+
+/// Builder of a [`TreeCache`].
+pub struct TreeCacheBuilder {
+    fw: CuratorFramework,
+    path: String,
+    cache_data: bool,
+    max_depth: usize,
+    selector: Option<Arc<dyn TreeCacheSelector>>,
+}
+
+impl std::fmt::Debug for TreeCacheBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeCacheBuilder")
+            .field("path", &self.path)
+            .field("cache_data", &self.cache_data)
+            .field("max_depth", &self.max_depth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TreeCacheBuilder {
+    /// Whether data is kept (default `true`).
+    pub fn cache_data(mut self, cache_data: bool) -> Self {
+        self.cache_data = cache_data;
+        self
+    }
+    /// How deep to cache: 0 is the root only, 1 the root and its children (default: no limit).
+    pub fn max_depth(mut self, max_depth: usize) -> Self {
+        self.max_depth = max_depth;
+        self
+    }
+    /// Which nodes to cache (default: all).
+    pub fn selector(mut self, selector: impl TreeCacheSelector) -> Self {
+        self.selector = Some(Arc::new(selector));
+        self
+    }
+    /// Checks the path and builds the cache (not started).
+    ///
+    /// # Errors
+    /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
+    /// ZooKeeper would refuse.
+    pub fn build(self) -> Result<TreeCache> {
+        let config = EngineConfig {
+            scope: Scope { root: self.path, max_depth: self.max_depth, selector: self.selector },
+            cache_data: self.cache_data,
+        };
+        Ok(TreeCache { core: CacheCore::new(&self.fw, config, true)?, listeners: Arc::new(Listeners::new()) })
+    }
+}
+
+/// A cache of a node and its descendants (to a depth, as a selector chooses) with Curator's
+/// `TreeCache` events, on one persistent recursive watch. The root need not exist. Dropping
+/// the cache closes it.
+pub struct TreeCache {
+    core: CacheCore,
+    listeners: Arc<Listeners<TreeCacheEvent>>,
+}
+
+impl std::fmt::Debug for TreeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeCache").field("path", &self.core.root()).finish_non_exhaustive()
+    }
+}
+
+impl TreeCache {
+    /// A cache of `path` and everything below it.
+    ///
+    /// # Errors
+    /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
+    /// ZooKeeper would refuse.
+    pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
+        Self::builder(fw, path).build()
+    }
+
+    /// A builder of a cache of `path`.
+    pub fn builder(fw: &CuratorFramework, path: &str) -> TreeCacheBuilder {
+        TreeCacheBuilder {
+            fw: fw.clone(),
+            path: path.to_string(),
+            cache_data: true,
+            max_depth: usize::MAX,
+            selector: None,
+        }
+    }
+
+    /// Starts the cache in the background.
+    ///
+    /// # Errors
+    /// `IllegalState` when already started or closed, or outside a tokio runtime.
+    pub fn start(&self) -> Result<()> {
+        let listeners = self.listeners.clone();
+        let sink = Box::new(move |event: EngineEvent| {
+            let event = match event {
+                EngineEvent::Created(node) => TreeCacheEvent::NodeAdded(node),
+                EngineEvent::Changed(_, node) => TreeCacheEvent::NodeUpdated(node),
+                EngineEvent::Deleted(node) => TreeCacheEvent::NodeRemoved(node),
+                EngineEvent::Initialized => TreeCacheEvent::Initialized,
+                EngineEvent::Connection(state) => match state.state {
+                    ConnectionState::Suspended => TreeCacheEvent::ConnectionSuspended,
+                    ConnectionState::Connected | ConnectionState::Reconnected => TreeCacheEvent::ConnectionReconnected,
+                    ConnectionState::Lost => TreeCacheEvent::ConnectionLost,
+                    _ => return,
+                },
+            };
+            listeners.publish(event);
+        });
+        let handle = self.core.start(sink)?;
+        self.listeners.start(handle);
+        Ok(())
+    }
+
+    /// Waits until the first load is done.
+    ///
+    /// # Errors
+    /// `Closed` if the cache is closed first.
+    pub async fn wait_initialized(&self) -> Result<()> {
+        self.core.wait_initialized(false).await
+    }
+
+    /// The cached node at `full_path`, if any.
+    pub fn current_data(&self, full_path: &str) -> Option<Arc<ChildData>> {
+        self.core.shared.nodes().get(full_path).cloned()
+    }
+
+    /// The cached children of `full_path` by name, or `None` if that node is not cached.
+    pub fn current_children(&self, full_path: &str) -> Option<BTreeMap<String, Arc<ChildData>>> {
+        let nodes = self.core.shared.nodes();
+        nodes.get(full_path)?;
+        let depth = self.core.scope().depth(full_path)?;
+        Some(
+            descendants(&nodes, full_path)
+                .filter(|(path, _)| self.core.scope().depth(path) == Some(depth + 1))
+                .map(|(_, node)| (node.name().to_string(), node.clone()))
+                .collect(),
+        )
+    }
+
+    /// The number of cached nodes (the root included when it exists).
+    pub fn size(&self) -> usize {
+        self.core.shared.nodes().len()
+    }
+
+    /// Stops the cache and its watch, and clears it.
+    pub fn close(&self) {
+        self.core.close();
+        self.listeners.close();
+    }
+
+    /// Adds a callback listener; it runs on the blocking pool, in event order.
+    pub fn add_listener(&self, listener: impl Fn(&TreeCacheEvent) + Send + Sync + 'static) -> ListenerId {
+        self.listeners.add_callback(Arc::new(listener))
+    }
+
+    /// Removes a listener. False if it was not there.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.listeners.remove(id)
+    }
+
+    /// An ordered stream of the events from now on (before `start`: all of them).
+    pub fn events(&self) -> EventStream<TreeCacheEvent> {
+        self.listeners.stream()
+    }
+}
+
+impl Drop for TreeCache {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
