@@ -117,6 +117,11 @@ where
 ///
 /// Returns true at once if `wanted` is the latest state. Returns false early when the session
 /// reaches a different terminal state (Expired, Closed, AuthFailed), since nothing follows one.
+///
+/// A `StateWatcher` keeps only the latest state, so a short-lived state can be missed: after a
+/// cut connection through a local proxy, `Disconnected` lasts about a millisecond before
+/// `SyncConnected`. To see every transition in order, watch a path
+/// (`Client::watch(path, AddWatchMode::Persistent)`): its watcher also receives session events.
 pub async fn wait_for_state(watcher: &mut StateWatcher, wanted: SessionState, deadline: Duration) -> bool {
     let current = watcher.state();
     if current == wanted {
