@@ -1,0 +1,225 @@
+//! Interop with Apache Curator 5.4 (Debian's jars): a Java peer (tests/java/LockPeer.java,
+//! compiled here with `javac`) takes Curator's InterProcessMutex and InterProcessReadWriteLock
+//! on the same paths as Rust clients; the checker sees no overlap either way. Missing `javac`
+//! or jars fail the test with a message saying what to install.
+
+mod lock_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock};
+use curator_test::{TestingServer, Timing};
+use lock_support::{framework, init_tracing, unique_path, Checker, HoldRecord};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+const JARS: &[&str] = &[
+    "curator-client",
+    "curator-framework",
+    "curator-recipes",
+    "zookeeper",
+    "zookeeper-jute",
+    "guava",
+    "slf4j-api",
+    "slf4j-nop",
+    "netty-handler",
+    "netty-common",
+    "netty-buffer",
+    "netty-transport",
+    "netty-codec",
+    "netty-resolver",
+    "netty-transport-native-epoll",
+    "netty-transport-native-unix-common",
+    "metrics-core",
+    "commons-lang3",
+    "commons-io",
+];
+
+fn classpath() -> String {
+    let dir = Path::new("/usr/share/java");
+    let missing: Vec<&str> = JARS.iter().copied().filter(|j| !dir.join(format!("{j}.jar")).exists()).collect();
+    assert!(
+        missing.is_empty(),
+        "Curator interop needs Debian's jars in /usr/share/java; missing: {missing:?}. \
+         Install: apt-get install libcurator-recipes-java libslf4j-java default-jdk-headless"
+    );
+    JARS.iter().map(|j| format!("/usr/share/java/{j}.jar")).collect::<Vec<_>>().join(":")
+}
+
+/// Compiles the peer once per test binary into a temporary directory.
+fn compiled_peer() -> &'static PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/LockPeer.java");
+        let out = std::env::temp_dir().join(format!("curator-rs-lockpeer-{}", std::process::id()));
+        std::fs::create_dir_all(&out).expect("create the peer's class directory");
+        let status = std::process::Command::new("javac")
+            .args(["-cp", &classpath(), "-d"])
+            .arg(&out)
+            .arg(&source)
+            .status()
+            .unwrap_or_else(|e| {
+                panic!("Curator interop needs `javac` (apt-get install default-jdk-headless): cannot run it: {e}")
+            });
+        assert!(status.success(), "javac failed to compile {}", source.display());
+        out
+    })
+}
+
+/// Runs the Java peer; `rust_side` runs once the peer is connected and starts its cycles at
+/// the same moment. Returns the peer's holds.
+async fn with_java_peer<F>(connect: &str, mode: &str, path: &str, cycles: usize, hold_us: u64, rust_side: F) -> Vec<HoldRecord>
+where
+    F: std::future::Future<Output = ()>,
+{
+    let cp = format!("{}:{}", compiled_peer().display(), classpath());
+    let mut child = Command::new("java")
+        .args(["-cp", &cp, "LockPeer", connect, mode, path, &cycles.to_string(), &hold_us.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run java (apt-get install default-jdk-headless)");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let ready = tokio::time::timeout(Timing::new().deadline(), lines.next_line()).await.expect("java peer connects in time");
+    assert_eq!(ready.unwrap().as_deref(), Some("READY"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"GO\n").await.unwrap();
+    stdin.flush().await.unwrap();
+    let java = async {
+        let mut holds = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            match parts.as_slice() {
+                ["HOLD", kind, start, end] => holds.push(HoldRecord {
+                    who: format!("java-{kind}"),
+                    start_us: start.parse().unwrap(),
+                    end_us: end.parse().unwrap(),
+                    token: None,
+                    shared: *kind == "R",
+                }),
+                ["DONE"] => break,
+                _ => {}
+            }
+        }
+        holds
+    };
+    let (holds, ()) = tokio::time::timeout(Duration::from_secs(120), futures::future::join(java, rust_side)).await.expect("both sides finish");
+    let status = tokio::time::timeout(Timing::new().deadline(), child.wait()).await.expect("java exits").unwrap();
+    assert!(status.success(), "java peer failed: {status}");
+    assert_eq!(holds.len(), cycles, "the java peer reported every hold");
+    holds
+}
+
+/// Panics unless Rust holds happened between the Java peer's first and last holds (the two
+/// sides really contended).
+fn assert_interleaved(java: &[HoldRecord], checker: &Checker) {
+    let first = java.iter().map(|h| h.start_us).min().unwrap();
+    let last = java.iter().map(|h| h.end_us).max().unwrap();
+    let inside = checker.records().iter().filter(|r| r.start_us > first && r.end_us < last).count();
+    assert!(inside > 0, "no Rust hold between the Java peer's first and last: the sides did not contend");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_mutexes_exclude_each_other() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let path = unique_path("interop-mutex");
+    let checker = Checker::new();
+    const RUST_CLIENTS: usize = 3;
+    const RUST_CYCLES: usize = 80;
+    const JAVA_CYCLES: usize = 150;
+    let mut fws = Vec::new();
+    for _ in 0..RUST_CLIENTS {
+        fws.push(framework(&server.connect_string()).await);
+    }
+    let rust_side = {
+        let (fws, path, checker) = (fws.clone(), path.clone(), checker.clone());
+        async move {
+            let tasks: Vec<_> = fws
+                .into_iter()
+                .enumerate()
+                .map(|(c, fw)| {
+                    let (path, checker) = (path.clone(), checker.clone());
+                    tokio::spawn(async move {
+                        let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+                        for _ in 0..RUST_CYCLES {
+                            let g = mutex.acquire().await.unwrap();
+                            checker.hold(&format!("rust{c}"), Some(g.fencing_token()), Duration::from_micros(200)).await;
+                            g.release().await.unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        }
+    };
+    let java = with_java_peer(&server.connect_string(), "mutex", &path, JAVA_CYCLES, 200, rust_side).await;
+    assert_interleaved(&java, &checker);
+    for h in java {
+        checker.record_external(h);
+    }
+    checker.verify(RUST_CLIENTS * RUST_CYCLES + JAVA_CYCLES);
+    for fw in fws {
+        fw.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_read_write_locks_exclude_each_other() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let path = unique_path("interop-rw");
+    let checker = Checker::new();
+    const RUST_CLIENTS: usize = 3;
+    const RUST_OPS: usize = 80;
+    const JAVA_OPS: usize = 150;
+    let mut fws = Vec::new();
+    for _ in 0..RUST_CLIENTS {
+        fws.push(framework(&server.connect_string()).await);
+    }
+    let rust_side = {
+        let (fws, path, checker) = (fws.clone(), path.clone(), checker.clone());
+        async move {
+            let tasks: Vec<_> = fws
+                .into_iter()
+                .enumerate()
+                .map(|(c, fw)| {
+                    let (path, checker) = (path.clone(), checker.clone());
+                    tokio::spawn(async move {
+                        let rw = InterProcessReadWriteLock::new(&fw, &path).unwrap();
+                        let mut rng = fastrand::Rng::with_seed(100 + c as u64);
+                        for _ in 0..RUST_OPS {
+                            if rng.u8(0..10) < 7 {
+                                let g = rw.read_lock().acquire().await.unwrap();
+                                checker.hold_shared(&format!("rust-r{c}"), Some(g.fencing_token()), Duration::from_micros(200)).await;
+                                g.release().await.unwrap();
+                            } else {
+                                let g = rw.write_lock().acquire().await.unwrap();
+                                checker.hold(&format!("rust-w{c}"), Some(g.fencing_token()), Duration::from_micros(200)).await;
+                                g.release().await.unwrap();
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        }
+    };
+    let java = with_java_peer(&server.connect_string(), "rw", &path, JAVA_OPS, 200, rust_side).await;
+    assert!(java.iter().any(|h| h.shared) && java.iter().any(|h| !h.shared), "the peer took both kinds");
+    assert_interleaved(&java, &checker);
+    for h in java {
+        checker.record_external(h);
+    }
+    checker.verify(RUST_CLIENTS * RUST_OPS + JAVA_OPS);
+    for fw in fws {
+        fw.close().await;
+    }
+}
