@@ -322,3 +322,16 @@ async fn missing_parents_are_created() {
     guard.release().await.unwrap();
     fw.close().await;
 }
+
+/// The checker itself: holds that overlap (no lock at all) are caught.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checker_catches_overlapping_holds() {
+    let checker = Checker::new();
+    let (a, b) = (checker.clone(), checker.clone());
+    let ta = tokio::spawn(async move { a.hold("a", Some(2), Duration::from_millis(50)).await });
+    let tb = tokio::spawn(async move { b.hold("b", Some(1), Duration::from_millis(50)).await });
+    ta.await.unwrap();
+    tb.await.unwrap();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| checker.verify(2)));
+    assert!(caught.is_err(), "overlapping holds must fail verification");
+}
