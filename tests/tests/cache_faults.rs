@@ -1,0 +1,370 @@
+//! Caches under failure, each test on a dedicated server: random churn by other sessions
+//! while the proxy cuts and pauses the cache's connection and its session is expired or
+//! partitioned past its timeout; afterwards every cache equals the server and its event log
+//! replayed from empty equals the server. Plus the cost of a change in server requests.
+
+mod cache_support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cache_support::*;
+use curator_cache::{
+    CuratorCache, CuratorCacheEvent, EventStream, NodeCache, NodeCacheEvent, PathChildrenCache,
+    PathChildrenCacheEvent, StartMode, TreeCache, TreeCacheEvent,
+};
+use curator_core::{ConnectionState, CuratorFramework};
+use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingServer, Timing};
+
+const BASE: &str = "/churn";
+
+/// Random creates, sets and deletes under [`BASE`] (two levels) until told to stop.
+fn churn(fw: CuratorFramework, stop: Arc<AtomicBool>, ops: Arc<AtomicUsize>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut rng = fastrand::Rng::new();
+        while !stop.load(Ordering::SeqCst) {
+            let k = rng.usize(0..12);
+            let path =
+                if rng.bool() { format!("{BASE}/k{k}") } else { format!("{BASE}/k{k}/j{}", rng.usize(0..4)) };
+            let data: Vec<u8> = (0..rng.usize(0..40)).map(|_| rng.u8(..)).collect();
+            let _ = match rng.usize(0..4) {
+                0 | 1 => fw.create().creating_parents_if_needed().for_path(&path, data).await.map(|_| ()),
+                2 => fw.set_data().for_path(&path, data).await.map(|_| ()),
+                _ => fw.delete().deleting_children_if_needed().for_path(&path).await,
+            };
+            ops.fetch_add(1, Ordering::SeqCst);
+        }
+    })
+}
+
+async fn wait_ops(ops: &AtomicUsize, more: usize) {
+    let target = ops.load(Ordering::SeqCst) + more;
+    assert!(
+        eventually(Timing::new().deadline(), || async { ops.load(Ordering::SeqCst) >= target }).await,
+        "churn stalled"
+    );
+}
+
+/// The caches under test and their event streams.
+struct Caches {
+    curator: CuratorCache,
+    children: PathChildrenCache,
+    tree: TreeCache,
+    node: NodeCache,
+    curator_events: EventStream<CuratorCacheEvent>,
+    children_events: EventStream<PathChildrenCacheEvent>,
+    tree_events: EventStream<TreeCacheEvent>,
+    node_events: EventStream<NodeCacheEvent>,
+    curator_log: Vec<CuratorCacheEvent>,
+    children_log: Vec<PathChildrenCacheEvent>,
+    tree_log: Vec<TreeCacheEvent>,
+    node_log: Vec<NodeCacheEvent>,
+}
+
+impl Caches {
+    async fn start(fw: &CuratorFramework) -> Caches {
+        let curator = CuratorCache::build(fw, BASE, &[]).unwrap();
+        let children = PathChildrenCache::new(fw, BASE, true).unwrap();
+        let tree = TreeCache::new(fw, BASE).unwrap();
+        let node = NodeCache::new(fw, &format!("{BASE}/k0")).unwrap();
+        let c = Caches {
+            curator_events: curator.events(),
+            children_events: children.events(),
+            tree_events: tree.events(),
+            node_events: node.events(),
+            curator,
+            children,
+            tree,
+            node,
+            curator_log: Vec::new(),
+            children_log: Vec::new(),
+            tree_log: Vec::new(),
+            node_log: Vec::new(),
+        };
+        c.curator.start().unwrap();
+        within("pcc start", c.children.start(StartMode::Normal)).await.unwrap();
+        c.tree.start().unwrap();
+        within("node start", c.node.start(false)).await.unwrap();
+        within("curator init", c.curator.wait_initialized()).await.unwrap();
+        within("tree init", c.tree.wait_initialized()).await.unwrap();
+        c
+    }
+
+    fn drain(&mut self) {
+        while let Some(e) = self.curator_events.try_next() {
+            self.curator_log.push(e);
+        }
+        while let Some(e) = self.children_events.try_next() {
+            self.children_log.push(e);
+        }
+        while let Some(e) = self.tree_events.try_next() {
+            self.tree_log.push(e);
+        }
+        while let Some(e) = self.node_events.try_next() {
+            self.node_log.push(e);
+        }
+    }
+
+    fn node_state(&self) -> Option<Vec<u8>> {
+        self.node.current_data().map(|n| n.data.clone().unwrap_or_default())
+    }
+
+    fn node_replayed(&self) -> Option<Vec<u8>> {
+        let mut state = None;
+        for e in &self.node_log {
+            if let NodeCacheEvent::NodeChanged(n) = e {
+                state = n.as_ref().map(|n| n.data.clone().unwrap_or_default());
+            }
+        }
+        state
+    }
+
+    /// Whether every cache, and every event log replayed from empty, equals `all`.
+    fn matches(&mut self, all: &BTreeMap<String, Vec<u8>>) -> Result<(), String> {
+        self.drain();
+        let kids = children_only(all, BASE);
+        let k0 = all.get(&format!("{BASE}/k0")).cloned();
+        let curator: BTreeMap<_, _> =
+            self.curator.entries().iter().map(|n| (n.path.clone(), n.data.clone().unwrap_or_default())).collect();
+        let children: BTreeMap<_, _> =
+            self.children.current_data().iter().map(|n| (n.path.clone(), n.data.clone().unwrap_or_default())).collect();
+        let mut tree = BTreeMap::new();
+        let mut todo = vec![BASE.to_string()];
+        while let Some(p) = todo.pop() {
+            if let Some(n) = self.tree.current_data(&p) {
+                tree.insert(p.clone(), n.data.clone().unwrap_or_default());
+            }
+            for name in self.tree.current_children(&p).unwrap_or_default().into_keys() {
+                todo.push(format!("{p}/{name}"));
+            }
+        }
+        let checks = [
+            ("CuratorCache", curator == *all),
+            ("CuratorCache log", replay_curator(&self.curator_log) == *all),
+            ("PathChildrenCache", children == kids),
+            ("PathChildrenCache log", replay_children(&self.children_log) == kids),
+            ("TreeCache", tree == *all && self.tree.size() == all.len()),
+            ("TreeCache log", replay_tree(&self.tree_log) == *all),
+            ("NodeCache", self.node_state() == k0),
+            ("NodeCache log", self.node_replayed() == k0),
+        ];
+        let wrong: Vec<_> = checks.iter().filter(|(_, ok)| !ok).map(|(name, _)| *name).collect();
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("differs from the server: {wrong:?}"))
+        }
+    }
+
+    async fn converge(&mut self, raw: &curator_core::zk::Client) {
+        let deadline = Instant::now() + Timing::new().deadline();
+        loop {
+            let all = listing(raw, BASE).await;
+            match self.matches(&all) {
+                Ok(()) => return,
+                Err(e) if Instant::now() > deadline => panic!("{e} ({} nodes on the server)", all.len()),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+}
+
+async fn writers(connect: &str, n: usize) -> Vec<CuratorFramework> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(connected(connect).await);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_converge_after_cuts_pauses_and_session_expiry_under_churn() {
+    trace();
+    let server = TestingServer::start().await.unwrap();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = connected(&proxy.connect_string()).await;
+    let raw = raw_client(&server.connect_string()).await;
+    let writers = writers(&server.connect_string(), 3).await;
+    for k in 0..6 {
+        create(&writers[0], &format!("{BASE}/k{k}/j0"), b"seed").await;
+    }
+    let mut caches = Caches::start(&fw).await;
+    let mut states = fw.connection_state_stream();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let ops = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = writers.iter().map(|w| churn(w.clone(), stop.clone(), ops.clone())).collect();
+    wait_ops(&ops, 150).await;
+
+    // 1. The connection is cut: same session, reconnects at once.
+    proxy.cut();
+    wait_ops(&ops, 150).await;
+    // 2. The connection stalls for a moment (less than the session timeout).
+    proxy.pause();
+    wait_ops(&ops, 100).await;
+    proxy.pass();
+    wait_ops(&ops, 100).await;
+    // 3. The session is expired: a new session, a new watch, a full catch-up.
+    let info = fw.session().await.unwrap().client().session().clone();
+    expire_session(&server.connect_string(), &info).await.unwrap();
+    let seen = within("new session", async {
+        let mut seen = Vec::new();
+        while let Some(e) = states.next().await {
+            seen.push(e.state);
+            if e.state == ConnectionState::Reconnected && e.new_session {
+                break;
+            }
+        }
+        seen
+    })
+    .await;
+    assert!(seen.contains(&ConnectionState::Lost), "saw {seen:?}");
+    wait_ops(&ops, 150).await;
+    stop.store(true, Ordering::SeqCst);
+    for t in tasks {
+        t.await.unwrap();
+    }
+
+    caches.converge(&raw).await;
+    let kinds: Vec<_> = caches.children_log.iter().map(|e| e.kind()).collect();
+    use curator_cache::PathChildrenCacheEventType as K;
+    assert!(kinds.contains(&K::ConnectionLost), "PathChildrenCache reported the lost session");
+    assert!(kinds.contains(&K::ConnectionReconnected));
+    assert!(kinds.contains(&K::ChildAdded) && kinds.contains(&K::ChildUpdated) && kinds.contains(&K::ChildRemoved));
+
+    // Still following after all that.
+    create(&writers[0], &format!("{BASE}/k0/after"), b"x").await;
+    caches.converge(&raw).await;
+    for w in &writers {
+        w.close().await;
+    }
+    fw.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_catch_up_after_a_partition_longer_than_the_session_timeout() {
+    trace();
+    let server = TestingServer::start().await.unwrap();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = connected(&proxy.connect_string()).await;
+    let raw = raw_client(&server.connect_string()).await;
+    let writers = writers(&server.connect_string(), 2).await;
+    create(&writers[0], &format!("{BASE}/k0"), b"seed").await;
+    let mut caches = Caches::start(&fw).await;
+    let mut states = fw.connection_state_stream();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let ops = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = writers.iter().map(|w| churn(w.clone(), stop.clone(), ops.clone())).collect();
+    wait_ops(&ops, 100).await;
+    proxy.pause();
+    // Churn goes on while the cache's side is partitioned until its session is presumed lost.
+    let seen = within("lost", async {
+        let mut seen = Vec::new();
+        while let Some(e) = states.next().await {
+            seen.push(e.state);
+            if e.state == ConnectionState::Lost {
+                break;
+            }
+        }
+        seen
+    })
+    .await;
+    assert!(seen.contains(&ConnectionState::Suspended), "saw {seen:?}");
+    stop.store(true, Ordering::SeqCst);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Nothing the cache holds may be newer than the server, but it is stale now.
+    proxy.pass();
+    caches.converge(&raw).await;
+    let kinds: Vec<_> = caches.children_log.iter().map(|e| e.kind()).collect();
+    use curator_cache::PathChildrenCacheEventType as K;
+    assert!(kinds.contains(&K::ConnectionSuspended) && kinds.contains(&K::ConnectionLost), "{kinds:?}");
+    for w in &writers {
+        w.close().await;
+    }
+    fw.close().await;
+}
+
+async fn packets(server: &TestingServer) -> u64 {
+    let mntr = four_letter_word(&server.connect_string(), "mntr").await.unwrap();
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_packets_received").map(|v| v.trim().parse::<u64>().unwrap()))
+        .expect("zk_packets_received in mntr")
+}
+
+/// One request per change, independent of the number of children; a load of many children in
+/// a handful of requests. Prints what it measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_request_per_change_and_a_pipelined_initial_load() {
+    let server = TestingServer::start().await.unwrap();
+    let fw = connected(&server.connect_string()).await;
+    let writer = connected(&server.connect_string()).await;
+    let base = "/load";
+    const CHILDREN: usize = 2000;
+    const ADDS: usize = 200;
+    create(&writer, base, b"").await;
+    let data = vec![7u8; 100];
+    let session = writer.session().await.unwrap();
+    let client = session.client().clone();
+    let acl = curator_core::zk::CreateMode::Persistent.with_acls(curator_core::zk::Acls::anyone_all());
+    for chunk in (0..CHILDREN).collect::<Vec<_>>().chunks(500) {
+        let paths: Vec<String> = chunk.iter().map(|i| format!("{base}/c-{i:05}")).collect();
+        let creates: Vec<_> = paths.iter().map(|p| client.create(p, &data, &acl)).collect();
+        for c in futures::future::join_all(creates).await {
+            c.unwrap();
+        }
+    }
+
+    let before = packets(&server).await;
+    let started = Instant::now();
+    let cache = PathChildrenCache::new(&fw, base, true).unwrap();
+    let latencies = Arc::new(Mutex::new(Vec::<(String, Instant)>::new()));
+    let l = latencies.clone();
+    cache.add_listener(move |e: &PathChildrenCacheEvent| {
+        if let PathChildrenCacheEvent::ChildAdded(n) = e {
+            l.lock().unwrap().push((n.name().to_string(), Instant::now()));
+        }
+    });
+    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    let load = started.elapsed();
+    let load_requests = packets(&server).await - before - 1;
+    assert_eq!(cache.current_data().len(), CHILDREN);
+    eprintln!("initial load of {CHILDREN} children (100 B): {load:?}, {load_requests} requests");
+    assert!(load_requests <= 12, "the load took {load_requests} requests");
+
+    let before = packets(&server).await;
+    let mut sent = Vec::new();
+    for i in 0..ADDS {
+        let p = format!("{base}/new-{i:04}");
+        sent.push((format!("new-{i:04}"), Instant::now()));
+        client.create(&p, &data, &acl).await.unwrap();
+    }
+    assert!(eventually(Timing::new().deadline(), || async { latencies.lock().unwrap().len() >= ADDS }).await);
+    let after = packets(&server).await;
+    // The writer's creates and the two mntr connections are not the cache's; pings may add a few.
+    let cache_requests = (after - before).saturating_sub(ADDS as u64 + 1);
+    let per_change = cache_requests as f64 / ADDS as f64;
+    let got = latencies.lock().unwrap().clone();
+    let mut lat: Vec<Duration> = sent
+        .iter()
+        .map(|(name, at)| got.iter().find(|(n, _)| n == name).map(|(_, t)| t.duration_since(*at)).unwrap())
+        .collect();
+    lat.sort();
+    eprintln!(
+        "{ADDS} adds with {CHILDREN} children: {per_change:.2} requests per change, add-to-callback p50 {:?} p99 {:?}",
+        lat[lat.len() / 2],
+        lat[lat.len() * 99 / 100]
+    );
+    assert!(per_change <= 1.1, "{per_change} requests per change");
+    // In arrival order.
+    let names: Vec<_> = got.iter().map(|(n, _)| n.clone()).collect();
+    let wanted: Vec<_> = sent.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(names, wanted);
+    cache.close();
+    writer.close().await;
+    fw.close().await;
+}
