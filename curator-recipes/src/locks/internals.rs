@@ -37,6 +37,7 @@ use curator_core::{
 };
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::watch;
+use tracing::Instrument;
 
 /// The lock name of [`InterProcessMutex`](super::InterProcessMutex) nodes: `P/_c_<uuid>-lock-<seq>`.
 pub const MUTEX_LOCK_NAME: &str = "lock-";
@@ -259,6 +260,11 @@ impl LockInternals {
     /// Acquires under `predicate` with node data `data`. Returns the node once held. Cancel
     /// safe: dropping the future deletes whatever node it made.
     pub(crate) async fn acquire(&self, data: &[u8], kind: NodeKind, predicate: Predicate) -> Result<LockNode> {
+        let span = tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.lock_name);
+        self.acquire_inner(data, kind, predicate).instrument(span).await
+    }
+
+    async fn acquire_inner(&self, data: &[u8], kind: NodeKind, predicate: Predicate) -> Result<LockNode> {
         let id = uuid::Uuid::new_v4();
         let prefix = path::protected_name(&id, "");
         let base = match kind {

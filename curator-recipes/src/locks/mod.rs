@@ -44,8 +44,22 @@
 //! when the create's reply was lost); waiters are tasks; the create and the first listing are
 //! pipelined (2 round trips and 3 requests per uncontended acquire and release).
 //!
-//! The algorithm shared by all of them is in the `internals` module (its docs hold it on one
-//! screen).
+//! # How an acquire works
+//!
+//! 1. Send `create(P/_c_<uuid>-<name>, ephemeral sequential)` and, right behind it on the same
+//!    session, `getChildren(P)`; ZooKeeper answers in order, so the listing shows our node.
+//!    Missing parents are created as containers. If the create's outcome is unknown, list `P`
+//!    and look for our protected prefix before creating again.
+//! 2. Order the contenders by the sequence number after the lock name (never by the whole
+//!    name; other children are ignored) and ask the lock's predicate: hold, or wait for
+//!    some nodes to go. A waiter with few nodes before it (at most [`WATCH_ALL_LIMIT`])
+//!    watches all of them and holds once all are deleted, without listing again (lower
+//!    sequence numbers never come back); otherwise it watches its predecessor and lists again
+//!    after its deletion. Any other watch event (a disconnection, a data change) means
+//!    "list again".
+//! 3. Our node belongs to the session it was made on: after a new session, start over.
+//!
+//! The code of this algorithm is one enum of phases in `locks/internals.rs`.
 
 mod guard;
 mod internals;
