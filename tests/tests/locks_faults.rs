@@ -281,6 +281,9 @@ async fn ensemble_leader_loss_under_contention() {
     assert!(eventually(Timing::new().deadline(), || async { done.load(Ordering::SeqCst) >= 30 }).await);
     let leader = cluster.wait_for_leader(Timing::new().deadline()).await.unwrap();
     cluster.kill(leader).await.unwrap();
+    let at_kill = done.load(Ordering::SeqCst);
+    assert!(at_kill < CLIENTS * CYCLES, "the leader died while clients still contended");
+    eprintln!("leader {leader} killed after {at_kill} of {} holds", CLIENTS * CYCLES);
     let results = tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(tasks)).await.expect("everyone finishes");
     for r in results {
         r.unwrap();

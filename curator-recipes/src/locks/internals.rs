@@ -832,6 +832,18 @@ mod tests {
     }
 
     #[test]
+    fn guards_may_move_between_tasks() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<crate::locks::LockGuard>();
+        send_sync::<crate::locks::MultiLockGuard>();
+        send_sync::<crate::locks::Lease>();
+        send_sync::<crate::locks::InterProcessMutex>();
+        send_sync::<crate::locks::InterProcessReadWriteLock>();
+        send_sync::<crate::locks::InterProcessSemaphoreV2>();
+        send_sync::<crate::locks::InterProcessSemaphoreMutex>();
+    }
+
+    #[test]
     fn orders_by_sequence_not_name_and_ignores_garbage() {
         let c = contenders(
             &kids(&["_c_b-lock-0000000010", "_c_a-lock-0000000002", "junk", "lock-", "x-lock-12a"]),
