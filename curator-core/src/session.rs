@@ -40,6 +40,7 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
     let mut generation = 0u64;
     loop {
         let Some(client) = connect(&inner, &mut shutdown).await else { return };
+        let Some(events) = SessionEvents::new(&client).await else { continue };
         generation += 1;
         let Some(strong) = inner.upgrade() else { return };
         CuratorFramework::set_live(&strong, client.clone(), generation);
@@ -52,7 +53,7 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         };
         publish(&strong, state, &client, generation, generation > 1);
         drop(strong);
-        match follow(&inner, &client, generation, &mut shutdown).await {
+        match follow(&inner, &client, events, generation, &mut shutdown).await {
             End::Shutdown => return,
             End::Lost => {
                 let Some(strong) = inner.upgrade() else { return };
@@ -107,14 +108,64 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
     }
 }
 
+/// A path nobody creates, under ZooKeeper's reserved `/zookeeper`: a persistent watch on it
+/// receives nothing but session events, in order.
+pub const SESSION_EVENTS_PATH: &str = "/zookeeper/curator-rs-session-events";
+
+/// The session's events in order. zookeeper-client's `StateWatcher` keeps only the latest state
+/// (a cut followed by a reconnection 3 ms later can show as no change at all), whereas every
+/// watcher receives each session event in turn; so a persistent watch on a path nobody uses
+/// carries them. If the server cannot add one (before 3.6), the state watcher is the fallback.
+enum SessionEvents {
+    Watch(Option<zk::PersistentWatcher>),
+    States(zk::StateWatcher),
+}
+
+impl SessionEvents {
+    /// Sets up the events of a new session, before anyone is told it is connected. `None` if
+    /// the session ended meanwhile.
+    async fn new(client: &zk::Client) -> Option<Self> {
+        loop {
+            match client.watch(SESSION_EVENTS_PATH, zk::AddWatchMode::Persistent).await {
+                Ok(watcher) => return Some(SessionEvents::Watch(Some(watcher))),
+                Err(_) if client.state().is_terminated() => return None,
+                // A disconnection under the request: it is sent again after the reconnection.
+                Err(zk::Error::ConnectionLoss | zk::Error::Custom(_)) => continue,
+                Err(err) => {
+                    tracing::debug!(error = %err, "no persistent watch for session events: using the state watcher");
+                    return Some(SessionEvents::States(client.state_watcher()));
+                }
+            }
+        }
+    }
+
+    /// The next session state. Never polls the watcher again after a terminal state (that
+    /// would panic); pends forever instead.
+    async fn next(&mut self) -> zk::SessionState {
+        match self {
+            SessionEvents::States(states) => states.changed().await,
+            SessionEvents::Watch(slot) => loop {
+                let Some(watcher) = slot.as_mut() else { return std::future::pending().await };
+                let event = watcher.changed().await;
+                if event.event_type == zk::EventType::Session {
+                    if event.session_state.is_terminated() {
+                        *slot = None;
+                    }
+                    return event.session_state;
+                }
+            },
+        }
+    }
+}
+
 /// Follows one session's events until it is lost or the framework shuts down.
 async fn follow(
     inner: &Weak<Inner>,
     client: &zk::Client,
+    mut events: SessionEvents,
     generation: u64,
     shutdown: &mut watch::Receiver<bool>,
 ) -> End {
-    let mut states = client.state_watcher();
     let mut phase = Phase::Connected;
     let negotiated = client.session_timeout();
     loop {
@@ -134,7 +185,7 @@ async fn follow(
                 tracing::warn!(session = %client.session_id(), "suspended for a whole session timeout: presuming the session lost");
                 return End::Lost;
             }
-            state = states.changed() => state,
+            state = events.next() => state,
         };
         let Some(strong) = inner.upgrade() else { return End::Shutdown };
         match (state, &phase) {
