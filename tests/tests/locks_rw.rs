@@ -47,7 +47,8 @@ async fn readers_and_writers_mixed_do_not_deadlock() {
             fw.close().await;
         }));
     }
-    let results = tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(tasks)).await.expect("no deadlock");
+    let results =
+        tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(tasks)).await.expect("no deadlock");
     for r in results {
         r.unwrap();
     }
@@ -62,7 +63,11 @@ async fn reader_never_waits_for_a_writer_queued_after_it() {
     init_tracing();
     let server = TestingServer::shared();
     let path = unique_path("rw-kazoo");
-    let (f0, f1, f2) = (framework(&server.connect_string()).await, framework(&server.connect_string()).await, framework(&server.connect_string()).await);
+    let (f0, f1, f2) = (
+        framework(&server.connect_string()).await,
+        framework(&server.connect_string()).await,
+        framework(&server.connect_string()).await,
+    );
     let w0 = InterProcessReadWriteLock::new(&f0, &path).unwrap().write_lock().acquire().await.unwrap();
     let reader = InterProcessReadWriteLock::new(&f1, &path).unwrap();
     let r = tokio::spawn(async move { reader.read_lock().acquire().await });
@@ -72,7 +77,11 @@ async fn reader_never_waits_for_a_writer_queued_after_it() {
     assert!(eventually(Timing::new().deadline(), || async { children(&f0, &path).await.len() == 3 }).await);
 
     w0.release().await.unwrap();
-    let r = tokio::time::timeout(Timing::new().deadline(), r).await.expect("the reader holds (no deadlock)").unwrap().unwrap();
+    let r = tokio::time::timeout(Timing::new().deadline(), r)
+        .await
+        .expect("the reader holds (no deadlock)")
+        .unwrap()
+        .unwrap();
     assert!(!w1.is_finished(), "the later writer waits for the reader");
     let token = r.fencing_token();
     r.release().await.unwrap();
@@ -90,13 +99,20 @@ async fn writers_are_not_starved_by_later_readers() {
     init_tracing();
     let server = TestingServer::shared();
     let path = unique_path("rw-starve");
-    let (f0, f1, f2) = (framework(&server.connect_string()).await, framework(&server.connect_string()).await, framework(&server.connect_string()).await);
+    let (f0, f1, f2) = (
+        framework(&server.connect_string()).await,
+        framework(&server.connect_string()).await,
+        framework(&server.connect_string()).await,
+    );
     let r0 = InterProcessReadWriteLock::new(&f0, &path).unwrap().read_lock().acquire().await.unwrap();
     let writer = InterProcessReadWriteLock::new(&f1, &path).unwrap();
     let w = tokio::spawn(async move { writer.write_lock().acquire().await });
     assert!(eventually(Timing::new().deadline(), || async { children(&f0, &path).await.len() == 2 }).await);
     let late = InterProcessReadWriteLock::new(&f2, &path).unwrap();
-    assert!(late.read_lock().acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none(), "the late reader queues behind the writer");
+    assert!(
+        late.read_lock().acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none(),
+        "the late reader queues behind the writer"
+    );
     r0.release().await.unwrap();
     let w = tokio::time::timeout(Timing::new().deadline(), w).await.unwrap().unwrap().unwrap();
     w.release().await.unwrap();
@@ -132,7 +148,10 @@ async fn downgrade_works_and_upgrade_is_refused() {
 
     write.release().await.unwrap();
     let rw2 = InterProcessReadWriteLock::new(&other, &path).unwrap();
-    assert!(rw2.write_lock().acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none(), "the read lock still excludes writers");
+    assert!(
+        rw2.write_lock().acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none(),
+        "the read lock still excludes writers"
+    );
     let shared = rw2.read_lock().acquire_timeout(Timing::new().deadline()).await.unwrap().expect("readers share");
     shared.release().await.unwrap();
 
@@ -195,7 +214,42 @@ async fn dropped_rw_acquires_leave_no_orphans() {
     for t in tasks {
         t.await.unwrap();
     }
-    assert!(eventually(Timing::new().deadline(), || async { children(&fw, &path).await.len() == 1 }).await, "{:?}", children(&fw, &path).await);
+    assert!(
+        eventually(Timing::new().deadline(), || async { children(&fw, &path).await.len() == 1 }).await,
+        "{:?}",
+        children(&fw, &path).await
+    );
     holder.release().await.unwrap();
     fw.close().await;
+}
+
+/// A writer queued behind a write lock must not take the lock when that write lock is released
+/// after a downgrade: the downgrade's read node has the write node's (lower) sequence number,
+/// so "lower nodes never come back" does not hold for writers, which must list again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_writer_waits_for_a_downgraded_reader() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let path = unique_path("rw-downgrade-queued");
+    let fw = framework(&server.connect_string()).await;
+    let other = framework(&server.connect_string()).await;
+    let rw = InterProcessReadWriteLock::new(&fw, &path).unwrap();
+    let write = rw.write_lock().acquire().await.unwrap();
+    let writer = InterProcessReadWriteLock::new(&other, &path).unwrap();
+    let mut queued = tokio::spawn(async move { writer.write_lock().acquire().await });
+    assert!(eventually(Timing::new().deadline(), || async { children(&fw, &path).await.len() == 2 }).await);
+    let read = rw.read_lock().acquire().await.unwrap(); // downgrade
+    write.release().await.unwrap();
+    // The scenario needs a wait: the queued writer must still be waiting after it.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), &mut queued).await.is_err(),
+        "the queued writer took the lock while the downgraded read lock was held"
+    );
+    let token = read.fencing_token();
+    read.release().await.unwrap();
+    let w = tokio::time::timeout(Timing::new().deadline(), queued).await.expect("then the writer").unwrap().unwrap();
+    assert!(w.fencing_token() > token);
+    w.release().await.unwrap();
+    fw.close().await;
+    other.close().await;
 }

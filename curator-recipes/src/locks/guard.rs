@@ -153,9 +153,10 @@ pub struct LockGuard {
 
 impl LockGuard {
     /// The fencing token: the czxid of our lock node. It only grows from one holder to the
-    /// next (sequence numbers restart when the container parent is reaped; zxids do not).
+    /// next (sequence numbers restart when the container parent is reaped; zxids do not). A
+    /// read lock taken while holding the write lock carries the write lock's token.
     pub fn fencing_token(&self) -> i64 {
-        self.hold.node().czxid
+        self.hold.node().fencing_token
     }
 
     /// The full path of our lock node.

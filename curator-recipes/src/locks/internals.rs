@@ -128,7 +128,13 @@ impl Predicate {
                 // The first `blocking` contenders must go before we are within the first n.
                 let blocking = index + 1 - n;
                 if blocking <= WATCH_ALL_LIMIT {
-                    Verdict::Wait { nodes: names(&sorted[..blocking]), then: AfterWatch::Hold }
+                    // A write node's holder may add, before deleting it, a read node with the
+                    // same (lower) sequence (Curator 5.5's downgrade): after a write node goes,
+                    // list again. Lock and read nodes are always sequential: they never come back.
+                    let watched = &sorted[..blocking];
+                    let then =
+                        if watched.iter().any(Contender::is_writer) { AfterWatch::Recheck } else { AfterWatch::Hold };
+                    Verdict::Wait { nodes: names(watched), then }
                 } else {
                     Verdict::Wait { nodes: vec![sorted[index - n].name.clone()], then: AfterWatch::Recheck }
                 }
@@ -161,8 +167,12 @@ pub struct LockNode {
     pub path: String,
     /// Its sequence number.
     pub sequence: i64,
-    /// The zxid that created it: the fencing token.
+    /// The zxid that created it.
     pub czxid: i64,
+    /// The fencing token: `czxid`, except for a read node taken under the write lock (a
+    /// downgrade), which continues that hold and carries the write node's token, so that
+    /// tokens keep growing with acquisition order among holds that exclude each other.
+    pub fencing_token: i64,
     /// The framework session generation it was created on.
     pub generation: u64,
     /// The ZooKeeper session that owns it.
@@ -181,8 +191,18 @@ pub(crate) enum NodeKind {
     /// Ephemeral sequential `P/_c_<uuid>-<name><seq>`.
     Sequential,
     /// Ephemeral `P/_c_<uuid>-<name><seq>` with a given sequence (Curator 5.5's read node taken
-    /// under the write lock), to be created on session `generation` only.
-    Fixed { sequence: i64, generation: u64 },
+    /// under the write lock), to be created on session `generation` only, with the write
+    /// node's fencing token.
+    Fixed { sequence: i64, generation: u64, token: i64 },
+}
+
+impl NodeKind {
+    fn token(self, czxid: i64) -> i64 {
+        match self {
+            NodeKind::Sequential => czxid,
+            NodeKind::Fixed { token, .. } => token,
+        }
+    }
 }
 
 /// The shared lock core: where the lock lives and how its nodes are named and ordered.
@@ -275,7 +295,7 @@ impl LockInternals {
             ),
         };
         let mut cleanup = Cleanup::new(&self.fw, &self.base_path, &prefix);
-        let started = Instant::now();
+        let mut started = Instant::now();
         let mut retries = 0u32;
         let mut parent_attempts = 0u32;
         let mut phase = Phase::Create;
@@ -284,7 +304,9 @@ impl LockInternals {
                 self.step(phase, &base, &prefix, data, kind, predicate, &mut cleanup, &mut parent_attempts).await;
             phase = match step {
                 Ok(Step::Next(next)) => {
+                    // Each failure streak gets the whole retry policy (waiting is not failing).
                     retries = 0;
+                    started = Instant::now();
                     next
                 }
                 Ok(Step::Held(node)) => {
@@ -353,6 +375,7 @@ impl LockInternals {
                             path,
                             sequence,
                             czxid: stat.czxid,
+                            fencing_token: kind.token(stat.czxid),
                             generation: session.generation(),
                             session_id: session.id(),
                         };
@@ -399,6 +422,7 @@ impl LockInternals {
                             path: found,
                             sequence,
                             czxid: stat.czxid,
+                            fencing_token: kind.token(stat.czxid),
                             generation: session.generation(),
                             session_id: session.id(),
                         };
@@ -891,10 +915,17 @@ mod tests {
         // The kazoo 2.8 bug: the reader must not wait for the writer queued after it.
         assert_eq!(read.decide(&c, &all[2]), Verdict::Wait { nodes: vec![all[1].clone()], then: AfterWatch::Hold });
         assert_eq!(Predicate::Read { holds_write: true }.decide(&c, &all[2]), Verdict::Hold);
-        // A writer must be first among all nodes.
+        // A writer must be first among all nodes; after a write node goes it lists again (a
+        // downgrade may have added a read node with that node's sequence).
         assert_eq!(
             Predicate::Leases(1).decide(&c, &all[3]),
-            Verdict::Wait { nodes: kids(&[&all[0], &all[1], &all[2]]), then: AfterWatch::Hold }
+            Verdict::Wait { nodes: kids(&[&all[0], &all[1], &all[2]]), then: AfterWatch::Recheck }
+        );
+        let readers_only = kids(&["_c_1-__READ__0000000001", "_c_2-__WRIT__0000000002"]);
+        let c = contenders(&readers_only, &[READ_LOCK_NAME, WRITE_LOCK_NAME]);
+        assert_eq!(
+            Predicate::Leases(1).decide(&c, &readers_only[1]),
+            Verdict::Wait { nodes: vec![readers_only[0].clone()], then: AfterWatch::Hold }
         );
     }
 }

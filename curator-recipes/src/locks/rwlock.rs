@@ -81,7 +81,7 @@ impl ReadLock {
             .acquire(node_data(&self.read), move || match write.held_node() {
                 // Downgrade: Curator 5.5's ephemeral read node with the write node's sequence.
                 Some(w) => Ok((
-                    NodeKind::Fixed { sequence: w.sequence, generation: w.generation },
+                    NodeKind::Fixed { sequence: w.sequence, generation: w.generation, token: w.fencing_token },
                     Predicate::Read { holds_write: true },
                 )),
                 None => Ok((NodeKind::Sequential, Predicate::Read { holds_write: false })),
