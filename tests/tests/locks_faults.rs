@@ -70,11 +70,16 @@ async fn session_expiry_while_holding() {
     let info = holder_fw.session().await.unwrap().client().session().clone();
     expire_session(&server.connect_string(), &info).await.unwrap();
 
-    let reason = tokio::time::timeout(Timing::new().deadline(), guard.lost()).await.expect("the guard reports the loss");
+    let reason =
+        tokio::time::timeout(Timing::new().deadline(), guard.lost()).await.expect("the guard reports the loss");
     assert!(matches!(reason, LockLost::SessionLost | LockLost::Suspended), "{reason:?}");
     assert!(!guard.is_held());
     assert!(lost.changed().await.is_ok());
-    let next = tokio::time::timeout(Timing::new().deadline(), waiting).await.expect("the waiter gets the lock").unwrap().unwrap();
+    let next = tokio::time::timeout(Timing::new().deadline(), waiting)
+        .await
+        .expect("the waiter gets the lock")
+        .unwrap()
+        .unwrap();
     assert!(next.fencing_token() > guard.fencing_token(), "fencing token grows across the handover");
     // The old holder cannot re-enter a lost lock; releasing it is harmless.
     assert!(holder.acquire_timeout(Duration::from_millis(10)).await.is_err());
@@ -111,7 +116,8 @@ async fn connection_cut_while_holding() {
     assert!(eventually(Timing::new().deadline(), || async { children(&standard, &path).await.is_empty() }).await);
 
     let proxy2 = ChaosProxy::start(&server.connect_string()).await.unwrap();
-    let session_fw = framework_with(&proxy2.connect_string(), ErrorPolicy::Session, Timing::new().session_timeout()).await;
+    let session_fw =
+        framework_with(&proxy2.connect_string(), ErrorPolicy::Session, Timing::new().session_timeout()).await;
     let guard = InterProcessMutex::new(&session_fw, &path).unwrap().acquire().await.unwrap();
     let watch = guard.lost_watch();
     let mut states = session_fw.connection_state_watch();
@@ -207,7 +213,8 @@ async fn swallowed_create_replies_leave_no_orphans() {
     // 1. Lock free: the retry adopts the node the lost reply was about.
     mutex.acquire().await.unwrap().release().await.unwrap(); // parents exist now
     proxy.swallow_next_reply();
-    let guard = tokio::time::timeout(Timing::new().deadline(), mutex.acquire()).await.expect("acquire completes").unwrap();
+    let guard =
+        tokio::time::timeout(Timing::new().deadline(), mutex.acquire()).await.expect("acquire completes").unwrap();
     assert!(!proxy.swallow_pending(), "the create's reply was swallowed");
     assert_eq!(children(&observer, &path).await.len(), 1, "exactly one node: ours");
     guard.release().await.unwrap();
@@ -262,7 +269,9 @@ async fn ensemble_leader_loss_under_contention() {
                 match mutex.acquire().await {
                     Ok(guard) => {
                         if guard.is_held() {
-                            checker.hold(&format!("client{c}"), Some(guard.fencing_token()), Duration::from_millis(2)).await;
+                            checker
+                                .hold(&format!("client{c}"), Some(guard.fencing_token()), Duration::from_millis(2))
+                                .await;
                             completed += 1;
                             done.fetch_add(1, Ordering::SeqCst);
                         }
@@ -284,7 +293,9 @@ async fn ensemble_leader_loss_under_contention() {
     let at_kill = done.load(Ordering::SeqCst);
     assert!(at_kill < CLIENTS * CYCLES, "the leader died while clients still contended");
     eprintln!("leader {leader} killed after {at_kill} of {} holds", CLIENTS * CYCLES);
-    let results = tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(tasks)).await.expect("everyone finishes");
+    let results = tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(tasks))
+        .await
+        .expect("everyone finishes");
     for r in results {
         r.unwrap();
     }

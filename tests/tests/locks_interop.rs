@@ -70,7 +70,14 @@ fn compiled_peer() -> &'static PathBuf {
 
 /// Runs the Java peer; `rust_side` runs once the peer is connected and starts its cycles at
 /// the same moment. Returns the peer's holds.
-async fn with_java_peer<F>(connect: &str, mode: &str, path: &str, cycles: usize, hold_us: u64, rust_side: F) -> Vec<HoldRecord>
+async fn with_java_peer<F>(
+    connect: &str,
+    mode: &str,
+    path: &str,
+    cycles: usize,
+    hold_us: u64,
+    rust_side: F,
+) -> Vec<HoldRecord>
 where
     F: std::future::Future<Output = ()>,
 {
@@ -83,7 +90,8 @@ where
         .spawn()
         .expect("run java (apt-get install default-jdk-headless)");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let ready = tokio::time::timeout(Timing::new().deadline(), lines.next_line()).await.expect("java peer connects in time");
+    let ready =
+        tokio::time::timeout(Timing::new().deadline(), lines.next_line()).await.expect("java peer connects in time");
     assert_eq!(ready.unwrap().as_deref(), Some("READY"));
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(b"GO\n").await.unwrap();
@@ -106,7 +114,9 @@ where
         }
         holds
     };
-    let (holds, ()) = tokio::time::timeout(Duration::from_secs(120), futures::future::join(java, rust_side)).await.expect("both sides finish");
+    let (holds, ()) = tokio::time::timeout(Duration::from_secs(120), futures::future::join(java, rust_side))
+        .await
+        .expect("both sides finish");
     let status = tokio::time::timeout(Timing::new().deadline(), child.wait()).await.expect("java exits").unwrap();
     assert!(status.success(), "java peer failed: {status}");
     assert_eq!(holds.len(), cycles, "the java peer reported every hold");
@@ -147,7 +157,9 @@ async fn curator_and_rust_mutexes_exclude_each_other() {
                         let mutex = InterProcessMutex::new(&fw, &path).unwrap();
                         for _ in 0..RUST_CYCLES {
                             let g = mutex.acquire().await.unwrap();
-                            checker.hold(&format!("rust{c}"), Some(g.fencing_token()), Duration::from_micros(200)).await;
+                            checker
+                                .hold(&format!("rust{c}"), Some(g.fencing_token()), Duration::from_micros(200))
+                                .await;
                             g.release().await.unwrap();
                         }
                     })
@@ -196,11 +208,19 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
                         for _ in 0..RUST_OPS {
                             if rng.u8(0..10) < 7 {
                                 let g = rw.read_lock().acquire().await.unwrap();
-                                checker.hold_shared(&format!("rust-r{c}"), Some(g.fencing_token()), Duration::from_micros(200)).await;
+                                checker
+                                    .hold_shared(
+                                        &format!("rust-r{c}"),
+                                        Some(g.fencing_token()),
+                                        Duration::from_micros(200),
+                                    )
+                                    .await;
                                 g.release().await.unwrap();
                             } else {
                                 let g = rw.write_lock().acquire().await.unwrap();
-                                checker.hold(&format!("rust-w{c}"), Some(g.fencing_token()), Duration::from_micros(200)).await;
+                                checker
+                                    .hold(&format!("rust-w{c}"), Some(g.fencing_token()), Duration::from_micros(200))
+                                    .await;
                                 g.release().await.unwrap();
                             }
                         }

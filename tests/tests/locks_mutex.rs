@@ -24,7 +24,13 @@ fn is_curator_lock_name(name: &str) -> bool {
 
 fn uuid_like(s: &str) -> bool {
     s.len() == 36
-        && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() && !c.is_ascii_uppercase() })
+        && s.char_indices().all(|(i, c)| {
+            if [8, 13, 18, 23].contains(&i) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit() && !c.is_ascii_uppercase()
+            }
+        })
 }
 
 /// 8 sessions x 200 cycles: no overlap, no lost increment, tokens in acquisition order.
@@ -67,9 +73,12 @@ async fn node_layout_matches_curator() {
     let mutex = InterProcessMutex::new(&fw, &path).unwrap();
     let guard = mutex.acquire().await.unwrap();
     let other = InterProcessMutex::new(&fw, &path).unwrap();
-    let waiting = tokio::spawn(async move { other.acquire_timeout(Duration::from_millis(500)).await.map(|g| g.is_some()) });
+    let waiting =
+        tokio::spawn(async move { other.acquire_timeout(Duration::from_millis(500)).await.map(|g| g.is_some()) });
 
-    assert!(eventually(Timing::new().deadline(), || async { mutex.participant_nodes().await.unwrap().len() == 2 }).await);
+    assert!(
+        eventually(Timing::new().deadline(), || async { mutex.participant_nodes().await.unwrap().len() == 2 }).await
+    );
     let nodes = mutex.participant_nodes().await.unwrap();
     assert_eq!(nodes[0], guard.path());
     for node in &nodes {
@@ -120,7 +129,10 @@ async fn reentrant_on_the_same_handle() {
     let guard = mutex.acquire().await.unwrap();
     let node = guard.path().to_string();
     drop(guard);
-    assert!(eventually(Timing::new().deadline(), || async { fw.check_exists().for_path(&node).await.unwrap().is_none() }).await);
+    assert!(
+        eventually(Timing::new().deadline(), || async { fw.check_exists().for_path(&node).await.unwrap().is_none() })
+            .await
+    );
     fw.close().await;
 }
 
@@ -145,7 +157,8 @@ async fn bad_input_is_a_typed_error_and_garbage_is_ignored() {
             .unwrap();
     }
     let mutex = InterProcessMutex::new(&fw, &path).unwrap();
-    let guard = tokio::time::timeout(Timing::new().deadline(), mutex.acquire()).await.expect("not blocked by garbage").unwrap();
+    let guard =
+        tokio::time::timeout(Timing::new().deadline(), mutex.acquire()).await.expect("not blocked by garbage").unwrap();
     assert_eq!(mutex.participant_nodes().await.unwrap(), vec![guard.path().to_string()], "garbage is not a contender");
     // A second contender waits for us only.
     let other = InterProcessMutex::new(&fw, &path).unwrap();
@@ -201,11 +214,13 @@ async fn lost_fires_when_the_node_is_deleted() {
     assert!(lost.borrow().is_none());
     assert!(guard.is_held());
     // Wait for the monitor's watch to be set (it is one request), then delete the node.
-    assert!(eventually(Timing::new().deadline(), || async {
-        let out = curator_test::four_letter_word(&server.connect_string(), "wchp").await.unwrap_or_default();
-        out.contains(guard.path())
-    })
-    .await);
+    assert!(
+        eventually(Timing::new().deadline(), || async {
+            let out = curator_test::four_letter_word(&server.connect_string(), "wchp").await.unwrap_or_default();
+            out.contains(guard.path())
+        })
+        .await
+    );
     admin.delete().for_path(guard.path()).await.unwrap();
     let reason = tokio::time::timeout(Timing::new().deadline(), guard.lost()).await.expect("lost fires");
     assert_eq!(reason, LockLost::NodeDeleted);
@@ -231,7 +246,8 @@ async fn thousand_waiting_tasks_in_fifo_order() {
     const N: usize = 1000;
     let mut tasks = Vec::new();
     for i in 0..N {
-        let (fw, path, checker, order, started) = (fw.clone(), path.clone(), checker.clone(), order.clone(), started.clone());
+        let (fw, path, checker, order, started) =
+            (fw.clone(), path.clone(), checker.clone(), order.clone(), started.clone());
         tasks.push(tokio::spawn(async move {
             let mutex = InterProcessMutex::new(&fw, &path).unwrap();
             started.fetch_add(1, Ordering::SeqCst);
@@ -243,11 +259,15 @@ async fn thousand_waiting_tasks_in_fifo_order() {
     }
     let probe = InterProcessMutex::new(&fw, &path).unwrap();
     assert!(
-        eventually(Duration::from_secs(60), || async { probe.participant_nodes().await.map(|n| n.len()).unwrap_or(0) == N + 1 }).await,
+        eventually(Duration::from_secs(60), || async {
+            probe.participant_nodes().await.map(|n| n.len()).unwrap_or(0) == N + 1
+        })
+        .await,
         "all 1,000 waiters queued"
     );
     first.release().await.unwrap();
-    let results = tokio::time::timeout(Duration::from_secs(120), futures::future::join_all(tasks)).await.expect("all acquire");
+    let results =
+        tokio::time::timeout(Duration::from_secs(120), futures::future::join_all(tasks)).await.expect("all acquire");
     for r in results {
         r.unwrap();
     }
@@ -301,10 +321,16 @@ async fn dropped_and_timed_out_acquires_leave_no_orphans() {
     );
     let token = holder.fencing_token();
     holder.release().await.unwrap();
-    let (next, guard) = tokio::time::timeout(Timing::new().deadline(), waiter).await.expect("next waiter proceeds").unwrap().unwrap();
+    let (next, guard) =
+        tokio::time::timeout(Timing::new().deadline(), waiter).await.expect("next waiter proceeds").unwrap().unwrap();
     assert!(next > token);
     guard.release().await.unwrap();
-    assert!(eventually(Timing::new().deadline(), || async { fw.get_children().for_path(&path).await.map(|c| c.is_empty()).unwrap_or(true) }).await);
+    assert!(
+        eventually(Timing::new().deadline(), || async {
+            fw.get_children().for_path(&path).await.map(|c| c.is_empty()).unwrap_or(true)
+        })
+        .await
+    );
     fw.close().await;
     other.close().await;
 }

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::CuratorError;
-use curator_recipes::locks::{InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
+use curator_recipes::locks::{
+    InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+};
 use curator_test::{eventually, TestingServer, Timing};
 use lock_support::{framework, init_tracing, unique_path, Checker};
 
@@ -42,7 +44,8 @@ async fn semaphore_bounds_holders_across_sessions() {
             fw.close().await;
         }));
     }
-    let results = tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(tasks)).await.expect("all finish");
+    let results =
+        tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(tasks)).await.expect("all finish");
     for r in results {
         r.unwrap();
     }
@@ -72,7 +75,10 @@ async fn semaphore_layout_and_all_or_nothing() {
     assert!(children(&fw, &format!("{path}/locks")).await.is_empty(), "the takers' mutex is free");
     // 2 more do not fit: all or nothing.
     assert!(sem.acquire_timeout(2, Duration::from_millis(500)).await.unwrap().is_none());
-    assert!(eventually(Timing::new().deadline(), || async { sem.participant_nodes().await.unwrap().len() == 2 }).await, "the partial lease was returned");
+    assert!(
+        eventually(Timing::new().deadline(), || async { sem.participant_nodes().await.unwrap().len() == 2 }).await,
+        "the partial lease was returned"
+    );
     let one = sem.acquire().await.unwrap();
     assert!(one.fencing_token() > two[1].fencing_token());
     for lease in two {
@@ -109,7 +115,8 @@ async fn semaphore_mutex_excludes() {
             fw.close().await;
         }));
     }
-    let results = tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(tasks)).await.expect("all finish");
+    let results =
+        tokio::time::timeout(Duration::from_secs(90), futures::future::join_all(tasks)).await.expect("all finish");
     for r in results {
         r.unwrap();
     }
@@ -143,8 +150,14 @@ async fn multi_lock_all_or_none() {
     // b is held elsewhere: the multi-lock gives up and does not keep a.
     let held_b = InterProcessMutex::new(&other, &b).unwrap().acquire().await.unwrap();
     assert!(multi.acquire_timeout(Duration::from_millis(500)).await.unwrap().is_none());
-    assert!(eventually(Timing::new().deadline(), || async { children(&fw, &a).await.is_empty() }).await, "a was released");
-    assert!(eventually(Timing::new().deadline(), || async { children(&fw, &b).await.len() == 1 }).await, "our node under b is gone");
+    assert!(
+        eventually(Timing::new().deadline(), || async { children(&fw, &a).await.is_empty() }).await,
+        "a was released"
+    );
+    assert!(
+        eventually(Timing::new().deadline(), || async { children(&fw, &b).await.len() == 1 }).await,
+        "our node under b is gone"
+    );
     let waiting = {
         let multi = multi.clone();
         tokio::spawn(async move { multi.acquire().await })

@@ -39,7 +39,11 @@ pub async fn framework_with(connect_string: &str, policy: ErrorPolicy, session_t
         .connect_string(connect_string)
         .session_timeout(session_timeout)
         .connection_timeout(timing.connection_timeout())
-        .retry_policy(ExponentialBackoffRetry::with_max_sleep(Duration::from_millis(50), 20, Duration::from_millis(500)))
+        .retry_policy(ExponentialBackoffRetry::with_max_sleep(
+            Duration::from_millis(50),
+            20,
+            Duration::from_millis(500),
+        ))
         .connection_state_error_policy(policy)
         .build()
         .expect("build framework");
