@@ -361,3 +361,32 @@ async fn checker_catches_overlapping_holds() {
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| checker.verify(2)));
     assert!(caught.is_err(), "overlapping holds must fail verification");
 }
+
+/// Under a namespace the nodes live below it, and acquire, release and cleanup stay inside it.
+#[tokio::test]
+async fn works_under_a_namespace() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let root = framework(&server.connect_string()).await;
+    let ns = unique_path("ns").trim_start_matches('/').replace('/', "-");
+    let fw = root.using_namespace(Some(&ns)).unwrap();
+    let mutex = InterProcessMutex::new(&fw, "/lock").unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let under_root = root.get_children().for_path(&format!("/{ns}/lock")).await.unwrap();
+    assert_eq!(under_root.len(), 1);
+    assert_eq!(format!("/lock/{}", under_root[0]), guard.path());
+    let again = mutex.acquire_timeout(Duration::from_millis(100)).await.unwrap().expect("reentrant");
+    assert_eq!(again.path(), guard.path());
+    drop(again); // gives its count back at once; the node stays (one count left)
+    assert!(mutex.is_acquired_in_this_process());
+    let other = InterProcessMutex::new(&fw, "/lock").unwrap();
+    assert!(other.acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
+    guard.release().await.unwrap();
+    assert!(
+        eventually(Timing::new().deadline(), || async {
+            root.get_children().for_path(&format!("/{ns}/lock")).await.map(|c| c.is_empty()).unwrap_or(true)
+        })
+        .await
+    );
+    root.close().await;
+}
