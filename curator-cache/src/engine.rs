@@ -443,15 +443,38 @@ impl Engine {
         loop {
             if self.want_sync && self.retry_at.map_or(true, |at| Instant::now() >= at) {
                 let mut shutdown = self.shutdown.clone();
-                let result = tokio::select! {
-                    biased;
-                    _ = shutdown_signal(&mut shutdown) => break,
-                    result = self.sync() => result,
+                // Connection changes during a load are kept for after it; a lost session or a
+                // new one makes the load pointless, so it is abandoned at once.
+                let mut during = Vec::new();
+                let outcome = {
+                    let sync = self.sync();
+                    tokio::pin!(sync);
+                    loop {
+                        tokio::select! {
+                            biased;
+                            _ = shutdown_signal(&mut shutdown) => break None,
+                            result = &mut sync => break Some(Some(result)),
+                            state = states.next() => match state {
+                                None => break None,
+                                Some(event) => {
+                                    let abandon = event.state == ConnectionState::Lost
+                                        || (event.state.is_connected() && event.new_session);
+                                    during.push(event);
+                                    if abandon {
+                                        break Some(None);
+                                    }
+                                }
+                            },
+                        }
+                    }
                 };
-                match result {
-                    Ok(()) => {}
-                    Err(CuratorError::Closed) => break,
-                    Err(err) => self.sync_failed(err),
+                for event in during {
+                    self.on_state(event);
+                }
+                match outcome {
+                    None | Some(Some(Err(CuratorError::Closed))) => break,
+                    Some(None) | Some(Some(Ok(()))) => {}
+                    Some(Some(Err(err))) => self.sync_failed(err),
                 }
                 continue;
             }
