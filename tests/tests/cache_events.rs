@@ -68,7 +68,9 @@ async fn curator_cache_reports_create_update_delete_recreate_in_order() {
     let a = format!("{base}/a");
     create(&fw, &a, b"1").await;
     match next_node_event(&mut events).await {
-        CuratorCacheEvent::Created(n) => assert_eq!((n.path.as_str(), n.data.as_deref()), (a.as_str(), Some(&b"1"[..]))),
+        CuratorCacheEvent::Created(n) => {
+            assert_eq!((n.path.as_str(), n.data.as_deref()), (a.as_str(), Some(&b"1"[..])))
+        }
         e => panic!("expected created, got {e:?}"),
     }
     set(&fw, &a, b"2").await;
@@ -81,7 +83,9 @@ async fn curator_cache_reports_create_update_delete_recreate_in_order() {
     }
     delete(&fw, &a).await;
     match next_node_event(&mut events).await {
-        CuratorCacheEvent::Deleted(n) => assert_eq!((n.path.as_str(), n.data.as_deref()), (a.as_str(), Some(&b"2"[..]))),
+        CuratorCacheEvent::Deleted(n) => {
+            assert_eq!((n.path.as_str(), n.data.as_deref()), (a.as_str(), Some(&b"2"[..])))
+        }
         e => panic!("expected deleted, got {e:?}"),
     }
     assert!(cache.get(&a).is_none());
@@ -111,7 +115,11 @@ async fn curator_cache_listener_builder_and_options() {
     let single = CuratorCache::build(
         &fw,
         &base,
-        &[CuratorCacheOption::SingleNodeCache, CuratorCacheOption::DoNotCacheData, CuratorCacheOption::DoNotClearOnClose],
+        &[
+            CuratorCacheOption::SingleNodeCache,
+            CuratorCacheOption::DoNotCacheData,
+            CuratorCacheOption::DoNotClearOnClose,
+        ],
     )
     .unwrap();
     let log = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -122,7 +130,9 @@ async fn curator_cache_listener_builder_and_options() {
     single.add_listener(
         CuratorCacheListenerBuilder::new()
             .for_creates(move |n| l.lock().unwrap().push(format!("create {}", n.path)))
-            .for_changes(move |o, n| l2.lock().unwrap().push(format!("change {} {}->{}", n.path, o.stat.version, n.stat.version)))
+            .for_changes(move |o, n| {
+                l2.lock().unwrap().push(format!("change {} {}->{}", n.path, o.stat.version, n.stat.version))
+            })
             .for_deletes(move |n| l3.lock().unwrap().push(format!("delete {}", n.path)))
             .for_initialized(move || l4.lock().unwrap().push("init".into()))
             .build(),
@@ -464,10 +474,7 @@ async fn bad_input_is_refused_with_typed_errors_and_never_panics() {
     while got.len() < 3 {
         got.push(path_of(&next_node_event(&mut events).await));
     }
-    assert_eq!(
-        got,
-        vec![("initialized", String::new()), ("created", root.clone()), ("created", format!("{root}/z"))]
-    );
+    assert_eq!(got, vec![("initialized", String::new()), ("created", root.clone()), ("created", format!("{root}/z"))]);
 
     // Data that changes type: text, then binary, then empty, then large.
     let z = format!("{root}/z");
@@ -542,7 +549,36 @@ async fn a_slow_listener_neither_blocks_others_nor_loses_events() {
     }
     assert!(eventually(Timing::new().deadline(), || async { *fast.lock().unwrap() == names }).await);
     assert!(slow.lock().unwrap().len() < names.len(), "the slow listener is still behind when the fast one is done");
-    assert!(eventually(Timing::new().deadline(), || async { *slow.lock().unwrap() == names }).await, "and loses nothing");
+    assert!(
+        eventually(Timing::new().deadline(), || async { *slow.lock().unwrap() == names }).await,
+        "and loses nothing"
+    );
     cache.close();
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn caches_work_under_a_namespace() {
+    let ns = unique("ns");
+    let fw = builder(&server()).namespace(ns.trim_start_matches('/')).build().unwrap();
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    let cache = CuratorCache::build(&fw, "/app", &[]).unwrap();
+    let mut events = cache.events();
+    cache.start().unwrap();
+    create(&fw, "/app/x", b"1").await;
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        got.push(path_of(&next_node_event(&mut events).await));
+    }
+    assert_eq!(
+        got,
+        vec![("initialized", String::new()), ("created", "/app".to_string()), ("created", "/app/x".to_string())]
+    );
+    // The same node, seen without the namespace, is under it.
+    let plain = connected(&server()).await;
+    assert_eq!(plain.get_data().for_path(&format!("{ns}/app/x")).await.unwrap(), b"1");
+    cache.close();
+    plain.close().await;
     fw.close().await;
 }

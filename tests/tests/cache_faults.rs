@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use cache_support::*;
 use curator_cache::{
-    CuratorCache, CuratorCacheEvent, EventStream, NodeCache, NodeCacheEvent, PathChildrenCache,
-    PathChildrenCacheEvent, StartMode, TreeCache, TreeCacheEvent,
+    CuratorCache, CuratorCacheEvent, EventStream, NodeCache, NodeCacheEvent, PathChildrenCache, PathChildrenCacheEvent,
+    StartMode, TreeCache, TreeCacheEvent,
 };
 use curator_core::{ConnectionState, CuratorFramework};
 use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingServer, Timing};
@@ -26,8 +26,7 @@ fn churn(fw: CuratorFramework, stop: Arc<AtomicBool>, ops: Arc<AtomicUsize>) -> 
         let mut rng = fastrand::Rng::new();
         while !stop.load(Ordering::SeqCst) {
             let k = rng.usize(0..12);
-            let path =
-                if rng.bool() { format!("{BASE}/k{k}") } else { format!("{BASE}/k{k}/j{}", rng.usize(0..4)) };
+            let path = if rng.bool() { format!("{BASE}/k{k}") } else { format!("{BASE}/k{k}/j{}", rng.usize(0..4)) };
             let data: Vec<u8> = (0..rng.usize(0..40)).map(|_| rng.u8(..)).collect();
             let _ = match rng.usize(0..4) {
                 0 | 1 => fw.create().creating_parents_if_needed().for_path(&path, data).await.map(|_| ()),
@@ -365,6 +364,86 @@ async fn one_request_per_change_and_a_pipelined_initial_load() {
     let wanted: Vec<_> = sent.iter().map(|(n, _)| n.clone()).collect();
     assert_eq!(names, wanted);
     cache.close();
+    writer.close().await;
+    fw.close().await;
+}
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    statm.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 4096
+}
+
+/// A quick local measurement for the benchmark's cache scenarios (run it in release:
+/// `cargo test --release -p tests --test cache_faults -- --ignored --nocapture`): initial load
+/// of 10,000 children with 100-byte data by PathChildrenCache and CuratorCache, add-to-callback
+/// latency with 10,000 children, resident memory per 10,000 cached children.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn measure_10000_children() {
+    let server = TestingServer::start().await.unwrap();
+    let fw = connected(&server.connect_string()).await;
+    let writer = connected(&server.connect_string()).await;
+    let base = "/bench";
+    const CHILDREN: usize = 10_000;
+    create(&writer, base, b"").await;
+    let data = vec![7u8; 100];
+    let client = writer.session().await.unwrap().client().clone();
+    let acl = curator_core::zk::CreateMode::Persistent.with_acls(curator_core::zk::Acls::anyone_all());
+    for chunk in (0..CHILDREN).collect::<Vec<_>>().chunks(1000) {
+        let paths: Vec<String> = chunk.iter().map(|i| format!("{base}/c-{i:05}")).collect();
+        let creates: Vec<_> = paths.iter().map(|p| client.create(p, &data, &acl)).collect();
+        for c in futures::future::join_all(creates).await {
+            c.unwrap();
+        }
+    }
+    for round in 0..3 {
+        let rss = resident_bytes();
+        let before = packets(&server).await;
+        let started = Instant::now();
+        let pcc = PathChildrenCache::new(&fw, base, true).unwrap();
+        let mut events = pcc.events();
+        pcc.start(StartMode::PostInitializedEvent).await.unwrap();
+        loop {
+            if let PathChildrenCacheEvent::Initialized(v) = next(&mut events).await {
+                assert_eq!(v.len(), CHILDREN);
+                break;
+            }
+        }
+        let pcc_init = started.elapsed();
+        let requests = packets(&server).await - before - 1;
+        let grown = resident_bytes().saturating_sub(rss);
+
+        let started = Instant::now();
+        let cc = CuratorCache::build(&fw, base, &[]).unwrap();
+        cc.start().unwrap();
+        cc.wait_initialized().await.unwrap();
+        let cc_init = started.elapsed();
+        eprintln!(
+            "round {round}: PathChildrenCache init {pcc_init:?} ({requests} requests, RSS +{} KiB), CuratorCache init {cc_init:?}",
+            grown / 1024
+        );
+        if round == 2 {
+            let added = Arc::new(Mutex::new(Vec::<(String, Instant)>::new()));
+            let a = added.clone();
+            pcc.add_listener(move |e: &PathChildrenCacheEvent| {
+                if let PathChildrenCacheEvent::ChildAdded(n) = e {
+                    a.lock().unwrap().push((n.name().to_string(), Instant::now()));
+                }
+            });
+            let mut sent = Vec::new();
+            for i in 0..1000 {
+                sent.push(Instant::now());
+                client.create(&format!("{base}/new-{i:04}"), &data, &acl).await.unwrap();
+            }
+            assert!(eventually(Timing::new().deadline(), || async { added.lock().unwrap().len() >= 1000 }).await);
+            let got = added.lock().unwrap().clone();
+            let mut lat: Vec<Duration> = got.iter().zip(&sent).map(|((_, t), s)| t.duration_since(*s)).collect();
+            lat.sort();
+            eprintln!("1000 adds with 10,000 children: add-to-callback p50 {:?} p99 {:?}", lat[500], lat[990]);
+        }
+        pcc.close();
+        cc.close();
+    }
     writer.close().await;
     fw.close().await;
 }
