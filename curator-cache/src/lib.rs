@@ -57,17 +57,21 @@
 //!   callbacks run on the blocking pool in order, so a slow one delays only itself, and none
 //!   loses events. Caches also report connection changes (Curator's `CuratorCache` does not).
 //!
+//! Module map: [`curator_cache`], [`path_children`], [`node_cache`], [`tree_cache`] (one a
+//! cache), [`child_data`] (the cached node, the tree selector), [`listener`] (streams and
+//! listener ids). Everything is re-exported at the root.
+//!
 //! Paths are checked when a cache is built ([`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath));
 //! the root need not exist. Data is bytes, whatever it held before.
 #![warn(missing_docs)]
 
-mod child_data;
-mod curator_cache;
+pub mod child_data;
+pub mod curator_cache;
 mod engine;
-mod listener;
-mod node_cache;
-mod path_children;
-mod tree_cache;
+pub mod listener;
+pub mod node_cache;
+pub mod path_children;
+pub mod tree_cache;
 
 pub use child_data::{ChildData, DefaultTreeCacheSelector, TreeCacheSelector};
 pub use curator_cache::{

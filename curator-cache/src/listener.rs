@@ -159,14 +159,13 @@ impl<E: Clone + Send + 'static> Listeners<E> {
     /// Queues `event` for every listener. Never blocks.
     pub(crate) fn publish(&self, event: E) {
         let mut inner = self.lock();
-        match inner.subscribers.len() {
-            0 => {}
-            1 => {
-                if inner.subscribers[0].1.send(event).is_err() {
-                    inner.subscribers.clear();
-                }
+        if let [(_, only)] = inner.subscribers.as_slice() {
+            // One listener (the usual case): no clone.
+            if only.send(event).is_err() {
+                inner.subscribers.clear();
             }
-            _ => inner.subscribers.retain(|(_, tx)| tx.send(event.clone()).is_ok()),
+        } else {
+            inner.subscribers.retain(|(_, tx)| tx.send(event.clone()).is_ok());
         }
     }
 
