@@ -566,6 +566,7 @@ async fn caches_work_under_a_namespace() {
     let cache = CuratorCache::build(&fw, "/app", &[]).unwrap();
     let mut events = cache.events();
     cache.start().unwrap();
+    within("initialized", cache.wait_initialized()).await.unwrap();
     create(&fw, "/app/x", b"1").await;
     let mut got = Vec::new();
     while got.len() < 3 {
