@@ -38,6 +38,7 @@
 //! | [`InterProcessReadWriteLock`] | `P/_c_<uuid>-__WRIT__<seq>`, `P/_c_<uuid>-__READ__<seq>` |
 //! | [`InterProcessSemaphoreV2`], [`InterProcessSemaphoreMutex`] | `P/locks/_c_<uuid>-lock-<seq>` (a mutex), `P/leases/_c_<uuid>-lease-<seq>` |
 //! | [`InterProcessMultiLock`] | one mutex per path |
+//! | [`QueuedMutex`] (ours: many local waiters, one node per process) | as [`InterProcessMutex`] |
 //!
 //! Past Curator: every hold has a fencing token and tells when it may be lost
 //! ([`LockGuard::lost`]); acquires are cancel safe (dropping the future deletes the node, also
@@ -65,6 +66,7 @@ mod guard;
 mod internals;
 mod multi;
 mod mutex;
+mod queued;
 mod rwlock;
 mod semaphore;
 
@@ -75,5 +77,6 @@ pub use internals::{
 };
 pub use multi::{InterProcessMultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, Revoker};
+pub use queued::{QueuedGuard, QueuedMutex};
 pub use rwlock::{InterProcessReadWriteLock, ReadLock, WriteLock};
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};

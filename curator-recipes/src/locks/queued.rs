@@ -1,0 +1,113 @@
+//! [`QueuedMutex`]: a mutex for very many waiters in one process, with one ZooKeeper node per
+//! process at a time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_core::{CuratorFramework, Result};
+use tokio::sync::{watch, Mutex, OwnedMutexGuard};
+
+use super::guard::LockGuard;
+use super::internals::{LockLost, LockNode};
+use super::mutex::InterProcessMutex;
+
+/// An [`InterProcessMutex`] for many waiters in one process (tens of thousands of tasks):
+/// local waiters queue in memory, in FIFO order, and only the head of the queue has a node in
+/// ZooKeeper. Other processes (Curator's too) see one contender per process.
+///
+/// Each waiter that reaches the head acquires and releases the ZooKeeper lock itself, so other
+/// processes get their turn between two local holders. Not reentrant: a task that already
+/// holds it and acquires again waits for itself.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::locks::QueuedMutex;
+///
+/// let mutex = QueuedMutex::new(&fw, "/jobs/lock")?;
+/// let tasks: Vec<_> = (0..100)
+///     .map(|_| {
+///         let mutex = mutex.clone();
+///         tokio::spawn(async move { mutex.acquire().await?.release().await })
+///     })
+///     .collect();
+/// for t in tasks {
+///     t.await??;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct QueuedMutex {
+    fw: CuratorFramework,
+    path: String,
+    local: Arc<Mutex<()>>,
+}
+
+impl QueuedMutex {
+    /// A queued mutex on `path` (validated here; nothing is sent until an acquire).
+    pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
+        // Validates the path.
+        InterProcessMutex::new(fw, path)?;
+        Ok(Self { fw: fw.clone(), path: path.to_string(), local: Arc::new(Mutex::new(())) })
+    }
+
+    /// Waits for this process's turn (FIFO), then for the ZooKeeper lock. Cancel safe.
+    pub async fn acquire(&self) -> Result<QueuedGuard> {
+        let turn = self.local.clone().lock_owned().await;
+        let guard = InterProcessMutex::new(&self.fw, &self.path)?.acquire().await?;
+        Ok(QueuedGuard { guard, _turn: turn })
+    }
+
+    /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<QueuedGuard>> {
+        match tokio::time::timeout(timeout, self.acquire()).await {
+            Ok(result) => result.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+}
+
+/// A held [`QueuedMutex`]: the ZooKeeper lock and this process's turn. Dropping it releases
+/// both (the node in the background).
+#[must_use = "dropping the guard releases the lock"]
+#[derive(Debug)]
+pub struct QueuedGuard {
+    guard: LockGuard,
+    _turn: OwnedMutexGuard<()>,
+}
+
+impl QueuedGuard {
+    /// See [`LockGuard::fencing_token`].
+    pub fn fencing_token(&self) -> i64 {
+        self.guard.fencing_token()
+    }
+
+    /// Our lock node.
+    pub fn node(&self) -> &LockNode {
+        self.guard.node()
+    }
+
+    /// See [`LockGuard::is_held`].
+    pub fn is_held(&self) -> bool {
+        self.guard.is_held()
+    }
+
+    /// See [`LockGuard::lost`].
+    pub async fn lost(&self) -> LockLost {
+        self.guard.lost().await
+    }
+
+    /// See [`LockGuard::lost_watch`].
+    pub fn lost_watch(&self) -> watch::Receiver<Option<LockLost>> {
+        self.guard.lost_watch()
+    }
+
+    /// Releases the ZooKeeper lock, then lets the next local waiter go.
+    pub async fn release(self) -> Result<()> {
+        let QueuedGuard { guard, _turn } = self;
+        guard.release().await
+    }
+}
