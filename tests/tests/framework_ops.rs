@@ -296,4 +296,3 @@ async fn close_ends_the_session_at_once() {
     assert_eq!(fw.connection_state(), curator_core::ConnectionState::Closed);
     watcher.close().await;
 }
-
