@@ -51,6 +51,9 @@ const STAT_BYTES: usize = 80;
 const NAME_BYTES: usize = 48;
 /// First guess of a node's data length.
 const INITIAL_AVG_DATA: usize = 256;
+/// How long a catch-up after a reconnection waits for the framework to report the
+/// reconnection, so that listeners hear "reconnected" before what changed meanwhile.
+const RECONNECT_GRACE: Duration = Duration::from_millis(100);
 /// Pause before retrying a failed load, doubling up to [`MAX_PAUSE`].
 const MIN_PAUSE: Duration = Duration::from_millis(20);
 const MAX_PAUSE: Duration = Duration::from_secs(1);
@@ -399,6 +402,15 @@ struct Live {
     watch: SafeWatch,
     pending: FuturesOrdered<ActionFuture>,
     disconnected: bool,
+    /// The framework reported this session's reconnection before the watch did.
+    reconnect_announced: bool,
+}
+
+/// How a load ended.
+enum SyncEnd {
+    Stop,
+    Done(Result<()>),
+    Abandoned(ConnectionStateEvent),
 }
 
 enum Wake {
@@ -443,38 +455,23 @@ impl Engine {
         loop {
             if self.want_sync && self.retry_at.map_or(true, |at| Instant::now() >= at) {
                 let mut shutdown = self.shutdown.clone();
-                // Connection changes during a load are kept for after it; a lost session or a
-                // new one makes the load pointless, so it is abandoned at once.
-                let mut during = Vec::new();
-                let outcome = {
+                // A connection change abandons a load: it is reported first, and the load
+                // starts over on whatever session is current (loads are cheap, changes rare).
+                let end = {
                     let sync = self.sync();
                     tokio::pin!(sync);
-                    loop {
-                        tokio::select! {
-                            biased;
-                            _ = shutdown_signal(&mut shutdown) => break None,
-                            result = &mut sync => break Some(Some(result)),
-                            state = states.next() => match state {
-                                None => break None,
-                                Some(event) => {
-                                    let abandon = event.state == ConnectionState::Lost
-                                        || (event.state.is_connected() && event.new_session);
-                                    during.push(event);
-                                    if abandon {
-                                        break Some(None);
-                                    }
-                                }
-                            },
-                        }
+                    tokio::select! {
+                        biased;
+                        _ = shutdown_signal(&mut shutdown) => SyncEnd::Stop,
+                        result = &mut sync => SyncEnd::Done(result),
+                        state = states.next() => state.map_or(SyncEnd::Stop, SyncEnd::Abandoned),
                     }
                 };
-                for event in during {
-                    self.on_state(event);
-                }
-                match outcome {
-                    None | Some(Some(Err(CuratorError::Closed))) => break,
-                    Some(None) | Some(Some(Ok(()))) => {}
-                    Some(Some(Err(err))) => self.sync_failed(err),
+                match end {
+                    SyncEnd::Stop | SyncEnd::Done(Err(CuratorError::Closed)) => break,
+                    SyncEnd::Abandoned(event) => self.on_state(event),
+                    SyncEnd::Done(Ok(())) => {}
+                    SyncEnd::Done(Err(err)) => self.sync_failed(err),
                 }
                 continue;
             }
@@ -543,6 +540,11 @@ impl Engine {
                     self.drop_live();
                 } else if live_generation.is_none() {
                     self.need_sync();
+                } else if self.want_sync {
+                    // The watch saw the reconnection first and its catch-up waits for this.
+                    self.retry_at = None;
+                } else if let Some(live) = self.live.as_mut() {
+                    live.reconnect_announced = true;
                 }
             }
             ConnectionState::Suspended | ConnectionState::Latent | ConnectionState::Closed => {}
@@ -575,9 +577,14 @@ impl Engine {
                 } else if state == zk::SessionState::Disconnected {
                     live.disconnected = true;
                 } else if live.disconnected {
-                    // Events while disconnected are not replayed to persistent watches.
+                    // Events while disconnected are not replayed to persistent watches: catch
+                    // up, once the framework has reported the reconnection (or soon anyway).
                     live.disconnected = false;
-                    self.need_sync();
+                    let announced = std::mem::take(&mut live.reconnect_announced);
+                    if !self.want_sync {
+                        self.want_sync = true;
+                        self.retry_at = if announced { None } else { Some(Instant::now() + RECONNECT_GRACE) };
+                    }
                 }
             }
             zk::EventType::NodeCreated | zk::EventType::NodeDataChanged => {
@@ -719,6 +726,7 @@ impl Engine {
                 watch: SafeWatch { inner: Some(watcher) },
                 pending: FuturesOrdered::new(),
                 disconnected: false,
+                reconnect_announced: false,
             });
         }
         let Some(client) = self.live.as_ref().map(|l| l.client.clone()) else {
@@ -768,6 +776,9 @@ impl Engine {
         self.want_sync = false;
         self.retry_at = None;
         self.pause = MIN_PAUSE;
+        if let Some(live) = self.live.as_mut() {
+            live.reconnect_announced = false;
+        }
         if !self.initialized {
             self.initialized = true;
             self.emit(EngineEvent::Initialized);
