@@ -88,6 +88,8 @@ impl Caches {
         within("node start", c.node.start(false)).await.unwrap();
         within("curator init", c.curator.wait_initialized()).await.unwrap();
         within("tree init", c.tree.wait_initialized()).await.unwrap();
+        within("pcc init", c.children.wait_initialized()).await.unwrap();
+        within("node init", c.node.wait_initialized()).await.unwrap();
         c
     }
 
@@ -285,6 +287,70 @@ async fn caches_catch_up_after_a_partition_longer_than_the_session_timeout() {
     for w in &writers {
         w.close().await;
     }
+    fw.close().await;
+}
+
+/// A persistent watch does not get the events it missed while disconnected (ZOOKEEPER-4698),
+/// even when the session survives: the caches must catch up after every reconnection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_missed_while_disconnected_are_reported_after_reconnecting_to_the_same_session() {
+    trace();
+    let server = TestingServer::start().await.unwrap();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = connected(&proxy.connect_string()).await;
+    let raw = raw_client(&server.connect_string()).await;
+    let writer = connected(&server.connect_string()).await;
+    create(&writer, &format!("{BASE}/k0"), b"before").await;
+    create(&writer, &format!("{BASE}/k1"), b"doomed").await;
+    let mut caches = Caches::start(&fw).await;
+    let mut states = fw.connection_state_stream();
+    let session_before = fw.session().await.unwrap().id();
+
+    proxy.pause();
+    within("suspended", async {
+        while let Some(e) = states.next().await {
+            if e.state == ConnectionState::Suspended {
+                break;
+            }
+        }
+    })
+    .await;
+    // While the cache's connection is down: an update, a delete, a create, a deep create.
+    set(&writer, &format!("{BASE}/k0"), b"during").await;
+    delete(&writer, &format!("{BASE}/k1")).await;
+    create(&writer, &format!("{BASE}/k2/j0"), b"new").await;
+    proxy.pass();
+    let reconnected = within("reconnected", async {
+        while let Some(e) = states.next().await {
+            if e.state == ConnectionState::Reconnected {
+                return e;
+            }
+        }
+        panic!("no reconnection");
+    })
+    .await;
+    assert!(!reconnected.new_session, "the session survived");
+    assert_eq!(fw.session().await.unwrap().id(), session_before);
+    caches.converge(&raw).await;
+    let names: Vec<_> = caches
+        .children_log
+        .iter()
+        .filter_map(|e| match e {
+            PathChildrenCacheEvent::ChildAdded(n) => Some(format!("added {}", n.name())),
+            PathChildrenCacheEvent::ChildUpdated(n) => Some(format!("updated {}", n.name())),
+            PathChildrenCacheEvent::ChildRemoved(n) => Some(format!("removed {}", n.name())),
+            PathChildrenCacheEvent::ConnectionSuspended => Some("suspended".into()),
+            PathChildrenCacheEvent::ConnectionReconnected => Some("reconnected".into()),
+            _ => None,
+        })
+        .collect();
+    let after: Vec<_> = names.iter().skip_while(|n| *n != "suspended").cloned().collect();
+    assert_eq!(after[..2], ["suspended".to_string(), "reconnected".to_string()], "{names:?}");
+    let mut caught_up = after[2..].to_vec();
+    caught_up.sort();
+    assert_eq!(caught_up, vec!["added k2", "removed k1", "updated k0"], "{names:?}");
+    assert_eq!(caches.node_state().as_deref(), Some(&b"during"[..]));
+    writer.close().await;
     fw.close().await;
 }
 
