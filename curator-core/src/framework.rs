@@ -467,6 +467,32 @@ impl CuratorFramework {
         &self.inner.config.default_data
     }
 
+    /// The ACLs the framework's provider gives the node at `path` (recipes use it for the nodes
+    /// they create).
+    pub fn acl_for_path(&self, path: &str) -> Vec<zk::Acl> {
+        self.inner.config.acl_provider.acl_for_path(path)
+    }
+
+    /// Whether `creating_parent_containers_if_needed` makes containers (true by default) or
+    /// plain persistent nodes.
+    pub fn use_container_parents(&self) -> bool {
+        self.inner.config.use_container_parents
+    }
+
+    /// Runs `work` in the background as part of this framework: [`close`](Self::close) waits
+    /// (a bounded time) for it to finish. For cleanups a recipe must not lose, such as deleting
+    /// the node of an abandoned acquire.
+    pub fn spawn_background<F>(&self, work: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let ticket = self.track_background();
+        crate::background::spawn_detached(async move {
+            let _ticket = ticket;
+            work.await;
+        });
+    }
+
     /// The namespace (`/app`), if any.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_ref().map(|n| n.path.as_str())

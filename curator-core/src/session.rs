@@ -217,5 +217,6 @@ fn publish(inner: &Arc<Inner>, state: ConnectionState, client: &zk::Client, gene
         generation,
         new_session,
         at: Instant::now(),
+        seq: 0, // numbered by the hub
     });
 }

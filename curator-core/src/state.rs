@@ -78,6 +78,9 @@ pub struct ConnectionStateEvent {
     pub new_session: bool,
     /// When the framework saw the transition.
     pub at: Instant,
+    /// Position of this transition in the framework's sequence of transitions (1 for the
+    /// first): a holder can tell whether anything happened since a given transition.
+    pub seq: u64,
 }
 
 /// An ordered stream of every connection-state transition after it was made.
@@ -120,14 +123,16 @@ impl StateHub {
             generation: 0,
             new_session: false,
             at: Instant::now(),
+            seq: 0,
         };
         Self { latest: watch::channel(initial).0, subscribers: Mutex::new(Vec::new()) }
     }
 
-    pub(crate) fn publish(&self, event: ConnectionStateEvent) {
+    pub(crate) fn publish(&self, mut event: ConnectionStateEvent) {
         tracing::info!(state = ?event.state, session = format_args!("{:#x}", event.session_id), generation = event.generation, new_session = event.new_session, "connection state");
         // Streams first, under the lock, so that concurrent publishers cannot reorder them.
         let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        event.seq = self.latest.borrow().seq + 1;
         subscribers.retain(|tx| tx.send(event.clone()).is_ok());
         self.latest.send_replace(event);
     }

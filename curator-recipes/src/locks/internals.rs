@@ -356,7 +356,8 @@ impl LockInternals {
                     NodeKind::Sequential => zk::CreateMode::EphemeralSequential,
                     NodeKind::Fixed { .. } => zk::CreateMode::Ephemeral,
                 };
-                let options = mode.with_acls(zk::Acls::anyone_all());
+                let acl = self.fw.acl_for_path(base);
+                let options = mode.with_acls(zk::Acls::new(&acl));
                 tracing::debug!(path = %base, "create (pipelined with getChildren {})", self.base_path);
                 // Both requests are sent here, in this order, before either is awaited.
                 let create = client.create(base, data, &options);
@@ -387,7 +388,7 @@ impl LockInternals {
                     }
                     Err(zk::Error::NoNode) if *parent_attempts < MAX_PARENT_ATTEMPTS => {
                         *parent_attempts += 1;
-                        make_container_parents(client, base).await.map_err(|e| (e, Phase::Create))?;
+                        make_container_parents(&self.fw, client, base).await.map_err(|e| (e, Phase::Create))?;
                         Ok(Step::Next(Phase::Create))
                     }
                     Err(e) => {
@@ -508,12 +509,14 @@ enum Step {
 }
 
 /// Creates the missing ancestors of `node_path` as containers (Curator's
-/// `creatingParentContainersIfNeeded`).
-pub(crate) async fn make_container_parents(client: &zk::Client, node_path: &str) -> Result<()> {
-    let options = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
+/// `creatingParentContainersIfNeeded`; plain persistent nodes if the framework disables
+/// container parents), with the framework's ACLs.
+pub(crate) async fn make_container_parents(fw: &CuratorFramework, client: &zk::Client, node_path: &str) -> Result<()> {
+    let mode = if fw.use_container_parents() { zk::CreateMode::Container } else { zk::CreateMode::Persistent };
     for ancestor in path::ancestors(node_path) {
         tracing::debug!(path = %ancestor, "create container parent");
-        match client.create(ancestor, &[], &options).await {
+        let acl = fw.acl_for_path(ancestor);
+        match client.create(ancestor, &[], &mode.with_acls(zk::Acls::new(&acl))).await {
             Ok(_) | Err(zk::Error::NodeExists) => {}
             Err(e) => return Err(CuratorError::from_zk(ancestor, e)),
         }
@@ -565,7 +568,7 @@ impl Drop for Cleanup {
         let parent = std::mem::take(&mut self.parent);
         let prefix = std::mem::take(&mut self.prefix);
         let known = self.path.take();
-        spawn_detached(async move {
+        self.fw.spawn_background(async move {
             tracing::debug!(parent = %parent, prefix = %prefix, path = ?known, "abandoned acquire: deleting our node");
             let result = match known {
                 Some(p) => fw.delete().guaranteed().quietly().for_path(&p).await,
@@ -624,8 +627,8 @@ fn judge(
         ConnectionState::Closed => Some(LockLost::Closed),
         ConnectionState::Suspended if policy == ErrorPolicy::Standard => Some(LockLost::Suspended),
         // Every transition after a connected hold passed through a suspension.
-        _ if policy == ErrorPolicy::Standard && now.at != at_hold.at => Some(LockLost::Suspended),
-        _ if now.new_session && now.at != at_hold.at => Some(LockLost::SessionLost),
+        _ if policy == ErrorPolicy::Standard && now.seq != at_hold.seq => Some(LockLost::Suspended),
+        _ if now.new_session && now.seq != at_hold.seq => Some(LockLost::SessionLost),
         _ => None,
     }
 }
@@ -715,7 +718,8 @@ impl Hold {
     /// Releases in the background (a guard dropped without `release`).
     pub(crate) fn release_in_background(self: Arc<Self>) {
         self.mark(LockLost::Released);
-        spawn_detached(async move {
+        let fw = self.fw.clone();
+        fw.spawn_background(async move {
             if let Err(err) = self.release().await {
                 self.fw.report_unhandled(&format!("could not release lock node {}", self.node.path), &err);
             }
