@@ -1,12 +1,212 @@
-//! Cache scenarios (filled in once the caches land).
+//! Cache scenarios: `children_cache` (PathChildrenCache with data), `tree_cache` (CuratorCache,
+//! recursive), and ours, `cache_memory` (resident memory with `--children C` cached).
+//!
+//! A writer session creates C children of 100 bytes before the cache starts; the init time
+//! runs from `start()` to the initialized event. Then the writer creates M children one at a
+//! time; each event latency runs from just before its `create()` to the cache's add callback.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use curator_cache::{
+    ChildData, CuratorCache, CuratorCacheListenerBuilder, PathChildrenCache, PathChildrenCacheEvent, StartMode,
+};
+use curator_core::zk::{Acls, CreateMode};
+use curator_core::{CuratorError, CuratorFramework, Result};
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::json;
+use tokio::sync::mpsc;
+
 use crate::args::Args;
-use curator_core::Result;
-pub(crate) async fn children_cache(_: &Args) -> Result<Vec<String>> {
-    Ok(vec![])
+use crate::report::{line, memory_kib, micros};
+
+/// Creates in flight while filling the cache's parent.
+const FILL_WINDOW: usize = 1000;
+const DATA_LEN: usize = 100;
+
+/// Which cache a scenario runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Children,
+    Tree,
 }
-pub(crate) async fn tree_cache(_: &Args) -> Result<Vec<String>> {
-    Ok(vec![])
+
+/// A started cache and how its events reach us: `Some(name)` for an add, `None` for initialized.
+enum Running {
+    Children(PathChildrenCache),
+    Tree(CuratorCache),
 }
-pub(crate) async fn cache_memory(_: &Args) -> Result<Vec<String>> {
-    Ok(vec![])
+
+impl Running {
+    fn close(&self) {
+        match self {
+            Running::Children(c) => c.close(),
+            Running::Tree(c) => c.close(),
+        }
+    }
+}
+
+fn name_of(d: &ChildData) -> String {
+    d.name().to_string()
+}
+
+async fn start(
+    fw: &CuratorFramework,
+    kind: Kind,
+    dir: &str,
+) -> Result<(Running, mpsc::UnboundedReceiver<(Option<String>, Instant)>)> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let running = match kind {
+        Kind::Children => {
+            let cache = PathChildrenCache::new(fw, dir, true)?;
+            cache.add_listener(move |e: &PathChildrenCacheEvent| match e {
+                PathChildrenCacheEvent::ChildAdded(d) => drop(tx.send((Some(name_of(d)), Instant::now()))),
+                PathChildrenCacheEvent::Initialized(_) => drop(tx.send((None, Instant::now()))),
+                _ => {}
+            });
+            cache.start(StartMode::PostInitializedEvent).await?;
+            Running::Children(cache)
+        }
+        Kind::Tree => {
+            let cache = CuratorCache::build(fw, dir, &[])?;
+            let init = tx.clone();
+            cache.add_listener(
+                CuratorCacheListenerBuilder::new()
+                    .for_creates(move |d| drop(tx.send((Some(name_of(d)), Instant::now()))))
+                    .for_initialized(move || drop(init.send((None, Instant::now()))))
+                    .build(),
+            );
+            cache.start()?;
+            Running::Tree(cache)
+        }
+    };
+    Ok((running, rx))
+}
+
+/// Creates `n` children of `dir` with 100-byte data, pipelined.
+async fn fill(writer: &CuratorFramework, dir: &str, n: usize) -> Result<()> {
+    let session = writer.session().await?;
+    let client = session.client();
+    let data = vec![b'x'; DATA_LEN];
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let paths: Vec<String> = (0..n).map(|i| format!("{dir}/pre-{i:06}")).collect();
+    let mut in_flight = FuturesUnordered::new();
+    for path in &paths {
+        if in_flight.len() >= FILL_WINDOW {
+            if let Some(r) = in_flight.next().await {
+                r?;
+            }
+        }
+        let create = client.create(path, &data, &options);
+        in_flight.push(async move { create.await.map(drop).map_err(|e| CuratorError::from_zk(path, e)) });
+    }
+    while let Some(r) = in_flight.next().await {
+        r?;
+    }
+    Ok(())
+}
+
+async fn wait_init(rx: &mut mpsc::UnboundedReceiver<(Option<String>, Instant)>) -> Result<Instant> {
+    let wait = async {
+        while let Some((name, at)) = rx.recv().await {
+            if name.is_none() {
+                return Some(at);
+            }
+        }
+        None
+    };
+    tokio::time::timeout(Duration::from_secs(300), wait)
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| CuratorError::IllegalState("the cache never reported initialized".into()))
+}
+
+async fn cache_scenario(args: &Args, kind: Kind, scenario: &str) -> Result<Vec<String>> {
+    let writer = crate::client(args).await?;
+    let fw = crate::client(args).await?;
+    let dir = format!("{}/cache", args.path);
+    crate::ensure_path(&writer, &dir).await?;
+    fill(&writer, &dir, args.children).await?;
+
+    let started = Instant::now();
+    let (cache, mut rx) = start(&fw, kind, &dir).await?;
+    let initialized = wait_init(&mut rx).await?;
+    let init = initialized - started;
+    let mut init_samples = vec![micros(init)];
+    let init_line = line(&format!("{scenario}_init"), 1, args.children, init, &mut init_samples, json!({}));
+
+    // Adds, one at a time; the events are matched by name.
+    let sent: Arc<Mutex<HashMap<String, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
+    let data = vec![b'y'; DATA_LEN];
+    let mut first = None;
+    for i in 0..args.adds {
+        let name = format!("add-{i:06}");
+        let t = Instant::now();
+        first.get_or_insert(t);
+        sent.lock().map_err(|_| CuratorError::IllegalState("poisoned".into()))?.insert(name.clone(), t);
+        writer.create().for_path(&format!("{dir}/{name}"), data.clone()).await?;
+    }
+    let mut latencies = Vec::with_capacity(args.adds);
+    let mut last = Instant::now();
+    let collect = async {
+        while latencies.len() < args.adds {
+            let Some((Some(name), at)) = rx.recv().await else { continue };
+            let Some(t) = sent.lock().ok().and_then(|m| m.get(&name).copied()) else { continue };
+            latencies.push(micros(at.saturating_duration_since(t)));
+            last = at;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), collect)
+        .await
+        .map_err(|_| CuratorError::IllegalState("not every add reached the cache".into()))?;
+    let span = last.saturating_duration_since(first.unwrap_or(last));
+    let event_line = line(&format!("{scenario}_event"), 1, args.adds, span, &mut latencies, json!({}));
+    cache.close();
+    fw.close().await;
+    writer.close().await;
+    Ok(vec![init_line, event_line])
+}
+
+pub(crate) async fn children_cache(args: &Args) -> Result<Vec<String>> {
+    cache_scenario(args, Kind::Children, "children_cache").await
+}
+
+pub(crate) async fn tree_cache(args: &Args) -> Result<Vec<String>> {
+    cache_scenario(args, Kind::Tree, "tree_cache").await
+}
+
+/// Resident memory of a PathChildrenCache and a CuratorCache holding `--children` children of
+/// 100 bytes, measured as the growth of this process's RSS from before the cache started.
+pub(crate) async fn cache_memory(args: &Args) -> Result<Vec<String>> {
+    let writer = crate::client(args).await?;
+    let dir = format!("{}/cache", args.path);
+    crate::ensure_path(&writer, &dir).await?;
+    fill(&writer, &dir, args.children).await?;
+    let mut lines = Vec::new();
+    for (kind, name) in [(Kind::Children, "children_cache"), (Kind::Tree, "tree_cache")] {
+        let fw = crate::client(args).await?;
+        let (before, _) = memory_kib();
+        let started = Instant::now();
+        let (cache, mut rx) = start(&fw, kind, &dir).await?;
+        let initialized = wait_init(&mut rx).await?;
+        let (after, peak) = memory_kib();
+        let grown = after.saturating_sub(before);
+        let per_10k = grown as f64 * 10_000.0 / args.children.max(1) as f64;
+        let init = initialized - started;
+        let mut s = vec![micros(init)];
+        lines.push(line(
+            "cache_memory",
+            1,
+            args.children,
+            init,
+            &mut s,
+            json!({"cache": name, "rss_growth_kib": grown, "kib_per_10k_children": per_10k.round(), "peak_rss_kib": peak}),
+        ));
+        cache.close();
+        fw.close().await;
+    }
+    writer.close().await;
+    Ok(lines)
 }
