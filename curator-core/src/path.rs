@@ -82,10 +82,12 @@ pub fn make_path(parent: &str, child: &str) -> String {
     let parent = parent.trim_end_matches(SEPARATOR);
     let child = child.trim_start_matches(SEPARATOR);
     let mut out = String::with_capacity(parent.len() + child.len() + 2);
-    if !parent.starts_with(SEPARATOR) {
-        out.push(SEPARATOR);
+    if !parent.is_empty() {
+        if !parent.starts_with(SEPARATOR) {
+            out.push(SEPARATOR);
+        }
+        out.push_str(parent);
     }
-    out.push_str(parent);
     if !child.is_empty() {
         out.push(SEPARATOR);
         out.push_str(child);
