@@ -12,6 +12,14 @@
 //!  Lost, new session, failed read ─► load again and diff: exactly what changed meanwhile
 //! ```
 //!
+//! ZooKeeper before 3.9 keeps one watch mode per path and connection (ZOOKEEPER-4466): a
+//! one-shot data watch that another recipe on the same session sets on the root replaces the
+//! persistent one, and the next change of the root consumes it. The engine therefore registers
+//! again and loads after each change of the root itself (servers from 3.9 send event zxids, and
+//! it does not there). The reverse cannot be helped on those servers: registering the
+//! persistent recursive watch turns a pending one-shot *children* watch of the same session on
+//! the same path into a recursive one, which never reports children changes.
+//!
 //! Reads are answered in the order they were sent and a read answers with the node's latest
 //! state, so a read result whose `mzxid` is not newer than the cached one is a duplicate (or
 //! stale) and changes nothing. Servers from 3.9 send the zxid of each event; the engine then
@@ -404,6 +412,8 @@ struct Live {
     disconnected: bool,
     /// The framework reported this session's reconnection before the watch did.
     reconnect_announced: bool,
+    /// The watch must be registered again on the server before the next load.
+    rewatch: bool,
 }
 
 /// How a load ended.
@@ -587,6 +597,17 @@ impl Engine {
                     }
                 }
             }
+            zk::EventType::NodeCreated | zk::EventType::NodeDataChanged | zk::EventType::NodeDeleted
+                if event.zxid < 0 && event.path == self.config.scope.root =>
+            {
+                // ZOOKEEPER-4466, servers before 3.9 (they send no zxid): a one-shot data
+                // watch this session set on the root (another recipe's getData or exists)
+                // replaced our registration there, and this event consumed it. Register again,
+                // then load, to see what happened in between.
+                tracing::trace!(path = %event.path, kind = ?event.event_type, "root changed: re-register and load");
+                live.rewatch = true;
+                self.need_sync();
+            }
             zk::EventType::NodeCreated | zk::EventType::NodeDataChanged => {
                 let path = event.path;
                 if !self.config.scope.contains(&path) {
@@ -712,6 +733,13 @@ impl Engine {
             if let Some(live) = self.live.as_mut() {
                 // Whatever these reads would do, the load sees as well.
                 live.pending = FuturesOrdered::new();
+                if live.rewatch {
+                    // The server gets the watch again; locally the first watcher stays, so
+                    // dropping this one removes nothing on the server.
+                    let again = live.client.watch(&root, self.config.scope.watch_mode()).await;
+                    drop(again.map_err(|e| CuratorError::from_zk(&root, e))?);
+                    live.rewatch = false;
+                }
             }
         } else {
             let client = session.client().clone();
@@ -727,6 +755,7 @@ impl Engine {
                 pending: FuturesOrdered::new(),
                 disconnected: false,
                 reconnect_announced: false,
+                rewatch: false,
             });
         }
         let Some(client) = self.live.as_ref().map(|l| l.client.clone()) else {

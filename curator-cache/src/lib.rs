@@ -61,6 +61,12 @@
 //! cache), [`child_data`] (the cached node, the tree selector), [`listener`] (streams and
 //! listener ids). Everything is re-exported at the root.
 //!
+//! **ZooKeeper before 3.9** keeps one watch per path and connection (ZOOKEEPER-4466). The caches
+//! survive one-shot data watches set by other recipes of the same framework on their root (they
+//! register again, and load, after each change of the root). But a one-shot *children* watch set
+//! on a recursive cache's root through the same framework stops firing once the cache registers
+//! its watch (as after every reconnection): give such a cache its own `CuratorFramework`.
+//!
 //! Paths are checked when a cache is built ([`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath));
 //! the root need not exist. Data is bytes, whatever it held before.
 #![warn(missing_docs)]
