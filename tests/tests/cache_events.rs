@@ -583,3 +583,53 @@ async fn caches_work_under_a_namespace() {
     plain.close().await;
     fw.close().await;
 }
+
+/// ZOOKEEPER-4466 (servers before 3.9): one connection holds one watch mode per path, so a
+/// one-shot data watch that another recipe on the same session sets on a cache's root replaces
+/// the cache's persistent watch and is consumed by the next change of the root. The caches
+/// register again after every change of their root: they keep following, and the one-shot
+/// watches still fire.
+#[tokio::test]
+async fn one_shot_data_watches_on_the_same_path_and_session_do_not_silence_caches() {
+    let fw = connected(&server()).await;
+    let base = unique("oneshot");
+    create(&fw, &base, b"").await;
+    let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
+    let node = NodeCache::new(&fw, &base).unwrap();
+    let mut events = cache.events();
+    let mut node_events = node.events();
+    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    within("start", node.start(true)).await.unwrap();
+    for round in 0..3 {
+        let (_, _, data_watch) = fw.get_data().for_path_and_watch(&base).await.unwrap();
+        let (_, exists_watch) = fw.check_exists().for_path_and_watch(&base).await.unwrap();
+        let value = format!("v{round}");
+        set(&fw, &base, value.as_bytes()).await;
+        within("one-shot watches fire", async {
+            data_watch.changed().await;
+            exists_watch.changed().await;
+        })
+        .await;
+        loop {
+            if let NodeCacheEvent::NodeChanged(Some(n)) = next(&mut node_events).await {
+                assert_eq!(n.data.as_deref(), Some(value.as_bytes()));
+                break;
+            }
+        }
+        for i in 0..2 {
+            create(&fw, &format!("{base}/r{round}-{i}"), b"").await;
+        }
+        let got: Vec<_> = children_events_until(&mut events, 2).await.iter().map(describe).collect();
+        assert_eq!(got, vec![format!("added r{round}-0"), format!("added r{round}-1")]);
+    }
+    set(&fw, &base, b"last").await;
+    assert!(
+        eventually(Timing::new().deadline(), || async {
+            node.current_data().is_some_and(|n| n.data.as_deref() == Some(&b"last"[..]))
+        })
+        .await
+    );
+    cache.close();
+    node.close();
+    fw.close().await;
+}
