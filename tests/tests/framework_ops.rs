@@ -243,6 +243,9 @@ async fn namespaces_isolate_two_frameworks() {
     b.create().for_path("/shared", b"b".to_vec()).await.unwrap();
     assert_eq!(a.get_data().for_path("/shared").await.unwrap(), b"a");
     assert_eq!(b.get_data().for_path("/shared").await.unwrap(), b"b");
+    // A protected create directly under the namespace root.
+    let top = a.create().with_protection().for_path("/top", vec![]).await.unwrap();
+    assert!(top.starts_with("/_c_") && top.ends_with("-top"), "{top}");
     let root = a.using_namespace(None).unwrap();
     assert_eq!(root.get_data().for_path(&format!("/{ns1}/shared")).await.unwrap(), b"a");
     assert_eq!(root.get_data().for_path(&format!("/{ns2}/shared")).await.unwrap(), b"b");
