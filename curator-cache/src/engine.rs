@@ -879,9 +879,10 @@ async fn load(
     }
     let mut in_flight = FuturesUnordered::new();
     let (mut data_bytes, mut data_reads) = (0usize, 0usize);
+    // Sizes are known for nodes cached before; otherwise learn them from a small batch first.
+    let sizes_known = shared.nodes().len() > 1;
     loop {
-        // Until a node below the root was read, send one small batch at a time.
-        let probing = data_reads <= 1;
+        let probing = !sizes_known && data_reads <= 1;
         let (window, max_ops) = if probing { (1, PROBE_OPS) } else { (BATCHES_IN_FLIGHT, BATCH_OPS) };
         while in_flight.len() < window && !queue.is_empty() {
             let ops = take_batch(&mut queue, &map, shared, *avg_data_len, max_ops);
