@@ -664,7 +664,11 @@ impl Hold {
     fn mark(&self, reason: LockLost) {
         self.lost.send_if_modified(|slot| {
             if slot.is_none() {
-                tracing::info!(path = %self.node.path, %reason, "lock may be lost");
+                if reason == LockLost::Released {
+                    tracing::debug!(path = %self.node.path, "hold ended: released");
+                } else {
+                    tracing::warn!(path = %self.node.path, %reason, "lock may be lost");
+                }
                 *slot = Some(reason);
                 true
             } else {
