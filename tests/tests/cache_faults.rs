@@ -28,9 +28,11 @@ fn churn(fw: CuratorFramework, stop: Arc<AtomicBool>, ops: Arc<AtomicUsize>) -> 
             let k = rng.usize(0..12);
             let path = if rng.bool() { format!("{BASE}/k{k}") } else { format!("{BASE}/k{k}/j{}", rng.usize(0..4)) };
             let data: Vec<u8> = (0..rng.usize(0..40)).map(|_| rng.u8(..)).collect();
-            let _ = match rng.usize(0..4) {
-                0 | 1 => fw.create().creating_parents_if_needed().for_path(&path, data).await.map(|_| ()),
-                2 => fw.set_data().for_path(&path, data).await.map(|_| ()),
+            let _ = match rng.usize(0..40) {
+                // Now and then the root itself changes (caches register their watch again).
+                0 => fw.set_data().for_path(BASE, data).await.map(|_| ()),
+                1..=19 => fw.create().creating_parents_if_needed().for_path(&path, data).await.map(|_| ()),
+                20..=29 => fw.set_data().for_path(&path, data).await.map(|_| ()),
                 _ => fw.delete().deleting_children_if_needed().for_path(&path).await,
             };
             ops.fetch_add(1, Ordering::SeqCst);
