@@ -90,3 +90,30 @@ pub use path_children::{
     PathChildrenCache, PathChildrenCacheBuilder, PathChildrenCacheEvent, PathChildrenCacheEventType, StartMode,
 };
 pub use tree_cache::{TreeCache, TreeCacheBuilder, TreeCacheEvent};
+
+#[cfg(test)]
+mod send_checks {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send>(_: T) {}
+
+    #[allow(dead_code, clippy::diverging_sub_expression)]
+    fn caches_and_their_futures_are_send(fw: curator_core::CuratorFramework) {
+        let cc = CuratorCache::build(&fw, "/a", &[]).unwrap_or_else(|_| unreachable!());
+        let pcc = PathChildrenCache::new(&fw, "/a", true).unwrap_or_else(|_| unreachable!());
+        let nc = NodeCache::new(&fw, "/a").unwrap_or_else(|_| unreachable!());
+        let tc = TreeCache::new(&fw, "/a").unwrap_or_else(|_| unreachable!());
+        send_sync(&cc);
+        send_sync(&pcc);
+        send_sync(&nc);
+        send_sync(&tc);
+        send(cc.wait_initialized());
+        send(pcc.start(StartMode::Normal));
+        send(pcc.rebuild());
+        send(pcc.clear_and_refresh());
+        send(nc.start(true));
+        send(tc.wait_initialized());
+        send(cc.events());
+    }
+}
