@@ -287,7 +287,12 @@ impl CuratorCache {
                 EngineEvent::Created(node) => CuratorCacheEvent::Created(node),
                 EngineEvent::Changed(old, new) => CuratorCacheEvent::Changed { old, new },
                 EngineEvent::Deleted(node) => CuratorCacheEvent::Deleted(node),
-                EngineEvent::Initialized => CuratorCacheEvent::Initialized,
+                EngineEvent::Initialized => {
+                    // Listeners added later hear it first, so that `after_initialized` works
+                    // for them too.
+                    listeners.publish_and_greet(CuratorCacheEvent::Initialized);
+                    return;
+                }
                 EngineEvent::Connection(state) => CuratorCacheEvent::ConnectionStateChanged(state),
             };
             listeners.publish(event);
@@ -336,7 +341,8 @@ impl CuratorCache {
         self.entries().into_iter()
     }
 
-    /// Adds a listener; it hears events from now on (before `start`: all of them).
+    /// Adds a listener; it hears events from now on (before `start`: all of them). A listener
+    /// added once the cache is initialized first hears `Initialized`.
     pub fn add_listener(&self, listener: impl CuratorCacheListener) -> ListenerId {
         self.listeners.add_callback(Arc::new(move |event: &CuratorCacheEvent| listener.event(event)))
     }

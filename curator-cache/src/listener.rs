@@ -84,6 +84,8 @@ struct Inner<E> {
     runtime: Option<Handle>,
     parked: Vec<Parked<E>>,
     closed: bool,
+    /// Given first to callbacks added later (a cache's "initialized", once it was published).
+    greeting: Option<E>,
 }
 
 /// The listeners of one cache.
@@ -100,6 +102,7 @@ impl<E: Clone + Send + 'static> Listeners<E> {
                 runtime: None,
                 parked: Vec::new(),
                 closed: false,
+                greeting: None,
             }),
         }
     }
@@ -116,6 +119,9 @@ impl<E: Clone + Send + 'static> Listeners<E> {
         let id = inner.next_id;
         if inner.closed {
             return ListenerId(id);
+        }
+        if let Some(greeting) = inner.greeting.clone() {
+            let _ = tx.send(greeting);
         }
         inner.subscribers.push((id, tx));
         match inner.runtime.clone() {
@@ -167,6 +173,13 @@ impl<E: Clone + Send + 'static> Listeners<E> {
         } else {
             inner.subscribers.retain(|(_, tx)| tx.send(event.clone()).is_ok());
         }
+    }
+
+    /// Queues `event` for every listener, and for every callback added from now on as its
+    /// first event.
+    pub(crate) fn publish_and_greet(&self, event: E) {
+        self.lock().greeting = Some(event.clone());
+        self.publish(event);
     }
 
     /// Ends every listener after the events already queued; later additions get nothing.

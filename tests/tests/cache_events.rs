@@ -171,6 +171,20 @@ async fn curator_cache_listener_builder_and_options() {
     assert!(eventually(Timing::new().deadline(), || async { *after.lock().unwrap() == want }).await);
     // after_initialized applies to the whole listener: for_all sees initialized and the late create.
     assert!(eventually(Timing::new().deadline(), || async { *all.lock().unwrap() >= 2 }).await);
+
+    // A listener added after initialization hears "initialized" first, so after_initialized works.
+    let late = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (l1, l2) = (late.clone(), late.clone());
+    cache.add_listener(
+        CuratorCacheListenerBuilder::new()
+            .for_initialized(move || l1.lock().unwrap().push("init".into()))
+            .for_creates(move |n| l2.lock().unwrap().push(n.name().to_string()))
+            .after_initialized()
+            .build(),
+    );
+    create(&fw, &format!("{base}/later"), b"").await;
+    let want = vec!["init".to_string(), "later".to_string()];
+    assert!(eventually(Timing::new().deadline(), || async { *late.lock().unwrap() == want }).await);
     cache.close();
     fw.close().await;
 }
@@ -506,10 +520,15 @@ async fn bad_input_is_refused_with_typed_errors_and_never_panics() {
     let ok = Arc::new(Mutex::new(0usize));
     let o = ok.clone();
     cache.add_listener(|_: &CuratorCacheEvent| panic!("listener bug"));
-    cache.add_listener(move |_: &CuratorCacheEvent| *o.lock().unwrap() += 1);
+    cache.add_listener(move |e: &CuratorCacheEvent| {
+        if matches!(e, CuratorCacheEvent::Created(_)) {
+            *o.lock().unwrap() += 1;
+        }
+    });
     create(&fw, &format!("{root}/after-panic"), b"").await;
-    assert!(eventually(Timing::new().deadline(), || async { *ok.lock().unwrap() >= 1 }).await);
-    assert_eq!(cache.size(), 2);
+    create(&fw, &format!("{root}/after-panic-2"), b"").await;
+    assert!(eventually(Timing::new().deadline(), || async { *ok.lock().unwrap() == 2 }).await);
+    assert_eq!(cache.size(), 3);
 
     // Operations on a cache that never started.
     let idle = PathChildrenCache::new(&fw, &base, true).unwrap();
