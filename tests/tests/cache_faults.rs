@@ -432,6 +432,28 @@ async fn one_request_per_change_and_a_pipelined_initial_load() {
     let wanted: Vec<_> = sent.iter().map(|(n, _)| n.clone()).collect();
     assert_eq!(names, wanted);
     cache.close();
+
+    // A NodeCache: on servers before 3.9 each change of its node also registers the watch again
+    // (ZOOKEEPER-4466), so two requests: AddWatch and a one-operation multi-read.
+    let node = NodeCache::new(&fw, base).unwrap();
+    within("start", node.start(true)).await.unwrap();
+    let before = packets(&server).await;
+    const SETS: usize = 50;
+    for i in 0..SETS {
+        client.set_data(base, format!("{i}").as_bytes(), None).await.unwrap();
+        let want = format!("{i}").into_bytes();
+        assert!(
+            eventually(Timing::new().deadline(), || async {
+                node.current_data().is_some_and(|n| n.data.as_deref() == Some(&want[..]))
+            })
+            .await
+        );
+    }
+    let after = packets(&server).await;
+    let per_change = (after - before).saturating_sub(SETS as u64 + 1) as f64 / SETS as f64;
+    eprintln!("NodeCache: {per_change:.2} requests per change");
+    assert!(per_change <= 2.2, "{per_change} requests per change");
+    node.close();
     writer.close().await;
     fw.close().await;
 }
