@@ -61,6 +61,14 @@
 //! cache), [`child_data`] (the cached node, the tree selector), [`listener`] (streams and
 //! listener ids). Everything is re-exported at the root.
 //!
+//! | what | requests (measured on ZooKeeper 3.8, see the `cache_faults` tests) |
+//! |---|---|
+//! | a node below the root created or changed | 1 (getData) |
+//! | a node below the root deleted | 0 |
+//! | initial load of N nodes | about N / 1,000 + 3 multi-reads (10,000 children: 13 requests, ~25 ms here) |
+//! | reconnection, lost session, failed read | a reload (as the initial load) and the difference as events |
+//! | the root itself created, changed or deleted | before 3.9: AddWatch and a reload (a [`NodeCache`]: 2 requests); from 3.9: as any node |
+//!
 //! **ZooKeeper before 3.9** keeps one watch per path and connection (ZOOKEEPER-4466). The caches
 //! survive one-shot data watches set by other recipes of the same framework on their root (they
 //! register again, and load, after each change of the root). But a one-shot *children* watch set
