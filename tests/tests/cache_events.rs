@@ -244,12 +244,17 @@ async fn path_children_cache_start_modes_and_child_events() {
         }
         // Changes below a child are not the cache's business; changes of children are.
         set(&fw, &format!("{base}/c2/grandchild"), b"h").await;
+        // Each step waits for its event, so that no read can see the next step's change.
         let c3 = format!("{base}/c3");
+        let mut got = Vec::new();
         create(&fw, &c3, b"x").await;
+        got.extend(children_events_until(&mut events, 1).await.iter().map(describe));
         set(&fw, &c3, b"y").await;
+        got.extend(children_events_until(&mut events, 1).await.iter().map(describe));
         delete(&fw, &c3).await;
+        got.extend(children_events_until(&mut events, 1).await.iter().map(describe));
         create(&fw, &c3, b"z").await;
-        let got: Vec<_> = children_events_until(&mut events, 4).await.iter().map(describe).collect();
+        got.extend(children_events_until(&mut events, 1).await.iter().map(describe));
         assert_eq!(got, vec!["added c3", "updated c3 y", "removed c3", "added c3"], "mode {mode:?}");
         assert_eq!(cache.current_data_for(&c3).unwrap().data.as_deref(), Some(&b"z"[..]));
         assert!(cache.current_data_for(&format!("{base}/c2/grandchild")).is_none());
@@ -298,18 +303,25 @@ async fn node_cache_follows_a_node_that_comes_and_goes() {
     within("start", cache.start(true)).await.unwrap();
     assert!(cache.current_data().is_none(), "does not exist yet");
 
+    // Each step waits for its event; the child's creation and deletion must cause none.
     let mut changes = Vec::new();
-    create(&fw, &node, b"v1").await;
-    create(&fw, &format!("{node}/child"), b"not mine").await;
-    set(&fw, &node, b"v2").await;
-    delete(&fw, &format!("{node}/child")).await;
-    delete(&fw, &node).await;
-    create(&fw, &node, b"v3").await;
-    while changes.len() < 4 {
-        if let NodeCacheEvent::NodeChanged(n) = next(&mut events).await {
-            changes.push(n.map(|n| String::from_utf8(n.data.clone().unwrap_or_default()).unwrap()));
+    async fn changed(events: &mut curator_cache::EventStream<NodeCacheEvent>) -> Option<String> {
+        loop {
+            if let NodeCacheEvent::NodeChanged(n) = next(events).await {
+                return n.map(|n| String::from_utf8(n.data.clone().unwrap_or_default()).unwrap());
+            }
         }
     }
+    create(&fw, &node, b"v1").await;
+    changes.push(changed(&mut events).await);
+    create(&fw, &format!("{node}/child"), b"not mine").await;
+    set(&fw, &node, b"v2").await;
+    changes.push(changed(&mut events).await);
+    delete(&fw, &format!("{node}/child")).await;
+    delete(&fw, &node).await;
+    changes.push(changed(&mut events).await);
+    create(&fw, &node, b"v3").await;
+    changes.push(changed(&mut events).await);
     assert_eq!(changes, vec![Some("v1".into()), Some("v2".into()), None, Some("v3".into())]);
     assert_eq!(cache.current_data().unwrap().data.as_deref(), Some(&b"v3"[..]));
 
@@ -377,18 +389,25 @@ async fn tree_cache_depth_selector_and_events() {
     set(&fw, &format!("{base}/a/b/c"), b"x").await;
     create(&fw, &format!("{base}/locks/l2"), b"").await;
     create(&fw, &format!("{base}/tmp/t2"), b"").await;
-    // In scope.
-    create(&fw, &format!("{base}/d"), b"1").await;
-    set(&fw, &format!("{base}/d"), b"2").await;
-    delete(&fw, &format!("{base}/d")).await;
-    create(&fw, &format!("{base}/d"), b"3").await;
-    let mut got = Vec::new();
-    while got.len() < 4 {
-        let e = next(&mut events).await;
-        if !matches!(e, TreeCacheEvent::ConnectionReconnected) {
-            got.push(describe_tree(&e, &base));
+    // In scope; each step waits for its event (the out-of-scope ones above must cause none).
+    async fn tree_event(events: &mut curator_cache::EventStream<TreeCacheEvent>, base: &str) -> String {
+        loop {
+            let e = next(events).await;
+            if !matches!(e, TreeCacheEvent::ConnectionReconnected) {
+                return describe_tree(&e, base);
+            }
         }
     }
+    let d = format!("{base}/d");
+    let mut got = Vec::new();
+    create(&fw, &d, b"1").await;
+    got.push(tree_event(&mut events, &base).await);
+    set(&fw, &d, b"2").await;
+    got.push(tree_event(&mut events, &base).await);
+    delete(&fw, &d).await;
+    got.push(tree_event(&mut events, &base).await);
+    create(&fw, &d, b"3").await;
+    got.push(tree_event(&mut events, &base).await);
     assert_eq!(got, vec!["added /d", "updated /d", "removed /d", "added /d"]);
     assert_eq!(tree.current_data(&format!("{base}/d")).unwrap().data.as_deref(), Some(&b"3"[..]));
     assert!(tree.current_data(&format!("{base}/a/b/c")).is_none());
