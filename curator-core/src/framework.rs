@@ -666,3 +666,12 @@ impl Drop for BackgroundTicket {
         self.inner.pending_background.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
+
+/// The framework and what it hands out may move between tasks and threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    const fn send<T: Send>() {}
+    send_sync::<CuratorFramework>();
+    send_sync::<Session>();
+    send::<crate::ops::Pending<String>>();
+};
