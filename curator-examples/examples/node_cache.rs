@@ -5,16 +5,13 @@
 use std::time::Duration;
 
 use curator_cache::{NodeCache, NodeCacheEvent};
-use curator_core::CuratorFramework;
 use curator_examples::{connect_arg, init_logging, Zookeeper};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     init_logging();
     let zk = Zookeeper::from_env(connect_arg()).await?;
-    let client = CuratorFramework::builder().connect_string(zk.connect_string()).build()?;
-    client.start()?;
-    client.block_until_connected(Duration::from_secs(10)).await?;
+    let client = zk.connect().await?;
     let path = format!("/examples/config-{}", std::process::id());
 
     let cache = NodeCache::new(&client, &path)?;

@@ -6,16 +6,14 @@
 use std::time::Duration;
 
 use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_core::{CreateMode, CuratorFramework};
+use curator_core::CreateMode;
 use curator_examples::{connect_arg, init_logging, Zookeeper};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     init_logging();
     let zk = Zookeeper::from_env(connect_arg()).await?;
-    let client = CuratorFramework::builder().connect_string(zk.connect_string()).build()?;
-    client.start()?;
-    client.block_until_connected(Duration::from_secs(10)).await?;
+    let client = zk.connect().await?;
     let dir = format!("/examples/members-{}", std::process::id());
     client.create().creating_parents_if_needed().for_path(&dir, Vec::new()).await?;
 

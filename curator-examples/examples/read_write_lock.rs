@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use curator_core::CuratorFramework;
 use curator_examples::{connect_arg, init_logging, Zookeeper};
 use curator_recipes::locks::InterProcessReadWriteLock;
 
@@ -13,9 +12,7 @@ use curator_recipes::locks::InterProcessReadWriteLock;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     init_logging();
     let zk = Zookeeper::from_env(connect_arg()).await?;
-    let client = CuratorFramework::builder().connect_string(zk.connect_string()).build()?;
-    client.start()?;
-    client.block_until_connected(Duration::from_secs(10)).await?;
+    let client = zk.connect().await?;
     let path = format!("/examples/rwlock-{}", std::process::id());
 
     let a = InterProcessReadWriteLock::new(&client, &path)?;

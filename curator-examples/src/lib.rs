@@ -35,6 +35,14 @@ impl Zookeeper {
         &self.connect_string
     }
 
+    /// A started framework on this ZooKeeper, connected (or an error after 10 s).
+    pub async fn connect(&self) -> curator_core::Result<curator_core::CuratorFramework> {
+        let client = curator_core::CuratorFramework::builder().connect_string(&self.connect_string).build()?;
+        client.start()?;
+        client.block_until_connected(std::time::Duration::from_secs(10)).await?;
+        Ok(client)
+    }
+
     /// True when the server was started here.
     pub fn is_embedded(&self) -> bool {
         self.embedded.is_some()

@@ -126,12 +126,7 @@ async fn expiry_on_demand_gives_lost_then_a_new_session() {
 #[tokio::test]
 async fn short_cut_is_suspended_then_reconnected_on_the_same_session() {
     framework_support::init_tracing();
-    let server = TestingServer::shared();
-    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
-    let fw = builder(&proxy.connect_string()).build().unwrap();
-    let mut states = fw.connection_state_stream();
-    fw.start().unwrap();
-    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    let (proxy, fw, mut states) = framework_support::proxied_with_states().await;
     let before = fw.session().await.unwrap().id();
 
     proxy.cut();
@@ -146,12 +141,7 @@ async fn short_cut_is_suspended_then_reconnected_on_the_same_session() {
 
 #[tokio::test]
 async fn long_partition_reports_lost_within_the_session_timeout() {
-    let server = TestingServer::shared();
-    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
-    let fw = builder(&proxy.connect_string()).build().unwrap();
-    let mut states = fw.connection_state_stream();
-    fw.start().unwrap();
-    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    let (proxy, fw, mut states) = framework_support::proxied_with_states().await;
     let negotiated = fw.session().await.unwrap().client().session_timeout();
 
     proxy.pause();

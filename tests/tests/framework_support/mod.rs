@@ -32,6 +32,18 @@ pub async fn connected(b: CuratorFrameworkBuilder) -> CuratorFramework {
     fw
 }
 
+/// A framework through a fresh proxy in front of the shared server, started and connected, with
+/// a stream of its transitions from the start.
+pub async fn proxied_with_states() -> (curator_test::ChaosProxy, CuratorFramework, ConnectionStateStream) {
+    let server = curator_test::TestingServer::shared();
+    let proxy = curator_test::ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = builder(&proxy.connect_string()).build().expect("valid options");
+    let states = fw.connection_state_stream();
+    fw.start().expect("start");
+    fw.block_until_connected(Timing::new().deadline()).await.expect("connected");
+    (proxy, fw, states)
+}
+
 /// Reads transitions until one has `state` (and passes `check`), returning all read so far.
 pub async fn wait_for(
     stream: &mut ConnectionStateStream,
