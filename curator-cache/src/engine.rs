@@ -12,6 +12,11 @@
 //!  Lost, new session, failed read ─► load again and diff: exactly what changed meanwhile
 //! ```
 //!
+//! zookeeper-client 0.11.2 re-sends one-shot watches on a new connection but not persistent
+//! ones (in `resend_watches`, the highest watch-kind index is never raised, so a plain
+//! SetWatches without the persistent lists goes out). The server ties watches to the
+//! connection, so after any reconnection the engine sends AddWatch again before it loads.
+//!
 //! ZooKeeper before 3.9 keeps one watch mode per path and connection (ZOOKEEPER-4466): a
 //! one-shot data watch that another recipe on the same session sets on the root replaces the
 //! persistent one, and the next change of the root consumes it. The engine therefore registers
@@ -587,9 +592,13 @@ impl Engine {
                 } else if state == zk::SessionState::Disconnected {
                     live.disconnected = true;
                 } else if live.disconnected {
-                    // Events while disconnected are not replayed to persistent watches: catch
-                    // up, once the framework has reported the reconnection (or soon anyway).
+                    // zookeeper-client 0.11.2 does not register persistent watches again on a
+                    // new connection (its SetWatches leaves them out), and events while
+                    // disconnected are not replayed to them anyway (ZOOKEEPER-4698): register
+                    // again and catch up, once the framework has reported the reconnection (or
+                    // soon anyway).
                     live.disconnected = false;
+                    live.rewatch = true;
                     let announced = std::mem::take(&mut live.reconnect_announced);
                     if !self.want_sync {
                         self.want_sync = true;
