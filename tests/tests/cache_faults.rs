@@ -16,7 +16,7 @@ use curator_cache::{
     StartMode, TreeCache, TreeCacheEvent,
 };
 use curator_core::{ConnectionState, CuratorFramework};
-use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingServer, Timing};
+use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingCluster, TestingServer, Timing};
 
 const BASE: &str = "/churn";
 
@@ -352,7 +352,47 @@ async fn changes_missed_while_disconnected_are_reported_after_reconnecting_to_th
     caught_up.sort();
     assert_eq!(caught_up, vec!["added k2", "removed k1", "updated k0"], "{names:?}");
     assert_eq!(caches.node_state().as_deref(), Some(&b"during"[..]));
+    // And they still follow changes: the watch was registered again on the new connection
+    // (zookeeper-client does not do it for persistent watches).
+    set(&writer, &format!("{BASE}/k0"), b"after").await;
+    create(&writer, &format!("{BASE}/k3/j1"), b"after").await;
+    caches.converge(&raw).await;
+    assert_eq!(caches.node_state().as_deref(), Some(&b"after"[..]));
     writer.close().await;
+    fw.close().await;
+}
+
+/// An ensemble loses its leader under churn: every client connection drops and moves to
+/// another member; the caches catch up and equal the ensemble afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_converge_when_the_ensemble_loses_its_leader_under_churn() {
+    trace();
+    let mut cluster = TestingCluster::start(3).await.unwrap();
+    let connect = cluster.connect_string();
+    let fw = connected(&connect).await;
+    let writers = writers(&connect, 2).await;
+    for k in 0..4 {
+        create(&writers[0], &format!("{BASE}/k{k}"), b"seed").await;
+    }
+    let mut caches = Caches::start(&fw).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let ops = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = writers.iter().map(|w| churn(w.clone(), stop.clone(), ops.clone())).collect();
+    wait_ops(&ops, 100).await;
+    let leader = cluster.wait_for_leader(Timing::new().deadline()).await.unwrap();
+    cluster.kill(leader).await.unwrap();
+    cluster.wait_for_leader(Timing::new().deadline()).await.unwrap();
+    wait_ops(&ops, 100).await;
+    stop.store(true, Ordering::SeqCst);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // List through a writer's session: it has seen its own writes, and the caches must too.
+    let raw = writers[0].session().await.unwrap().client().clone();
+    caches.converge(&raw).await;
+    for w in &writers {
+        w.close().await;
+    }
     fw.close().await;
 }
 
