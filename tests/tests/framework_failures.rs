@@ -208,3 +208,26 @@ async fn nothing_listening_is_a_clear_error_within_the_connection_timeout() {
     assert!(op.as_ref().is_err_and(CuratorError::is_retryable), "{op:?}");
     fw.close().await;
 }
+
+#[tokio::test]
+async fn persistent_watch_keeps_firing_after_a_reconnection() {
+    let (proxy, fw, mut states) = framework_support::proxied_with_states().await;
+    let base = unique("pwatch");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+    let mut watch = fw.watches().add().for_path(&base).await.unwrap();
+
+    proxy.cut();
+    wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
+    // The watch sees the session events, adds itself again, then hears later changes.
+    let mut seen_reconnect = false;
+    while !seen_reconnect {
+        let event = tokio::time::timeout(Timing::new().deadline(), watch.next()).await.unwrap().unwrap();
+        seen_reconnect = event.session_state == curator_core::zk::SessionState::SyncConnected
+            && event.event_type == curator_core::zk::EventType::Session;
+    }
+    fw.create().for_path(&format!("{base}/after"), vec![]).await.unwrap();
+    let event = tokio::time::timeout(Timing::new().deadline(), watch.next()).await.unwrap().unwrap();
+    assert_eq!(event.event_type, curator_core::zk::EventType::NodeCreated);
+    assert_eq!(event.path, format!("{base}/after"));
+    fw.close().await;
+}

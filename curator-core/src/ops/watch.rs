@@ -3,6 +3,11 @@
 //! A persistent watch lives as long as its session. [`PersistentWatch::next`] returns `None`
 //! once the session has ended (zookeeper-client panics if its watcher is polled after that, so
 //! this wrapper never does); the caller adds a new watch on the new session.
+//!
+//! After a reconnection to the same session the watch is added again: zookeeper-client 0.11.2
+//! re-registers only one-shot watches with the server when it reconnects, so a persistent watch
+//! would otherwise go silent. Changes made while disconnected are not replayed (a server-side
+//! limit, ZOOKEEPER-4698): re-read what you need after a `SyncConnected` session event.
 
 use std::sync::Arc;
 
@@ -72,11 +77,18 @@ impl AddWatchBuilder {
         Pending::new(&self.fw, CuratorEventType::AddWatch, path, async move {
             let watch = fw
                 .call_with_retry("add_watch", &owned, |session, _| {
-                    let path = &owned;
+                    let (path, fw) = (&owned, &fw);
                     async move {
                         let inner =
                             session.client().watch(path, mode).await.map_err(|e| CuratorError::from_zk(path, e))?;
-                        Ok(PersistentWatch { inner: Some(inner), generation: session.generation() })
+                        Ok(PersistentWatch {
+                            inner: Some(inner),
+                            generation: session.generation(),
+                            fw: Some(fw.clone()),
+                            path: path.clone(),
+                            mode,
+                            disconnected: false,
+                        })
                     }
                 })
                 .await?;
@@ -88,7 +100,14 @@ impl AddWatchBuilder {
                         let _ = tokio::task::spawn_blocking(move || watcher(event)).await;
                     }
                 });
-                return Ok(PersistentWatch { inner: None, generation: 0 });
+                return Ok(PersistentWatch {
+                    inner: None,
+                    generation: 0,
+                    fw: None,
+                    path: String::new(),
+                    mode,
+                    disconnected: false,
+                });
             }
             Ok(watch)
         })
@@ -100,6 +119,10 @@ impl AddWatchBuilder {
 pub struct PersistentWatch {
     inner: Option<zk::PersistentWatcher>,
     generation: u64,
+    fw: Option<CuratorFramework>,
+    path: String,
+    mode: AddWatchMode,
+    disconnected: bool,
 }
 
 impl PersistentWatch {
@@ -110,10 +133,35 @@ impl PersistentWatch {
     pub async fn next(&mut self) -> Option<zk::WatchedEvent> {
         let watcher = self.inner.as_mut()?;
         let event = watcher.changed().await;
-        if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
-            self.inner = None;
+        if event.event_type == zk::EventType::Session {
+            match event.session_state {
+                s if s.is_terminated() => self.inner = None,
+                zk::SessionState::Disconnected => self.disconnected = true,
+                zk::SessionState::SyncConnected if self.disconnected => {
+                    self.disconnected = false;
+                    self.add_again().await;
+                }
+                _ => {}
+            }
         }
         Some(event)
+    }
+
+    /// Adds the watch again on the same session after a reconnection. The new watcher is in
+    /// place before the old one is dropped, so no removal reaches the server.
+    async fn add_again(&mut self) {
+        let Some(fw) = &self.fw else { return };
+        let Ok(session) = fw.session_for(&self.path).await else { return };
+        if session.generation() != self.generation {
+            return;
+        }
+        match session.client().watch(&self.path, self.mode).await {
+            Ok(watcher) => {
+                tracing::debug!(path = %self.path, "persistent watch added again after a reconnection");
+                self.inner = Some(watcher);
+            }
+            Err(err) => tracing::warn!(path = %self.path, error = %err, "could not add the persistent watch again"),
+        }
     }
 
     /// The framework's session generation the watch was added on.
