@@ -15,6 +15,8 @@ pub(crate) struct Args {
     pub adds: usize,
     /// Ours: run on tokio's current-thread runtime (`--runtime current`).
     pub current_thread: bool,
+    /// Ours: `waiters` with `--mode queued` uses a QueuedMutex.
+    pub mode: String,
 }
 
 impl Args {
@@ -31,6 +33,7 @@ impl Args {
             children: 1000,
             adds: 1000,
             current_thread: false,
+            mode: String::new(),
         };
         while let Some(key) = it.next() {
             let Some(value) = it.next() else { return Err(format!("{key} needs a value")) };
@@ -47,6 +50,7 @@ impl Args {
                 "--children" => a.children = num(&value)?,
                 "--adds" => a.adds = num(&value)?,
                 "--runtime" => a.current_thread = value == "current",
+                "--mode" => a.mode = value,
                 _ => {}
             }
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_core::Result;
-use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock};
+use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock, QueuedMutex};
 use serde_json::json;
 use tokio::sync::Barrier;
 
@@ -141,24 +141,45 @@ pub(crate) async fn rwlock(args: &Args) -> Result<Vec<String>> {
 
 /// One framework (one session), `--clients` tasks each acquiring and releasing one mutex
 /// `--cycles` times. Reports cycles/s, acquire latency, and peak resident memory.
+///
+/// `--mode queued` uses a [`QueuedMutex`] (local waiters queue in memory behind one ZooKeeper
+/// node per process); the default gives every task its own `InterProcessMutex` node, which
+/// costs every waiter a listing of all the others (quadratic: 10,000 of them overwhelm a
+/// server with 1 GB of heap, as they would with Curator).
 pub(crate) async fn waiters(args: &Args) -> Result<Vec<String>> {
     let fw = crate::client(args).await?;
     crate::ensure_path(&fw, &args.path).await?;
     let path = format!("{}/lock", args.path);
     let (rss_before, _) = memory_kib();
     let barrier = Arc::new(Barrier::new(args.clients + 1));
+    let queued = args.mode == "queued";
+    let shared = if queued { Some(Arc::new(QueuedMutex::new(&fw, &path)?)) } else { None };
     let mut tasks = Vec::new();
     for _ in 0..args.clients {
-        let (fw, path, barrier, cycles) = (fw.clone(), path.clone(), barrier.clone(), args.cycles);
+        let (fw, path, barrier, cycles, shared) =
+            (fw.clone(), path.clone(), barrier.clone(), args.cycles, shared.clone());
         tasks.push(tokio::spawn(async move {
-            let mutex = InterProcessMutex::new(&fw, &path)?;
+            let own = match shared {
+                Some(_) => None,
+                None => Some(InterProcessMutex::new(&fw, &path)?),
+            };
             barrier.wait().await;
             let mut latencies = Vec::with_capacity(cycles);
             for _ in 0..cycles {
                 let t = Instant::now();
-                let guard = mutex.acquire().await?;
-                latencies.push(micros(t.elapsed()));
-                guard.release().await?;
+                match (&shared, &own) {
+                    (Some(q), _) => {
+                        let guard = q.acquire().await?;
+                        latencies.push(micros(t.elapsed()));
+                        guard.release().await?;
+                    }
+                    (None, Some(m)) => {
+                        let guard = m.acquire().await?;
+                        latencies.push(micros(t.elapsed()));
+                        guard.release().await?;
+                    }
+                    (None, None) => {}
+                }
             }
             Ok::<_, curator_core::CuratorError>(latencies)
         }));
@@ -172,6 +193,9 @@ pub(crate) async fn waiters(args: &Args) -> Result<Vec<String>> {
     let wall = started.elapsed();
     let (rss, peak) = memory_kib();
     fw.close().await;
-    let extra = json!({"rss_kib": rss, "peak_rss_kib": peak, "rss_before_kib": rss_before, "tasks": args.clients});
+    let extra = json!({
+        "rss_kib": rss, "peak_rss_kib": peak, "rss_before_kib": rss_before, "tasks": args.clients,
+        "mode": if queued { "queued" } else { "mutex" },
+    });
     Ok(vec![line("waiters", args.clients, args.clients * args.cycles, wall, &mut latencies, extra)])
 }

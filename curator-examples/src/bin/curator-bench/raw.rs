@@ -33,6 +33,7 @@ pub(crate) async fn raw_sync(args: &Args) -> Result<Vec<String>> {
         }
     }
     let wall = started.elapsed();
+    drop(session); // a Session must not outlive its use: close() ends the session when it is gone
     fw.close().await;
     Ok(vec![line("raw_sync", 1, args.cycles, wall, &mut samples, json!({}))])
 }
@@ -48,6 +49,7 @@ pub(crate) async fn raw_async(args: &Args) -> Result<Vec<String>> {
     let started = Instant::now();
     pipelined(session.client(), &prefix, args.cycles, args.window, &mut samples).await?;
     let wall = started.elapsed();
+    drop(session);
     fw.close().await;
     Ok(vec![line("raw_async", 1, args.cycles, wall, &mut samples, json!({"window": args.window}))])
 }
