@@ -91,6 +91,13 @@ pub enum CuratorError {
         /// What the client reported.
         detail: String,
     },
+    /// No connection could be had in time (before the first connection, or for an operation
+    /// while disconnected): nothing was sent. Retryable.
+    #[error("not connected: {detail}")]
+    NotConnected {
+        /// Why, and to what.
+        detail: String,
+    },
     /// The session expired. The framework opens a new one by itself; retryable, as in Curator.
     #[error("session expired during operation on {path:?}")]
     SessionExpired {
@@ -155,7 +162,7 @@ impl CuratorError {
     /// True when the outcome of the operation is unknown and it may be tried again: connection
     /// loss in any form, and session expiry (the retry then runs on the new session).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::ConnectionLoss { .. } | Self::SessionExpired { .. })
+        matches!(self, Self::ConnectionLoss { .. } | Self::NotConnected { .. } | Self::SessionExpired { .. })
     }
 
     /// The path the error concerns, where there is one.
@@ -176,7 +183,7 @@ impl CuratorError {
             | Self::Timeout { path }
             | Self::BadData { path, .. }
             | Self::Zk { path, .. } => Some(path),
-            Self::Closed | Self::IllegalState(_) => None,
+            Self::Closed | Self::IllegalState(_) | Self::NotConnected { .. } => None,
         }
     }
 
@@ -191,16 +198,12 @@ impl CuratorError {
             Self::NoAuth { .. } => -102,
             Self::NoChildrenForEphemerals { .. } => -108,
             Self::InvalidAcl { .. } => -114,
-            Self::ConnectionLoss { .. } => -4,
+            Self::ConnectionLoss { .. } | Self::NotConnected { .. } => -4,
             Self::SessionExpired { .. } => -112,
             Self::Timeout { .. } => -7,
             Self::Closed => -122,
             Self::InvalidPath { .. } | Self::InvalidArgument { .. } | Self::DataTooLarge { .. } => -8,
             Self::IllegalState(_) | Self::BadData { .. } | Self::Zk { .. } => -1,
         }
-    }
-
-    pub(crate) fn connection_loss(path: &str, detail: impl Into<String>) -> Self {
-        Self::ConnectionLoss { path: path.to_string(), detail: detail.into() }
     }
 }

@@ -345,8 +345,7 @@ impl CuratorFramework {
             Ok(_) => Err(CuratorError::Closed),
             Err(_) => {
                 let last = self.inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                Err(CuratorError::ConnectionLoss {
-                    path: String::new(),
+                Err(CuratorError::NotConnected {
                     detail: format!(
                         "could not connect to {} within {timeout:?}{}",
                         self.inner.config.connect_string,
@@ -565,7 +564,12 @@ impl CuratorFramework {
         }
         match tokio::time::timeout(self.inner.config.connection_timeout, wait).await {
             Ok(r) => r,
-            Err(_) => Err(CuratorError::connection_loss(op_path, "no connection within the connection timeout")),
+            Err(_) => Err(CuratorError::NotConnected {
+                detail: format!(
+                    "no connection to {} within the connection timeout ({:?}) for {op_path:?}",
+                    self.inner.config.connect_string, self.inner.config.connection_timeout
+                ),
+            }),
         }
     }
 

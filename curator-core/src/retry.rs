@@ -220,7 +220,7 @@ mod tests {
     fn session_failed_policy_refuses_expiry_only() {
         let p = SessionFailedRetryPolicy::new(RetryForever::new(Duration::ZERO));
         assert!(!p.allow_retry_on(&CuratorError::SessionExpired { path: "/a".into() }));
-        assert!(p.allow_retry_on(&CuratorError::connection_loss("/a", "cut")));
+        assert!(p.allow_retry_on(&CuratorError::ConnectionLoss { path: "/a".into(), detail: "cut".into() }));
         assert!(!p.allow_retry_on(&CuratorError::NoNode { path: "/a".into() }));
     }
 }

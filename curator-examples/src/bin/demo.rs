@@ -44,6 +44,15 @@ async fn main() -> ExitCode {
         tracing::info!("using the ZooKeeper at {}", zk.connect_string());
     }
     let namespace = format!("curator-demo-{:08x}", fastrand::u32(..));
+    // Fail fast, within the connection timeout, when nothing answers at the connect string.
+    match framework(zk.connect_string(), &namespace, Duration::from_secs(10)).await {
+        Ok(probe) => probe.close().await,
+        Err(e) => {
+            tracing::error!("cannot reach ZooKeeper at {}: {e}", zk.connect_string());
+            zk.stop().await;
+            return ExitCode::FAILURE;
+        }
+    }
     let mut checks = Checks::default();
     let outcome = run(zk.connect_string(), &namespace, &mut checks).await;
     if let Err(e) = &outcome {
@@ -71,16 +80,19 @@ async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> Result<()> 
     Ok(())
 }
 
+/// How long the demo waits for a connection before it gives up.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A started framework under the demo's namespace.
 pub(crate) async fn framework(connect: &str, namespace: &str, session_timeout: Duration) -> Result<CuratorFramework> {
     let fw = CuratorFramework::builder()
         .connect_string(connect)
         .namespace(namespace)
         .session_timeout(session_timeout)
-        .connection_timeout(Duration::from_secs(10))
+        .connection_timeout(CONNECTION_TIMEOUT)
         .build()?;
     fw.start()?;
-    fw.block_until_connected(Duration::from_secs(15)).await?;
+    fw.block_until_connected(CONNECTION_TIMEOUT).await?;
     Ok(fw)
 }
 
