@@ -38,6 +38,8 @@
 //! [`state`] (connection states), [`retry`], [`path`], [`ops`] (the fluent operations),
 //! [`background`] (callbacks and listeners), [`error`].
 
+#![warn(missing_docs)]
+
 pub mod acl;
 pub mod background;
 pub mod error;

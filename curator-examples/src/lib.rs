@@ -7,6 +7,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 use curator_test::TestingServer;
 
 /// The ZooKeeper an example talks to: one named by `--connect` or `ZK_CONNECT`, or one started
