@@ -3,12 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::time::Duration;
 
 use curator_cache::{CuratorCacheEvent, EventStream, PathChildrenCacheEvent, TreeCacheEvent};
-use curator_core::retry::RetryNTimes;
 use curator_core::zk;
-use curator_core::{CreateMode, CuratorFramework, CuratorFrameworkBuilder};
+use curator_core::{CreateMode, CuratorFramework};
 use curator_test::Timing;
 
 /// A path no other test uses.
@@ -16,22 +14,13 @@ pub fn unique(name: &str) -> String {
     format!("/cache-{name}-{:016x}", fastrand::u64(..))
 }
 
-/// A builder with test timings for `connect_string`.
-pub fn builder(connect_string: &str) -> CuratorFrameworkBuilder {
-    let timing = Timing::new();
-    CuratorFramework::builder()
-        .connect_string(connect_string)
-        .session_timeout(timing.session_timeout())
-        .connection_timeout(timing.connection_timeout())
-        .retry_policy(RetryNTimes::new(20, Duration::from_millis(100)))
-}
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::builder;
 
 /// A started and connected framework.
 pub async fn connected(connect_string: &str) -> CuratorFramework {
-    let fw = builder(connect_string).build().expect("valid options");
-    fw.start().expect("start");
-    fw.block_until_connected(Timing::new().deadline()).await.expect("connected");
-    fw
+    common::start(builder(connect_string)).await
 }
 
 /// Creates `path` (and its parents) with `data`.

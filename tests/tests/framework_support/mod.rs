@@ -1,9 +1,6 @@
 //! Helpers shared by the framework tests.
 #![allow(dead_code)]
 
-use std::time::Duration;
-
-use curator_core::retry::RetryNTimes;
 use curator_core::{
     ConnectionState, ConnectionStateEvent, ConnectionStateStream, CuratorFramework, CuratorFrameworkBuilder,
 };
@@ -14,22 +11,14 @@ pub fn unique(name: &str) -> String {
     format!("/{name}-{:016x}", fastrand::u64(..))
 }
 
-/// A builder with test timings for `connect_string`.
-pub fn builder(connect_string: &str) -> CuratorFrameworkBuilder {
-    let timing = Timing::new();
-    CuratorFramework::builder()
-        .connect_string(connect_string)
-        .session_timeout(timing.session_timeout())
-        .connection_timeout(timing.connection_timeout())
-        .retry_policy(RetryNTimes::new(10, Duration::from_millis(100)))
-}
+#[path = "../common/mod.rs"]
+mod common;
+#[allow(unused_imports)]
+pub use common::{builder, init_tracing};
 
 /// A started and connected framework.
 pub async fn connected(b: CuratorFrameworkBuilder) -> CuratorFramework {
-    let fw = b.build().expect("valid options");
-    fw.start().expect("start");
-    fw.block_until_connected(Timing::new().deadline()).await.expect("connected");
-    fw
+    common::start(b).await
 }
 
 /// A framework through a fresh proxy in front of the shared server, started and connected, with
@@ -69,12 +58,4 @@ pub async fn wait_for(
         seen.iter().map(|e| e.state).collect::<Vec<_>>()
     );
     seen
-}
-
-/// Logs to the test output when `RUST_LOG` is set.
-pub fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
 }

@@ -10,16 +10,9 @@ use curator_core::retry::ExponentialBackoffRetry;
 use curator_core::{CuratorFramework, ErrorPolicy};
 use curator_test::Timing;
 
-/// Logs to the test's captured output; `RUST_LOG=debug` for more.
-pub fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_test_writer()
-        .try_init();
-}
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::init_tracing;
 
 /// A path nobody else uses.
 pub fn unique_path(name: &str) -> String {
@@ -34,22 +27,15 @@ pub async fn framework(connect_string: &str) -> CuratorFramework {
 
 /// As [`framework`], with an error policy and a session timeout.
 pub async fn framework_with(connect_string: &str, policy: ErrorPolicy, session_timeout: Duration) -> CuratorFramework {
-    let timing = Timing::new();
-    let fw = CuratorFramework::builder()
-        .connect_string(connect_string)
+    let b = common::builder(connect_string)
         .session_timeout(session_timeout)
-        .connection_timeout(timing.connection_timeout())
         .retry_policy(ExponentialBackoffRetry::with_max_sleep(
             Duration::from_millis(50),
             20,
             Duration::from_millis(500),
         ))
-        .connection_state_error_policy(policy)
-        .build()
-        .expect("build framework");
-    fw.start().expect("start framework");
-    fw.block_until_connected(timing.deadline()).await.expect("framework connects");
-    fw
+        .connection_state_error_policy(policy);
+    common::start(b).await
 }
 
 /// Microseconds since the epoch (the same clock a Java peer on this machine reads).
