@@ -232,8 +232,9 @@ impl CuratorFramework {
 }
 
 /// Spawns a task on the current runtime, if there is one (drop-time cleanups run where no
-/// runtime may be left).
-pub(crate) fn spawn_detached<F>(future: F)
+/// runtime may be left). Unlike [`CuratorFramework::spawn_background`], `close()` does not wait
+/// for it: for monitors that end by themselves.
+pub fn spawn_detached<F>(future: F)
 where
     F: Future<Output = ()> + Send + 'static,
 {

@@ -122,11 +122,8 @@ impl CreateBuilder {
     /// prefix included, relative to the namespace).
     pub fn for_path(self, path: &str, data: impl Into<Vec<u8>>) -> Pending<String> {
         let fw = self.fw.clone();
-        let path_owned = path.to_string();
-        match self.into_op(path, data.into()) {
-            Ok(op) => Pending::new(&fw, CuratorEventType::Create, path, async move { op.run().await.map(|(p, _)| p) }),
-            Err(err) => Pending::failed(&fw, CuratorEventType::Create, &path_owned, err),
-        }
+        let with_stat = self.for_path_with_stat(path, data);
+        Pending::new(&fw, CuratorEventType::Create, path, async move { with_stat.await.map(|(p, _)| p) })
     }
 
     /// As [`for_path`](Self::for_path), with the framework's default data.
@@ -297,17 +294,15 @@ fn protected_prefix(id: &uuid::Uuid) -> String {
     path::protected_name(id, "")
 }
 
-/// Creates every missing ancestor of `full_path` (persistent or container), with the ACL
-/// provider's ACLs. Existing ones are fine.
-pub(crate) async fn make_parents(
-    fw: &CuratorFramework,
-    client: &zk::Client,
-    full_path: &str,
-    containers: bool,
-) -> Result<()> {
+/// Creates every missing ancestor of `full_path` on `client`'s session (persistent nodes, or
+/// containers when `containers` is set), with the ACL provider's ACLs. Existing ones are fine.
+/// Recipes that create their nodes on a raw client use it for Curator's
+/// `creatingParentContainersIfNeeded`.
+pub async fn make_parents(fw: &CuratorFramework, client: &zk::Client, full_path: &str, containers: bool) -> Result<()> {
     let mode = if containers { zk::CreateMode::Container } else { zk::CreateMode::Persistent };
     for ancestor in path::ancestors(full_path) {
-        let acl = fw.config().acl_provider.acl_for_path(ancestor);
+        tracing::debug!(path = %ancestor, containers, "create parent");
+        let acl = fw.acl_for_path(ancestor);
         match client.create(ancestor, &[], &mode.with_acls(zk::Acls::new(&acl))).await {
             Ok(_) | Err(zk::Error::NodeExists) => {}
             Err(err) => return Err(CuratorError::from_zk(ancestor, err)),

@@ -31,6 +31,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use curator_core::background::spawn_detached;
+use curator_core::ops::create::make_parents;
 use curator_core::zk;
 use curator_core::{
     path, ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, ErrorPolicy, Result, Session,
@@ -180,6 +182,18 @@ pub struct LockNode {
 }
 
 impl LockNode {
+    /// Our node at `path`, as its stat and the session it was found on describe it.
+    fn ours(path: String, sequence: i64, stat: &zk::Stat, kind: NodeKind, session: &Session) -> Self {
+        LockNode {
+            path,
+            sequence,
+            czxid: stat.czxid,
+            fencing_token: kind.token(stat.czxid),
+            generation: session.generation(),
+            session_id: session.id(),
+        }
+    }
+
     pub(crate) fn name(&self) -> &str {
         path::node_name(&self.path)
     }
@@ -372,14 +386,7 @@ impl LockInternals {
                             }
                             NodeKind::Fixed { sequence, .. } => (base.to_string(), sequence),
                         };
-                        let node = LockNode {
-                            path,
-                            sequence,
-                            czxid: stat.czxid,
-                            fencing_token: kind.token(stat.czxid),
-                            generation: session.generation(),
-                            session_id: session.id(),
-                        };
+                        let node = LockNode::ours(path, sequence, &stat, kind, &session);
                         cleanup.known(&node.path);
                         match listed {
                             Ok(children) => Ok(Step::Next(Phase::Decide(node, children))),
@@ -388,7 +395,9 @@ impl LockInternals {
                     }
                     Err(zk::Error::NoNode) if *parent_attempts < MAX_PARENT_ATTEMPTS => {
                         *parent_attempts += 1;
-                        make_container_parents(&self.fw, client, base).await.map_err(|e| (e, Phase::Create))?;
+                        make_parents(&self.fw, client, base, self.fw.use_container_parents())
+                            .await
+                            .map_err(|e| (e, Phase::Create))?;
                         Ok(Step::Next(Phase::Create))
                     }
                     Err(e) => {
@@ -419,14 +428,7 @@ impl LockInternals {
                 let sequence = self.sort_names.iter().find_map(|ln| path::sequence_after(&name, ln));
                 match sequence {
                     Some(sequence) if stat.ephemeral_owner == session.id() => {
-                        let node = LockNode {
-                            path: found,
-                            sequence,
-                            czxid: stat.czxid,
-                            fencing_token: kind.token(stat.czxid),
-                            generation: session.generation(),
-                            session_id: session.id(),
-                        };
+                        let node = LockNode::ours(found, sequence, &stat, kind, &session);
                         cleanup.known(&node.path);
                         Ok(Step::Next(Phase::Decide(node, children)))
                     }
@@ -506,33 +508,6 @@ impl LockInternals {
 enum Step {
     Next(Phase),
     Held(LockNode),
-}
-
-/// Creates the missing ancestors of `node_path` as containers (Curator's
-/// `creatingParentContainersIfNeeded`; plain persistent nodes if the framework disables
-/// container parents), with the framework's ACLs.
-pub(crate) async fn make_container_parents(fw: &CuratorFramework, client: &zk::Client, node_path: &str) -> Result<()> {
-    let mode = if fw.use_container_parents() { zk::CreateMode::Container } else { zk::CreateMode::Persistent };
-    for ancestor in path::ancestors(node_path) {
-        tracing::debug!(path = %ancestor, "create container parent");
-        let acl = fw.acl_for_path(ancestor);
-        match client.create(ancestor, &[], &mode.with_acls(zk::Acls::new(&acl))).await {
-            Ok(_) | Err(zk::Error::NodeExists) => {}
-            Err(e) => return Err(CuratorError::from_zk(ancestor, e)),
-        }
-    }
-    Ok(())
-}
-
-/// Spawns `future` on the current tokio runtime, if there is one.
-pub(crate) fn spawn_detached<F>(future: F)
-where
-    F: std::future::Future<Output = ()> + Send + 'static,
-{
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => drop(handle.spawn(future)),
-        Err(_) => tracing::warn!("no tokio runtime: lock cleanup not started"),
-    }
 }
 
 /// Deletes an abandoned acquire's node when dropped while armed: by its path once known, else

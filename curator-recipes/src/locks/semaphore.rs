@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result};
 
-use super::internals::{spawn_detached, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
+use super::internals::{LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 use super::mutex::InterProcessMutex;
 
 /// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
@@ -231,7 +231,8 @@ impl Drop for Lease {
             return;
         }
         let (fw, path) = (self.fw.clone(), std::mem::take(&mut self.path));
-        spawn_detached(async move {
+        // Tracked, as the lock's cleanups are, so that close() waits for it.
+        self.fw.spawn_background(async move {
             tracing::debug!(path = %path, "delete lease (dropped)");
             if let Err(err) = fw.delete().guaranteed().quietly().for_path(&path).await {
                 if !matches!(err, CuratorError::Closed) && !err.is_retryable() {
