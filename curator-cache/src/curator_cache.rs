@@ -29,7 +29,7 @@ use curator_core::{ConnectionStateEvent, CuratorFramework, Result};
 
 use crate::child_data::{ChildData, TreeCacheSelector};
 use crate::engine::{CacheCore, EngineConfig, EngineEvent, Scope};
-use crate::listener::{EventStream, ListenerId, Listeners};
+use curator_core::listeners::{EventStream, ListenerId, Listeners};
 
 /// Options of a [`CuratorCache`] (Curator's `CuratorCache.Options`, plus not caching data).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -54,13 +54,14 @@
 //!   lost and a new one opens, or when a read fails, the cache loads again and reports exactly
 //!   the nodes added, changed and removed meanwhile. zookeeper-client's watcher is never polled after
 //!   its session ended (it would panic).
-//! - **Listeners** are callbacks or [`EventStream`]s, each with its own unbounded queue:
+//! - **Listeners** are callbacks or [`EventStream`]s (core's one listener mechanism,
+//!   [`curator_core::listeners`]), each with its own unbounded queue:
 //!   callbacks run on the blocking pool in order, so a slow one delays only itself, and none
 //!   loses events. Caches also report connection changes (Curator's `CuratorCache` does not).
 //!
 //! Module map: [`curator_cache`], [`path_children`], [`node_cache`], [`tree_cache`] (one a
-//! cache), [`child_data`] (the cached node, the tree selector), [`listener`] (streams and
-//! listener ids). Everything is re-exported at the root.
+//! cache), [`child_data`] (the cached node, the tree selector). Everything is re-exported at the
+//! root, with core's [`EventStream`] and [`ListenerId`].
 //!
 //! | what | requests (measured on ZooKeeper 3.8, see the `cache_faults` tests) |
 //! |---|---|
@@ -84,7 +85,6 @@
 pub mod child_data;
 pub mod curator_cache;
 mod engine;
-pub mod listener;
 pub mod node_cache;
 pub mod path_children;
 pub mod tree_cache;
@@ -94,7 +94,7 @@ pub use curator_cache::{
     CuratorCache, CuratorCacheBuilder, CuratorCacheEvent, CuratorCacheListener, CuratorCacheListenerBuilder,
     CuratorCacheOption,
 };
-pub use listener::{EventStream, ListenerId};
+pub use curator_core::listeners::{EventStream, ListenerId};
 pub use node_cache::{NodeCache, NodeCacheEvent};
 pub use path_children::{
     PathChildrenCache, PathChildrenCacheBuilder, PathChildrenCacheEvent, PathChildrenCacheEventType, StartMode,

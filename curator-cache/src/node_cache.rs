@@ -22,7 +22,7 @@ use curator_core::{ConnectionState, CuratorFramework, Result};
 
 use crate::child_data::ChildData;
 use crate::engine::{CacheCore, EngineConfig, EngineEvent, Scope};
-use crate::listener::{EventStream, ListenerId, Listeners};
+use curator_core::listeners::{EventStream, ListenerId, Listeners};
 
 /// A change seen by a [`NodeCache`].
 #[derive(Debug, Clone)]

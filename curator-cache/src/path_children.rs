@@ -25,7 +25,7 @@ use curator_core::{ConnectionState, CuratorFramework, Result};
 
 use crate::child_data::ChildData;
 use crate::engine::{descendants, CacheCore, EngineConfig, EngineEvent, Scope, Shared};
-use crate::listener::{EventStream, ListenerId, Listeners};
+use curator_core::listeners::{EventStream, ListenerId, Listeners};
 
 /// How [`PathChildrenCache::start`] treats the children present at start (Curator's
 /// `PathChildrenCache.StartMode`).

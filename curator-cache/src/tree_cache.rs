@@ -32,7 +32,7 @@ use curator_core::{ConnectionState, CuratorFramework, Result};
 
 use crate::child_data::{ChildData, TreeCacheSelector};
 use crate::engine::{descendants, CacheCore, EngineConfig, EngineEvent, Scope};
-use crate::listener::{EventStream, ListenerId, Listeners};
+use curator_core::listeners::{EventStream, ListenerId, Listeners};
 
 /// A change seen by a [`TreeCache`].
 #[derive(Debug, Clone)]

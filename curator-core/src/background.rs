@@ -13,6 +13,7 @@ use zookeeper_client::{Acl, Stat, WatchedEvent};
 
 use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
+use crate::listeners::ListenerId;
 use crate::ops::transaction::TransactionResult;
 
 /// What kind of operation an event reports.
@@ -156,7 +157,7 @@ impl EventData for Vec<TransactionResult> {
 /// Receives events of background operations started without a callback, and of `.watched()`
 /// watches.
 pub trait CuratorListener: Send + Sync {
-    /// Called with each event, on the blocking pool.
+    /// Called with each event, in order, on the blocking pool.
     fn event_received(&self, client: &CuratorFramework, event: CuratorEvent);
 }
 
@@ -181,53 +182,74 @@ impl<F: Fn(&str, &CuratorError) + Send + Sync> UnhandledErrorListener for F {
 /// A callback for one background operation.
 pub type BackgroundCallback = Arc<dyn Fn(&CuratorFramework, CuratorEvent) + Send + Sync>;
 
+/// What the unhandled-error listeners receive.
+#[derive(Debug, Clone)]
+pub(crate) struct UnhandledError {
+    message: String,
+    error: CuratorError,
+}
+
 impl CuratorFramework {
-    /// Adds a listener for background events that have no callback of their own.
-    pub fn add_listener(&self, listener: impl CuratorListener + 'static) {
-        self.inner.listeners.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::new(listener));
+    /// Adds a listener for background events that have no callback of their own. They reach it
+    /// in the order the operations finished, on the blocking pool.
+    pub fn add_listener(&self, listener: impl CuratorListener + 'static) -> ListenerId {
+        let this = self.downgrade();
+        self.inner.listeners.add_callback(Arc::new(move |event: &CuratorEvent| {
+            if let Some(fw) = this.upgrade() {
+                listener.event_received(&fw, event.clone());
+            }
+        }))
+    }
+
+    /// Removes a listener added with [`add_listener`](Self::add_listener); events already queued
+    /// for it are still delivered. False if it was not there.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.inner.listeners.remove(id)
     }
 
     /// Adds a listener for errors that nobody else handles.
-    pub fn add_unhandled_error_listener(&self, listener: impl UnhandledErrorListener + 'static) {
-        self.inner.unhandled.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::new(listener));
+    pub fn add_unhandled_error_listener(&self, listener: impl UnhandledErrorListener + 'static) -> ListenerId {
+        self.inner
+            .unhandled
+            .add_callback(Arc::new(move |e: &UnhandledError| listener.unhandled_error(&e.message, &e.error)))
+    }
+
+    /// Removes a listener added with
+    /// [`add_unhandled_error_listener`](Self::add_unhandled_error_listener).
+    pub fn remove_unhandled_error_listener(&self, id: ListenerId) -> bool {
+        self.inner.unhandled.remove(id)
     }
 
     /// Delivers `event` to the callback if there is one, else to the listeners; an error nobody
     /// receives goes to the unhandled-error listeners. User code runs on the blocking pool.
     pub(crate) fn deliver(&self, event: CuratorEvent, callback: Option<BackgroundCallback>) {
-        let fw = self.clone();
-        let run = move || {
-            if let Some(callback) = callback {
-                callback(&fw, event);
-                return;
+        if let Some(callback) = callback {
+            let fw = self.clone();
+            let run = move || callback(&fw, event);
+            if tokio::runtime::Handle::try_current().is_ok() {
+                drop(tokio::task::spawn_blocking(run));
+            } else {
+                run();
             }
-            let listeners = fw.inner.listeners.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            if listeners.is_empty() {
-                if let Some(error) = &event.error {
-                    fw.report_unhandled(&format!("background {:?} on {}", event.event_type, event.path), error);
-                }
-                return;
-            }
-            for listener in listeners {
-                listener.event_received(&fw, event.clone());
-            }
-        };
-        if tokio::runtime::Handle::try_current().is_ok() {
-            drop(tokio::task::spawn_blocking(run));
-        } else {
-            run();
+            return;
         }
+        if self.inner.listeners.is_empty() {
+            if let Some(error) = &event.error {
+                self.report_unhandled(&format!("background {:?} on {}", event.event_type, event.path), error);
+            }
+            return;
+        }
+        self.inner.listeners.publish(event);
     }
 
-    /// Reports an error nobody else handles.
+    /// Reports an error nobody else handles: to the unhandled-error listeners, or to the log
+    /// when there are none.
     pub fn report_unhandled(&self, message: &str, error: &CuratorError) {
-        let listeners = self.inner.unhandled.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if listeners.is_empty() {
+        if self.inner.unhandled.is_empty() {
             tracing::error!(error = %error, "{message}");
+            return;
         }
-        for listener in listeners {
-            listener.unhandled_error(message, error);
-        }
+        self.inner.unhandled.publish(UnhandledError { message: message.to_string(), error: error.clone() });
     }
 }
 

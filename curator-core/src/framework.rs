@@ -16,8 +16,9 @@ use tracing::Instrument;
 use zookeeper_client as zk;
 
 use crate::acl::{AclProvider, DefaultAclProvider};
-use crate::background::{CuratorListener, UnhandledErrorListener};
+use crate::background::{CuratorEvent, UnhandledError};
 use crate::error::{CuratorError, Result};
+use crate::listeners::{ListenerId, Listeners};
 use crate::path;
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
 use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy, StateHub};
@@ -191,8 +192,8 @@ impl CuratorFrameworkBuilder {
             manager: Mutex::new(None),
             pending_background: watch::channel(0).0,
             last_connect_error: Mutex::new(None),
-            listeners: Mutex::new(Vec::new()),
-            unhandled: Mutex::new(Vec::new()),
+            listeners: Listeners::new(),
+            unhandled: Listeners::new(),
         };
         Ok(CuratorFramework { inner: Arc::new(inner), namespace })
     }
@@ -271,8 +272,8 @@ pub(crate) struct Inner {
     manager: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pending_background: watch::Sender<usize>,
     last_connect_error: Mutex<Option<String>>,
-    pub(crate) listeners: Mutex<Vec<Arc<dyn CuratorListener>>>,
-    pub(crate) unhandled: Mutex<Vec<Arc<dyn UnhandledErrorListener>>>,
+    pub(crate) listeners: Listeners<CuratorEvent>,
+    pub(crate) unhandled: Listeners<UnhandledError>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -326,6 +327,9 @@ impl CuratorFramework {
             .map_err(|_| CuratorError::IllegalState("start() must be called within a tokio runtime".into()))?;
         let inner = Arc::downgrade(&self.inner);
         let shutdown = self.inner.shutdown.subscribe();
+        self.inner.hub.listeners().start(handle.clone());
+        self.inner.listeners.start(handle.clone());
+        self.inner.unhandled.start(handle.clone());
         let task = handle.spawn(crate::session::run(inner, shutdown));
         *self.inner.manager.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
         *lifecycle = Lifecycle::Started;
@@ -389,6 +393,8 @@ impl CuratorFramework {
             ..self.inner.hub.current()
         });
         self.inner.hub.close_streams();
+        self.inner.listeners.close();
+        self.inner.unhandled.close();
     }
 
     /// Ends `session` on the server: dropping the last clone of its client sends CloseSession.
@@ -424,26 +430,33 @@ impl CuratorFramework {
 
     /// An ordered stream of every connection-state transition from now on. None is dropped.
     pub fn connection_state_stream(&self) -> ConnectionStateStream {
-        self.inner.hub.subscribe()
+        self.inner.hub.listeners().stream()
     }
 
-    /// Calls `listener` with every connection-state transition, in order, on a task of its own
-    /// (a slow listener delays only itself). It stops when the framework closes.
-    pub fn add_connection_state_listener<F>(&self, listener: F)
+    /// Calls `listener` with every connection-state transition, in order, on the blocking pool
+    /// (a slow listener delays only itself; one that panics keeps receiving). It stops when the
+    /// framework closes.
+    pub fn add_connection_state_listener<F>(&self, listener: F) -> ListenerId
     where
         F: Fn(&CuratorFramework, &ConnectionStateEvent) + Send + Sync + 'static,
     {
-        let mut stream = self.connection_state_stream();
-        let fw = self.clone();
-        let listener = Arc::new(listener);
-        crate::background::spawn_detached(async move {
-            while let Some(event) = stream.next().await {
-                let (fw, listener) = (fw.clone(), listener.clone());
-                // On the blocking pool, so that a slow listener cannot stall I/O; awaited, so
-                // that this listener sees the transitions in order.
-                let _ = tokio::task::spawn_blocking(move || listener(&fw, &event)).await;
+        let this = self.downgrade();
+        self.inner.hub.listeners().add_callback(Arc::new(move |event: &ConnectionStateEvent| {
+            if let Some(fw) = this.upgrade() {
+                listener(&fw, event);
             }
-        });
+        }))
+    }
+
+    /// Removes a connection-state listener; the transitions already queued for it are still
+    /// delivered. False if it was not there.
+    pub fn remove_connection_state_listener(&self, id: ListenerId) -> bool {
+        self.inner.hub.listeners().remove(id)
+    }
+
+    /// A handle that does not keep the framework alive (for listeners the framework owns).
+    pub(crate) fn downgrade(&self) -> WeakFramework {
+        WeakFramework { inner: Arc::downgrade(&self.inner), namespace: self.namespace.clone() }
     }
 
     /// The error policy locks and leaders use.
@@ -583,36 +596,18 @@ impl CuratorFramework {
     {
         let span = tracing::debug_span!("zk", op, path);
         async {
-            let policy = &self.inner.config.retry_policy;
-            let started = Instant::now();
-            let mut retries = 0u32;
+            let mut retry = self.retry_loop();
             loop {
                 let result = match self.session_for(path).await {
-                    Ok(session) => attempt(session, retries).await,
+                    Ok(session) => attempt(session, retry.retries()).await,
                     Err(err) => Err(err),
                 };
                 match result {
                     Ok(value) => {
-                        tracing::debug!(retries, "ok");
+                        tracing::debug!(retries = retry.retries(), "ok");
                         return Ok(value);
                     }
-                    Err(err) if policy.allow_retry_on(&err) && !self.is_closed() => {
-                        match policy.allow_retry(retries, started.elapsed()) {
-                            Some(sleep) => {
-                                tracing::debug!(error = %err, retries, ?sleep, "retrying");
-                                tokio::time::sleep(sleep).await;
-                                retries += 1;
-                            }
-                            None => {
-                                tracing::debug!(error = %err, retries, "giving up");
-                                return Err(err);
-                            }
-                        }
-                    }
-                    Err(err) => {
-                        tracing::debug!(error = %err, "failed");
-                        return Err(err);
-                    }
+                    Err(err) => retry.on_error(err).await?,
                 }
             }
         }
@@ -657,6 +652,19 @@ impl CuratorFramework {
 
     pub(crate) fn set_connect_error(inner: &Inner, error: Option<String>) {
         *inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
+    }
+}
+
+/// A [`CuratorFramework`] that does not keep it alive.
+#[derive(Debug, Clone)]
+pub(crate) struct WeakFramework {
+    inner: std::sync::Weak<Inner>,
+    namespace: Option<Arc<Namespace>>,
+}
+
+impl WeakFramework {
+    pub(crate) fn upgrade(&self) -> Option<CuratorFramework> {
+        Some(CuratorFramework { inner: self.inner.upgrade()?, namespace: self.namespace.clone() })
     }
 }
 

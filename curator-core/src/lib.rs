@@ -36,7 +36,7 @@
 //!
 //! Module map: [`framework`] (the client and its builder), [`session`] (the session manager),
 //! [`state`] (connection states), [`retry`], [`path`], [`ops`] (the fluent operations),
-//! [`background`] (callbacks and listeners), [`error`].
+//! [`background`] (callbacks), [`listeners`] (the one listener queue), [`error`].
 
 #![warn(missing_docs)]
 
@@ -44,6 +44,7 @@ pub mod acl;
 pub mod background;
 pub mod error;
 pub mod framework;
+pub mod listeners;
 pub mod ops;
 pub mod path;
 pub mod retry;

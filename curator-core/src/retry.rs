@@ -21,6 +21,9 @@ use std::time::Duration;
 
 use crate::error::CuratorError;
 
+mod retry_loop;
+pub use retry_loop::RetryLoop;
+
 /// Decides whether to retry an operation and how long to sleep first.
 pub trait RetryPolicy: Send + Sync + Debug {
     /// `retry_count` is the number of retries already made (0 before the first retry) and
@@ -161,6 +164,34 @@ impl RetryPolicy for RetryForever {
     }
 }
 
+/// Exponential backoff with no limit on the number of retries: `base × 2^n`, capped at `max`,
+/// each pause jittered by up to a quarter. For work that must finish (cleanups), never for user
+/// operations.
+#[derive(Debug, Clone)]
+pub struct ExponentialBackoffForever {
+    base: Duration,
+    max: Duration,
+}
+
+impl ExponentialBackoffForever {
+    /// Pauses from `base` doubling up to `max`.
+    pub const fn new(base: Duration, max: Duration) -> Self {
+        Self { base, max }
+    }
+}
+
+impl RetryPolicy for ExponentialBackoffForever {
+    fn allow_retry(&self, retry_count: u32, _elapsed: Duration) -> Option<Duration> {
+        let pause = self.base.saturating_mul(1u32 << retry_count.min(20)).min(self.max);
+        let jitter = pause.mul_f64(fastrand::f64() / 4.0);
+        Some(pause.saturating_sub(jitter))
+    }
+}
+
+/// The policy of [`CuratorFramework::cleanup_retry_loop`](crate::CuratorFramework::cleanup_retry_loop).
+pub(crate) const CLEANUP_BACKOFF: ExponentialBackoffForever =
+    ExponentialBackoffForever::new(Duration::from_millis(50), Duration::from_secs(2));
+
 /// Wraps another policy and refuses to retry after session expiry: for users who treat a lost
 /// session as the end of the operation rather than something to carry over to the next session.
 #[derive(Debug)]
@@ -214,6 +245,15 @@ mod tests {
         assert_eq!(until.allow_retry(100, Duration::from_millis(999)), Some(s));
         assert_eq!(until.allow_retry(0, Duration::from_secs(1)), None);
         assert_eq!(RetryForever::new(s).allow_retry(u32::MAX, Duration::MAX), Some(s));
+    }
+
+    #[test]
+    fn forever_backs_off_to_its_cap() {
+        let p = ExponentialBackoffForever::new(Duration::from_millis(50), Duration::from_secs(2));
+        let first = p.allow_retry(0, Duration::ZERO).expect("always retries");
+        assert!(first <= Duration::from_millis(50) && first >= Duration::from_millis(37), "{first:?}");
+        let late = p.allow_retry(u32::MAX, Duration::MAX).expect("always retries");
+        assert!(late <= Duration::from_secs(2) && late >= Duration::from_millis(1500), "{late:?}");
     }
 
     #[test]

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use zookeeper_client as zk;
 
 use crate::framework::{CuratorFramework, Inner};
+use crate::ops::watch::Fused;
 use crate::state::{ConnectionState, ConnectionStateEvent};
 
 /// Pause between failed attempts to open a session.
@@ -117,7 +118,7 @@ pub const SESSION_EVENTS_PATH: &str = "/zookeeper/curator-rs-session-events";
 /// watcher receives each session event in turn; so a persistent watch on a path nobody uses
 /// carries them. If the server cannot add one (before 3.6), the state watcher is the fallback.
 enum SessionEvents {
-    Watch(Option<zk::PersistentWatcher>),
+    Watch(Fused),
     States(zk::StateWatcher),
 }
 
@@ -127,7 +128,7 @@ impl SessionEvents {
     async fn new(client: &zk::Client) -> Option<Self> {
         loop {
             match client.watch(SESSION_EVENTS_PATH, zk::AddWatchMode::Persistent).await {
-                Ok(watcher) => return Some(SessionEvents::Watch(Some(watcher))),
+                Ok(watcher) => return Some(SessionEvents::Watch(Fused::new(watcher))),
                 Err(_) if client.state().is_terminated() => return None,
                 // A disconnection under the request: it is sent again after the reconnection.
                 Err(zk::Error::ConnectionLoss | zk::Error::Custom(_)) => continue,
@@ -140,17 +141,13 @@ impl SessionEvents {
     }
 
     /// The next session state. Never polls the watcher again after a terminal state (that
-    /// would panic); pends forever instead.
+    /// would panic, see [`Fused`]); pends forever instead.
     async fn next(&mut self) -> zk::SessionState {
         match self {
             SessionEvents::States(states) => states.changed().await,
-            SessionEvents::Watch(slot) => loop {
-                let Some(watcher) = slot.as_mut() else { return std::future::pending().await };
-                let event = watcher.changed().await;
+            SessionEvents::Watch(watch) => loop {
+                let Some(event) = watch.next().await else { return std::future::pending().await };
                 if event.event_type == zk::EventType::Session {
-                    if event.session_state.is_terminated() {
-                        *slot = None;
-                    }
                     return event.session_state;
                 }
             },

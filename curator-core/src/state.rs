@@ -12,8 +12,9 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use futures::Stream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
+
+use crate::listeners::{EventStream, Listeners};
 
 /// The state of the framework's connection to the ensemble.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,36 +84,18 @@ pub struct ConnectionStateEvent {
     pub seq: u64,
 }
 
-/// An ordered stream of every connection-state transition after it was made.
-#[derive(Debug)]
-pub struct ConnectionStateStream {
-    rx: mpsc::UnboundedReceiver<ConnectionStateEvent>,
-}
-
-impl ConnectionStateStream {
-    /// The next transition, or `None` once the framework is closed and every transition has
-    /// been read.
-    pub async fn next(&mut self) -> Option<ConnectionStateEvent> {
-        self.rx.recv().await
-    }
-}
-
-impl Stream for ConnectionStateStream {
-    type Item = ConnectionStateEvent;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx)
-    }
-}
+/// An ordered stream of every connection-state transition after it was made. It ends when the
+/// framework is closed (after the transitions already queued).
+pub type ConnectionStateStream = EventStream<ConnectionStateEvent>;
 
 /// Fans each transition out to the `watch`, the streams and the listeners.
 #[derive(Debug)]
 pub(crate) struct StateHub {
     latest: watch::Sender<ConnectionStateEvent>,
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<ConnectionStateEvent>>>,
+    listeners: Listeners<ConnectionStateEvent>,
+    /// Numbers and publishes one transition at a time, so that concurrent publishers cannot
+    /// reorder them.
+    order: Mutex<()>,
 }
 
 impl StateHub {
@@ -125,15 +108,14 @@ impl StateHub {
             at: Instant::now(),
             seq: 0,
         };
-        Self { latest: watch::channel(initial).0, subscribers: Mutex::new(Vec::new()) }
+        Self { latest: watch::channel(initial).0, listeners: Listeners::new(), order: Mutex::new(()) }
     }
 
     pub(crate) fn publish(&self, mut event: ConnectionStateEvent) {
         tracing::info!(state = ?event.state, session = format_args!("{:#x}", event.session_id), generation = event.generation, new_session = event.new_session, "connection state");
-        // Streams first, under the lock, so that concurrent publishers cannot reorder them.
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        let _order = self.order.lock().unwrap_or_else(|e| e.into_inner());
         event.seq = self.latest.borrow().seq + 1;
-        subscribers.retain(|tx| tx.send(event.clone()).is_ok());
+        self.listeners.publish(event.clone());
         self.latest.send_replace(event);
     }
 
@@ -145,14 +127,13 @@ impl StateHub {
         self.latest.subscribe()
     }
 
-    pub(crate) fn subscribe(&self) -> ConnectionStateStream {
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
-        ConnectionStateStream { rx }
+    /// The streams and callbacks that receive every transition.
+    pub(crate) fn listeners(&self) -> &Listeners<ConnectionStateEvent> {
+        &self.listeners
     }
 
-    /// Ends every stream (after the events already sent).
+    /// Ends every stream and callback (after the events already queued).
     pub(crate) fn close_streams(&self) {
-        self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.listeners.close();
     }
 }

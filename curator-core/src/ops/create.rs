@@ -326,9 +326,7 @@ impl Drop for OrphanGuard {
             return;
         }
         let (fw, parent, prefix) = (self.fw.clone(), self.parent.clone(), self.prefix.clone());
-        let ticket = fw.track_background();
-        crate::background::spawn_detached(async move {
-            let _ticket = ticket;
+        self.fw.spawn_background(async move {
             if let Err(err) = fw.delete_protected(&parent, &prefix).await {
                 fw.report_unhandled(&format!("could not delete the orphan of a protected create under {parent}"), &err);
             }

@@ -7,7 +7,6 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use backoff::backoff::Backoff;
 use zookeeper_client as zk;
 
 use crate::background::CuratorEventType;
@@ -129,35 +128,26 @@ impl CuratorFramework {
     /// Keeps deleting `path` in the background until it is gone.
     pub(crate) fn guarantee_delete(&self, path: String, version: Option<i32>, children: bool) {
         let fw = self.clone();
-        let ticket = self.track_background();
-        crate::background::spawn_detached(async move {
-            let _ticket = ticket;
-            let mut pause = backoff::ExponentialBackoff {
-                initial_interval: std::time::Duration::from_millis(50),
-                max_interval: std::time::Duration::from_secs(2),
-                max_elapsed_time: None,
-                ..Default::default()
-            };
+        self.spawn_background(async move {
+            let mut retry = fw.cleanup_retry_loop();
             loop {
                 let attempt = async {
                     let session = fw.session_for(&path).await?;
                     delete_node(session.client(), &path, version, children).await
                 };
-                match attempt.await {
+                let err = match attempt.await {
                     Ok(()) | Err(CuratorError::NoNode { .. }) => {
                         tracing::info!(path = %path, "guaranteed delete done");
                         return;
                     }
                     Err(CuratorError::Closed) => return,
-                    Err(err) if err.is_retryable() => {
-                        let sleep = pause.next_backoff().unwrap_or(pause.max_interval);
-                        tracing::debug!(path = %path, error = %err, ?sleep, "guaranteed delete: retrying");
-                        tokio::time::sleep(sleep).await;
-                    }
-                    Err(err) => {
+                    Err(err) => err,
+                };
+                if let Err(err) = retry.on_error(err).await {
+                    if !fw.is_closed() {
                         fw.report_unhandled(&format!("guaranteed delete of {path} failed"), &err);
-                        return;
                     }
+                    return;
                 }
             }
         });

@@ -1,21 +1,31 @@
 //! Persistent and persistent-recursive watches (ZooKeeper 3.6+): `watches().add()`.
 //!
-//! A persistent watch lives as long as its session. [`PersistentWatch::next`] returns `None`
-//! once the session has ended (zookeeper-client panics if its watcher is polled after that, so
-//! this wrapper never does); the caller adds a new watch on the new session.
+//! This module owns every workaround the framework needs around zookeeper-client's watchers;
+//! nothing else in the workspace polls a raw persistent watcher:
 //!
-//! After a reconnection to the same session the watch is added again: zookeeper-client 0.11.2
-//! re-registers only one-shot watches with the server when it reconnects, so a persistent watch
-//! would otherwise go silent. Changes made while disconnected are not replayed (a server-side
-//! limit, ZOOKEEPER-4698): re-read what you need after a `SyncConnected` session event.
+//! - **Never poll after the session ended.** zookeeper-client panics if a watcher is polled
+//!   after it delivered a terminal session event. [`PersistentWatch::next`] returns `None`
+//!   instead (and so does the session manager's event watch, built on the same [`Fused`]); the
+//!   caller adds a new watch on the new session.
+//! - **Re-add after a reconnection.** zookeeper-client 0.11.2 re-registers only one-shot watches
+//!   when it reconnects (its `resend_watches` never raises the watch-kind index), so a persistent
+//!   watch would go silent. [`PersistentWatch::next`] adds it again on the same session before
+//!   it returns the `SyncConnected` event. Changes made while disconnected are not replayed (a
+//!   server-side limit, ZOOKEEPER-4698): re-read what you need after that event.
+//! - **Re-add after a one-shot watch replaced it (ZOOKEEPER-4466).** ZooKeeper before 3.9 keeps
+//!   one watch mode per path and connection: a one-shot data watch that the same session sets
+//!   on the path replaces the persistent one. Whoever sees that happen (a cache after a change of
+//!   its root) calls [`PersistentWatch::register_again`].
 
 use std::sync::Arc;
 
 use zookeeper_client as zk;
 
 use crate::background::{CuratorEvent, CuratorEventType, EventData};
-use crate::error::CuratorError;
+use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
+use crate::framework::Session;
+use crate::listeners::Listeners;
 use crate::ops::Pending;
 use crate::path;
 
@@ -78,30 +88,24 @@ impl AddWatchBuilder {
             let watch = fw
                 .call_with_retry("add_watch", &owned, |session, _| {
                     let (path, fw) = (&owned, &fw);
-                    async move {
-                        let inner =
-                            session.client().watch(path, mode).await.map_err(|e| CuratorError::from_zk(path, e))?;
-                        Ok(PersistentWatch {
-                            inner: Some(inner),
-                            generation: session.generation(),
-                            fw: Some(fw.clone()),
-                            path: path.clone(),
-                            mode,
-                            disconnected: false,
-                        })
-                    }
+                    async move { PersistentWatch::add_on(fw, &session, path, mode).await }
                 })
                 .await?;
             if let Some(watcher) = watcher {
                 let mut watch = watch;
+                let queue = Listeners::new();
+                if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                    queue.start(handle);
+                }
+                queue.add_callback(Arc::new(move |event: &zk::WatchedEvent| watcher(event.clone())));
                 crate::background::spawn_detached(async move {
                     while let Some(event) = watch.next().await {
-                        let watcher = watcher.clone();
-                        let _ = tokio::task::spawn_blocking(move || watcher(event)).await;
+                        queue.publish(event);
                     }
+                    queue.close();
                 });
                 return Ok(PersistentWatch {
-                    inner: None,
+                    inner: Fused(None),
                     generation: 0,
                     fw: None,
                     path: String::new(),
@@ -114,10 +118,34 @@ impl AddWatchBuilder {
     }
 }
 
+/// A raw persistent watcher that is never polled after its session ended.
+#[derive(Debug)]
+pub(crate) struct Fused(Option<zk::PersistentWatcher>);
+
+impl Fused {
+    pub(crate) fn new(watcher: zk::PersistentWatcher) -> Self {
+        Self(Some(watcher))
+    }
+
+    /// The next event, or `None` once a terminal session event was delivered (and ever after).
+    pub(crate) async fn next(&mut self) -> Option<zk::WatchedEvent> {
+        let watcher = self.0.as_mut()?;
+        let event = watcher.changed().await;
+        if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
+            self.0 = None;
+        }
+        Some(event)
+    }
+
+    pub(crate) fn is_terminated(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
 /// A persistent watch: a stream of events until its session ends.
 #[derive(Debug)]
 pub struct PersistentWatch {
-    inner: Option<zk::PersistentWatcher>,
+    inner: Fused,
     generation: u64,
     fw: Option<CuratorFramework>,
     path: String,
@@ -131,15 +159,15 @@ impl PersistentWatch {
     ///
     /// Disconnections arrive as events with `event_type == Session`; the watch survives them.
     pub async fn next(&mut self) -> Option<zk::WatchedEvent> {
-        let watcher = self.inner.as_mut()?;
-        let event = watcher.changed().await;
+        let event = self.inner.next().await?;
         if event.event_type == zk::EventType::Session {
             match event.session_state {
-                s if s.is_terminated() => self.inner = None,
                 zk::SessionState::Disconnected => self.disconnected = true,
                 zk::SessionState::SyncConnected if self.disconnected => {
                     self.disconnected = false;
-                    self.add_again().await;
+                    if let Err(err) = self.register_again().await {
+                        tracing::warn!(path = %self.path, error = %err, "could not add the persistent watch again");
+                    }
                 }
                 _ => {}
             }
@@ -147,21 +175,37 @@ impl PersistentWatch {
         Some(event)
     }
 
-    /// Adds the watch again on the same session after a reconnection. The new watcher is in
-    /// place before the old one is dropped, so no removal reaches the server.
-    async fn add_again(&mut self) {
-        let Some(fw) = &self.fw else { return };
-        let Ok(session) = fw.session_for(&self.path).await else { return };
-        if session.generation() != self.generation {
-            return;
+    /// Adds a persistent watch on `path` on the given session (for recipes that pipeline their
+    /// own requests on one session). No retry: the caller's loop decides.
+    pub async fn add_on(fw: &CuratorFramework, session: &Session, path: &str, mode: AddWatchMode) -> Result<Self> {
+        tracing::debug!(path, ?mode, "addWatch");
+        let inner = session.client().watch(path, mode).await.map_err(|e| CuratorError::from_zk(path, e))?;
+        Ok(PersistentWatch {
+            inner: Fused::new(inner),
+            generation: session.generation(),
+            fw: Some(fw.clone()),
+            path: path.to_string(),
+            mode,
+            disconnected: false,
+        })
+    }
+
+    /// Adds the watch again on the same session: after a reconnection (done by
+    /// [`next`](Self::next)), or after a one-shot watch of the same session replaced it
+    /// (ZOOKEEPER-4466, servers before 3.9). The new watcher is in place before the old one is
+    /// dropped, so no removal reaches the server. Fails with
+    /// [`CuratorError::SessionExpired`] when the session of this watch is gone.
+    pub async fn register_again(&mut self) -> Result<()> {
+        let Some(fw) = &self.fw else { return Ok(()) };
+        let session = fw.session_for(&self.path).await?;
+        if session.generation() != self.generation || self.inner.is_terminated() {
+            return Err(CuratorError::SessionExpired { path: self.path.clone() });
         }
-        match session.client().watch(&self.path, self.mode).await {
-            Ok(watcher) => {
-                tracing::debug!(path = %self.path, "persistent watch added again after a reconnection");
-                self.inner = Some(watcher);
-            }
-            Err(err) => tracing::warn!(path = %self.path, error = %err, "could not add the persistent watch again"),
-        }
+        tracing::debug!(path = %self.path, "addWatch (again, same session)");
+        let watcher =
+            session.client().watch(&self.path, self.mode).await.map_err(|e| CuratorError::from_zk(&self.path, e))?;
+        self.inner = Fused::new(watcher);
+        Ok(())
     }
 
     /// The framework's session generation the watch was added on.
@@ -171,7 +215,7 @@ impl PersistentWatch {
 
     /// True once the session of this watch has ended.
     pub fn is_terminated(&self) -> bool {
-        self.inner.is_none()
+        self.inner.is_terminated()
     }
 }
 

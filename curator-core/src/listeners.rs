@@ -1,30 +1,33 @@
-//! Listener plumbing shared by every cache: callbacks and streams, each with its own unbounded
-//! queue, so that a slow listener delays only itself and loses nothing.
+//! The framework's one listener mechanism: callbacks and streams, each with its own unbounded
+//! queue, so that a slow listener delays only itself, events reach each listener in the order
+//! they were published, and none is dropped. Connection-state listeners, [`CuratorListener`]s,
+//! persistent-watch callbacks, the caches and the recipes all publish through a [`Listeners`].
 //!
-//! ```no_run
-//! # async fn f(cache: curator_cache::PathChildrenCache) {
-//! use futures::StreamExt;
-//! use curator_cache::PathChildrenCacheEvent;
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use curator_core::listeners::Listeners;
 //!
-//! // A callback: runs on tokio's blocking pool, so it may block.
-//! let id = cache.add_listener(|event: &PathChildrenCacheEvent| {
-//!     tracing::info!(?event, "member change");
-//! });
-//! // A stream of the same events, in the same order.
-//! let mut events = cache.events();
-//! while let Some(event) = events.next().await {
-//!     if let PathChildrenCacheEvent::ChildAdded(child) = event {
-//!         tracing::info!(path = %child.path, "joined");
-//!     }
-//! }
-//! cache.remove_listener(id);
+//! let listeners = Listeners::new();
+//! listeners.start(tokio::runtime::Handle::current());
+//! let mut events = listeners.stream();
+//! let id = listeners.add_callback(std::sync::Arc::new(|n: &u32| tracing::info!(n, "event")));
+//! listeners.publish(1);
+//! listeners.publish(2);
+//! assert_eq!(events.next().await, Some(1));
+//! assert_eq!(events.next().await, Some(2));
+//! assert!(listeners.remove(id));
+//! listeners.close();
+//! assert_eq!(events.next().await, None);
 //! # }
 //! ```
 //!
-//! Each callback listener has a queue drained by a task of its own; the task hands the events
-//! that are waiting to one `spawn_blocking` call at a time, so callbacks run in order, may block,
-//! and cannot stall ZooKeeper I/O or the cache. A callback that panics is logged and the next
-//! event is delivered as usual.
+//! Each callback has a queue drained by a task of its own; the task hands the events that are
+//! waiting to one `spawn_blocking` call at a time, so callbacks run in order, may block, and
+//! cannot stall ZooKeeper I/O. A callback that panics is logged and the next event is delivered
+//! as usual.
+//!
+//! [`CuratorListener`]: crate::CuratorListener
 
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -43,17 +46,17 @@ const MAX_BATCH: usize = 1024;
 pub struct ListenerId(u64);
 
 /// A callback listener's function.
-pub(crate) type Callback<E> = Arc<dyn Fn(&E) + Send + Sync>;
+pub type Callback<E> = Arc<dyn Fn(&E) + Send + Sync>;
 
-/// An ordered stream of a cache's events, from when it was asked for. It ends when the cache
-/// is closed (after the events already queued).
+/// An ordered stream of events, from when it was asked for. It ends when its [`Listeners`] is
+/// closed (after the events already queued).
 #[derive(Debug)]
 pub struct EventStream<E> {
     rx: mpsc::UnboundedReceiver<E>,
 }
 
 impl<E> EventStream<E> {
-    /// The next event, or `None` once the cache is closed and every queued event was read.
+    /// The next event, or `None` once the listeners are closed and every queued event was read.
     pub async fn next(&mut self) -> Option<E> {
         self.rx.recv().await
     }
@@ -88,13 +91,30 @@ struct Inner<E> {
     greeting: Option<E>,
 }
 
-/// The listeners of one cache.
-pub(crate) struct Listeners<E> {
+/// The listeners of one source of events (a cache, a recipe, the connection state).
+pub struct Listeners<E> {
     inner: Mutex<Inner<E>>,
 }
 
+impl<E> std::fmt::Debug for Listeners<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        f.debug_struct("Listeners")
+            .field("listeners", &inner.subscribers.len())
+            .field("closed", &inner.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Clone + Send + 'static> Default for Listeners<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<E: Clone + Send + 'static> Listeners<E> {
-    pub(crate) fn new() -> Self {
+    /// No listeners yet, not started.
+    pub fn new() -> Self {
         Self {
             inner: Mutex::new(Inner {
                 next_id: 0,
@@ -111,8 +131,9 @@ impl<E: Clone + Send + 'static> Listeners<E> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds a callback listener. Its task starts now if the cache runs, else at `start`.
-    pub(crate) fn add_callback(&self, callback: Callback<E>) -> ListenerId {
+    /// Adds a callback listener. Its task starts now if [`start`](Self::start) was called, else
+    /// then.
+    pub fn add_callback(&self, callback: Callback<E>) -> ListenerId {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut inner = self.lock();
         inner.next_id += 1;
@@ -134,7 +155,7 @@ impl<E: Clone + Send + 'static> Listeners<E> {
     }
 
     /// A new stream of events from now on.
-    pub(crate) fn stream(&self) -> EventStream<E> {
+    pub fn stream(&self) -> EventStream<E> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut inner = self.lock();
         inner.next_id += 1;
@@ -146,7 +167,7 @@ impl<E: Clone + Send + 'static> Listeners<E> {
     }
 
     /// Removes a listener; its queued events are still delivered. False if it was not there.
-    pub(crate) fn remove(&self, id: ListenerId) -> bool {
+    pub fn remove(&self, id: ListenerId) -> bool {
         let mut inner = self.lock();
         let before = inner.subscribers.len();
         inner.subscribers.retain(|(i, _)| *i != id.0);
@@ -154,7 +175,7 @@ impl<E: Clone + Send + 'static> Listeners<E> {
     }
 
     /// Starts the drain tasks of callbacks added so far on `handle`, and of later ones too.
-    pub(crate) fn start(&self, handle: Handle) {
+    pub fn start(&self, handle: Handle) {
         let mut inner = self.lock();
         for parked in inner.parked.drain(..) {
             handle.spawn(drain(parked.rx, parked.callback));
@@ -163,7 +184,7 @@ impl<E: Clone + Send + 'static> Listeners<E> {
     }
 
     /// Queues `event` for every listener. Never blocks.
-    pub(crate) fn publish(&self, event: E) {
+    pub fn publish(&self, event: E) {
         let mut inner = self.lock();
         if let [(_, only)] = inner.subscribers.as_slice() {
             // One listener (the usual case): no clone.
@@ -176,14 +197,19 @@ impl<E: Clone + Send + 'static> Listeners<E> {
     }
 
     /// Queues `event` for every listener, and for every callback added from now on as its
-    /// first event.
-    pub(crate) fn publish_and_greet(&self, event: E) {
+    /// first event (a cache's "initialized").
+    pub fn publish_and_greet(&self, event: E) {
         self.lock().greeting = Some(event.clone());
         self.publish(event);
     }
 
+    /// Whether no listener is registered (a publisher may then handle the event itself).
+    pub fn is_empty(&self) -> bool {
+        self.lock().subscribers.is_empty()
+    }
+
     /// Ends every listener after the events already queued; later additions get nothing.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         let mut inner = self.lock();
         inner.closed = true;
         inner.subscribers.clear();
@@ -207,7 +233,7 @@ async fn drain<E: Send + 'static>(mut rx: mpsc::UnboundedReceiver<E>, callback: 
         let run = tokio::task::spawn_blocking(move || {
             for event in &batch {
                 if std::panic::catch_unwind(AssertUnwindSafe(|| callback(event))).is_err() {
-                    tracing::error!("a cache listener panicked; it keeps receiving events");
+                    tracing::error!("a listener panicked; it keeps receiving events");
                 }
             }
         });

@@ -1,0 +1,105 @@
+//! [`RetryLoop`]: the framework's one retry loop. Every operation, recipe and background
+//! cleanup that retries goes through it, so that a retry policy means one thing everywhere.
+//!
+//! # The algorithm
+//!
+//! ```text
+//! attempt ──ok──────────────────────────────► done (the loop is dropped)
+//!    │
+//!    └─err─► on_error(err):
+//!              not allowed by allow_retry_on (a definite answer such as NoNode) ─► Err(err)
+//!              the framework is closed (when the loop has one)                   ─► Err(err)
+//!              allow_retry(retries, elapsed) == None                              ─► Err(err)
+//!              Some(pause) ─► sleep(pause), retries += 1                         ─► Ok(()): attempt again
+//! ```
+//!
+//! `elapsed` counts from the start of the current *failure streak*: a recipe that makes progress
+//! between failures (a lock that moved up the queue, a watch that fired) calls
+//! [`RetryLoop::reset`], so that waiting is never counted as failing.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::{CuratorError, Result};
+use crate::framework::CuratorFramework;
+use crate::retry::RetryPolicy;
+
+/// One run of a retry policy over one logical operation.
+///
+/// ```
+/// # async fn f(client: curator_core::CuratorFramework) -> curator_core::Result<()> {
+/// let mut retry = client.retry_loop();
+/// let children = loop {
+///     let attempt = async { Ok::<_, curator_core::CuratorError>(client.get_children().for_path("/").await?) };
+///     match attempt.await {
+///         Ok(children) => break children,
+///         Err(err) => retry.on_error(err).await?, // sleeps, or gives up with `err`
+///     }
+/// };
+/// # drop(children); Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct RetryLoop {
+    policy: Arc<dyn RetryPolicy>,
+    framework: Option<CuratorFramework>,
+    started: Instant,
+    retries: u32,
+}
+
+impl RetryLoop {
+    /// A loop under `policy` that stops retrying once `framework` (if any) is closed.
+    pub fn new(policy: Arc<dyn RetryPolicy>, framework: Option<&CuratorFramework>) -> Self {
+        Self { policy, framework: framework.cloned(), started: Instant::now(), retries: 0 }
+    }
+
+    /// After a failed attempt: sleeps and returns `Ok(())` when the policy allows another
+    /// attempt, else returns `Err(err)`.
+    pub async fn on_error(&mut self, err: CuratorError) -> Result<()> {
+        match self.pause_for(&err) {
+            Some(pause) => {
+                tracing::debug!(error = %err, retries = self.retries, ?pause, "retrying");
+                tokio::time::sleep(pause).await;
+                self.retries += 1;
+                Ok(())
+            }
+            None => {
+                tracing::debug!(error = %err, retries = self.retries, "giving up");
+                Err(err)
+            }
+        }
+    }
+
+    /// The pause before the next attempt after `err`, or `None` to give up. Does not sleep and
+    /// does not count the retry: for loops that wait on something else meanwhile.
+    pub fn pause_for(&self, err: &CuratorError) -> Option<std::time::Duration> {
+        if !self.policy.allow_retry_on(err) || self.framework.as_ref().is_some_and(CuratorFramework::is_closed) {
+            return None;
+        }
+        self.policy.allow_retry(self.retries, self.started.elapsed())
+    }
+
+    /// Progress was made: the next failure starts a new streak with the whole policy.
+    pub fn reset(&mut self) {
+        self.retries = 0;
+        self.started = Instant::now();
+    }
+
+    /// Retries made in the current streak.
+    pub fn retries(&self) -> u32 {
+        self.retries
+    }
+}
+
+impl CuratorFramework {
+    /// A [`RetryLoop`] under this framework's retry policy.
+    pub fn retry_loop(&self) -> RetryLoop {
+        RetryLoop::new(self.retry_policy().clone(), Some(self))
+    }
+
+    /// A [`RetryLoop`] for cleanups that must not give up with the user's policy (deleting an
+    /// abandoned node, a guaranteed delete): it retries every retryable error, backing off from
+    /// 50 ms to 2 s, until the framework closes.
+    pub fn cleanup_retry_loop(&self) -> RetryLoop {
+        RetryLoop::new(Arc::new(crate::retry::CLEANUP_BACKOFF), Some(self))
+    }
+}
