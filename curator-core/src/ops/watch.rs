@@ -5,7 +5,7 @@
 //!
 //! - **Never poll after the session ended.** zookeeper-client panics if a watcher is polled
 //!   after it delivered a terminal session event. [`PersistentWatch::next`] returns `None`
-//!   instead (and so does the session manager's event watch, built on the same [`Fused`]); the
+//!   instead (and so does the session manager's event watch, built on the same private `Fused` wrapper); the
 //!   caller adds a new watch on the new session.
 //! - **Re-add after a reconnection.** zookeeper-client 0.11.2 re-registers only one-shot watches
 //!   when it reconnects (its `resend_watches` never raises the watch-kind index), so a persistent
