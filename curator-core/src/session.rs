@@ -18,12 +18,17 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
+use crate::error::CuratorError;
 use crate::framework::{CuratorFramework, Inner};
 use crate::ops::watch::Fused;
+use crate::retry::{ExponentialBackoffForever, RetryLoop};
 use crate::state::{ConnectionState, ConnectionStateEvent};
 
-/// Pause between failed attempts to open a session.
+/// Pause after the first failed attempt to open a session; it doubles with each failure in a
+/// row, up to [`MAX_RECONNECT_PAUSE`].
 const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
+/// Longest pause between attempts to open a session.
+const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
 
 /// Where the manager is in a session's life.
 enum Phase {
@@ -67,6 +72,8 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
 
 /// Opens a new session, retrying until one is had or the framework shuts down.
 async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> Option<zk::Client> {
+    let mut retry =
+        RetryLoop::new(Arc::new(ExponentialBackoffForever::new(RECONNECT_PAUSE, MAX_RECONNECT_PAUSE)), None);
     loop {
         if *shutdown.borrow() {
             return None;
@@ -99,12 +106,20 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
                 Err(_) => format!("no session within {timeout:?}"),
             },
         };
-        tracing::warn!(connect_string = %connect_string, error = %error, "could not open a session");
+        // One warning per streak of failures; the rest at debug level.
+        if retry.retries() == 0 {
+            tracing::warn!(connect_string = %connect_string, error = %error, "could not open a session; retrying with backoff");
+        } else {
+            tracing::debug!(connect_string = %connect_string, error = %error, failures = retry.retries() + 1, "could not open a session");
+        }
         let strong = inner.upgrade()?;
+        let pause =
+            retry.next_pause(&CuratorError::NotConnected { detail: error.clone() }).unwrap_or(MAX_RECONNECT_PAUSE);
         CuratorFramework::set_connect_error(&strong, Some(error));
+        drop(strong);
         tokio::select! {
             _ = shutdown.changed() => return None,
-            _ = tokio::time::sleep(RECONNECT_PAUSE) => {}
+            _ = tokio::time::sleep(pause) => {}
         }
     }
 }

@@ -55,11 +55,10 @@ impl RetryLoop {
     /// After a failed attempt: sleeps and returns `Ok(())` when the policy allows another
     /// attempt, else returns `Err(err)`.
     pub async fn on_error(&mut self, err: CuratorError) -> Result<()> {
-        match self.pause_for(&err) {
+        match self.next_pause(&err) {
             Some(pause) => {
                 tracing::debug!(error = %err, retries = self.retries, ?pause, "retrying");
                 tokio::time::sleep(pause).await;
-                self.retries += 1;
                 Ok(())
             }
             None => {
@@ -76,6 +75,14 @@ impl RetryLoop {
             return None;
         }
         self.policy.allow_retry(self.retries, self.started.elapsed())
+    }
+
+    /// As [`pause_for`](Self::pause_for), and counts the retry when there is one: for loops that
+    /// sleep in their own way (in a `select!` with other wake-ups).
+    pub fn next_pause(&mut self, err: &CuratorError) -> Option<std::time::Duration> {
+        let pause = self.pause_for(err)?;
+        self.retries += 1;
+        Some(pause)
     }
 
     /// Progress was made: the next failure starts a new streak with the whole policy.
@@ -101,5 +108,46 @@ impl CuratorFramework {
     /// 50 ms to 2 s, until the framework closes.
     pub fn cleanup_retry_loop(&self) -> RetryLoop {
         RetryLoop::new(Arc::new(crate::retry::CLEANUP_BACKOFF), Some(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::retry::RetryNTimes;
+
+    fn lost() -> CuratorError {
+        CuratorError::ConnectionLoss { path: "/a".into(), detail: "cut".into() }
+    }
+
+    #[tokio::test]
+    async fn gives_up_when_the_policy_does_and_a_reset_starts_a_new_streak() {
+        let mut retry = RetryLoop::new(Arc::new(RetryNTimes::new(2, Duration::from_millis(10))), None);
+        assert!(retry.on_error(lost()).await.is_ok());
+        assert!(retry.on_error(lost()).await.is_ok());
+        assert_eq!(retry.retries(), 2);
+        assert!(matches!(retry.on_error(lost()).await, Err(CuratorError::ConnectionLoss { .. })));
+        retry.reset();
+        assert_eq!(retry.retries(), 0);
+        assert!(retry.on_error(lost()).await.is_ok(), "a new streak gets the whole policy again");
+    }
+
+    #[tokio::test]
+    async fn never_retries_a_definite_answer() {
+        let mut retry = RetryLoop::new(Arc::new(RetryNTimes::new(5, Duration::ZERO)), None);
+        let err = retry.on_error(CuratorError::NoNode { path: "/a".into() }).await;
+        assert!(matches!(err, Err(CuratorError::NoNode { .. })));
+        assert_eq!(retry.retries(), 0);
+    }
+
+    #[test]
+    fn next_pause_counts_and_pause_for_does_not() {
+        let mut retry = RetryLoop::new(Arc::new(RetryNTimes::new(1, Duration::from_millis(7))), None);
+        assert_eq!(retry.pause_for(&lost()), Some(Duration::from_millis(7)));
+        assert_eq!(retry.retries(), 0);
+        assert_eq!(retry.next_pause(&lost()), Some(Duration::from_millis(7)));
+        assert_eq!(retry.next_pause(&lost()), None);
     }
 }
