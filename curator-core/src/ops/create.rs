@@ -7,6 +7,8 @@
 //! session, it is deleted and the create runs again. If the create finally fails, or its future
 //! is dropped while the outcome is unknown, the node is looked for and deleted in the background.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use zookeeper_client as zk;
@@ -177,6 +179,7 @@ impl CreateBuilder {
             parents,
             or_set_data: self.or_set_data,
             idempotent: self.idempotent,
+            attempted_on: Arc::new(AtomicU64::new(0)),
         })
     }
 }
@@ -194,6 +197,9 @@ struct CreateOp {
     parents: Parents,
     or_set_data: bool,
     idempotent: bool,
+    /// The session generation of the latest attempt (0: none yet). An ephemeral orphan can only
+    /// belong to that session: earlier ones have ended, and their nodes with them.
+    attempted_on: Arc<AtomicU64>,
 }
 
 impl CreateOp {
@@ -202,6 +208,8 @@ impl CreateOp {
             fw: self.fw.clone(),
             parent: self.parent.clone(),
             prefix: protected_prefix(&id),
+            ephemeral: self.mode.is_ephemeral(),
+            attempted_on: self.attempted_on.clone(),
             armed: true,
         });
         let result =
@@ -214,6 +222,7 @@ impl CreateOp {
     }
 
     async fn attempt(&self, session: Session, attempt: u32) -> Result<(String, zk::Stat)> {
+        self.attempted_on.store(session.generation(), Ordering::Release);
         let client = session.client();
         if let (Some(id), true) = (&self.protection, attempt > 0) {
             if let Some(found) = self.find_protected(&session, id).await? {
@@ -317,17 +326,22 @@ struct OrphanGuard {
     fw: CuratorFramework,
     parent: String,
     prefix: String,
+    ephemeral: bool,
+    attempted_on: Arc<AtomicU64>,
     armed: bool,
 }
 
 impl Drop for OrphanGuard {
     fn drop(&mut self) {
-        if !self.armed {
+        let generation = self.attempted_on.load(Ordering::Acquire);
+        // No attempt reached a session: nothing was sent, nothing can be left.
+        if !self.armed || generation == 0 {
             return;
         }
+        let owner = self.ephemeral.then_some(generation);
         let (fw, parent, prefix) = (self.fw.clone(), self.parent.clone(), self.prefix.clone());
         self.fw.spawn_background(async move {
-            if let Err(err) = fw.delete_protected(&parent, &prefix).await {
+            if let Err(err) = fw.delete_protected(&parent, &prefix, owner).await {
                 fw.report_unhandled(&format!("could not delete the orphan of a protected create under {parent}"), &err);
             }
         });
@@ -335,26 +349,44 @@ impl Drop for OrphanGuard {
 }
 
 impl CuratorFramework {
-    /// Deletes every child of `parent` whose name starts with `prefix` (a protected prefix),
-    /// retrying under the retry policy. Used to clean up after protected creates whose outcome
-    /// is unknown; recipes use it when an acquire is abandoned.
-    pub async fn delete_protected(&self, parent: &str, prefix: &str) -> Result<()> {
-        self.call_with_retry("delete-protected", parent, |session, _| async move {
-            let client = session.client();
-            let children = match client.list_children(parent).await {
-                Ok(c) => c,
-                Err(zk::Error::NoNode) => return Ok(()),
-                Err(err) => return Err(CuratorError::from_zk(parent, err)),
-            };
-            for child in children.iter().filter(|c| c.starts_with(prefix)) {
-                let node = path::make_path(parent, child);
-                match client.delete(&node, None).await {
-                    Ok(()) | Err(zk::Error::NoNode) => tracing::info!(path = %node, "deleted orphan"),
-                    Err(err) => return Err(CuratorError::from_zk(&node, err)),
+    /// Deletes every child of `parent` whose name starts with `prefix` (a protected prefix): the
+    /// cleanup of a protected create whose outcome is unknown, which recipes also use when an
+    /// acquire is abandoned.
+    ///
+    /// It does not depend on the user's retry policy: it retries every retryable error
+    /// ([`cleanup_retry_loop`](Self::cleanup_retry_loop)) until the nodes are gone, the
+    /// framework closes, or — for an ephemeral node, `owner` being the generation of the session
+    /// that may have created it — that session has ended (its node went with it).
+    pub async fn delete_protected(&self, parent: &str, prefix: &str, owner: Option<u64>) -> Result<()> {
+        let mut retry = self.cleanup_retry_loop();
+        loop {
+            let attempt = async {
+                let session = self.session_for(parent).await?;
+                if owner.is_some_and(|g| g != session.generation()) {
+                    tracing::debug!(parent, prefix, "the session of the orphan has ended: nothing to delete");
+                    return Ok(());
                 }
+                let client = session.client();
+                tracing::debug!(path = parent, prefix, "getChildren (orphan cleanup)");
+                let children = match client.list_children(parent).await {
+                    Ok(c) => c,
+                    Err(zk::Error::NoNode) => return Ok(()),
+                    Err(err) => return Err(CuratorError::from_zk(parent, err)),
+                };
+                for child in children.iter().filter(|c| c.starts_with(prefix)) {
+                    let node = path::make_path(parent, child);
+                    tracing::debug!(path = %node, "delete (orphan)");
+                    match client.delete(&node, None).await {
+                        Ok(()) | Err(zk::Error::NoNode) => tracing::info!(path = %node, "deleted orphan"),
+                        Err(err) => return Err(CuratorError::from_zk(&node, err)),
+                    }
+                }
+                Ok(())
+            };
+            match attempt.await {
+                Ok(()) => return Ok(()),
+                Err(err) => retry.on_error(err).await?,
             }
-            Ok(())
-        })
-        .await
+        }
     }
 }

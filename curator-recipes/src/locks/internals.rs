@@ -547,7 +547,7 @@ impl Drop for Cleanup {
             tracing::debug!(parent = %parent, prefix = %prefix, path = ?known, "abandoned acquire: deleting our node");
             let result = match known {
                 Some(p) => fw.delete().guaranteed().quietly().for_path(&p).await,
-                None => fw.delete_protected(&parent, &prefix).await,
+                None => fw.delete_protected(&parent, &prefix, None).await,
             };
             if let Err(err) = result {
                 if !matches!(err, CuratorError::Closed) {
