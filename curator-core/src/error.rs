@@ -150,7 +150,7 @@ impl CuratorError {
             zk::Error::SessionExpired => Self::SessionExpired { path },
             zk::Error::ConnectionLoss | zk::Error::Timeout => Self::ConnectionLoss { path, detail: err.to_string() },
             // zookeeper-client reports a connection that died under a request in many shapes
-            // (DESIGN.md section 2): treat every one of them as "outcome unknown".
+            // (docs/architecture.md section 2.3): treat every one of them as "outcome unknown".
             zk::Error::Custom(_) | zk::Error::SessionMoved | zk::Error::Throttled => {
                 Self::ConnectionLoss { path, detail: err.to_string() }
             }
