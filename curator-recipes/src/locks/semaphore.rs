@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result};
 
-use super::internals::{LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 use super::mutex::InterProcessMutex;
+use crate::sequential::{LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 
 /// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
 /// takers serialise on the mutex `P/locks`, then each lease is an ephemeral sequential node
