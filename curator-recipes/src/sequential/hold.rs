@@ -18,9 +18,8 @@ const REARM_PAUSE: Duration = Duration::from_millis(200);
 /// Why a held lock may no longer be held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LockLost {
-    /// The connection was suspended (an error under
-    /// [`ErrorPolicy::Standard`](curator_core::ErrorPolicy::Standard)): another client may hold
-    /// the lock once our session expires.
+    /// The connection was suspended (an error under [`ErrorPolicy::Standard`]): another client
+    /// may hold the lock once our session expires.
     Suspended,
     /// The session that owns our node is gone, and the node with it.
     SessionLost,
