@@ -8,3 +8,4 @@
 #![warn(missing_docs)]
 
 pub mod locks;
+mod sequential;

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard as StdGuard};
 use curator_core::{CuratorError, Result};
 use tokio::sync::watch;
 
-use super::internals::{Hold, LockInternals, LockLost, LockNode, NodeKind, Predicate};
+use crate::sequential::{watch_revocation, ContenderGroup, Hold, LockLost, LockNode, NodeKind, Predicate, RevokeHook};
 
 /// What a reentrant handle holds.
 #[derive(Debug)]
@@ -16,12 +16,10 @@ pub(crate) enum Holding {
     Held { hold: Arc<Hold>, count: usize },
 }
 
-pub(crate) type RevokeHook = Arc<dyn Fn() + Send + Sync>;
-
-/// A lock core plus the reentrancy count of one handle. Acquires on the same handle are
+/// A contender group plus the reentrancy count of one handle. Acquires on the same handle are
 /// serialised; a handle that holds the lock gets it again at once.
 pub(crate) struct Reentrant {
-    pub(crate) internals: LockInternals,
+    pub(crate) group: ContenderGroup,
     gate: tokio::sync::Mutex<()>,
     state: Mutex<Holding>,
     revoke: Mutex<Option<RevokeHook>>,
@@ -29,14 +27,14 @@ pub(crate) struct Reentrant {
 
 impl std::fmt::Debug for Reentrant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reentrant").field("internals", &self.internals).field("state", &*self.lock_state()).finish()
+        f.debug_struct("Reentrant").field("group", &self.group).field("state", &*self.lock_state()).finish()
     }
 }
 
 impl Reentrant {
-    pub(crate) fn new(internals: LockInternals) -> Arc<Self> {
+    pub(crate) fn new(group: ContenderGroup) -> Arc<Self> {
         Arc::new(Self {
-            internals,
+            group,
             gate: tokio::sync::Mutex::new(()),
             state: Mutex::new(Holding::Free),
             revoke: Mutex::new(None),
@@ -78,10 +76,10 @@ impl Reentrant {
             return Ok(guard);
         }
         let (kind, predicate) = prepare()?;
-        let node = self.internals.acquire(&data, kind, predicate).await?;
-        let hold = Hold::new(self.internals.framework(), node);
+        let node = self.group.acquire(&data, kind, predicate).await?;
+        let hold = Hold::new(self.group.framework(), node);
         if let Some(hook) = self.revoke.lock().unwrap_or_else(|e| e.into_inner()).clone() {
-            super::internals::watch_revocation(&hold, hook);
+            watch_revocation(&hold, hook);
         }
         *self.lock_state() = Holding::Held { hold: hold.clone(), count: 1 };
         Ok(LockGuard { owner: self.clone(), hold, armed: true })
@@ -116,7 +114,7 @@ impl Reentrant {
         if !matches {
             return Err(CuratorError::IllegalState(format!(
                 "this handle does not hold the lock {}",
-                self.internals.base_path()
+                self.group.base_path()
             )));
         }
         let Holding::Held { hold, count } = &mut *state else { return Ok(None) };

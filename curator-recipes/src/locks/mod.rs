@@ -60,10 +60,11 @@
 //!    "list again".
 //! 3. Our node belongs to the session it was made on: after a new session, start over.
 //!
-//! The code of this algorithm is one enum of phases in `locks/internals.rs`.
+//! The locks are thin on top of the crate's sequential-node core (`sequential/`), which every
+//! "ephemeral sequential contender" recipe shares; the code of this algorithm is the `Acquire`
+//! state machine in `sequential/acquire.rs`, one method per phase.
 
 mod guard;
-mod internals;
 mod multi;
 mod mutex;
 mod queued;
@@ -71,12 +72,28 @@ mod rwlock;
 mod semaphore;
 
 pub use guard::LockGuard;
-pub use internals::{
-    LockLost, LockNode, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT,
-    SEMAPHORE_LOCK_PARENT, WATCH_ALL_LIMIT, WRITE_LOCK_NAME,
-};
 pub use multi::{InterProcessMultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, Revoker};
 pub use queued::{QueuedGuard, QueuedMutex};
 pub use rwlock::{InterProcessReadWriteLock, ReadLock, WriteLock};
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
+// Defined by the sequential-node core; public here, where users have always found them.
+pub use crate::sequential::{
+    LockLost, LockNode, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT,
+    SEMAPHORE_LOCK_PARENT, WATCH_ALL_LIMIT, WRITE_LOCK_NAME,
+};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn guards_may_move_between_tasks() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<super::LockGuard>();
+        send_sync::<super::MultiLockGuard>();
+        send_sync::<super::Lease>();
+        send_sync::<super::InterProcessMutex>();
+        send_sync::<super::InterProcessReadWriteLock>();
+        send_sync::<super::InterProcessSemaphoreV2>();
+        send_sync::<super::InterProcessSemaphoreMutex>();
+    }
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 use curator_core::{CuratorError, CuratorFramework, Result};
 
 use super::guard::{LockGuard, Reentrant};
-use super::internals::{LockInternals, NodeKind, Predicate, MUTEX_LOCK_NAME, REVOKE_MESSAGE};
+use crate::sequential::{ContenderGroup, NodeKind, Predicate, MUTEX_LOCK_NAME, REVOKE_MESSAGE};
 
 /// A distributed reentrant mutex, wire compatible with Curator's `InterProcessMutex`: nodes
 /// `P/_c_<uuid>-lock-<seq>`, ephemeral sequential, with the creator's address as data (empty
@@ -43,17 +43,14 @@ pub struct InterProcessMutex {
 impl InterProcessMutex {
     /// A mutex on `path` (validated here; nothing is sent until an acquire).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
-        let internals = LockInternals::new(fw, path, MUTEX_LOCK_NAME, &[MUTEX_LOCK_NAME])?;
-        Ok(Self { inner: Reentrant::new(internals) })
+        let group = ContenderGroup::new(fw, path, MUTEX_LOCK_NAME, &[MUTEX_LOCK_NAME])?;
+        Ok(Self { inner: Reentrant::new(group) })
     }
 
     /// Waits until the lock is held. Cancel safe: dropping the future leaves no node behind.
     pub async fn acquire(&self) -> Result<LockGuard> {
-        let data = if self.inner.is_revocable() {
-            Vec::new()
-        } else {
-            self.inner.internals.framework().default_data().to_vec()
-        };
+        let data =
+            if self.inner.is_revocable() { Vec::new() } else { self.inner.group.framework().default_data().to_vec() };
         self.inner.acquire(data, || Ok((NodeKind::Sequential, Predicate::Leases(1)))).await
     }
 
@@ -85,7 +82,7 @@ impl InterProcessMutex {
 
     /// The contenders' nodes, in lock order (the holder first), as full paths.
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
-        self.inner.internals.participant_nodes(None).await
+        self.inner.group.participant_nodes(None).await
     }
 
     /// Makes later acquisitions revocable: their node has empty data and `listener` is called

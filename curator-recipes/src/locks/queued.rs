@@ -8,8 +8,8 @@ use curator_core::{CuratorFramework, Result};
 use tokio::sync::{watch, Mutex, OwnedMutexGuard};
 
 use super::guard::LockGuard;
-use super::internals::{LockLost, LockNode};
 use super::mutex::InterProcessMutex;
+use crate::sequential::{LockLost, LockNode};
 
 /// An [`InterProcessMutex`] for many waiters in one process (tens of thousands of tasks):
 /// local waiters queue in memory, in FIFO order, and only the head of the queue has a node in

@@ -6,7 +6,7 @@ use std::time::Duration;
 use curator_core::{CuratorError, CuratorFramework, Result};
 
 use super::guard::{LockGuard, Reentrant};
-use super::internals::{LockInternals, NodeKind, Predicate, READ_LOCK_NAME, WRITE_LOCK_NAME};
+use crate::sequential::{ContenderGroup, NodeKind, Predicate, READ_LOCK_NAME, WRITE_LOCK_NAME};
 
 const SORT_NAMES: &[&str] = &[READ_LOCK_NAME, WRITE_LOCK_NAME];
 
@@ -46,8 +46,8 @@ pub struct InterProcessReadWriteLock {
 impl InterProcessReadWriteLock {
     /// A read/write lock on `path` (validated here; nothing is sent until an acquire).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
-        let read = Reentrant::new(LockInternals::new(fw, path, READ_LOCK_NAME, SORT_NAMES)?);
-        let write = Reentrant::new(LockInternals::new(fw, path, WRITE_LOCK_NAME, SORT_NAMES)?);
+        let read = Reentrant::new(ContenderGroup::new(fw, path, READ_LOCK_NAME, SORT_NAMES)?);
+        let write = Reentrant::new(ContenderGroup::new(fw, path, WRITE_LOCK_NAME, SORT_NAMES)?);
         Ok(Self { read: ReadLock { read: read.clone(), write: write.clone() }, write: WriteLock { read, write } })
     }
 
@@ -63,7 +63,7 @@ impl InterProcessReadWriteLock {
 }
 
 fn node_data(r: &Reentrant) -> Vec<u8> {
-    r.internals.framework().default_data().to_vec()
+    r.group.framework().default_data().to_vec()
 }
 
 /// The read half of an [`InterProcessReadWriteLock`].
@@ -109,7 +109,7 @@ impl ReadLock {
 
     /// The read nodes, in lock order, as full paths.
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
-        self.read.internals.participant_nodes(Some(READ_LOCK_NAME)).await
+        self.read.group.participant_nodes(Some(READ_LOCK_NAME)).await
     }
 }
 
@@ -157,6 +157,6 @@ impl WriteLock {
 
     /// The write nodes, in lock order, as full paths.
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
-        self.write.internals.participant_nodes(Some(WRITE_LOCK_NAME)).await
+        self.write.group.participant_nodes(Some(WRITE_LOCK_NAME)).await
     }
 }

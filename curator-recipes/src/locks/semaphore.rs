@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result};
 
-use super::internals::{LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 use super::mutex::InterProcessMutex;
+use crate::sequential::{LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 
 /// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
 /// takers serialise on the mutex `P/locks`, then each lease is an ephemeral sequential node
@@ -115,8 +115,7 @@ impl InterProcessSemaphoreV2 {
         let data = self.node_data.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let data = data.unwrap_or_else(|| self.fw.default_data().to_vec());
         let base = path::make_path(&self.leases_path, LEASE_NAME);
-        let started = std::time::Instant::now();
-        let mut retries = 0u32;
+        let mut retry = self.fw.retry_loop();
         loop {
             tracing::debug!(path = %base, "create lease");
             let (created, stat) = self
@@ -130,15 +129,13 @@ impl InterProcessSemaphoreV2 {
             let lease = Lease { fw: self.fw.clone(), path: created, czxid: stat.czxid, armed: true };
             match self.wait_for_room(&lease).await {
                 Ok(true) => return Ok(lease),
-                // Our node vanished (its session was lost): take another.
+                // Our node vanished (its session was lost): take another, under the policy as
+                // for any session loss. Giving up still reports the missing lease node.
                 Ok(false) => {
+                    let vanished = CuratorError::SessionExpired { path: lease.path.clone() };
                     drop(lease);
-                    match self.fw.retry_policy().allow_retry(retries, started.elapsed()) {
-                        Some(sleep) => {
-                            tokio::time::sleep(sleep).await;
-                            retries += 1;
-                        }
-                        None => return Err(CuratorError::NoNode { path: base }),
+                    if retry.on_error(vanished).await.is_err() {
+                        return Err(CuratorError::NoNode { path: base });
                     }
                 }
                 Err(e) => return Err(e),

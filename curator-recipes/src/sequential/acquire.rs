@@ -1,0 +1,278 @@
+//! [`Acquire`]: one acquire of a contender group, as a state machine with one method per
+//! phase.
+//!
+//! ```text
+//! Create  : send create(P/_c_<uuid>-<name>, ephemeral sequential) and, right behind it on the
+//!           same session, getChildren(P). ZooKeeper answers in order, so the listing already
+//!           shows our node: 2 round trips when uncontended.
+//!           NoNode -> create the container parents, then Create again.
+//!           outcome unknown (connection lost) -> Find.
+//! Find    : list P and look for our protected prefix. Found on this session -> Decide with it;
+//!           found from an older session -> delete it, Create; not found -> Create.
+//! List    : getChildren(P) -> Decide.
+//! Decide  : order contenders by the sequence number after the node name, then ask the
+//!           predicate:  Hold -> done.
+//!                       Wait(nodes, then) -> getData+watch each node (pipelined); wait until
+//!                         they are deleted. then = Hold: hold without listing again (lower
+//!                         sequence numbers never come back); then = Recheck: List.
+//!                         Any other watch event (a Session event on disconnection, a data
+//!                         change) means "re-check": List.
+//!                       Missing (our node is not listed: its session is gone) -> Find.
+//! ```
+//!
+//! Every phase runs on the session current at that moment; a phase whose node belongs to an
+//! older session goes to Find. A failed phase names the phase to retry with, and the
+//! framework's [`RetryLoop`](curator_core::retry::RetryLoop) decides whether to; a phase that
+//! moved on starts a new failure streak (waiting in the queue is not failing). Dropping the
+//! acquire at any point leaves its [`Cleanup`] behind, which deletes our node (by its path when
+//! known, else by its protected prefix).
+
+use curator_core::ops::create::make_parents;
+use curator_core::zk;
+use curator_core::{path, CuratorError, CuratorFramework, Result, Session};
+use futures::stream::{FuturesUnordered, StreamExt};
+
+use super::cleanup::Cleanup;
+use super::group::ContenderGroup;
+use super::names::{protected_prefix, sequence_in};
+use super::node::{LockNode, NodeKind};
+use super::order::{contenders, AfterWatch, Predicate, Verdict};
+
+/// How many times in a row creating the container parents may still leave the create without a
+/// parent (the server reaps empty containers) before giving up.
+const MAX_PARENT_ATTEMPTS: u32 = 5;
+
+/// The phases of one acquire (see the module docs).
+enum Phase {
+    Create,
+    Find,
+    List(LockNode),
+    Decide(LockNode, Vec<String>),
+}
+
+/// What a phase led to.
+enum Step {
+    Next(Phase),
+    Held(LockNode),
+}
+
+/// A phase's outcome: on failure, the error and the phase to retry with.
+type PhaseResult = std::result::Result<Step, (CuratorError, Phase)>;
+
+/// What one wait on watched nodes ended with.
+enum WaitEnd {
+    AllGone,
+    Recheck,
+}
+
+/// One acquire in progress: what every phase needs.
+pub(super) struct Acquire<'a> {
+    fw: &'a CuratorFramework,
+    base_path: &'a str,
+    sort_names: &'static [&'static str],
+    /// The path to create: `P/_c_<uuid>-<name>` (the server appends the sequence number).
+    create_path: String,
+    /// Our protected prefix `_c_<uuid>-`.
+    prefix: String,
+    data: &'a [u8],
+    kind: NodeKind,
+    predicate: Predicate,
+    cleanup: Cleanup,
+    parent_attempts: u32,
+}
+
+impl<'a> Acquire<'a> {
+    /// A new acquire in `group` (nothing is sent yet).
+    pub(super) fn new(group: &'a ContenderGroup, data: &'a [u8], kind: NodeKind, predicate: Predicate) -> Self {
+        let fw = group.framework();
+        let base_path = group.base_path();
+        let prefix = protected_prefix();
+        Self {
+            fw,
+            base_path,
+            sort_names: group.sort_names(),
+            create_path: kind.create_path(base_path, &prefix, group.node_name()),
+            cleanup: Cleanup::new(fw, base_path, &prefix),
+            prefix,
+            data,
+            kind,
+            predicate,
+            parent_attempts: 0,
+        }
+    }
+
+    /// Runs the phases until our node holds (or the retry policy gives up).
+    pub(super) async fn run(mut self) -> Result<LockNode> {
+        let mut retry = self.fw.retry_loop();
+        let mut phase = Phase::Create;
+        loop {
+            phase = match self.step(phase).await {
+                Ok(Step::Next(next)) => {
+                    retry.reset();
+                    next
+                }
+                Ok(Step::Held(node)) => {
+                    self.cleanup.disarm();
+                    tracing::debug!(path = %node.path, czxid = node.czxid, "lock held");
+                    return Ok(node);
+                }
+                Err((err, next)) => {
+                    retry.on_error(err).await?;
+                    next
+                }
+            };
+        }
+    }
+
+    /// Runs one phase on the current session.
+    async fn step(&mut self, phase: Phase) -> PhaseResult {
+        let session = self.fw.session().await.map_err(|e| (e, Phase::Find))?;
+        match phase {
+            Phase::Create => self.create(&session).await,
+            Phase::Find => self.find(&session).await,
+            Phase::List(node) => self.list(&session, node).await,
+            Phase::Decide(node, children) => self.decide(&session, node, children).await,
+        }
+    }
+
+    /// Create: our node and, pipelined behind it, the first listing.
+    async fn create(&mut self, session: &Session) -> PhaseResult {
+        if let NodeKind::Fixed { generation, .. } = self.kind {
+            if generation != session.generation() {
+                let reason = "the write lock's session is gone: cannot take the read lock under it";
+                return Err((CuratorError::IllegalState(reason.into()), Phase::Create));
+            }
+        }
+        let client = session.client();
+        let acl = self.fw.acl_for_path(&self.create_path);
+        let options = self.kind.mode().with_acls(zk::Acls::new(&acl));
+        tracing::debug!(path = %self.create_path, "create (pipelined with getChildren {})", self.base_path);
+        // Both requests are sent here, in this order, before either is awaited.
+        let create = client.create(&self.create_path, self.data, &options);
+        let list = client.list_children(self.base_path);
+        let (created, listed) = futures::join!(create, list);
+        match created {
+            Ok((stat, sequence)) => {
+                let (path, sequence) = self.kind.created(&self.create_path, sequence.into_i64());
+                let node = LockNode::ours(path, sequence, &stat, self.kind, session);
+                self.cleanup.known(&node.path);
+                match listed {
+                    Ok(children) => Ok(Step::Next(Phase::Decide(node, children))),
+                    Err(e) => Err((CuratorError::from_zk(self.base_path, e), Phase::List(node))),
+                }
+            }
+            Err(zk::Error::NoNode) if self.parent_attempts < MAX_PARENT_ATTEMPTS => {
+                self.parent_attempts += 1;
+                make_parents(self.fw, client, &self.create_path, self.fw.use_container_parents())
+                    .await
+                    .map_err(|e| (e, Phase::Create))?;
+                Ok(Step::Next(Phase::Create))
+            }
+            Err(e) => {
+                let err = CuratorError::from_zk(&self.create_path, e);
+                // Outcome unknown: our node may exist; look for it before creating again.
+                let next = if err.is_retryable() { Phase::Find } else { Phase::Create };
+                Err((err, next))
+            }
+        }
+    }
+
+    /// Find: after an unknown outcome, our node by its protected prefix.
+    async fn find(&mut self, session: &Session) -> PhaseResult {
+        let client = session.client();
+        tracing::debug!(path = %self.base_path, prefix = %self.prefix, "getChildren (find our node)");
+        let children = match client.list_children(self.base_path).await {
+            Ok(c) => c,
+            Err(zk::Error::NoNode) => return Ok(Step::Next(Phase::Create)),
+            Err(e) => return Err((CuratorError::from_zk(self.base_path, e), Phase::Find)),
+        };
+        let Some(name) = children.iter().find(|c| c.starts_with(&self.prefix)).cloned() else {
+            return Ok(Step::Next(Phase::Create));
+        };
+        let found = path::make_path(self.base_path, &name);
+        tracing::debug!(path = %found, "exists (our node from an earlier attempt?)");
+        let stat = match client.check_stat(&found).await {
+            Ok(Some(stat)) => stat,
+            Ok(None) => return Ok(Step::Next(Phase::Create)),
+            Err(e) => return Err((CuratorError::from_zk(&found, e), Phase::Find)),
+        };
+        match sequence_in(&name, self.sort_names) {
+            Some(sequence) if stat.ephemeral_owner == session.id() => {
+                let node = LockNode::ours(found, sequence, &stat, self.kind, session);
+                self.cleanup.known(&node.path);
+                Ok(Step::Next(Phase::Decide(node, children)))
+            }
+            _ => {
+                // Left by an older session of ours: it is going; do not wait for it.
+                tracing::debug!(path = %found, "delete (our node from an old session)");
+                match client.delete(&found, None).await {
+                    Ok(()) | Err(zk::Error::NoNode) => Ok(Step::Next(Phase::Create)),
+                    Err(e) => Err((CuratorError::from_zk(&found, e), Phase::Find)),
+                }
+            }
+        }
+    }
+
+    /// List: the contenders again, after a wait ended with "re-check".
+    async fn list(&mut self, session: &Session, node: LockNode) -> PhaseResult {
+        if node.generation != session.generation() {
+            return Ok(Step::Next(Phase::Find));
+        }
+        tracing::debug!(path = %self.base_path, "getChildren");
+        match session.client().list_children(self.base_path).await {
+            Ok(children) => Ok(Step::Next(Phase::Decide(node, children))),
+            Err(zk::Error::NoNode) => Ok(Step::Next(Phase::Find)),
+            Err(e) => Err((CuratorError::from_zk(self.base_path, e), Phase::List(node))),
+        }
+    }
+
+    /// Decide: ask the predicate about one listing; hold, or wait for the nodes it names.
+    async fn decide(&mut self, session: &Session, node: LockNode, children: Vec<String>) -> PhaseResult {
+        if node.generation != session.generation() {
+            return Ok(Step::Next(Phase::Find));
+        }
+        let sorted = contenders(&children, self.sort_names);
+        match self.predicate.decide(&sorted, node.name()) {
+            Verdict::Hold => Ok(Step::Held(node)),
+            Verdict::Missing => {
+                tracing::debug!(path = %node.path, "our node is not among the children");
+                Ok(Step::Next(Phase::Find))
+            }
+            Verdict::Wait { nodes, then } => match self.wait_for(session, &nodes).await {
+                Ok(WaitEnd::AllGone) if then == AfterWatch::Hold => Ok(Step::Held(node)),
+                Ok(_) => Ok(Step::Next(Phase::List(node))),
+                Err(e) => Err((e, Phase::List(node))),
+            },
+        }
+    }
+
+    /// Watches every node in `names` (requests pipelined) and waits until all are deleted, or
+    /// until another event calls for a re-check.
+    async fn wait_for(&self, session: &Session, names: &[String]) -> Result<WaitEnd> {
+        let client = session.client();
+        let paths: Vec<String> = names.iter().map(|n| path::make_path(self.base_path, n)).collect();
+        for p in &paths {
+            tracing::debug!(path = %p, "getData+watch (waiting for its deletion)");
+        }
+        let requests: Vec<_> = paths.iter().map(|p| client.get_and_watch_data(p)).collect();
+        let answers = futures::future::join_all(requests).await;
+        let mut watchers = FuturesUnordered::new();
+        for (answer, p) in answers.into_iter().zip(&paths) {
+            match answer {
+                Ok((_, _, watcher)) => watchers.push(watcher.changed()),
+                Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(CuratorError::from_zk(p, e)),
+            }
+        }
+        while let Some(event) = watchers.next().await {
+            match event.event_type {
+                zk::EventType::NodeDeleted => tracing::debug!(path = %event.path, "watched node deleted"),
+                other => {
+                    tracing::debug!(path = %event.path, event = ?other, state = ?event.session_state, "watch fired: re-check");
+                    return Ok(WaitEnd::Recheck);
+                }
+            }
+        }
+        Ok(WaitEnd::AllGone)
+    }
+}

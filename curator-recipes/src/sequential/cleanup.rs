@@ -1,0 +1,55 @@
+//! [`Cleanup`]: what makes an acquire cancel safe.
+
+use curator_core::{CuratorError, CuratorFramework};
+
+/// Deletes an abandoned acquire's node when dropped while armed: by its path once known, else
+/// every child of the recipe's path with our protected prefix (the create's outcome is
+/// unknown). The delete runs as tracked background work, so that `close()` waits for it.
+pub(crate) struct Cleanup {
+    fw: CuratorFramework,
+    parent: String,
+    prefix: String,
+    path: Option<String>,
+    armed: bool,
+}
+
+impl Cleanup {
+    /// An armed cleanup for nodes under `parent` named with `prefix`.
+    pub(crate) fn new(fw: &CuratorFramework, parent: &str, prefix: &str) -> Self {
+        Self { fw: fw.clone(), parent: parent.to_string(), prefix: prefix.to_string(), path: None, armed: true }
+    }
+
+    /// Our node exists at `path`: delete that one rather than searching by prefix.
+    pub(crate) fn known(&mut self, path: &str) {
+        self.path = Some(path.to_string());
+    }
+
+    /// The node is handed over to its holder: leave it alone.
+    pub(crate) fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let fw = self.fw.clone();
+        let parent = std::mem::take(&mut self.parent);
+        let prefix = std::mem::take(&mut self.prefix);
+        let known = self.path.take();
+        self.fw.spawn_background(async move {
+            tracing::debug!(parent = %parent, prefix = %prefix, path = ?known, "abandoned acquire: deleting our node");
+            let result = match known {
+                Some(p) => fw.delete().guaranteed().quietly().for_path(&p).await,
+                None => fw.delete_protected(&parent, &prefix, None).await,
+            };
+            if let Err(err) = result {
+                if !matches!(err, CuratorError::Closed) {
+                    fw.report_unhandled(&format!("could not delete an abandoned lock node under {parent}"), &err);
+                }
+            }
+        });
+    }
+}

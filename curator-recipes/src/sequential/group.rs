@@ -1,0 +1,85 @@
+//! [`ContenderGroup`]: where a recipe's contenders live and how their nodes are named and
+//! ordered (Curator's `LockInternals`, without the lock).
+
+use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
+use tracing::Instrument;
+
+use super::acquire::Acquire;
+use super::node::{LockNode, NodeKind};
+use super::order::{contenders, Predicate};
+
+/// The contenders under one path: our nodes are `base_path/_c_<uuid>-<node_name><seq>`, and
+/// every child with a sequence number after one of `sort_names` is ordered with them.
+#[derive(Debug, Clone)]
+pub(crate) struct ContenderGroup {
+    fw: CuratorFramework,
+    base_path: String,
+    node_name: &'static str,
+    /// Names after which the sequence number is read, for ordering.
+    sort_names: &'static [&'static str],
+}
+
+impl ContenderGroup {
+    /// Validates `base_path` and builds the group. Nothing is sent.
+    pub(crate) fn new(
+        fw: &CuratorFramework,
+        base_path: &str,
+        node_name: &'static str,
+        sort_names: &'static [&'static str],
+    ) -> Result<Self> {
+        path::validate(base_path)?;
+        Ok(Self { fw: fw.clone(), base_path: base_path.to_string(), node_name, sort_names })
+    }
+
+    /// The framework the nodes are made with.
+    pub(crate) fn framework(&self) -> &CuratorFramework {
+        &self.fw
+    }
+
+    /// The path whose children are the contenders.
+    pub(crate) fn base_path(&self) -> &str {
+        &self.base_path
+    }
+
+    /// The name in our nodes' names, after the protected prefix.
+    pub(crate) fn node_name(&self) -> &'static str {
+        self.node_name
+    }
+
+    /// The names after which sequence numbers are read.
+    pub(crate) fn sort_names(&self) -> &'static [&'static str] {
+        self.sort_names
+    }
+
+    /// The children of the base path that are contenders, ordered, as full paths; only those
+    /// whose name contains `filter`, when given.
+    pub(crate) async fn participant_nodes(&self, filter: Option<&str>) -> Result<Vec<String>> {
+        let base = self.base_path.clone();
+        let children = self
+            .fw
+            .call_with_retry("lock-participants", &base, |session, _| {
+                let base = base.clone();
+                async move {
+                    tracing::debug!(path = %base, "getChildren");
+                    match session.client().list_children(&base).await {
+                        Ok(c) => Ok(c),
+                        Err(zk::Error::NoNode) => Ok(Vec::new()),
+                        Err(e) => Err(CuratorError::from_zk(&base, e)),
+                    }
+                }
+            })
+            .await?;
+        Ok(contenders(&children, self.sort_names)
+            .into_iter()
+            .filter(|c| filter.map_or(true, |f| c.name.contains(f)))
+            .map(|c| path::make_path(&self.base_path, &c.name))
+            .collect())
+    }
+
+    /// Creates our node with `data` and waits until `predicate` says it holds; returns it.
+    /// Cancel safe: dropping the future deletes whatever node it made.
+    pub(crate) async fn acquire(&self, data: &[u8], kind: NodeKind, predicate: Predicate) -> Result<LockNode> {
+        let span = tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name);
+        Acquire::new(self, data, kind, predicate).run().instrument(span).await
+    }
+}

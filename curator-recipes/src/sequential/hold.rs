@@ -1,0 +1,254 @@
+//! Hold liveness: once a node holds, [`Hold`] tells when that hold may be lost ([`LockLost`]),
+//! judging the connection state ([`judge`]) and, on demand, watching the node ([`monitor`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use curator_core::background::spawn_detached;
+use curator_core::zk;
+use curator_core::{ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, ErrorPolicy, Result};
+use tokio::sync::watch;
+
+use super::node::LockNode;
+
+/// How long the monitor waits before trying again to watch the node when it could not.
+const REARM_PAUSE: Duration = Duration::from_millis(200);
+
+/// Why a held lock may no longer be held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LockLost {
+    /// The connection was suspended (an error under [`ErrorPolicy::Standard`]): another client
+    /// may hold the lock once our session expires.
+    Suspended,
+    /// The session that owns our node is gone, and the node with it.
+    SessionLost,
+    /// Our node was deleted by someone else.
+    NodeDeleted,
+    /// The framework was closed.
+    Closed,
+    /// We released the lock.
+    Released,
+}
+
+impl std::fmt::Display for LockLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            LockLost::Suspended => "the connection was suspended",
+            LockLost::SessionLost => "the session was lost",
+            LockLost::NodeDeleted => "the lock node was deleted",
+            LockLost::Closed => "the framework was closed",
+            LockLost::Released => "the lock was released",
+        };
+        f.write_str(text)
+    }
+}
+
+/// Whether the connection event `now`, seen after `at_hold`, means the lock may be lost.
+pub(crate) fn judge(
+    policy: ErrorPolicy,
+    generation: u64,
+    at_hold: &ConnectionStateEvent,
+    now: &ConnectionStateEvent,
+) -> Option<LockLost> {
+    if now.generation != generation && now.generation != 0 {
+        return Some(LockLost::SessionLost);
+    }
+    match now.state {
+        ConnectionState::Lost => Some(LockLost::SessionLost),
+        ConnectionState::Closed => Some(LockLost::Closed),
+        ConnectionState::Suspended if policy == ErrorPolicy::Standard => Some(LockLost::Suspended),
+        // Every transition after a connected hold passed through a suspension.
+        _ if policy == ErrorPolicy::Standard && now.seq != at_hold.seq => Some(LockLost::Suspended),
+        _ if now.new_session && now.seq != at_hold.seq => Some(LockLost::SessionLost),
+        _ => None,
+    }
+}
+
+/// One hold of one node, shared by the guards of a reentrant handle.
+#[derive(Debug)]
+pub(crate) struct Hold {
+    fw: CuratorFramework,
+    node: LockNode,
+    at_hold: ConnectionStateEvent,
+    lost: watch::Sender<Option<LockLost>>,
+    monitoring: AtomicBool,
+}
+
+impl Hold {
+    /// The hold of `node`, which holds as of now.
+    pub(crate) fn new(fw: &CuratorFramework, node: LockNode) -> Arc<Self> {
+        let at_hold = fw.connection_state_watch().borrow().clone();
+        let hold = Arc::new(Self {
+            fw: fw.clone(),
+            node,
+            at_hold,
+            lost: watch::channel(None).0,
+            monitoring: AtomicBool::new(false),
+        });
+        hold.check_connection();
+        hold
+    }
+
+    /// The held node.
+    pub(crate) fn node(&self) -> &LockNode {
+        &self.node
+    }
+
+    /// The framework the node was created with.
+    pub(crate) fn framework(&self) -> &CuratorFramework {
+        &self.fw
+    }
+
+    /// A receiver of the lost reason, without starting the monitor.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Option<LockLost>> {
+        self.lost.subscribe()
+    }
+
+    fn mark(&self, reason: LockLost) {
+        self.lost.send_if_modified(|slot| {
+            if slot.is_none() {
+                if reason == LockLost::Released {
+                    tracing::debug!(path = %self.node.path, "hold ended: released");
+                } else {
+                    tracing::warn!(path = %self.node.path, %reason, "lock may be lost");
+                }
+                *slot = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    fn check_connection(&self) {
+        let now = self.fw.connection_state_watch().borrow().clone();
+        if let Some(reason) = judge(self.fw.error_policy(), self.node.generation, &self.at_hold, &now) {
+            self.mark(reason);
+        }
+    }
+
+    /// Why the hold may be lost, or `None` while it holds (judging the connection now).
+    pub(crate) fn lost_reason(&self) -> Option<LockLost> {
+        self.check_connection();
+        *self.lost.borrow()
+    }
+
+    /// Whether the hold still holds.
+    pub(crate) fn is_held(&self) -> bool {
+        self.lost_reason().is_none()
+    }
+
+    /// A receiver that turns `Some` when the lock may be lost; starts the monitor (one watch on
+    /// our node, and the connection state) on first use.
+    pub(crate) fn lost_watch(self: &Arc<Self>) -> watch::Receiver<Option<LockLost>> {
+        if !self.monitoring.swap(true, Ordering::AcqRel) {
+            let weak = Arc::downgrade(self);
+            let rx = self.lost.subscribe();
+            // Untracked: the monitor ends by itself once the hold ends or the framework closes.
+            spawn_detached(monitor(weak, rx, self.fw.clone(), self.node.clone(), self.at_hold.clone()));
+        }
+        self.lost.subscribe()
+    }
+
+    /// Deletes our node (guaranteed: continues in the background after a connection loss).
+    pub(crate) async fn release(&self) -> Result<()> {
+        self.mark(LockLost::Released);
+        tracing::debug!(path = %self.node.path, "delete (release)");
+        match self.fw.delete().guaranteed().quietly().for_path(&self.node.path).await {
+            Ok(()) | Err(CuratorError::Closed) => Ok(()),
+            Err(e) if e.is_retryable() => {
+                // The guaranteed delete continues in the background; a lost session took the
+                // node anyway.
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Releases in the background (a guard dropped without `release`).
+    pub(crate) fn release_in_background(self: Arc<Self>) {
+        self.mark(LockLost::Released);
+        let fw = self.fw.clone();
+        fw.spawn_background(async move {
+            if let Err(err) = self.release().await {
+                self.fw.report_unhandled(&format!("could not release lock node {}", self.node.path), &err);
+            }
+        });
+    }
+}
+
+/// Watches the connection and our node until the lock is lost or released.
+async fn monitor(
+    hold: Weak<Hold>,
+    mut lost: watch::Receiver<Option<LockLost>>,
+    fw: CuratorFramework,
+    node: LockNode,
+    at_hold: ConnectionStateEvent,
+) {
+    let mut conn = fw.connection_state_watch();
+    let policy = fw.error_policy();
+    let mark = |reason| {
+        if let Some(h) = hold.upgrade() {
+            h.mark(reason)
+        }
+    };
+    loop {
+        if lost.borrow_and_update().is_some() {
+            return;
+        }
+        let now = conn.borrow_and_update().clone();
+        if let Some(reason) = judge(policy, node.generation, &at_hold, &now) {
+            mark(reason);
+            return;
+        }
+        // Arm a watch on our node, on its own session.
+        let watcher = if now.state.is_connected() {
+            match fw.session().await {
+                Ok(s) if s.generation() != node.generation => {
+                    mark(LockLost::SessionLost);
+                    return;
+                }
+                Ok(s) => {
+                    tracing::debug!(path = %node.path, "exists+watch (lock monitor)");
+                    match s.client().check_and_watch_stat(&node.path).await {
+                        Ok((None, _)) => {
+                            mark(LockLost::NodeDeleted);
+                            return;
+                        }
+                        Ok((Some(_), w)) => Some(w),
+                        Err(_) => None,
+                    }
+                }
+                Err(CuratorError::Closed) => {
+                    mark(LockLost::Closed);
+                    return;
+                }
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
+        match watcher {
+            Some(w) => {
+                tokio::select! {
+                    r = lost.changed() => if r.is_err() { return },
+                    r = conn.changed() => if r.is_err() { mark(LockLost::Closed); return },
+                    ev = w.changed() => {
+                        if ev.event_type == zk::EventType::NodeDeleted {
+                            mark(LockLost::NodeDeleted);
+                            return;
+                        }
+                    }
+                }
+            }
+            None => {
+                tokio::select! {
+                    r = lost.changed() => if r.is_err() { return },
+                    r = conn.changed() => if r.is_err() { mark(LockLost::Closed); return },
+                    _ = tokio::time::sleep(REARM_PAUSE) => {}
+                }
+            }
+        }
+    }
+}
