@@ -15,205 +15,17 @@ use tokio::sync::watch;
 use tracing::Instrument;
 use zookeeper_client as zk;
 
-use crate::acl::{AclProvider, DefaultAclProvider};
 use crate::background::{CuratorEvent, UnhandledError};
+use crate::builder::Config;
+pub use crate::builder::{
+    CuratorFrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_CLOSE_WAIT, DEFAULT_MAX_DATA_LEN,
+    DEFAULT_SESSION_TIMEOUT,
+};
 use crate::error::{CuratorError, Result};
 use crate::listeners::{ListenerId, Listeners};
 use crate::path;
-use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
+use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy, StateHub};
-
-/// Default session timeout, as Curator's.
-pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
-/// Default connection timeout, as Curator's.
-pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(15);
-/// Default bound on how long [`CuratorFramework::close`] waits for guaranteed deletes.
-pub const DEFAULT_MAX_CLOSE_WAIT: Duration = Duration::from_secs(1);
-/// Largest data accepted by default: the server's default `jute.maxbuffer` (1 MiB) less room for
-/// the request's header and path.
-pub const DEFAULT_MAX_DATA_LEN: usize = 1024 * 1024 - 1024;
-
-/// Builds a [`CuratorFramework`] with Curator's options.
-///
-/// ```no_run
-/// # async fn f() -> curator_core::Result<()> {
-/// use std::time::Duration;
-/// use curator_core::{CuratorFramework, retry::ExponentialBackoffRetry};
-///
-/// let client = CuratorFramework::builder()
-///     .connect_string("127.0.0.1:2181")
-///     .session_timeout(Duration::from_secs(30))
-///     .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
-///     .namespace("my-app")
-///     .build()?;
-/// client.start()?;
-/// client.block_until_connected(Duration::from_secs(10)).await?;
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone)]
-pub struct CuratorFrameworkBuilder {
-    connect_string: String,
-    session_timeout: Duration,
-    connection_timeout: Duration,
-    retry_policy: Arc<dyn RetryPolicy>,
-    namespace: Option<String>,
-    auth: Vec<(String, Vec<u8>)>,
-    acl_provider: Arc<dyn AclProvider>,
-    default_data: Option<Vec<u8>>,
-    can_be_read_only: bool,
-    use_container_parents: bool,
-    error_policy: ErrorPolicy,
-    max_close_wait: Duration,
-    max_data_len: usize,
-}
-
-impl Default for CuratorFrameworkBuilder {
-    fn default() -> Self {
-        Self {
-            connect_string: String::new(),
-            session_timeout: DEFAULT_SESSION_TIMEOUT,
-            connection_timeout: DEFAULT_CONNECTION_TIMEOUT,
-            retry_policy: Arc::new(ExponentialBackoffRetry::new(Duration::from_millis(100), 5)),
-            namespace: None,
-            auth: Vec::new(),
-            acl_provider: Arc::new(DefaultAclProvider),
-            default_data: None,
-            can_be_read_only: false,
-            use_container_parents: true,
-            error_policy: ErrorPolicy::Standard,
-            max_close_wait: DEFAULT_MAX_CLOSE_WAIT,
-            max_data_len: DEFAULT_MAX_DATA_LEN,
-        }
-    }
-}
-
-impl CuratorFrameworkBuilder {
-    /// The ensemble: `host:port[,host:port...]`.
-    pub fn connect_string(mut self, connect_string: impl Into<String>) -> Self {
-        self.connect_string = connect_string.into();
-        self
-    }
-    /// The session timeout to ask the server for (it may negotiate another).
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
-    /// How long to wait for a connection: for the first one, and for each operation before it
-    /// counts as a connection loss.
-    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
-        self.connection_timeout = timeout;
-        self
-    }
-    /// The retry policy of every operation.
-    pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
-        self.retry_policy = Arc::new(policy);
-        self
-    }
-    /// Prefix every path with this namespace (`"app"` or `"/app"`); created on first use.
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = Some(namespace.into());
-        self
-    }
-    /// Authenticate every session with `scheme` (e.g. `digest`) and `auth` (e.g. `user:password`).
-    pub fn authorization(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
-        self.auth.push((scheme.into(), auth.into()));
-        self
-    }
-    /// Where created nodes get their ACLs when the operation names none.
-    pub fn acl_provider(mut self, provider: impl AclProvider + 'static) -> Self {
-        self.acl_provider = Arc::new(provider);
-        self
-    }
-    /// Data for creates that give none (Curator's default is the local IP address).
-    pub fn default_data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.default_data = Some(data.into());
-        self
-    }
-    /// Allow connections to read-only servers (reported as [`ConnectionState::ReadOnly`]).
-    pub fn can_be_read_only(mut self, allowed: bool) -> Self {
-        self.can_be_read_only = allowed;
-        self
-    }
-    /// Whether `creating_parent_containers_if_needed` creates containers (the default) or plain
-    /// persistent nodes.
-    pub fn use_container_parents(mut self, enabled: bool) -> Self {
-        self.use_container_parents = enabled;
-        self
-    }
-    /// Which connection states count as errors for locks and leaders.
-    pub fn connection_state_error_policy(mut self, policy: ErrorPolicy) -> Self {
-        self.error_policy = policy;
-        self
-    }
-    /// How long `close()` waits for guaranteed deletes still pending.
-    pub fn max_close_wait(mut self, wait: Duration) -> Self {
-        self.max_close_wait = wait;
-        self
-    }
-    /// Largest node data accepted before sending (default [`DEFAULT_MAX_DATA_LEN`]).
-    pub fn max_data_len(mut self, len: usize) -> Self {
-        self.max_data_len = len;
-        self
-    }
-
-    /// Checks the options and builds a framework that is not started yet.
-    pub fn build(self) -> Result<CuratorFramework> {
-        if self.connect_string.trim().is_empty() {
-            return Err(CuratorError::InvalidArgument { path: String::new(), reason: "empty connect string".into() });
-        }
-        let namespace = match self.namespace.as_deref().map(|n| n.trim_matches('/')) {
-            None | Some("") => None,
-            Some(ns) => {
-                let full = format!("/{ns}");
-                path::validate(&full)?;
-                Some(Arc::new(Namespace { path: full, ensured: AtomicBool::new(false) }))
-            }
-        };
-        let default_data = self.default_data.clone().unwrap_or_else(|| crate::local_address().into_bytes());
-        let inner = Inner {
-            config: Config {
-                connect_string: self.connect_string,
-                session_timeout: self.session_timeout,
-                connection_timeout: self.connection_timeout,
-                retry_policy: self.retry_policy,
-                auth: self.auth,
-                acl_provider: self.acl_provider,
-                default_data,
-                can_be_read_only: self.can_be_read_only,
-                use_container_parents: self.use_container_parents,
-                error_policy: self.error_policy,
-                max_close_wait: self.max_close_wait,
-                max_data_len: self.max_data_len,
-            },
-            lifecycle: Mutex::new(Lifecycle::Latent),
-            session: watch::channel(SessionSlot::Empty).0,
-            hub: StateHub::new(),
-            shutdown: watch::channel(false).0,
-            manager: Mutex::new(None),
-            pending_background: watch::channel(0).0,
-            last_connect_error: Mutex::new(None),
-            listeners: Listeners::new(),
-            unhandled: Listeners::new(),
-        };
-        Ok(CuratorFramework { inner: Arc::new(inner), namespace })
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct Config {
-    pub(crate) connect_string: String,
-    pub(crate) session_timeout: Duration,
-    pub(crate) connection_timeout: Duration,
-    pub(crate) retry_policy: Arc<dyn RetryPolicy>,
-    pub(crate) auth: Vec<(String, Vec<u8>)>,
-    pub(crate) acl_provider: Arc<dyn AclProvider>,
-    pub(crate) default_data: Vec<u8>,
-    pub(crate) can_be_read_only: bool,
-    pub(crate) use_container_parents: bool,
-    pub(crate) error_policy: ErrorPolicy,
-    pub(crate) max_close_wait: Duration,
-    pub(crate) max_data_len: usize,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lifecycle {
@@ -261,6 +73,20 @@ impl Session {
 struct Namespace {
     path: String,
     ensured: AtomicBool,
+}
+
+impl Namespace {
+    /// `"app"` or `"/app"` as `/app`; none for an absent or empty namespace.
+    fn parse(namespace: Option<&str>) -> Result<Option<Arc<Namespace>>> {
+        match namespace.map(|n| n.trim_matches('/')) {
+            None | Some("") => Ok(None),
+            Some(ns) => {
+                let full = format!("/{ns}");
+                path::validate(&full)?;
+                Ok(Some(Arc::new(Namespace { path: full, ensured: AtomicBool::new(false) })))
+            }
+        }
+    }
 }
 
 pub(crate) struct Inner {
@@ -312,6 +138,24 @@ impl CuratorFramework {
     /// A builder with Curator's defaults.
     pub fn builder() -> CuratorFrameworkBuilder {
         CuratorFrameworkBuilder::default()
+    }
+
+    /// A framework that is not started yet, from checked options.
+    pub(crate) fn new(config: Config, namespace: Option<&str>) -> Result<Self> {
+        let namespace = Namespace::parse(namespace)?;
+        let inner = Inner {
+            config,
+            lifecycle: Mutex::new(Lifecycle::Latent),
+            session: watch::channel(SessionSlot::Empty).0,
+            hub: StateHub::new(),
+            shutdown: watch::channel(false).0,
+            manager: Mutex::new(None),
+            pending_background: watch::channel(0).0,
+            last_connect_error: Mutex::new(None),
+            listeners: Listeners::new(),
+            unhandled: Listeners::new(),
+        };
+        Ok(CuratorFramework { inner: Arc::new(inner), namespace })
     }
 
     /// Starts the session manager on the current tokio runtime. Connecting happens in the
@@ -512,14 +356,7 @@ impl CuratorFramework {
 
     /// A handle on the same connection whose paths are under `namespace` (or under none).
     pub fn using_namespace(&self, namespace: Option<&str>) -> Result<CuratorFramework> {
-        let namespace = match namespace.map(|n| n.trim_matches('/')) {
-            None | Some("") => None,
-            Some(ns) => {
-                let full = format!("/{ns}");
-                path::validate(&full)?;
-                Some(Arc::new(Namespace { path: full, ensured: AtomicBool::new(false) }))
-            }
-        };
+        let namespace = Namespace::parse(namespace)?;
         Ok(CuratorFramework { inner: self.inner.clone(), namespace })
     }
 

@@ -34,7 +34,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Module map: [`framework`] (the client and its builder), [`session`] (the session manager),
+//! Module map: [`framework`] (the client), [`builder`] (its options), [`session`] (the session manager),
 //! [`state`] (connection states), [`retry`], [`path`], [`ops`] (the fluent operations),
 //! [`background`] (callbacks), [`listeners`] (the one listener queue), [`error`].
 
@@ -42,6 +42,7 @@
 
 pub mod acl;
 pub mod background;
+pub mod builder;
 pub mod error;
 pub mod framework;
 pub mod listeners;
