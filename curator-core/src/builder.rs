@@ -115,7 +115,7 @@ impl CuratorFrameworkBuilder {
         self.default_data = Some(data.into());
         self
     }
-    /// Allow connections to read-only servers (reported as [`ConnectionState::ReadOnly`]).
+    /// Allow connections to read-only servers (reported as [`ConnectionState::ReadOnly`](crate::ConnectionState::ReadOnly)).
     pub fn can_be_read_only(mut self, allowed: bool) -> Self {
         self.can_be_read_only = allowed;
         self
