@@ -87,6 +87,7 @@ pub mod curator_cache;
 mod engine;
 pub mod node_cache;
 pub mod path_children;
+mod shell;
 pub mod tree_cache;
 
 pub use child_data::{ChildData, DefaultTreeCacheSelector, TreeCacheSelector};
