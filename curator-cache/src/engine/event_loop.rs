@@ -412,7 +412,13 @@ impl Engine {
                 // Whatever these reads would do, the load sees as well.
                 live.pending = FuturesOrdered::new();
                 if live.register_again {
-                    live.feed.register_again().await?;
+                    // Not core's PersistentWatch::register_again (yet): it keeps the new local
+                    // watcher and drops the old one, which reorders zookeeper-client's watchers
+                    // on the path, and so the order in which caches sharing the path and session
+                    // register again; the last AddWatch sets the server's single mode there
+                    // (ZOOKEEPER-4466). Keeping the first watcher keeps that order stable.
+                    let again = live.client.watch(&root, self.config.scope.watch_mode()).await;
+                    drop(again.map_err(|e| CuratorError::from_zk(&root, e))?);
                     live.register_again = false;
                 }
             }
@@ -422,7 +428,7 @@ impl Engine {
             self.live = Some(Live {
                 generation,
                 client: session.client().clone(),
-                feed: WatchFeed::spawn(watch, &root),
+                feed: WatchFeed::spawn(watch),
                 pending: FuturesOrdered::new(),
                 link: Link::Up,
                 register_again: false,

@@ -22,9 +22,11 @@
 //!
 //! ZooKeeper before 3.9 keeps one watch mode per path and connection (ZOOKEEPER-4466): a
 //! one-shot data watch that another recipe on the same session sets on the root replaces the
-//! persistent one, and the next change of the root consumes it. The engine therefore has core
-//! register the watch again ([`curator_core::PersistentWatch::register_again`]) and loads after
-//! each change of the root itself (servers from 3.9 send event zxids, and it does not there).
+//! persistent one, and the next change of the root consumes it. The engine therefore sends
+//! AddWatch again and loads after each change of the root itself (servers from 3.9 send event
+//! zxids, and it does not there). It keeps its first local watcher for that, rather than calling
+//! [`curator_core::PersistentWatch::register_again`], which swaps watchers and with them the
+//! order in which caches sharing the path and session register again (see `sync`).
 //! The reverse cannot be helped on those servers: registering the persistent recursive watch
 //! turns a pending one-shot *children* watch of the same session on the same path into a
 //! recursive one, which never reports children changes.
