@@ -28,8 +28,9 @@ use std::sync::Arc;
 use curator_core::{ConnectionStateEvent, CuratorFramework, Result};
 
 use crate::child_data::{ChildData, TreeCacheSelector};
-use crate::engine::{CacheCore, EngineConfig, EngineEvent, Scope};
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use crate::engine::{EngineConfig, EngineEvent, Scope};
+use crate::shell::{CacheShell, Translated};
+use curator_core::listeners::{EventStream, ListenerId};
 
 /// Options of a [`CuratorCache`] (Curator's `CuratorCache.Options`, plus not caching data).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -238,8 +239,8 @@ impl CuratorCacheBuilder {
             },
             cache_data: !has(CuratorCacheOption::DoNotCacheData),
         };
-        let core = CacheCore::new(&self.fw, config, !has(CuratorCacheOption::DoNotClearOnClose))?;
-        Ok(CuratorCache { core, listeners: Arc::new(Listeners::new()) })
+        let shell = CacheShell::new(&self.fw, config, !has(CuratorCacheOption::DoNotClearOnClose))?;
+        Ok(CuratorCache { shell })
     }
 }
 
@@ -250,13 +251,12 @@ impl CuratorCacheBuilder {
 ///
 /// The path need not exist: the cache fills when it appears. Dropping the cache closes it.
 pub struct CuratorCache {
-    core: CacheCore,
-    listeners: Arc<Listeners<CuratorCacheEvent>>,
+    shell: CacheShell<CuratorCacheEvent>,
 }
 
 impl std::fmt::Debug for CuratorCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CuratorCache").field("path", &self.core.root()).finish_non_exhaustive()
+        self.shell.debug("CuratorCache", f)
     }
 }
 
@@ -281,25 +281,14 @@ impl CuratorCache {
     /// # Errors
     /// `IllegalState` when already started or closed, or outside a tokio runtime.
     pub fn start(&self) -> Result<()> {
-        let listeners = self.listeners.clone();
-        let sink = Box::new(move |event: EngineEvent| {
-            let event = match event {
-                EngineEvent::Created(node) => CuratorCacheEvent::Created(node),
-                EngineEvent::Changed(old, new) => CuratorCacheEvent::Changed { old, new },
-                EngineEvent::Deleted(node) => CuratorCacheEvent::Deleted(node),
-                EngineEvent::Initialized => {
-                    // Listeners added later hear it first, so that `after_initialized` works
-                    // for them too.
-                    listeners.publish_and_greet(CuratorCacheEvent::Initialized);
-                    return;
-                }
-                EngineEvent::Connection(state) => CuratorCacheEvent::ConnectionStateChanged(state),
-            };
-            listeners.publish(event);
-        });
-        let handle = self.core.start(sink)?;
-        self.listeners.start(handle);
-        Ok(())
+        self.shell.start(|event| match event {
+            EngineEvent::Created(node) => Translated::Event(CuratorCacheEvent::Created(node)),
+            EngineEvent::Changed(old, new) => Translated::Event(CuratorCacheEvent::Changed { old, new }),
+            EngineEvent::Deleted(node) => Translated::Event(CuratorCacheEvent::Deleted(node)),
+            // Listeners added later hear it first, so that `after_initialized` works for them too.
+            EngineEvent::Initialized => Translated::Greeting(CuratorCacheEvent::Initialized),
+            EngineEvent::Connection(state) => Translated::Event(CuratorCacheEvent::ConnectionStateChanged(state)),
+        })
     }
 
     /// Waits until the first load is done.
@@ -307,33 +296,32 @@ impl CuratorCache {
     /// # Errors
     /// `Closed` if the cache is closed first.
     pub async fn wait_initialized(&self) -> Result<()> {
-        self.core.wait_initialized(false).await
+        self.shell.wait_initialized(false).await
     }
 
     /// Whether the first load is done.
     pub fn is_initialized(&self) -> bool {
-        self.core.is_initialized()
+        self.shell.core().is_initialized()
     }
 
     /// Stops the cache and its watch; listener streams end after the events already queued.
     pub fn close(&self) {
-        self.core.close();
-        self.listeners.close();
+        self.shell.close();
     }
 
     /// The cached node at `path`, if any.
     pub fn get(&self, path: &str) -> Option<Arc<ChildData>> {
-        self.core.shared.nodes().get(path).cloned()
+        self.shell.core().shared.nodes().get(path).cloned()
     }
 
     /// The number of cached nodes (the root included when it exists).
     pub fn size(&self) -> usize {
-        self.core.shared.nodes().len()
+        self.shell.core().shared.nodes().len()
     }
 
     /// Every cached node, ordered by path.
     pub fn entries(&self) -> Vec<Arc<ChildData>> {
-        self.core.shared.nodes().values().cloned().collect()
+        self.shell.core().shared.nodes().values().cloned().collect()
     }
 
     /// An iterator over a snapshot of the cached nodes, ordered by path (Curator's `stream()`).
@@ -344,22 +332,16 @@ impl CuratorCache {
     /// Adds a listener; it hears events from now on (before `start`: all of them). A listener
     /// added once the cache is initialized first hears `Initialized`.
     pub fn add_listener(&self, listener: impl CuratorCacheListener) -> ListenerId {
-        self.listeners.add_callback(Arc::new(move |event: &CuratorCacheEvent| listener.event(event)))
+        self.shell.add_listener(Arc::new(move |event: &CuratorCacheEvent| listener.event(event)))
     }
 
     /// Removes a listener. False if it was not there.
     pub fn remove_listener(&self, id: ListenerId) -> bool {
-        self.listeners.remove(id)
+        self.shell.remove_listener(id)
     }
 
     /// An ordered stream of the events from now on (before `start`: all of them).
     pub fn events(&self) -> EventStream<CuratorCacheEvent> {
-        self.listeners.stream()
-    }
-}
-
-impl Drop for CuratorCache {
-    fn drop(&mut self) {
-        self.close();
+        self.shell.events()
     }
 }

@@ -49,11 +49,10 @@
 //!   pipelined, and a read that brings nothing newer than the cache (by `mzxid`) changes
 //!   nothing, so a node is never reported going back in time.
 //! - **Never stale for long**: when the connection comes back (ZooKeeper does not replay
-//!   events a persistent watch missed while disconnected, and zookeeper-client 0.11.2 does not
-//!   register persistent watches on the new connection, so the cache does), when a session is
-//!   lost and a new one opens, or when a read fails, the cache loads again and reports exactly
-//!   the nodes added, changed and removed meanwhile. zookeeper-client's watcher is never polled after
-//!   its session ended (it would panic).
+//!   events a persistent watch missed while disconnected; core's
+//!   [`PersistentWatch`](curator_core::PersistentWatch) registers the watch again on the new
+//!   connection), when a session is lost and a new one opens, or when a read fails, the cache
+//!   loads again and reports exactly the nodes added, changed and removed meanwhile.
 //! - **Listeners** are callbacks or [`EventStream`]s (core's one listener mechanism,
 //!   [`curator_core::listeners`]), each with its own unbounded queue:
 //!   callbacks run on the blocking pool in order, so a slow one delays only itself, and none
@@ -68,7 +67,7 @@
 //! | a node below the root created or changed | 1 (getData) |
 //! | a node below the root deleted | 0 |
 //! | initial load of N nodes | about N / 1,000 + 3 multi-reads (10,000 children: 13 requests, ~25 ms here) |
-//! | reconnection (same session) | AddWatch again (zookeeper-client 0.11.2 does not re-send persistent watches) and a reload; the difference as events |
+//! | reconnection (same session) | AddWatch again (by core's `PersistentWatch`: zookeeper-client 0.11.2 does not re-send persistent watches) and a reload; the difference as events |
 //! | lost session, failed read | a reload (with a new watch on a new session) and the difference as events |
 //! | the root itself created, changed or deleted | before 3.9: AddWatch and a reload (a [`NodeCache`]: 2 requests); from 3.9: as any node |
 //!
@@ -87,6 +86,7 @@ pub mod curator_cache;
 mod engine;
 pub mod node_cache;
 pub mod path_children;
+mod shell;
 pub mod tree_cache;
 
 pub use child_data::{ChildData, DefaultTreeCacheSelector, TreeCacheSelector};

@@ -18,11 +18,12 @@
 
 use std::sync::Arc;
 
-use curator_core::{ConnectionState, CuratorFramework, Result};
+use curator_core::listeners::{EventStream, ListenerId};
+use curator_core::{CuratorFramework, Result};
 
 use crate::child_data::ChildData;
-use crate::engine::{CacheCore, EngineConfig, EngineEvent, Scope};
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use crate::engine::{EngineConfig, EngineEvent, Scope};
+use crate::shell::{CacheShell, ConnectionChange, Translated};
 
 /// A change seen by a [`NodeCache`].
 #[derive(Debug, Clone)]
@@ -41,13 +42,12 @@ pub enum NodeCacheEvent {
 /// A cache of one node, on a persistent (non-recursive) watch: one getData per change. The
 /// node need not exist. Dropping the cache closes it.
 pub struct NodeCache {
-    core: CacheCore,
-    listeners: Arc<Listeners<NodeCacheEvent>>,
+    shell: CacheShell<NodeCacheEvent>,
 }
 
 impl std::fmt::Debug for NodeCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeCache").field("path", &self.core.root()).finish_non_exhaustive()
+        self.shell.debug("NodeCache", f)
     }
 }
 
@@ -60,7 +60,7 @@ impl NodeCache {
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         let config =
             EngineConfig { scope: Scope { root: path.to_string(), max_depth: 0, selector: None }, cache_data: true };
-        Ok(Self { core: CacheCore::new(fw, config, true)?, listeners: Arc::new(Listeners::new()) })
+        Ok(Self { shell: CacheShell::new(fw, config, true)? })
     }
 
     /// Starts the cache. With `build_initial`, returns once the node was read, and its
@@ -71,32 +71,28 @@ impl NodeCache {
     /// `IllegalState` when already started or closed, or outside a tokio runtime; with
     /// `build_initial`, the error of the first load if it fails (the cache keeps trying).
     pub async fn start(&self, build_initial: bool) -> Result<()> {
-        let listeners = self.listeners.clone();
         let mut passing = !build_initial;
-        let sink = Box::new(move |event: EngineEvent| {
-            let event = match event {
+        self.shell.start(move |event| {
+            Translated::Event(match event {
                 EngineEvent::Created(node) | EngineEvent::Changed(_, node) if passing => {
                     NodeCacheEvent::NodeChanged(Some(node))
                 }
                 EngineEvent::Deleted(_) if passing => NodeCacheEvent::NodeChanged(None),
                 EngineEvent::Initialized => {
                     passing = true;
-                    return;
+                    return Translated::Nothing;
                 }
-                EngineEvent::Connection(state) => match state.state {
-                    ConnectionState::Suspended => NodeCacheEvent::ConnectionSuspended,
-                    ConnectionState::Connected | ConnectionState::Reconnected => NodeCacheEvent::ConnectionReconnected,
-                    ConnectionState::Lost => NodeCacheEvent::ConnectionLost,
-                    _ => return,
+                EngineEvent::Connection(state) => match ConnectionChange::of(&state) {
+                    Some(ConnectionChange::Suspended) => NodeCacheEvent::ConnectionSuspended,
+                    Some(ConnectionChange::Reconnected) => NodeCacheEvent::ConnectionReconnected,
+                    Some(ConnectionChange::Lost) => NodeCacheEvent::ConnectionLost,
+                    None => return Translated::Nothing,
                 },
-                _ => return,
-            };
-            listeners.publish(event);
-        });
-        let handle = self.core.start(sink)?;
-        self.listeners.start(handle);
+                _ => return Translated::Nothing,
+            })
+        })?;
         if build_initial {
-            self.core.wait_initialized(true).await?;
+            self.shell.wait_initialized(true).await?;
         }
         Ok(())
     }
@@ -106,17 +102,17 @@ impl NodeCache {
     /// # Errors
     /// `Closed` if the cache is closed first.
     pub async fn wait_initialized(&self) -> Result<()> {
-        self.core.wait_initialized(false).await
+        self.shell.wait_initialized(false).await
     }
 
     /// The node as last read, or `None` if it does not exist (or was not read yet).
     pub fn current_data(&self) -> Option<Arc<ChildData>> {
-        self.core.shared.nodes().get(self.core.root()).cloned()
+        self.shell.core().shared.nodes().get(self.shell.core().root()).cloned()
     }
 
     /// The path of the node.
     pub fn path(&self) -> &str {
-        self.core.root()
+        self.shell.core().root()
     }
 
     /// Reads the node again and replaces the cached state without an event.
@@ -124,33 +120,26 @@ impl NodeCache {
     /// # Errors
     /// The read's error, or `IllegalState` when the cache does not run.
     pub async fn rebuild(&self) -> Result<()> {
-        self.core.rebuild().await
+        self.shell.core().rebuild().await
     }
 
     /// Stops the cache and its watch.
     pub fn close(&self) {
-        self.core.close();
-        self.listeners.close();
+        self.shell.close();
     }
 
     /// Adds a callback listener; it runs on the blocking pool, in event order.
     pub fn add_listener(&self, listener: impl Fn(&NodeCacheEvent) + Send + Sync + 'static) -> ListenerId {
-        self.listeners.add_callback(Arc::new(listener))
+        self.shell.add_listener(Arc::new(listener))
     }
 
     /// Removes a listener. False if it was not there.
     pub fn remove_listener(&self, id: ListenerId) -> bool {
-        self.listeners.remove(id)
+        self.shell.remove_listener(id)
     }
 
     /// An ordered stream of the events from now on (before `start`: all of them).
     pub fn events(&self) -> EventStream<NodeCacheEvent> {
-        self.listeners.stream()
-    }
-}
-
-impl Drop for NodeCache {
-    fn drop(&mut self) {
-        self.close();
+        self.shell.events()
     }
 }

@@ -21,11 +21,12 @@
 
 use std::sync::Arc;
 
-use curator_core::{ConnectionState, CuratorFramework, Result};
+use curator_core::listeners::{EventStream, ListenerId};
+use curator_core::{CuratorFramework, Result};
 
 use crate::child_data::ChildData;
-use crate::engine::{descendants, CacheCore, EngineConfig, EngineEvent, Scope, Shared};
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use crate::engine::{descendants, EngineConfig, EngineEvent, Scope, Shared};
+use crate::shell::{CacheShell, ConnectionChange, Translated};
 
 /// How [`PathChildrenCache::start`] treats the children present at start (Curator's
 /// `PathChildrenCache.StartMode`).
@@ -111,13 +112,12 @@ impl PathChildrenCacheEvent {
 /// multi-read load at start and after reconnecting. The parent need not exist. Dropping the
 /// cache closes it.
 pub struct PathChildrenCache {
-    core: CacheCore,
-    listeners: Arc<Listeners<PathChildrenCacheEvent>>,
+    shell: CacheShell<PathChildrenCacheEvent>,
 }
 
 impl std::fmt::Debug for PathChildrenCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PathChildrenCache").field("path", &self.core.root()).finish_non_exhaustive()
+        self.shell.debug("PathChildrenCache", f)
     }
 }
 
@@ -146,7 +146,7 @@ impl PathChildrenCacheBuilder {
             scope: Scope { root: self.path, max_depth: 1, selector: None },
             cache_data: self.cache_data,
         };
-        Ok(PathChildrenCache { core: CacheCore::new(&self.fw, config, true)?, listeners: Arc::new(Listeners::new()) })
+        Ok(PathChildrenCache { shell: CacheShell::new(&self.fw, config, true)? })
     }
 }
 
@@ -177,12 +177,11 @@ impl PathChildrenCache {
     /// `BuildInitialCache`, the error of the first load if it fails (the cache keeps trying in
     /// the background).
     pub async fn start(&self, mode: StartMode) -> Result<()> {
-        let listeners = self.listeners.clone();
-        let shared = self.core.shared.clone();
-        let root = self.core.root().to_string();
+        let shared = self.shell.core().shared.clone();
+        let root = self.shell.core().root().to_string();
         let mut passing = mode != StartMode::BuildInitialCache;
-        let sink = Box::new(move |event: EngineEvent| {
-            let event = match event {
+        self.shell.start(move |event| {
+            Translated::Event(match event {
                 EngineEvent::Created(node) if passing && node.path != root => PathChildrenCacheEvent::ChildAdded(node),
                 EngineEvent::Changed(_, node) if passing && node.path != root => {
                     PathChildrenCacheEvent::ChildUpdated(node)
@@ -193,26 +192,21 @@ impl PathChildrenCache {
                 EngineEvent::Initialized => {
                     passing = true;
                     if mode != StartMode::PostInitializedEvent {
-                        return;
+                        return Translated::Nothing;
                     }
                     PathChildrenCacheEvent::Initialized(children_of(&shared, &root))
                 }
-                EngineEvent::Connection(state) => match state.state {
-                    ConnectionState::Suspended => PathChildrenCacheEvent::ConnectionSuspended,
-                    ConnectionState::Connected | ConnectionState::Reconnected => {
-                        PathChildrenCacheEvent::ConnectionReconnected
-                    }
-                    ConnectionState::Lost => PathChildrenCacheEvent::ConnectionLost,
-                    _ => return,
+                EngineEvent::Connection(state) => match ConnectionChange::of(&state) {
+                    Some(ConnectionChange::Suspended) => PathChildrenCacheEvent::ConnectionSuspended,
+                    Some(ConnectionChange::Reconnected) => PathChildrenCacheEvent::ConnectionReconnected,
+                    Some(ConnectionChange::Lost) => PathChildrenCacheEvent::ConnectionLost,
+                    None => return Translated::Nothing,
                 },
-                _ => return,
-            };
-            listeners.publish(event);
-        });
-        let handle = self.core.start(sink)?;
-        self.listeners.start(handle);
+                _ => return Translated::Nothing,
+            })
+        })?;
         if mode == StartMode::BuildInitialCache {
-            self.core.wait_initialized(true).await?;
+            self.shell.wait_initialized(true).await?;
         }
         Ok(())
     }
@@ -222,26 +216,26 @@ impl PathChildrenCache {
     /// # Errors
     /// `Closed` if the cache is closed first.
     pub async fn wait_initialized(&self) -> Result<()> {
-        self.core.wait_initialized(false).await
+        self.shell.wait_initialized(false).await
     }
 
     /// The cached children, ordered by path.
     pub fn current_data(&self) -> Vec<Arc<ChildData>> {
-        children_of(&self.core.shared, self.core.root())
+        children_of(&self.shell.core().shared, self.shell.core().root())
     }
 
     /// The cached child at the full path `full_path`, if any.
     pub fn current_data_for(&self, full_path: &str) -> Option<Arc<ChildData>> {
-        if full_path == self.core.root() {
+        if full_path == self.shell.core().root() {
             return None;
         }
-        self.core.shared.nodes().get(full_path).cloned()
+        self.shell.core().shared.nodes().get(full_path).cloned()
     }
 
     /// Forgets every child at once, without events (Curator's `clear()`); the next load or
     /// change fills the cache again.
     pub fn clear(&self) {
-        self.core.shared.clear();
+        self.shell.core().shared.clear();
     }
 
     /// Forgets every child without events, then loads them again, reporting each as
@@ -250,7 +244,7 @@ impl PathChildrenCache {
     /// # Errors
     /// The load's error, or `IllegalState` when the cache does not run.
     pub async fn clear_and_refresh(&self) -> Result<()> {
-        self.core.clear_and_refresh().await
+        self.shell.core().clear_and_refresh().await
     }
 
     /// Loads every child again and replaces the cache without any event. Returns once done.
@@ -258,34 +252,27 @@ impl PathChildrenCache {
     /// # Errors
     /// The load's error, or `IllegalState` when the cache does not run.
     pub async fn rebuild(&self) -> Result<()> {
-        self.core.rebuild().await
+        self.shell.core().rebuild().await
     }
 
     /// Stops the cache and its watch, and clears it; listener streams end after the events
     /// already queued.
     pub fn close(&self) {
-        self.core.close();
-        self.listeners.close();
+        self.shell.close();
     }
 
     /// Adds a callback listener; it runs on the blocking pool, in event order.
     pub fn add_listener(&self, listener: impl Fn(&PathChildrenCacheEvent) + Send + Sync + 'static) -> ListenerId {
-        self.listeners.add_callback(Arc::new(listener))
+        self.shell.add_listener(Arc::new(listener))
     }
 
     /// Removes a listener. False if it was not there.
     pub fn remove_listener(&self, id: ListenerId) -> bool {
-        self.listeners.remove(id)
+        self.shell.remove_listener(id)
     }
 
     /// An ordered stream of the events from now on (before `start`: all of them).
     pub fn events(&self) -> EventStream<PathChildrenCacheEvent> {
-        self.listeners.stream()
-    }
-}
-
-impl Drop for PathChildrenCache {
-    fn drop(&mut self) {
-        self.close();
+        self.shell.events()
     }
 }

@@ -28,11 +28,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use curator_core::{ConnectionState, CuratorFramework, Result};
+use curator_core::listeners::{EventStream, ListenerId};
+use curator_core::{CuratorFramework, Result};
 
 use crate::child_data::{ChildData, TreeCacheSelector};
-use crate::engine::{descendants, CacheCore, EngineConfig, EngineEvent, Scope};
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use crate::engine::{descendants, EngineConfig, EngineEvent, Scope};
+use crate::shell::{CacheShell, ConnectionChange, Translated};
 
 /// A change seen by a [`TreeCache`].
 #[derive(Debug, Clone)]
@@ -98,7 +99,7 @@ impl TreeCacheBuilder {
             scope: Scope { root: self.path, max_depth: self.max_depth, selector: self.selector },
             cache_data: self.cache_data,
         };
-        Ok(TreeCache { core: CacheCore::new(&self.fw, config, true)?, listeners: Arc::new(Listeners::new()) })
+        Ok(TreeCache { shell: CacheShell::new(&self.fw, config, true)? })
     }
 }
 
@@ -106,13 +107,12 @@ impl TreeCacheBuilder {
 /// `TreeCache` events, on one persistent recursive watch. The root need not exist. Dropping
 /// the cache closes it.
 pub struct TreeCache {
-    core: CacheCore,
-    listeners: Arc<Listeners<TreeCacheEvent>>,
+    shell: CacheShell<TreeCacheEvent>,
 }
 
 impl std::fmt::Debug for TreeCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TreeCache").field("path", &self.core.root()).finish_non_exhaustive()
+        self.shell.debug("TreeCache", f)
     }
 }
 
@@ -142,25 +142,20 @@ impl TreeCache {
     /// # Errors
     /// `IllegalState` when already started or closed, or outside a tokio runtime.
     pub fn start(&self) -> Result<()> {
-        let listeners = self.listeners.clone();
-        let sink = Box::new(move |event: EngineEvent| {
-            let event = match event {
+        self.shell.start(|event| {
+            Translated::Event(match event {
                 EngineEvent::Created(node) => TreeCacheEvent::NodeAdded(node),
                 EngineEvent::Changed(_, node) => TreeCacheEvent::NodeUpdated(node),
                 EngineEvent::Deleted(node) => TreeCacheEvent::NodeRemoved(node),
                 EngineEvent::Initialized => TreeCacheEvent::Initialized,
-                EngineEvent::Connection(state) => match state.state {
-                    ConnectionState::Suspended => TreeCacheEvent::ConnectionSuspended,
-                    ConnectionState::Connected | ConnectionState::Reconnected => TreeCacheEvent::ConnectionReconnected,
-                    ConnectionState::Lost => TreeCacheEvent::ConnectionLost,
-                    _ => return,
+                EngineEvent::Connection(state) => match ConnectionChange::of(&state) {
+                    Some(ConnectionChange::Suspended) => TreeCacheEvent::ConnectionSuspended,
+                    Some(ConnectionChange::Reconnected) => TreeCacheEvent::ConnectionReconnected,
+                    Some(ConnectionChange::Lost) => TreeCacheEvent::ConnectionLost,
+                    None => return Translated::Nothing,
                 },
-            };
-            listeners.publish(event);
-        });
-        let handle = self.core.start(sink)?;
-        self.listeners.start(handle);
-        Ok(())
+            })
+        })
     }
 
     /// Waits until the first load is done.
@@ -168,22 +163,23 @@ impl TreeCache {
     /// # Errors
     /// `Closed` if the cache is closed first.
     pub async fn wait_initialized(&self) -> Result<()> {
-        self.core.wait_initialized(false).await
+        self.shell.wait_initialized(false).await
     }
 
     /// The cached node at `full_path`, if any.
     pub fn current_data(&self, full_path: &str) -> Option<Arc<ChildData>> {
-        self.core.shared.nodes().get(full_path).cloned()
+        self.shell.core().shared.nodes().get(full_path).cloned()
     }
 
     /// The cached children of `full_path` by name, or `None` if that node is not cached.
     pub fn current_children(&self, full_path: &str) -> Option<BTreeMap<String, Arc<ChildData>>> {
-        let nodes = self.core.shared.nodes();
+        let core = self.shell.core();
+        let nodes = core.shared.nodes();
         nodes.get(full_path)?;
-        let depth = self.core.scope().depth(full_path)?;
+        let depth = core.scope().depth(full_path)?;
         Some(
             descendants(&nodes, full_path)
-                .filter(|(path, _)| self.core.scope().depth(path) == Some(depth + 1))
+                .filter(|(path, _)| core.scope().depth(path) == Some(depth + 1))
                 .map(|(_, node)| (node.name().to_string(), node.clone()))
                 .collect(),
         )
@@ -191,33 +187,26 @@ impl TreeCache {
 
     /// The number of cached nodes (the root included when it exists).
     pub fn size(&self) -> usize {
-        self.core.shared.nodes().len()
+        self.shell.core().shared.nodes().len()
     }
 
     /// Stops the cache and its watch, and clears it.
     pub fn close(&self) {
-        self.core.close();
-        self.listeners.close();
+        self.shell.close();
     }
 
     /// Adds a callback listener; it runs on the blocking pool, in event order.
     pub fn add_listener(&self, listener: impl Fn(&TreeCacheEvent) + Send + Sync + 'static) -> ListenerId {
-        self.listeners.add_callback(Arc::new(listener))
+        self.shell.add_listener(Arc::new(listener))
     }
 
     /// Removes a listener. False if it was not there.
     pub fn remove_listener(&self, id: ListenerId) -> bool {
-        self.listeners.remove(id)
+        self.shell.remove_listener(id)
     }
 
     /// An ordered stream of the events from now on (before `start`: all of them).
     pub fn events(&self) -> EventStream<TreeCacheEvent> {
-        self.listeners.stream()
-    }
-}
-
-impl Drop for TreeCache {
-    fn drop(&mut self) {
-        self.close();
+        self.shell.events()
     }
 }

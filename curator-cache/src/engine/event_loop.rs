@@ -1,0 +1,520 @@
+//! The engine's task: it waits on the framework's connection states, the cache's commands, the
+//! watch and the reads in flight, applies each in turn, and loads when [`SyncState`] says so.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use curator_core::retry::{ExponentialBackoffForever, RetryLoop};
+use curator_core::zk;
+use curator_core::{
+    ConnectionState, ConnectionStateEvent, ConnectionStateStream, CuratorError, CuratorFramework, PersistentWatch,
+    Result,
+};
+use futures::stream::FuturesOrdered;
+use futures::StreamExt;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::feed::WatchFeed;
+use super::handle::Command;
+use super::loader::{load, INITIAL_AVG_DATA};
+use super::scope::descendants;
+use super::state::{EveryFailedLoad, Link, NextLoad, SyncState, MAX_PAUSE, MIN_PAUSE, RECONNECT_GRACE};
+use super::{EngineConfig, EngineEvent, NodeMap, Shared, Sink};
+use crate::child_data::ChildData;
+
+type ActionFuture = Pin<Box<dyn Future<Output = Action> + Send>>;
+
+/// A node event turned into work, applied in the order the events came.
+enum Action {
+    Read { path: String, result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error> },
+    Delete { path: String, zxid: i64 },
+}
+
+/// The session the engine follows.
+struct Live {
+    generation: u64,
+    client: zk::Client,
+    feed: WatchFeed,
+    pending: FuturesOrdered<ActionFuture>,
+    link: Link,
+    /// A one-shot watch replaced ours on the root (ZOOKEEPER-4466): register ours again before
+    /// the next load.
+    register_again: bool,
+}
+
+/// How a load ended.
+enum SyncEnd {
+    Stop,
+    Done(Result<()>),
+    Abandoned(ConnectionStateEvent),
+}
+
+/// What woke the engine up.
+enum Wake {
+    Shutdown,
+    State(Option<ConnectionStateEvent>),
+    Command(Option<Command>),
+    Watch(Option<zk::WatchedEvent>),
+    Action(Option<Action>),
+    /// The wait [`SyncState`] set is over (a pause after a failure hands back its retry loop).
+    WaitOver(Option<RetryLoop>),
+}
+
+/// The task behind a cache.
+pub(super) struct Engine {
+    fw: CuratorFramework,
+    config: Arc<EngineConfig>,
+    shared: Arc<Shared>,
+    sink: Sink,
+    commands: mpsc::UnboundedReceiver<Command>,
+    shutdown: watch::Receiver<bool>,
+    live: Option<Live>,
+    /// Sessions up to this generation are known to be over.
+    dead_generation: u64,
+    state: SyncState,
+    next_load: NextLoad,
+    /// Times the pauses between failed loads; `None` while a pause holds it.
+    retry: Option<RetryLoop>,
+    avg_data_len: usize,
+}
+
+async fn shutdown_signal(rx: &mut watch::Receiver<bool>) {
+    // An error means the cache is gone: shut down as well.
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+impl Engine {
+    /// An engine that loads as soon as it runs.
+    pub(super) fn new(
+        fw: &CuratorFramework,
+        config: Arc<EngineConfig>,
+        shared: Arc<Shared>,
+        sink: Sink,
+        commands: mpsc::UnboundedReceiver<Command>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            fw: fw.clone(),
+            config,
+            shared,
+            sink,
+            commands,
+            shutdown,
+            live: None,
+            dead_generation: 0,
+            state: SyncState::Wanted { not_before: None },
+            next_load: NextLoad::default(),
+            retry: None,
+            avg_data_len: INITIAL_AVG_DATA,
+        }
+    }
+
+    fn root(&self) -> &str {
+        &self.config.scope.root
+    }
+
+    fn new_retry_loop(&self) -> RetryLoop {
+        RetryLoop::new(Arc::new(EveryFailedLoad(ExponentialBackoffForever::new(MIN_PAUSE, MAX_PAUSE))), Some(&self.fw))
+    }
+
+    /// Runs until the cache closes or its framework does.
+    pub(super) async fn run(mut self, mut states: ConnectionStateStream) {
+        loop {
+            if self.state.load_due() {
+                self.state = SyncState::Loading;
+                let mut shutdown = self.shutdown.clone();
+                // A connection change abandons a load: it is reported first, and the load
+                // starts over on whatever session is current (loads are cheap, changes rare).
+                let end = {
+                    let sync = self.sync();
+                    tokio::pin!(sync);
+                    tokio::select! {
+                        biased;
+                        _ = shutdown_signal(&mut shutdown) => SyncEnd::Stop,
+                        result = &mut sync => SyncEnd::Done(result),
+                        state = states.next() => state.map_or(SyncEnd::Stop, SyncEnd::Abandoned),
+                    }
+                };
+                match end {
+                    SyncEnd::Stop | SyncEnd::Done(Err(CuratorError::Closed)) => break,
+                    SyncEnd::Abandoned(event) => {
+                        self.state = SyncState::Wanted { not_before: None };
+                        self.on_state(event);
+                    }
+                    SyncEnd::Done(Ok(())) => {}
+                    SyncEnd::Done(Err(err)) => self.sync_failed(err),
+                }
+                continue;
+            }
+            match self.wait(&mut states).await {
+                Wake::Shutdown | Wake::State(None) | Wake::Command(None) => break,
+                Wake::State(Some(event)) => self.on_state(event),
+                Wake::Command(Some(command)) => self.on_command(command),
+                Wake::Watch(Some(event)) => self.on_watch(event),
+                Wake::Watch(None) => {}
+                Wake::Action(Some(action)) => self.apply(action),
+                Wake::Action(None) => {}
+                Wake::WaitOver(retry) => {
+                    if retry.is_some() {
+                        self.retry = retry;
+                    }
+                    self.state = SyncState::Wanted { not_before: None };
+                }
+            }
+        }
+        for waiter in self.next_load.waiters.drain(..) {
+            let _ = waiter.send(Err(CuratorError::Closed));
+        }
+        self.shared.status.send_modify(|s| s.stopped = true);
+        tracing::debug!(path = %self.config.scope.root, "cache engine stopped");
+    }
+
+    async fn wait(&mut self, states: &mut ConnectionStateStream) -> Wake {
+        let (feed, pending) = match self.live.as_mut() {
+            Some(live) => (Some(&mut live.feed), Some(&mut live.pending)),
+            None => (None, None),
+        };
+        tokio::select! {
+            biased;
+            _ = shutdown_signal(&mut self.shutdown) => Wake::Shutdown,
+            state = states.next() => Wake::State(state),
+            command = self.commands.recv() => Wake::Command(command),
+            action = next_action(pending) => Wake::Action(action),
+            event = next_event(feed) => Wake::Watch(event),
+            retry = self.state.wait_over() => Wake::WaitOver(retry),
+        }
+    }
+
+    fn emit(&mut self, event: EngineEvent) {
+        (self.sink)(event);
+    }
+
+    fn need_sync(&mut self) {
+        // Dropping a pause drops its retry loop: the next failure starts a new streak.
+        self.state = SyncState::Wanted { not_before: None };
+    }
+
+    fn drop_live(&mut self) {
+        if let Some(live) = self.live.take() {
+            self.dead_generation = self.dead_generation.max(live.generation);
+        }
+        self.need_sync();
+    }
+
+    fn on_state(&mut self, event: ConnectionStateEvent) {
+        tracing::debug!(path = %self.root(), state = ?event.state, generation = event.generation, "cache sees connection state");
+        let live_generation = self.live.as_ref().map(|l| l.generation);
+        match event.state {
+            ConnectionState::Lost => {
+                if live_generation.is_some_and(|g| g <= event.generation) {
+                    self.drop_live();
+                }
+            }
+            ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly => {
+                if live_generation.is_some_and(|g| g < event.generation) {
+                    self.drop_live();
+                } else if live_generation.is_none() {
+                    self.need_sync();
+                } else if !matches!(self.state, SyncState::InSync) {
+                    // The watch saw the reconnection first and its catch-up waits for this (or
+                    // a pause after a failure is cut short).
+                    self.state = SyncState::Wanted { not_before: None };
+                } else if let Some(live) = self.live.as_mut() {
+                    live.link = live.link.announced();
+                }
+            }
+            ConnectionState::Suspended | ConnectionState::Latent | ConnectionState::Closed => {}
+        }
+        self.emit(EngineEvent::Connection(event));
+    }
+
+    fn on_command(&mut self, command: Command) {
+        match command {
+            Command::Rebuild(reply) => {
+                self.next_load.silent = true;
+                self.next_load.waiters.push(reply);
+            }
+            Command::ClearAndRefresh(reply) => {
+                self.shared.clear();
+                self.next_load.waiters.push(reply);
+            }
+        }
+        self.need_sync();
+    }
+
+    fn on_watch(&mut self, event: zk::WatchedEvent) {
+        let Some(live) = self.live.as_mut() else { return };
+        match event.event_type {
+            zk::EventType::Session => {
+                let state = event.session_state;
+                tracing::debug!(path = %self.config.scope.root, %state, "cache watch sees session state");
+                if state.is_terminated() {
+                    self.drop_live();
+                } else if state == zk::SessionState::Disconnected {
+                    live.link = live.link.disconnected();
+                } else if matches!(live.link, Link::Down | Link::DownAnnounced) {
+                    // Core's watch is registered again by now, but the server does not replay
+                    // what happened while we were away (ZOOKEEPER-4698): catch up with a load,
+                    // once the framework has reported the reconnection (or soon anyway).
+                    let announced = live.link == Link::DownAnnounced;
+                    live.link = Link::Up;
+                    if matches!(self.state, SyncState::InSync) {
+                        let not_before = if announced { None } else { Some(Instant::now() + RECONNECT_GRACE) };
+                        self.state = SyncState::Wanted { not_before };
+                    }
+                }
+            }
+            zk::EventType::NodeCreated | zk::EventType::NodeDataChanged | zk::EventType::NodeDeleted
+                if event.zxid < 0 && event.path == self.config.scope.root =>
+            {
+                // ZOOKEEPER-4466, servers before 3.9 (they send no zxid): a one-shot data
+                // watch this session set on the root (another recipe's getData or exists)
+                // replaced our registration there, and this event consumed it. Register again,
+                // then load, to see what happened in between.
+                tracing::trace!(path = %event.path, kind = ?event.event_type, "root changed: re-register and load");
+                live.register_again = true;
+                self.need_sync();
+            }
+            zk::EventType::NodeCreated | zk::EventType::NodeDataChanged => {
+                let path = event.path;
+                if !self.config.scope.contains(&path) {
+                    return;
+                }
+                if event.zxid >= 0 {
+                    let nodes = self.shared.nodes();
+                    if nodes.get(&path).is_some_and(|n| n.stat.mzxid >= event.zxid) {
+                        tracing::trace!(path = %path, "event already seen");
+                        return;
+                    }
+                }
+                tracing::trace!(path = %path, kind = ?event.event_type, "reading changed node");
+                let read = live.client.get_data(&path);
+                live.pending.push_back(Box::pin(async move { Action::Read { path, result: read.await } }));
+            }
+            zk::EventType::NodeDeleted => {
+                let path = event.path;
+                if self.config.scope.contains(&path) {
+                    let zxid = event.zxid;
+                    live.pending.push_back(Box::pin(async move { Action::Delete { path, zxid } }));
+                }
+            }
+            zk::EventType::NodeChildrenChanged => {}
+        }
+    }
+
+    fn apply(&mut self, action: Action) {
+        match action {
+            Action::Read { path, result } => match result {
+                Ok((data, stat)) => self.apply_read(path, data, stat),
+                Err(zk::Error::NoNode) => {
+                    tracing::trace!(path = %path, "node gone before its read; its deletion follows")
+                }
+                Err(err) => {
+                    tracing::debug!(path = %path, error = %err, "read failed; the cache will load again");
+                    self.need_sync();
+                }
+            },
+            Action::Delete { path, zxid } => self.apply_delete(&path, zxid),
+        }
+    }
+
+    fn apply_read(&mut self, path: String, data: Vec<u8>, stat: zk::Stat) {
+        let new = Arc::new(ChildData { path: path.clone(), stat, data: self.config.cache_data.then_some(data) });
+        let mut events = Vec::with_capacity(1);
+        {
+            let mut nodes = self.shared.nodes_mut();
+            match nodes.get(&path) {
+                None => events.push(EngineEvent::Created(new.clone())),
+                Some(old) if stat.mzxid <= old.stat.mzxid => {
+                    tracing::trace!(path = %path, "read brings nothing new");
+                    return;
+                }
+                Some(old) if stat.czxid != old.stat.czxid => {
+                    events.push(EngineEvent::Deleted(old.clone()));
+                    events.push(EngineEvent::Created(new.clone()));
+                }
+                Some(old) => events.push(EngineEvent::Changed(old.clone(), new.clone())),
+            }
+            nodes.insert(path, new);
+        }
+        for event in events {
+            self.emit(event);
+        }
+    }
+
+    fn apply_delete(&mut self, path: &str, zxid: i64) {
+        let mut removed = Vec::new();
+        {
+            let mut nodes = self.shared.nodes_mut();
+            let Some(node) = nodes.get(path) else { return };
+            if zxid >= 0 && node.stat.czxid > zxid {
+                tracing::trace!(path = %path, "deletion of an older incarnation");
+                return;
+            }
+            let below: Vec<String> = descendants(&nodes, path).rev().map(|(k, _)| k.clone()).collect();
+            for key in below {
+                if let Some(node) = nodes.remove(&key) {
+                    removed.push(node);
+                }
+            }
+            if let Some(node) = nodes.remove(path) {
+                removed.push(node);
+            }
+        }
+        for node in removed {
+            tracing::trace!(path = %node.path, "node deleted");
+            self.emit(EngineEvent::Deleted(node));
+        }
+    }
+
+    fn sync_failed(&mut self, err: CuratorError) {
+        let mut retry = self.retry.take().unwrap_or_else(|| self.new_retry_loop());
+        tracing::warn!(path = %self.config.scope.root, error = %err, retries = retry.retries(), "cache load failed; retrying");
+        for waiter in self.next_load.waiters.drain(..) {
+            let _ = waiter.send(Err(err.clone()));
+        }
+        self.shared.status.send_modify(|s| {
+            s.failed_loads += 1;
+            s.last_error = Some(err.clone());
+        });
+        // The retry loop sleeps its pause and counts the retry; the engine waits for that
+        // alongside everything else, and keeps the loop for the next failure.
+        self.state = SyncState::BackingOff(Box::pin(async move {
+            if retry.on_error(err).await.is_err() {
+                // The framework is closed: the engine stops as soon as it hears; until then,
+                // do not spin.
+                tokio::time::sleep(MAX_PAUSE).await;
+            }
+            retry
+        }));
+    }
+
+    /// (Re)attaches to the current session and loads everything, then emits the difference.
+    async fn sync(&mut self) -> Result<()> {
+        let root = self.config.scope.root.clone();
+        let session = current_session(&self.fw).await?;
+        let generation = session.generation();
+        let reuse = self.live.as_ref().is_some_and(|l| l.generation == generation && l.feed.is_alive());
+        if !reuse {
+            if let Some(old) = self.live.take() {
+                if old.generation < generation || !old.feed.is_alive() {
+                    self.dead_generation = self.dead_generation.max(old.generation);
+                }
+            }
+        }
+        if generation <= self.dead_generation {
+            return Err(CuratorError::ConnectionLoss { path: root, detail: "waiting for a new session".into() });
+        }
+        if reuse {
+            if let Some(live) = self.live.as_mut() {
+                // Whatever these reads would do, the load sees as well.
+                live.pending = FuturesOrdered::new();
+                if live.register_again {
+                    // Not core's PersistentWatch::register_again (yet): it keeps the new local
+                    // watcher and drops the old one, which reorders zookeeper-client's watchers
+                    // on the path, and so the order in which caches sharing the path and session
+                    // register again; the last AddWatch sets the server's single mode there
+                    // (ZOOKEEPER-4466). Keeping the first watcher keeps that order stable.
+                    let again = live.client.watch(&root, self.config.scope.watch_mode()).await;
+                    drop(again.map_err(|e| CuratorError::from_zk(&root, e))?);
+                    live.register_again = false;
+                }
+            }
+        } else {
+            let watch = PersistentWatch::add_on(&self.fw, &session, &root, self.config.scope.watch_mode()).await?;
+            tracing::debug!(path = %root, generation, "cache watch added");
+            self.live = Some(Live {
+                generation,
+                client: session.client().clone(),
+                feed: WatchFeed::spawn(watch),
+                pending: FuturesOrdered::new(),
+                link: Link::Up,
+                register_again: false,
+            });
+        }
+        let Some(client) = self.live.as_ref().map(|l| l.client.clone()) else {
+            return Err(CuratorError::IllegalState("no session to load with".into()));
+        };
+        let started = std::time::Instant::now();
+        let loaded = load(&client, &self.config, &self.shared, &mut self.avg_data_len).await?;
+        tracing::debug!(path = %root, nodes = loaded.len(), elapsed = ?started.elapsed(), "cache loaded");
+        self.install(loaded);
+        Ok(())
+    }
+
+    /// Replaces the map with a fresh load and emits what differs (unless silent).
+    fn install(&mut self, loaded: NodeMap) {
+        let silent = std::mem::take(&mut self.next_load.silent);
+        let mut events = Vec::new();
+        {
+            let mut nodes = self.shared.nodes_mut();
+            if !silent {
+                for (path, old) in nodes.iter().rev() {
+                    if !loaded.contains_key(path) {
+                        events.push(EngineEvent::Deleted(old.clone()));
+                    }
+                }
+                for (path, new) in &loaded {
+                    match nodes.get(path) {
+                        None => events.push(EngineEvent::Created(new.clone())),
+                        Some(old) if old.stat.czxid != new.stat.czxid => {
+                            events.push(EngineEvent::Deleted(old.clone()));
+                            events.push(EngineEvent::Created(new.clone()));
+                        }
+                        Some(old) if old.stat.mzxid != new.stat.mzxid => {
+                            events.push(EngineEvent::Changed(old.clone(), new.clone()))
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            *nodes = loaded;
+        }
+        if !events.is_empty() {
+            tracing::debug!(path = %self.config.scope.root, changes = events.len(), "cache caught up");
+        }
+        for event in events {
+            self.emit(event);
+        }
+        self.state = SyncState::InSync;
+        if let Some(retry) = self.retry.as_mut() {
+            retry.reset();
+        }
+        if let Some(live) = self.live.as_mut() {
+            live.link = live.link.settled();
+        }
+        if !self.shared.status.borrow().initialized {
+            self.emit(EngineEvent::Initialized);
+            self.shared.status.send_modify(|s| s.initialized = true);
+        }
+        for waiter in self.next_load.waiters.drain(..) {
+            let _ = waiter.send(Ok(()));
+        }
+    }
+}
+
+/// The framework's current session; "not started yet" counts as "not connected yet".
+async fn current_session(fw: &CuratorFramework) -> Result<curator_core::Session> {
+    match fw.session().await {
+        Err(CuratorError::IllegalState(reason)) => {
+            Err(CuratorError::ConnectionLoss { path: String::new(), detail: reason })
+        }
+        other => other,
+    }
+}
+
+async fn next_action(pending: Option<&mut FuturesOrdered<ActionFuture>>) -> Option<Action> {
+    match pending {
+        Some(pending) if !pending.is_empty() => pending.next().await,
+        _ => std::future::pending().await,
+    }
+}
+
+async fn next_event(feed: Option<&mut WatchFeed>) -> Option<zk::WatchedEvent> {
+    match feed {
+        Some(feed) if feed.is_alive() => feed.next().await,
+        _ => std::future::pending().await,
+    }
+}

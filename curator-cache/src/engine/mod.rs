@@ -1,0 +1,118 @@
+//! The one engine under every cache: a persistent watch on the root, a map of the nodes in
+//! scope, and one task that applies ZooKeeper's events in the order they arrive.
+//!
+//! ```text
+//!  start ─► session ─► add watch (recursive, or on the node only for depth 0)
+//!                 └─► load: multi-reads of getData/getChildren, level by level, batches capped
+//!                     by count (1,000) and by estimated reply bytes (512 KiB), 4 in flight
+//!                 └─► diff against the map ─► Created / Changed / Deleted, then Initialized once
+//!  NodeCreated / NodeDataChanged ─► one getData (pipelined, applied in event order)
+//!  NodeDeleted                    ─► drop the node and anything cached below it
+//!  watch reports SyncConnected after Disconnected (events may be lost, ZOOKEEPER-4698),
+//!  Lost, new session, failed read ─► load again and diff: exactly what changed meanwhile
+//! ```
+//!
+//! The watch is core's [`curator_core::PersistentWatch`], which owns the client's watch
+//! workarounds: it is never polled after its session ended, and it adds itself again after a
+//! reconnection to the same session (zookeeper-client 0.11.2 does not re-send persistent
+//! watches). What it cannot do is replay the events the server did not send while the
+//! connection was down (ZOOKEEPER-4698): that is why the engine loads again after a
+//! reconnection. A small task polls the watch ([`feed`]), so that the engine's waits never cut
+//! one of those re-registrations short.
+//!
+//! ZooKeeper before 3.9 keeps one watch mode per path and connection (ZOOKEEPER-4466): a
+//! one-shot data watch that another recipe on the same session sets on the root replaces the
+//! persistent one, and the next change of the root consumes it. The engine therefore sends
+//! AddWatch again and loads after each change of the root itself (servers from 3.9 send event
+//! zxids, and it does not there). It keeps its first local watcher for that, rather than calling
+//! [`curator_core::PersistentWatch::register_again`], which swaps watchers and with them the
+//! order in which caches sharing the path and session register again (see `sync`).
+//! The reverse cannot be helped on those servers: registering the persistent recursive watch
+//! turns a pending one-shot *children* watch of the same session on the same path into a
+//! recursive one, which never reports children changes.
+//!
+//! Reads are answered in the order they were sent and a read answers with the node's latest
+//! state, so a read result whose `mzxid` is not newer than the cached one is a duplicate (or
+//! stale) and changes nothing. Servers from 3.9 send the zxid of each event; the engine then
+//! skips reads it does not need and ignores deletions of an older incarnation of a node.
+//!
+//! Files: [`scope`] (what a cache holds, ordered ranges of the map), [`handle`] (the
+//! [`CacheCore`] a cache holds: start, commands, close), [`event_loop`] (the task),
+//! [`state`] (its state machines), [`loader`] (the multi-read load), [`feed`] (the task
+//! polling the watch). Failed loads are retried after pauses timed by core's
+//! [`RetryLoop`](curator_core::retry::RetryLoop), 20 ms doubling to 1 s.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use curator_core::{ConnectionStateEvent, CuratorError};
+use tokio::sync::watch;
+
+use crate::child_data::ChildData;
+
+mod event_loop;
+mod feed;
+mod handle;
+mod loader;
+mod scope;
+mod state;
+
+pub(crate) use handle::CacheCore;
+pub(crate) use scope::{descendants, Scope};
+
+/// The nodes of a cache by full path.
+pub(crate) type NodeMap = BTreeMap<String, Arc<ChildData>>;
+
+/// What the engine tells its cache.
+#[derive(Debug, Clone)]
+pub(crate) enum EngineEvent {
+    Created(Arc<ChildData>),
+    Changed(Arc<ChildData>, Arc<ChildData>),
+    Deleted(Arc<ChildData>),
+    /// The first load is done (sent once, after its `Created` events).
+    Initialized,
+    Connection(ConnectionStateEvent),
+}
+
+/// Translates engine events into a cache's own and queues them for its listeners. Runs on
+/// the engine's task: it must not block.
+pub(crate) type Sink = Box<dyn FnMut(EngineEvent) + Send>;
+
+/// How a cache is configured.
+pub(crate) struct EngineConfig {
+    pub(crate) scope: Scope,
+    pub(crate) cache_data: bool,
+}
+
+/// Progress of the engine, for `start` and `wait_initialized`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Status {
+    pub(crate) initialized: bool,
+    pub(crate) failed_loads: u64,
+    pub(crate) last_error: Option<CuratorError>,
+    pub(crate) stopped: bool,
+}
+
+/// What the cache and its engine share.
+pub(crate) struct Shared {
+    nodes: RwLock<NodeMap>,
+    status: watch::Sender<Status>,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Self {
+        Self { nodes: RwLock::new(NodeMap::new()), status: watch::channel(Status::default()).0 }
+    }
+
+    pub(crate) fn nodes(&self) -> RwLockReadGuard<'_, NodeMap> {
+        self.nodes.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn nodes_mut(&self) -> RwLockWriteGuard<'_, NodeMap> {
+        self.nodes.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn clear(&self) {
+        self.nodes_mut().clear();
+    }
+}

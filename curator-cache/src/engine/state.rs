@@ -1,0 +1,143 @@
+//! The engine's states: whether the map follows the server ([`SyncState`]), where the watch's
+//! session stands ([`Link`]), and what the next load owes the cache's commands.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use curator_core::retry::{ExponentialBackoffForever, RetryLoop, RetryPolicy};
+use curator_core::{CuratorError, Result};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+/// How long a catch-up after a reconnection waits for the framework to report the
+/// reconnection, so that listeners hear "reconnected" before what changed meanwhile.
+pub(super) const RECONNECT_GRACE: Duration = Duration::from_millis(100);
+/// First pause before loading again after a failed load; it doubles up to [`MAX_PAUSE`].
+pub(super) const MIN_PAUSE: Duration = Duration::from_millis(20);
+/// Longest pause between failed loads.
+pub(super) const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// The pause after a failed load, when it is over: the retry loop that timed it.
+pub(super) type Backoff = Pin<Box<dyn Future<Output = RetryLoop> + Send>>;
+
+/// Whether the map follows the server, and when the next load starts.
+///
+/// ```text
+///  start; a command; a lost, new or replaced session; a failed read;
+///  a change of the root on servers before 3.9            any ──► Wanted { not_before: None }
+///  the watch is back after a disconnection          InSync ──► Wanted { not_before: now + grace }
+///      (not_before: None when the framework reported the reconnection first)
+///  the framework reports the reconnection   Wanted, BackingOff ──► Wanted { not_before: None }
+///  not_before is past                                   Wanted ──► Loading
+///  the load is done and its difference reported        Loading ──► InSync
+///  the load failed                                     Loading ──► BackingOff (pause from the RetryLoop)
+///  the connection changed meanwhile (reported first)   Loading ──► Wanted { not_before: None }
+///  the pause is over                                BackingOff ──► Wanted { not_before: None }
+/// ```
+pub(super) enum SyncState {
+    /// The map follows the server; node events are applied one by one.
+    InSync,
+    /// A load is needed; it starts once `not_before` (if any) is past.
+    Wanted { not_before: Option<Instant> },
+    /// A load runs.
+    Loading,
+    /// The last load failed; another starts after this pause.
+    BackingOff(Backoff),
+}
+
+impl SyncState {
+    /// Whether a load should start now.
+    pub(super) fn load_due(&self) -> bool {
+        match self {
+            SyncState::Wanted { not_before } => not_before.map_or(true, |at| Instant::now() >= at),
+            SyncState::InSync | SyncState::Loading | SyncState::BackingOff(_) => false,
+        }
+    }
+
+    /// Resolves when a wait set by the state is over: the grace after a reconnection, or a
+    /// pause after a failed load (then with its retry loop). Never resolves otherwise.
+    pub(super) async fn wait_over(&mut self) -> Option<RetryLoop> {
+        match self {
+            SyncState::Wanted { not_before: Some(at) } => {
+                tokio::time::sleep_until(*at).await;
+                None
+            }
+            SyncState::BackingOff(backoff) => Some(backoff.await),
+            SyncState::Wanted { not_before: None } | SyncState::InSync | SyncState::Loading => {
+                std::future::pending().await
+            }
+        }
+    }
+}
+
+/// Where the session of the watch stands, as the watch and the framework report it. The
+/// framework and the watch report a reconnection separately, in either order.
+///
+/// ```text
+///  framework reports a reconnection   Up ──► Announced      Down ──► DownAnnounced
+///  watch reports Disconnected         Up ──► Down      Announced ──► DownAnnounced
+///  watch is back (SyncConnected)    Down ──► Up (load after a grace)
+///                           DownAnnounced ──► Up (load now)
+///  a load is done            Announced ──► Up  DownAnnounced ──► Down
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Link {
+    /// Connected; nothing pending.
+    Up,
+    /// The framework reported a reconnection of this session that the watch has not shown.
+    Announced,
+    /// The watch reported a disconnection.
+    Down,
+    /// The watch reported a disconnection, and the framework already the reconnection.
+    DownAnnounced,
+}
+
+impl Link {
+    /// The framework reported a reconnection of this session.
+    pub(super) fn announced(self) -> Self {
+        match self {
+            Link::Up | Link::Announced => Link::Announced,
+            Link::Down | Link::DownAnnounced => Link::DownAnnounced,
+        }
+    }
+
+    /// The watch reported `Disconnected`.
+    pub(super) fn disconnected(self) -> Self {
+        match self {
+            Link::Up | Link::Down => Link::Down,
+            Link::Announced | Link::DownAnnounced => Link::DownAnnounced,
+        }
+    }
+
+    /// A load is done: an announcement is used up.
+    pub(super) fn settled(self) -> Self {
+        match self {
+            Link::Up | Link::Announced => Link::Up,
+            Link::Down | Link::DownAnnounced => Link::Down,
+        }
+    }
+}
+
+/// What the cache's commands asked of the next load.
+#[derive(Default)]
+pub(super) struct NextLoad {
+    /// Replace the map without events ([`Command::Rebuild`]).
+    pub(super) silent: bool,
+    /// Told how the next load ends.
+    pub(super) waiters: Vec<oneshot::Sender<Result<()>>>,
+}
+
+/// Retries every failed load (a cache never gives up), backing off as `ExponentialBackoffForever`.
+#[derive(Debug)]
+pub(super) struct EveryFailedLoad(pub(super) ExponentialBackoffForever);
+
+impl RetryPolicy for EveryFailedLoad {
+    fn allow_retry(&self, retry_count: u32, elapsed: Duration) -> Option<Duration> {
+        self.0.allow_retry(retry_count, elapsed)
+    }
+
+    fn allow_retry_on(&self, _err: &CuratorError) -> bool {
+        true
+    }
+}
