@@ -16,7 +16,6 @@ use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::feed::WatchFeed;
 use super::handle::Command;
 use super::loader::{load, INITIAL_AVG_DATA};
 use super::scope::descendants;
@@ -36,7 +35,9 @@ enum Action {
 struct Live {
     generation: u64,
     client: zk::Client,
-    feed: WatchFeed,
+    /// Core's watch on the root: it adds itself again after a reconnection, and never polls
+    /// zookeeper-client's watcher after the session ended.
+    watch: PersistentWatch,
     pending: FuturesOrdered<ActionFuture>,
     link: Link,
     /// A one-shot watch replaced ours on the root (ZOOKEEPER-4466): register ours again before
@@ -172,8 +173,8 @@ impl Engine {
     }
 
     async fn wait(&mut self, states: &mut ConnectionStateStream) -> Wake {
-        let (feed, pending) = match self.live.as_mut() {
-            Some(live) => (Some(&mut live.feed), Some(&mut live.pending)),
+        let (watch, pending) = match self.live.as_mut() {
+            Some(live) => (Some(&mut live.watch), Some(&mut live.pending)),
             None => (None, None),
         };
         tokio::select! {
@@ -182,7 +183,7 @@ impl Engine {
             state = states.next() => Wake::State(state),
             command = self.commands.recv() => Wake::Command(command),
             action = next_action(pending) => Wake::Action(action),
-            event = next_event(feed) => Wake::Watch(event),
+            event = next_event(watch) => Wake::Watch(event),
             retry = self.state.wait_over() => Wake::WaitOver(retry),
         }
     }
@@ -396,10 +397,10 @@ impl Engine {
         let root = self.config.scope.root.clone();
         let session = current_session(&self.fw).await?;
         let generation = session.generation();
-        let reuse = self.live.as_ref().is_some_and(|l| l.generation == generation && l.feed.is_alive());
+        let reuse = self.live.as_ref().is_some_and(|l| l.generation == generation && !l.watch.is_terminated());
         if !reuse {
             if let Some(old) = self.live.take() {
-                if old.generation < generation || !old.feed.is_alive() {
+                if old.generation < generation || old.watch.is_terminated() {
                     self.dead_generation = self.dead_generation.max(old.generation);
                 }
             }
@@ -411,14 +412,8 @@ impl Engine {
             if let Some(live) = self.live.as_mut() {
                 // Whatever these reads would do, the load sees as well.
                 live.pending = FuturesOrdered::new();
-                if live.register_again {
-                    // Not core's PersistentWatch::register_again (yet): it keeps the new local
-                    // watcher and drops the old one, which reorders zookeeper-client's watchers
-                    // on the path, and so the order in which caches sharing the path and session
-                    // register again; the last AddWatch sets the server's single mode there
-                    // (ZOOKEEPER-4466). Keeping the first watcher keeps that order stable.
-                    let again = live.client.watch(&root, self.config.scope.watch_mode()).await;
-                    drop(again.map_err(|e| CuratorError::from_zk(&root, e))?);
+                if live.register_again || !live.watch.is_registered() {
+                    live.watch.register_again().await?;
                     live.register_again = false;
                 }
             }
@@ -428,7 +423,7 @@ impl Engine {
             self.live = Some(Live {
                 generation,
                 client: session.client().clone(),
-                feed: WatchFeed::spawn(watch),
+                watch,
                 pending: FuturesOrdered::new(),
                 link: Link::Up,
                 register_again: false,
@@ -512,9 +507,11 @@ async fn next_action(pending: Option<&mut FuturesOrdered<ActionFuture>>) -> Opti
     }
 }
 
-async fn next_event(feed: Option<&mut WatchFeed>) -> Option<zk::WatchedEvent> {
-    match feed {
-        Some(feed) if feed.is_alive() => feed.next().await,
+/// The next event of the root's watch. `PersistentWatch::next` is cancel safe, so the engine may
+/// drop this wait whenever something else wakes it.
+async fn next_event(watch: Option<&mut PersistentWatch>) -> Option<zk::WatchedEvent> {
+    match watch {
+        Some(watch) if !watch.is_terminated() => watch.next().await,
         _ => std::future::pending().await,
     }
 }

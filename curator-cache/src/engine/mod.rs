@@ -17,16 +17,14 @@
 //! reconnection to the same session (zookeeper-client 0.11.2 does not re-send persistent
 //! watches). What it cannot do is replay the events the server did not send while the
 //! connection was down (ZOOKEEPER-4698): that is why the engine loads again after a
-//! reconnection. A small task polls the watch ([`feed`]), so that the engine's waits never cut
-//! one of those re-registrations short.
+//! reconnection. Its `next()` is cancel safe, so the engine's waits may drop it at any point
+//! without losing a re-registration.
 //!
 //! ZooKeeper before 3.9 keeps one watch mode per path and connection (ZOOKEEPER-4466): a
 //! one-shot data watch that another recipe on the same session sets on the root replaces the
 //! persistent one, and the next change of the root consumes it. The engine therefore sends
 //! AddWatch again and loads after each change of the root itself (servers from 3.9 send event
-//! zxids, and it does not there). It keeps its first local watcher for that, rather than calling
-//! [`curator_core::PersistentWatch::register_again`], which swaps watchers and with them the
-//! order in which caches sharing the path and session register again (see `sync`).
+//! zxids, and it does not there), through [`curator_core::PersistentWatch::register_again`].
 //! The reverse cannot be helped on those servers: registering the persistent recursive watch
 //! turns a pending one-shot *children* watch of the same session on the same path into a
 //! recursive one, which never reports children changes.
@@ -38,8 +36,7 @@
 //!
 //! Files: [`scope`] (what a cache holds, ordered ranges of the map), [`handle`] (the
 //! [`CacheCore`] a cache holds: start, commands, close), [`event_loop`] (the task),
-//! [`state`] (its state machines), [`loader`] (the multi-read load), [`feed`] (the task
-//! polling the watch). Failed loads are retried after pauses timed by core's
+//! [`state`] (its state machines), [`loader`] (the multi-read load). Failed loads are retried after pauses timed by core's
 //! [`RetryLoop`](curator_core::retry::RetryLoop), 20 ms doubling to 1 s.
 
 use std::collections::BTreeMap;
@@ -51,7 +48,6 @@ use tokio::sync::watch;
 use crate::child_data::ChildData;
 
 mod event_loop;
-mod feed;
 mod handle;
 mod loader;
 mod scope;

@@ -110,7 +110,7 @@ impl AddWatchBuilder {
                     fw: None,
                     path: String::new(),
                     mode,
-                    disconnected: false,
+                    link: Link::Up,
                 });
             }
             Ok(watch)
@@ -150,7 +150,22 @@ pub struct PersistentWatch {
     fw: Option<CuratorFramework>,
     path: String,
     mode: AddWatchMode,
-    disconnected: bool,
+    link: Link,
+}
+
+/// Where a [`PersistentWatch`] stands with its connection.
+#[derive(Debug, Clone)]
+enum Link {
+    /// Registered on the current connection.
+    Up,
+    /// The connection dropped; the server will forget the watch with it.
+    Down,
+    /// Connected again: the watch must be added again before this event is handed out. Kept
+    /// across a dropped `next()`, which makes `next()` cancel safe.
+    Readd(zk::WatchedEvent),
+    /// Adding it again failed: the watch is silent until
+    /// [`register_again`](PersistentWatch::register_again) succeeds.
+    Unregistered,
 }
 
 impl PersistentWatch {
@@ -159,20 +174,41 @@ impl PersistentWatch {
     ///
     /// Disconnections arrive as events with `event_type == Session`; the watch survives them.
     pub async fn next(&mut self) -> Option<zk::WatchedEvent> {
-        let event = self.inner.next().await?;
-        if event.event_type == zk::EventType::Session {
-            match event.session_state {
-                zk::SessionState::Disconnected => self.disconnected = true,
-                zk::SessionState::SyncConnected if self.disconnected => {
-                    self.disconnected = false;
-                    if let Err(err) = self.register_again().await {
-                        tracing::warn!(path = %self.path, error = %err, "could not add the persistent watch again");
-                    }
+        let event = match std::mem::replace(&mut self.link, Link::Up) {
+            Link::Readd(event) => event,
+            link => {
+                self.link = link;
+                let event = self.inner.next().await?;
+                if event.event_type != zk::EventType::Session {
+                    return Some(event);
                 }
-                _ => {}
+                match (event.session_state, &self.link) {
+                    (zk::SessionState::Disconnected, _) => {
+                        self.link = Link::Down;
+                        return Some(event);
+                    }
+                    (zk::SessionState::SyncConnected, Link::Down | Link::Unregistered) => event,
+                    _ => return Some(event),
+                }
+            }
+        };
+        // Connected again: add the watch before anyone hears of it. Dropped here, the next call
+        // starts again from this point.
+        self.link = Link::Readd(event.clone());
+        match self.register_again().await {
+            Ok(()) => self.link = Link::Up,
+            Err(err) => {
+                tracing::warn!(path = %self.path, error = %err, "could not add the persistent watch again");
+                self.link = Link::Unregistered;
             }
         }
         Some(event)
+    }
+
+    /// False when adding the watch again after a reconnection failed: it hears nothing until
+    /// [`register_again`](Self::register_again) succeeds.
+    pub fn is_registered(&self) -> bool {
+        !matches!(self.link, Link::Unregistered)
     }
 
     /// Adds a persistent watch on `path` on the given session (for recipes that pipeline their
@@ -186,12 +222,13 @@ impl PersistentWatch {
             fw: Some(fw.clone()),
             path: path.to_string(),
             mode,
-            disconnected: false,
+            link: Link::Up,
         })
     }
 
     /// Adds the watch again on the same session: after a reconnection (done by
-    /// [`next`](Self::next)), or after a one-shot watch of the same session replaced it
+    /// [`next`](Self::next), which is cancel safe: dropped during the re-add, the next call
+    /// finishes it before handing out the `SyncConnected` event), or after a one-shot watch of the same session replaced it
     /// (ZOOKEEPER-4466, servers before 3.9). The new watcher is in place before the old one is
     /// dropped, so no removal reaches the server. Fails with
     /// [`CuratorError::SessionExpired`] when the session of this watch is gone.
@@ -202,9 +239,15 @@ impl PersistentWatch {
             return Err(CuratorError::SessionExpired { path: self.path.clone() });
         }
         tracing::debug!(path = %self.path, "addWatch (again, same session)");
-        let watcher =
-            session.client().watch(&self.path, self.mode).await.map_err(|e| CuratorError::from_zk(&self.path, e))?;
-        self.inner = Fused::new(watcher);
+        // The watcher we hold keeps receiving: the new one only re-registers the watch with the
+        // server and is dropped at once (our watcher still stands, so dropping it sends no
+        // removal). Keeping the first watcher keeps zookeeper-client's order of the watchers
+        // on this path stable, which matters when two watches of one session share the path.
+        let added = session.client().watch(&self.path, self.mode).await;
+        drop(added.map_err(|e| CuratorError::from_zk(&self.path, e))?);
+        if matches!(self.link, Link::Unregistered) {
+            self.link = Link::Up;
+        }
         Ok(())
     }
 
