@@ -219,11 +219,14 @@ async fn swallowed_create_replies_leave_no_orphans() {
         children(&observer, &path).await
     );
 
-    // 3. The future is dropped while its create's reply is lost.
+    // 3. The future is dropped while its create's reply is lost: dropped once the proxy has
+    // swallowed the reply (not after a guessed sleep, which could drop it before the create).
     proxy.swallow_next_reply();
     tokio::select! {
         _ = mutex.acquire() => panic!("held elsewhere"),
-        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        swallowed = eventually(Timing::new().deadline(), || async { !proxy.swallow_pending() }) => {
+            assert!(swallowed, "the create's reply was swallowed");
+        }
     }
     assert!(
         eventually(Timing::new().deadline(), || async { children(&observer, &path).await.len() == 1 }).await,
