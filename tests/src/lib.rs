@@ -1,1 +1,16 @@
-//! Integration tests live in `tests/`; this library is empty.
+//! Support for the integration tests in `tests/`: one copy of every helper, shared by all test
+//! binaries (`use tests::...`).
+//!
+//! - [`fixture`]: logging, unique paths, framework builders with the test timings, and the
+//!   server fixture (a `TestingServer` with a started, connected `CuratorFramework`).
+//! - [`zk`]: reading the server directly: children, listings, raw clients, request counts.
+//! - [`locks`]: the mutual-exclusion checker and the lock tests' frameworks.
+//! - [`caches`]: node edits, event waits and event-log replays for the cache tests.
+
+pub mod caches;
+pub mod fixture;
+pub mod locks;
+pub mod zk;
+
+pub use fixture::{builder, client, connected, init_tracing, proxied_with_states, unique_path, wait_for, Fixture};
+pub use zk::{children, packets_received};

@@ -1,14 +1,12 @@
 //! Background operations: callbacks, listeners, unhandled errors, and slow callbacks.
 
-mod framework_support;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::{CuratorEvent, CuratorEventType};
 use curator_test::TestingServer;
-use framework_support::{builder, connected, unique};
+use tests::{builder, connected, unique_path};
 use tokio::sync::mpsc;
 
 fn server() -> String {
@@ -22,7 +20,7 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<CuratorEvent>) -> CuratorEvent {
 #[tokio::test]
 async fn callbacks_receive_the_right_events() {
     let fw = connected(builder(&server())).await;
-    let base = unique("bg");
+    let base = unique_path("bg");
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cb = move |_: &curator_core::CuratorFramework, e: CuratorEvent| drop(tx.send(e));
 
@@ -63,7 +61,7 @@ async fn callbacks_receive_the_right_events() {
 #[tokio::test]
 async fn listeners_get_events_without_callbacks_and_watched_events() {
     let fw = connected(builder(&server())).await;
-    let base = unique("listen");
+    let base = unique_path("listen");
     let (tx, mut rx) = mpsc::unbounded_channel();
     fw.add_listener(move |_: &curator_core::CuratorFramework, e: CuratorEvent| drop(tx.send(e)));
 
@@ -86,7 +84,7 @@ async fn errors_nobody_handles_reach_the_unhandled_error_listeners() {
     fw.add_unhandled_error_listener(move |msg: &str, e: &curator_core::CuratorError| {
         sink.lock().unwrap().push((msg.to_string(), e.code()));
     });
-    fw.delete().for_path(&unique("missing")).in_background_to_listeners();
+    fw.delete().for_path(&unique_path("missing")).in_background_to_listeners();
     let seen = curator_test::eventually(Duration::from_secs(10), || async { !errors.lock().unwrap().is_empty() }).await;
     assert!(seen);
     assert_eq!(errors.lock().unwrap()[0].1, -101);
@@ -96,7 +94,7 @@ async fn errors_nobody_handles_reach_the_unhandled_error_listeners() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_sleeping_callback_does_not_delay_a_foreground_call() {
     let fw = connected(builder(&server())).await;
-    let base = unique("slow");
+    let base = unique_path("slow");
     let (started_tx, mut started_rx) = mpsc::unbounded_channel();
     let finished = Arc::new(AtomicBool::new(false));
     let done = finished.clone();

@@ -1,12 +1,10 @@
 //! Bad input gets a typed error before anything is sent, never a panic.
 
-mod framework_support;
-
 use std::time::Duration;
 
 use curator_core::{CreateMode, CuratorError, CuratorFramework};
 use curator_test::TestingServer;
-use framework_support::{builder, connected, unique};
+use tests::{builder, connected, unique_path};
 
 const BAD_PATHS: &[&str] = &[
     "",
@@ -64,7 +62,7 @@ async fn invalid_paths_are_typed_errors_for_every_operation() {
 #[tokio::test]
 async fn bad_versions_data_and_options_are_typed_errors() {
     let fw = connected(builder(&TestingServer::shared().connect_string()).max_data_len(1024)).await;
-    let base = unique("bad");
+    let base = unique_path("bad");
     let arg = |r: Result<(), CuratorError>| assert!(matches!(r, Err(CuratorError::InvalidArgument { .. })), "{r:?}");
     arg(fw.delete().with_version(-2).for_path(&base).await);
     arg(fw.set_data().with_version(-5).for_path(&base, vec![]).await.map(drop));

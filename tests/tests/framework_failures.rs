@@ -1,22 +1,20 @@
 //! Connection loss, lost replies, session expiry: what the framework reports and survives, with a
 //! real ZooKeeper and a fault-injecting proxy.
 
-mod framework_support;
-
 use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use curator_core::retry::RetryNTimes;
 use curator_core::{ConnectionState, CreateMode, CuratorError};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
-use framework_support::{builder, connected, unique, wait_for};
+use tests::{builder, connected, unique_path, wait_for};
 
 #[tokio::test]
 async fn protected_create_whose_reply_is_lost_finds_its_own_node() {
     let server = TestingServer::shared();
     let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
     let fw = connected(builder(&proxy.connect_string())).await;
-    let base = unique("swallow");
+    let base = unique_path("swallow");
     fw.create().for_path(&base, vec![]).await.unwrap();
 
     proxy.swallow_next_reply();
@@ -40,7 +38,7 @@ async fn protected_create_that_finally_fails_leaves_no_orphan() {
     let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
     let fw = connected(builder(&proxy.connect_string()).retry_policy(RetryNTimes::new(0, Duration::ZERO))).await;
     let observer = connected(builder(&server.connect_string())).await;
-    let base = unique("orphan");
+    let base = unique_path("orphan");
     fw.create().for_path(&base, vec![]).await.unwrap();
 
     proxy.swallow_next_reply();
@@ -66,7 +64,7 @@ async fn dropped_protected_create_leaves_no_orphan() {
     let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
     let fw = connected(builder(&proxy.connect_string())).await;
     let observer = connected(builder(&server.connect_string())).await;
-    let base = unique("dropped");
+    let base = unique_path("dropped");
     fw.create().for_path(&base, vec![]).await.unwrap();
 
     // The reply is lost and the future dropped while the retry waits: nobody learns the path.
@@ -96,7 +94,7 @@ async fn expiry_on_demand_gives_lost_then_a_new_session() {
     let mut states = fw.connection_state_stream();
     fw.start().unwrap();
     fw.block_until_connected(Timing::new().deadline()).await.unwrap();
-    let base = unique("expiry");
+    let base = unique_path("expiry");
     fw.create().with_mode(CreateMode::Ephemeral).for_path(&base, vec![]).await.unwrap();
     let old = fw.session().await.unwrap();
 
@@ -125,8 +123,8 @@ async fn expiry_on_demand_gives_lost_then_a_new_session() {
 
 #[tokio::test]
 async fn short_cut_is_suspended_then_reconnected_on_the_same_session() {
-    framework_support::init_tracing();
-    let (proxy, fw, mut states) = framework_support::proxied_with_states().await;
+    tests::init_tracing();
+    let (proxy, fw, mut states) = tests::proxied_with_states().await;
     let before = fw.session().await.unwrap().id();
 
     proxy.cut();
@@ -141,7 +139,7 @@ async fn short_cut_is_suspended_then_reconnected_on_the_same_session() {
 
 #[tokio::test]
 async fn long_partition_reports_lost_within_the_session_timeout() {
-    let (proxy, fw, mut states) = framework_support::proxied_with_states().await;
+    let (proxy, fw, mut states) = tests::proxied_with_states().await;
     let negotiated = fw.session().await.unwrap().client().session_timeout();
 
     proxy.pause();
@@ -173,7 +171,7 @@ async fn guaranteed_delete_issued_during_a_cut_completes_after_it() {
     )
     .await;
     let observer = connected(builder(&server.connect_string())).await;
-    let base = unique("guaranteed");
+    let base = unique_path("guaranteed");
     fw.create().for_path(&base, vec![]).await.unwrap();
 
     let mut states = fw.connection_state_stream();
@@ -211,8 +209,8 @@ async fn nothing_listening_is_a_clear_error_within_the_connection_timeout() {
 
 #[tokio::test]
 async fn persistent_watch_keeps_firing_after_a_reconnection() {
-    let (proxy, fw, mut states) = framework_support::proxied_with_states().await;
-    let base = unique("pwatch");
+    let (proxy, fw, mut states) = tests::proxied_with_states().await;
+    let base = unique_path("pwatch");
     fw.create().for_path(&base, vec![]).await.unwrap();
     let mut watch = fw.watches().add().for_path(&base).await.unwrap();
 

@@ -1,13 +1,11 @@
 //! Every builder option of curator-core against a real ZooKeeper.
 
-mod framework_support;
-
 use std::time::Duration;
 
 use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::{CreateMode, CuratorError, TransactionResult};
 use curator_test::TestingServer;
-use framework_support::{builder, connected, unique};
+use tests::{builder, connected, unique_path};
 
 fn server() -> String {
     TestingServer::shared().connect_string()
@@ -16,7 +14,7 @@ fn server() -> String {
 #[tokio::test]
 async fn create_modes_parents_and_protection() {
     let fw = connected(builder(&server())).await;
-    let base = unique("create");
+    let base = unique_path("create");
 
     // Parents, plain and sequential.
     let missing = fw.create().for_path(&format!("{base}/a/b"), b"x".to_vec()).await;
@@ -74,7 +72,7 @@ async fn create_modes_parents_and_protection() {
 #[tokio::test]
 async fn create_or_set_data_idempotent_compressed_acl_ttl() {
     let fw = connected(builder(&server())).await;
-    let base = unique("create-opts");
+    let base = unique_path("create-opts");
     let p = format!("{base}/node");
     fw.create().creating_parents_if_needed().for_path(&p, b"one".to_vec()).await.unwrap();
     let again = fw.create().for_path(&p, b"two".to_vec()).await;
@@ -127,7 +125,7 @@ async fn create_or_set_data_idempotent_compressed_acl_ttl() {
 #[tokio::test]
 async fn delete_versions_children_quietly_and_set_data_versions() {
     let fw = connected(builder(&server())).await;
-    let base = unique("delete");
+    let base = unique_path("delete");
     let p = format!("{base}/n");
     fw.create().creating_parents_if_needed().for_path(&p, b"0".to_vec()).await.unwrap();
     let stat = fw.set_data().with_version(0).for_path(&p, b"1".to_vec()).await.unwrap();
@@ -156,7 +154,7 @@ async fn delete_versions_children_quietly_and_set_data_versions() {
 #[tokio::test]
 async fn children_sync_and_watches() {
     let fw = connected(builder(&server())).await;
-    let base = unique("children");
+    let base = unique_path("children");
     fw.create().for_path(&base, vec![]).await.unwrap();
     for c in ["b", "a", "c"] {
         fw.create().for_path(&format!("{base}/{c}"), vec![]).await.unwrap();
@@ -200,7 +198,7 @@ async fn children_sync_and_watches() {
 #[tokio::test]
 async fn transactions_commit_all_or_nothing() {
     let fw = connected(builder(&server())).await;
-    let base = unique("txn");
+    let base = unique_path("txn");
     fw.create().for_path(&base, vec![]).await.unwrap();
     fw.create().for_path(&format!("{base}/old"), b"o".to_vec()).await.unwrap();
     let results = fw
@@ -235,8 +233,8 @@ async fn transactions_commit_all_or_nothing() {
 #[tokio::test]
 async fn namespaces_isolate_two_frameworks() {
     let cs = server();
-    let ns1 = unique("ns1").trim_start_matches('/').to_string();
-    let ns2 = unique("ns2").trim_start_matches('/').to_string();
+    let ns1 = unique_path("ns1").trim_start_matches('/').to_string();
+    let ns2 = unique_path("ns2").trim_start_matches('/').to_string();
     let a = connected(builder(&cs).namespace(ns1.clone())).await;
     let b = connected(builder(&cs).namespace(ns2.clone())).await;
     assert_eq!(a.create().for_path("/shared", b"a".to_vec()).await.unwrap(), "/shared");
@@ -262,7 +260,7 @@ async fn namespaces_isolate_two_frameworks() {
 #[tokio::test]
 async fn authorization_and_acl_provider() {
     let cs = server();
-    let base = unique("auth");
+    let base = unique_path("auth");
     let creator = vec![Acl::new(Permission::ALL, AuthId::new("auth", ""))];
     let fw = connected(
         builder(&cs)
@@ -286,7 +284,7 @@ async fn authorization_and_acl_provider() {
 #[tokio::test]
 async fn close_ends_the_session_at_once() {
     let cs = server();
-    let base = unique("close");
+    let base = unique_path("close");
     let watcher = connected(builder(&cs)).await;
     let fw = connected(builder(&cs)).await;
     fw.create().with_mode(CreateMode::Ephemeral).for_path(&base, vec![]).await.unwrap();

@@ -3,47 +3,36 @@
 //! count of an uncontended cycle. Tests that stop, pause or expire something use a server of
 //! their own; proxies sit in front of the shared one.
 
-mod lock_support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::{ConnectionState, CuratorFramework, ErrorPolicy};
+use curator_core::{ConnectionState, ErrorPolicy};
 use curator_recipes::locks::{InterProcessMutex, LockLost};
-use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingCluster, TestingServer, Timing};
-use lock_support::{framework, framework_with, init_tracing, unique_path, Checker};
-
-async fn children(fw: &CuratorFramework, path: &str) -> Vec<String> {
-    fw.get_children().for_path(path).await.unwrap_or_default()
-}
-
-fn mntr_value(mntr: &str, key: &str) -> u64 {
-    mntr.lines()
-        .find_map(|l| l.strip_prefix(key).map(|v| v.trim().parse().unwrap_or(0)))
-        .unwrap_or_else(|| panic!("{key} not in mntr output"))
-}
+use curator_test::{eventually, expire_session, ChaosProxy, TestingCluster, TestingServer, Timing};
+use tests::locks::{framework, framework_with, lock_retry, Checker};
+use tests::{children, init_tracing, packets_received, unique_path, Fixture};
 
 /// An uncontended acquire+release costs 3 requests (create and getChildren pipelined, then
 /// delete), counted by the server.
 #[tokio::test]
 async fn uncontended_cycle_is_three_requests() {
     init_tracing();
-    let server = TestingServer::start().await.unwrap();
-    let fw = framework(&server.connect_string()).await;
-    let mutex = InterProcessMutex::new(&fw, &unique_path("count")).unwrap();
+    let fx = Fixture::own_with(lock_retry).await;
+    let fw = &fx.fw;
+    let mutex = InterProcessMutex::new(fw, &unique_path("count")).unwrap();
     for _ in 0..20 {
         mutex.acquire().await.unwrap().release().await.unwrap();
     }
     const CYCLES: u64 = 300;
-    let before = four_letter_word(&server.connect_string(), "mntr").await.unwrap();
+    let before = packets_received(&fx.connect_string()).await;
     let started = std::time::Instant::now();
     for _ in 0..CYCLES {
         mutex.acquire().await.unwrap().release().await.unwrap();
     }
     let elapsed = started.elapsed();
-    let after = four_letter_word(&server.connect_string(), "mntr").await.unwrap();
-    let requests = mntr_value(&after, "zk_packets_received") - mntr_value(&before, "zk_packets_received");
+    let after = packets_received(&fx.connect_string()).await;
+    let requests = after - before;
     let per_cycle = requests as f64 / CYCLES as f64;
     eprintln!("uncontended: {per_cycle:.2} requests per cycle, {:.0} cycles/s", CYCLES as f64 / elapsed.as_secs_f64());
     // Pings may add a few over the run.
@@ -230,11 +219,14 @@ async fn swallowed_create_replies_leave_no_orphans() {
         children(&observer, &path).await
     );
 
-    // 3. The future is dropped while its create's reply is lost.
+    // 3. The future is dropped while its create's reply is lost: dropped once the proxy has
+    // swallowed the reply (not after a guessed sleep, which could drop it before the create).
     proxy.swallow_next_reply();
     tokio::select! {
         _ = mutex.acquire() => panic!("held elsewhere"),
-        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        swallowed = eventually(Timing::new().deadline(), || async { !proxy.swallow_pending() }) => {
+            assert!(swallowed, "the create's reply was swallowed");
+        }
     }
     assert!(
         eventually(Timing::new().deadline(), || async { children(&observer, &path).await.len() == 1 }).await,

@@ -3,15 +3,14 @@
 //! on the same paths as Rust clients; the checker sees no overlap either way. Missing `javac`
 //! or jars fail the test with a message saying what to install.
 
-mod lock_support;
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock};
 use curator_test::{TestingServer, Timing};
-use lock_support::{framework, init_tracing, unique_path, Checker, HoldRecord};
+use tests::locks::{framework, Checker, HoldRecord};
+use tests::{init_tracing, unique_path};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 

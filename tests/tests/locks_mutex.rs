@@ -1,8 +1,7 @@
 //! InterProcessMutex against a real ZooKeeper (one shared server for this binary): mutual
 //! exclusion across sessions, Curator's node layout, reentrancy, revocation, the lost signal,
-//! 1,000 waiting tasks served in FIFO order, cancel safety, and bad input.
-
-mod lock_support;
+//! 1,000 waiting tasks served in FIFO order, cancel safety, bad input, namespaces, and the
+//! checker itself. (QueuedMutex: `locks_queued.rs`; failures: `locks_faults.rs`.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,7 +10,8 @@ use std::time::Duration;
 use curator_core::CuratorError;
 use curator_recipes::locks::{InterProcessMutex, LockLost, Revoker};
 use curator_test::{eventually, TestingServer, Timing};
-use lock_support::{framework, init_tracing, unique_path, Checker};
+use tests::locks::{framework, Checker};
+use tests::{children, init_tracing, unique_path};
 
 fn is_curator_lock_name(name: &str) -> bool {
     // _c_ + 36-char UUID + '-' + "lock-" + 10 digits
@@ -325,12 +325,7 @@ async fn dropped_and_timed_out_acquires_leave_no_orphans() {
         tokio::time::timeout(Timing::new().deadline(), waiter).await.expect("next waiter proceeds").unwrap().unwrap();
     assert!(next > token);
     guard.release().await.unwrap();
-    assert!(
-        eventually(Timing::new().deadline(), || async {
-            fw.get_children().for_path(&path).await.map(|c| c.is_empty()).unwrap_or(true)
-        })
-        .await
-    );
+    assert!(eventually(Timing::new().deadline(), || async { children(&fw, &path).await.is_empty() }).await);
     fw.close().await;
     other.close().await;
 }
@@ -389,54 +384,4 @@ async fn works_under_a_namespace() {
         .await
     );
     root.close().await;
-}
-
-/// 10,000 tasks on one framework through a QueuedMutex (one node per process at a time),
-/// contending with a second framework's 1,000: all get it, in FIFO order locally, with mutual
-/// exclusion across both.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ten_thousand_local_waiters_through_a_queued_mutex() {
-    init_tracing();
-    let server = TestingServer::shared();
-    let path = unique_path("queued");
-    let checker = Checker::new();
-    let mut tasks = Vec::new();
-    let mut orders = Vec::new();
-    for (p, n) in [(0, 10_000usize), (1, 1_000)] {
-        let fw = framework(&server.connect_string()).await;
-        let mutex = curator_recipes::locks::QueuedMutex::new(&fw, &path).unwrap();
-        let order = Arc::new(Mutex::new(Vec::new()));
-        orders.push(order.clone());
-        // Spawned in order, each after the previous one queued (FIFO is then checkable).
-        for i in 0..n {
-            let (mutex, checker, order) = (mutex.clone(), checker.clone(), order.clone());
-            let queued = Arc::new(tokio::sync::Notify::new());
-            let q = queued.clone();
-            tasks.push(tokio::spawn(async move {
-                let acquire = mutex.acquire();
-                tokio::pin!(acquire);
-                // Poll once so that this task has joined the local queue, then let the next spawn.
-                let first = futures::poll!(&mut acquire);
-                q.notify_one();
-                let guard = match first {
-                    std::task::Poll::Ready(r) => r.unwrap(),
-                    std::task::Poll::Pending => acquire.await.unwrap(),
-                };
-                order.lock().unwrap().push(i);
-                checker.hold(&format!("p{p}-{i}"), Some(guard.fencing_token()), Duration::ZERO).await;
-                guard.release().await.unwrap();
-            }));
-            queued.notified().await;
-        }
-    }
-    let results =
-        tokio::time::timeout(Duration::from_secs(150), futures::future::join_all(tasks)).await.expect("all acquire");
-    for r in results {
-        r.unwrap();
-    }
-    for order in orders {
-        let order = order.lock().unwrap().clone();
-        assert!(order.windows(2).all(|w| w[0] < w[1]), "local waiters are served in FIFO order");
-    }
-    checker.verify(11_000);
 }

@@ -2,18 +2,13 @@
 //! sessions mixed for a while (no deadlock, no overlap), the kazoo 2.8 interleaving, writers
 //! not starved, downgrade with Curator 5.5's node, upgrade refused, reentrancy, cancel safety.
 
-mod lock_support;
-
 use std::time::{Duration, Instant};
 
 use curator_core::CuratorError;
 use curator_recipes::locks::InterProcessReadWriteLock;
 use curator_test::{eventually, TestingServer, Timing};
-use lock_support::{framework, init_tracing, unique_path, Checker};
-
-async fn children(fw: &curator_core::CuratorFramework, path: &str) -> Vec<String> {
-    fw.get_children().for_path(path).await.unwrap_or_default()
-}
+use tests::locks::{framework, Checker};
+use tests::{children, init_tracing, unique_path};
 
 /// 6 sessions take read (80%) and write locks at random for 200 operations each: nobody
 /// deadlocks, writers exclude everyone, readers share.

@@ -1,23 +1,16 @@
-//! InterProcessSemaphoreV2, InterProcessSemaphoreMutex and InterProcessMultiLock against a
-//! real ZooKeeper: the lease bound across sessions, all-or-nothing acquires, Curator's
-//! `locks/` + `leases/` layout, mutual exclusion, and multi-locks taken all or none.
-
-mod lock_support;
+//! InterProcessSemaphoreV2 and InterProcessSemaphoreMutex against a real ZooKeeper: the lease
+//! bound across sessions, all-or-nothing acquires, Curator's `locks/` + `leases/` layout, and
+//! mutual exclusion. (InterProcessMultiLock: `locks_multi.rs`.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::CuratorError;
-use curator_recipes::locks::{
-    InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
-};
+use curator_recipes::locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use curator_test::{eventually, TestingServer, Timing};
-use lock_support::{framework, init_tracing, unique_path, Checker};
-
-async fn children(fw: &curator_core::CuratorFramework, path: &str) -> Vec<String> {
-    fw.get_children().for_path(path).await.unwrap_or_default()
-}
+use tests::locks::{framework, Checker};
+use tests::{children, init_tracing, unique_path};
 
 /// 6 sessions share 3 leases: never more than 3 holders at once, everyone finishes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,46 +122,4 @@ async fn semaphore_mutex_excludes() {
     assert!(matches!(mutex.acquire().await, Err(CuratorError::IllegalState(_))), "not reentrant");
     mutex.release().await.unwrap();
     fw.close().await;
-}
-
-/// A multi-lock takes all its mutexes or none, and releases them.
-#[tokio::test]
-async fn multi_lock_all_or_none() {
-    init_tracing();
-    let server = TestingServer::shared();
-    let fw = framework(&server.connect_string()).await;
-    let other = framework(&server.connect_string()).await;
-    let (a, b) = (unique_path("multi-a"), unique_path("multi-b"));
-    let multi = InterProcessMultiLock::new(&fw, &[a.as_str(), b.as_str()]).unwrap();
-    let guard = multi.acquire().await.unwrap();
-    assert!(multi.is_acquired_in_this_process() && guard.is_held());
-    assert_eq!(children(&fw, &a).await.len(), 1);
-    assert_eq!(children(&fw, &b).await.len(), 1);
-    guard.release().await.unwrap();
-    assert!(!multi.is_acquired_in_this_process());
-
-    // b is held elsewhere: the multi-lock gives up and does not keep a.
-    let held_b = InterProcessMutex::new(&other, &b).unwrap().acquire().await.unwrap();
-    assert!(multi.acquire_timeout(Duration::from_millis(500)).await.unwrap().is_none());
-    assert!(
-        eventually(Timing::new().deadline(), || async { children(&fw, &a).await.is_empty() }).await,
-        "a was released"
-    );
-    assert!(
-        eventually(Timing::new().deadline(), || async { children(&fw, &b).await.len() == 1 }).await,
-        "our node under b is gone"
-    );
-    let waiting = {
-        let multi = multi.clone();
-        tokio::spawn(async move { multi.acquire().await })
-    };
-    held_b.release().await.unwrap();
-    let guard = tokio::time::timeout(Timing::new().deadline(), waiting).await.unwrap().unwrap().unwrap();
-    assert_eq!(guard.fencing_tokens().len(), 2);
-    guard.keep();
-    multi.release().await.unwrap();
-    assert!(children(&fw, &a).await.is_empty() && children(&fw, &b).await.is_empty());
-    assert!(matches!(multi.release().await, Err(CuratorError::IllegalState(_))));
-    fw.close().await;
-    other.close().await;
 }

@@ -1,22 +1,24 @@
 //! Caches under failure, each test on a dedicated server: random churn by other sessions
 //! while the proxy cuts and pauses the cache's connection and its session is expired or
 //! partitioned past its timeout; afterwards every cache equals the server and its event log
-//! replayed from empty equals the server. Plus the cost of a change in server requests.
-
-mod cache_support;
+//! replayed from empty equals the server. Each scenario checks all four caches at once
+//! (CuratorCache, PathChildrenCache, TreeCache, NodeCache), so it lives here rather than in one
+//! cache's file. (The cost of a change in server requests: `cache_path_children.rs`.)
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cache_support::*;
 use curator_cache::{
     CuratorCache, CuratorCacheEvent, EventStream, NodeCache, NodeCacheEvent, PathChildrenCache, PathChildrenCacheEvent,
     StartMode, TreeCache, TreeCacheEvent,
 };
 use curator_core::{ConnectionState, CuratorFramework};
-use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingCluster, TestingServer, Timing};
+use curator_test::{eventually, expire_session, ChaosProxy, TestingCluster, TestingServer, Timing};
+use tests::caches::{children_only, create, delete, replay_children, replay_curator, replay_tree, set, within};
+use tests::zk::{listing, raw_client};
+use tests::{client, init_tracing};
 
 const BASE: &str = "/churn";
 
@@ -177,17 +179,17 @@ impl Caches {
 async fn writers(connect: &str, n: usize) -> Vec<CuratorFramework> {
     let mut out = Vec::new();
     for _ in 0..n {
-        out.push(connected(connect).await);
+        out.push(client(connect).await);
     }
     out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caches_converge_after_cuts_pauses_and_session_expiry_under_churn() {
-    trace();
+    init_tracing();
     let server = TestingServer::start().await.unwrap();
     let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
-    let fw = connected(&proxy.connect_string()).await;
+    let fw = client(&proxy.connect_string()).await;
     let raw = raw_client(&server.connect_string()).await;
     let writers = writers(&server.connect_string(), 3).await;
     for k in 0..6 {
@@ -248,10 +250,10 @@ async fn caches_converge_after_cuts_pauses_and_session_expiry_under_churn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caches_catch_up_after_a_partition_longer_than_the_session_timeout() {
-    trace();
+    init_tracing();
     let server = TestingServer::start().await.unwrap();
     let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
-    let fw = connected(&proxy.connect_string()).await;
+    let fw = client(&proxy.connect_string()).await;
     let raw = raw_client(&server.connect_string()).await;
     let writers = writers(&server.connect_string(), 2).await;
     create(&writers[0], &format!("{BASE}/k0"), b"seed").await;
@@ -296,12 +298,12 @@ async fn caches_catch_up_after_a_partition_longer_than_the_session_timeout() {
 /// even when the session survives: the caches must catch up after every reconnection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_missed_while_disconnected_are_reported_after_reconnecting_to_the_same_session() {
-    trace();
+    init_tracing();
     let server = TestingServer::start().await.unwrap();
     let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
-    let fw = connected(&proxy.connect_string()).await;
+    let fw = client(&proxy.connect_string()).await;
     let raw = raw_client(&server.connect_string()).await;
-    let writer = connected(&server.connect_string()).await;
+    let writer = client(&server.connect_string()).await;
     create(&writer, &format!("{BASE}/k0"), b"before").await;
     create(&writer, &format!("{BASE}/k1"), b"doomed").await;
     let mut caches = Caches::start(&fw).await;
@@ -366,10 +368,10 @@ async fn changes_missed_while_disconnected_are_reported_after_reconnecting_to_th
 /// another member; the caches catch up and equal the ensemble afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caches_converge_when_the_ensemble_loses_its_leader_under_churn() {
-    trace();
+    init_tracing();
     let mut cluster = TestingCluster::start(3).await.unwrap();
     let connect = cluster.connect_string();
-    let fw = connected(&connect).await;
+    let fw = client(&connect).await;
     let writers = writers(&connect, 2).await;
     for k in 0..4 {
         create(&writers[0], &format!("{BASE}/k{k}"), b"seed").await;
@@ -393,107 +395,5 @@ async fn caches_converge_when_the_ensemble_loses_its_leader_under_churn() {
     for w in &writers {
         w.close().await;
     }
-    fw.close().await;
-}
-
-async fn packets(server: &TestingServer) -> u64 {
-    let mntr = four_letter_word(&server.connect_string(), "mntr").await.unwrap();
-    mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_packets_received").map(|v| v.trim().parse::<u64>().unwrap()))
-        .expect("zk_packets_received in mntr")
-}
-
-/// One request per change, independent of the number of children; a load of many children in
-/// a handful of requests. Prints what it measured.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_request_per_change_and_a_pipelined_initial_load() {
-    let server = TestingServer::start().await.unwrap();
-    let fw = connected(&server.connect_string()).await;
-    let writer = connected(&server.connect_string()).await;
-    let base = "/load";
-    const CHILDREN: usize = 2000;
-    const ADDS: usize = 200;
-    create(&writer, base, b"").await;
-    let data = vec![7u8; 100];
-    let session = writer.session().await.unwrap();
-    let client = session.client().clone();
-    let acl = curator_core::zk::CreateMode::Persistent.with_acls(curator_core::zk::Acls::anyone_all());
-    for chunk in (0..CHILDREN).collect::<Vec<_>>().chunks(500) {
-        let paths: Vec<String> = chunk.iter().map(|i| format!("{base}/c-{i:05}")).collect();
-        let creates: Vec<_> = paths.iter().map(|p| client.create(p, &data, &acl)).collect();
-        for c in futures::future::join_all(creates).await {
-            c.unwrap();
-        }
-    }
-
-    let before = packets(&server).await;
-    let started = Instant::now();
-    let cache = PathChildrenCache::new(&fw, base, true).unwrap();
-    let latencies = Arc::new(Mutex::new(Vec::<(String, Instant)>::new()));
-    let l = latencies.clone();
-    cache.add_listener(move |e: &PathChildrenCacheEvent| {
-        if let PathChildrenCacheEvent::ChildAdded(n) = e {
-            l.lock().unwrap().push((n.name().to_string(), Instant::now()));
-        }
-    });
-    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
-    let load = started.elapsed();
-    let load_requests = packets(&server).await - before - 1;
-    assert_eq!(cache.current_data().len(), CHILDREN);
-    eprintln!("initial load of {CHILDREN} children (100 B): {load:?}, {load_requests} requests");
-    assert!(load_requests <= 12, "the load took {load_requests} requests");
-
-    let before = packets(&server).await;
-    let mut sent = Vec::new();
-    for i in 0..ADDS {
-        let p = format!("{base}/new-{i:04}");
-        sent.push((format!("new-{i:04}"), Instant::now()));
-        client.create(&p, &data, &acl).await.unwrap();
-    }
-    assert!(eventually(Timing::new().deadline(), || async { latencies.lock().unwrap().len() >= ADDS }).await);
-    let after = packets(&server).await;
-    // The writer's creates and the two mntr connections are not the cache's; pings may add a few.
-    let cache_requests = (after - before).saturating_sub(ADDS as u64 + 1);
-    let per_change = cache_requests as f64 / ADDS as f64;
-    let got = latencies.lock().unwrap().clone();
-    let mut lat: Vec<Duration> = sent
-        .iter()
-        .map(|(name, at)| got.iter().find(|(n, _)| n == name).map(|(_, t)| t.duration_since(*at)).unwrap())
-        .collect();
-    lat.sort();
-    eprintln!(
-        "{ADDS} adds with {CHILDREN} children: {per_change:.2} requests per change, add-to-callback p50 {:?} p99 {:?}",
-        lat[lat.len() / 2],
-        lat[lat.len() * 99 / 100]
-    );
-    assert!(per_change <= 1.1, "{per_change} requests per change");
-    // In arrival order.
-    let names: Vec<_> = got.iter().map(|(n, _)| n.clone()).collect();
-    let wanted: Vec<_> = sent.iter().map(|(n, _)| n.clone()).collect();
-    assert_eq!(names, wanted);
-    cache.close();
-
-    // A NodeCache: on servers before 3.9 each change of its node also registers the watch again
-    // (ZOOKEEPER-4466), so two requests: AddWatch and a one-operation multi-read.
-    let node = NodeCache::new(&fw, base).unwrap();
-    within("start", node.start(true)).await.unwrap();
-    let before = packets(&server).await;
-    const SETS: usize = 50;
-    for i in 0..SETS {
-        client.set_data(base, format!("{i}").as_bytes(), None).await.unwrap();
-        let want = format!("{i}").into_bytes();
-        assert!(
-            eventually(Timing::new().deadline(), || async {
-                node.current_data().is_some_and(|n| n.data.as_deref() == Some(&want[..]))
-            })
-            .await
-        );
-    }
-    let after = packets(&server).await;
-    let per_change = (after - before).saturating_sub(SETS as u64 + 1) as f64 / SETS as f64;
-    eprintln!("NodeCache: {per_change:.2} requests per change");
-    assert!(per_change <= 2.2, "{per_change} requests per change");
-    node.close();
-    writer.close().await;
     fw.close().await;
 }

@@ -1,43 +1,32 @@
-//! Helpers shared by the lock tests: frameworks with short timeouts, unique paths, and the
-//! mutual-exclusion checker every lock test uses.
-#![allow(dead_code)]
+//! The lock tests' frameworks and the mutual-exclusion checker every lock test uses.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use curator_core::retry::ExponentialBackoffRetry;
-use curator_core::{CuratorFramework, ErrorPolicy};
+use curator_core::{CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy};
 use curator_test::Timing;
 
-#[path = "../common/mod.rs"]
-mod common;
-pub use common::init_tracing;
+use crate::fixture::{builder, connected};
 
-/// A path nobody else uses.
-pub fn unique_path(name: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!("/locktest/{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
+/// `b` with the lock tests' retry policy: exponential backoff from 50 ms, at most 500 ms, 20
+/// retries (it outlasts a leader election, where [`builder`]'s 20 x 100 ms may not).
+pub fn lock_retry(b: CuratorFrameworkBuilder) -> CuratorFrameworkBuilder {
+    b.retry_policy(ExponentialBackoffRetry::with_max_sleep(Duration::from_millis(50), 20, Duration::from_millis(500)))
 }
 
-/// A started, connected framework with the test timings (session 4 s, connection 2 s).
+/// A started, connected framework with [`builder`]'s options and [`lock_retry`] (the Standard
+/// error policy, the test session timeout).
 pub async fn framework(connect_string: &str) -> CuratorFramework {
     framework_with(connect_string, ErrorPolicy::Standard, Timing::new().session_timeout()).await
 }
 
 /// As [`framework`], with an error policy and a session timeout.
 pub async fn framework_with(connect_string: &str, policy: ErrorPolicy, session_timeout: Duration) -> CuratorFramework {
-    let b = common::builder(connect_string)
-        .session_timeout(session_timeout)
-        .retry_policy(ExponentialBackoffRetry::with_max_sleep(
-            Duration::from_millis(50),
-            20,
-            Duration::from_millis(500),
-        ))
-        .connection_state_error_policy(policy);
-    common::start(b).await
+    let b = lock_retry(builder(connect_string)).session_timeout(session_timeout).connection_state_error_policy(policy);
+    connected(b).await
 }
-
 /// Microseconds since the epoch (the same clock a Java peer on this machine reads).
 pub fn now_us() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)

@@ -1,27 +1,11 @@
-//! Helpers shared by the cache tests.
-#![allow(dead_code)]
+//! The cache tests' node edits, event waits, and event-log replays.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 
 use curator_cache::{CuratorCacheEvent, EventStream, PathChildrenCacheEvent, TreeCacheEvent};
-use curator_core::zk;
 use curator_core::{CreateMode, CuratorFramework};
 use curator_test::Timing;
-
-/// A path no other test uses.
-pub fn unique(name: &str) -> String {
-    format!("/cache-{name}-{:016x}", fastrand::u64(..))
-}
-
-#[path = "../common/mod.rs"]
-mod common;
-pub use common::builder;
-
-/// A started and connected framework.
-pub async fn connected(connect_string: &str) -> CuratorFramework {
-    common::start(builder(connect_string)).await
-}
 
 /// Creates `path` (and its parents) with `data`.
 pub async fn create(fw: &CuratorFramework, path: &str, data: &[u8]) {
@@ -65,46 +49,43 @@ pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
     }
 }
 
-/// Every node at or below `root` on the server, with its data (depth-first, retried while
-/// nodes vanish under it).
-pub async fn listing(client: &zk::Client, root: &str) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![root.to_string()];
-    while let Some(path) = todo.pop() {
-        let (data, _) = match client.get_data(&path).await {
-            Ok(d) => d,
-            Err(zk::Error::NoNode) => continue,
-            Err(e) => panic!("get_data {path}: {e}"),
-        };
-        let children = match client.list_children(&path).await {
-            Ok(c) => c,
-            Err(zk::Error::NoNode) => continue,
-            Err(e) => panic!("list {path}: {e}"),
-        };
-        out.insert(path.clone(), data);
-        for c in children {
-            todo.push(if path == "/" { format!("/{c}") } else { format!("{path}/{c}") });
+/// The next `n` events of a `PathChildrenCache`, skipping reconnections.
+pub async fn children_events_until(
+    events: &mut EventStream<PathChildrenCacheEvent>,
+    n: usize,
+) -> Vec<PathChildrenCacheEvent> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        let e = next(events).await;
+        if !matches!(e, PathChildrenCacheEvent::ConnectionReconnected) {
+            out.push(e);
         }
     }
     out
 }
 
-/// The direct children of `root` in a listing.
+/// A `PathChildrenCache` event in a few words (`added c1`, `updated c1 <data>`, ...).
+pub fn describe(e: &PathChildrenCacheEvent) -> String {
+    match e {
+        PathChildrenCacheEvent::ChildAdded(n) => format!("added {}", n.name()),
+        PathChildrenCacheEvent::ChildUpdated(n) => {
+            format!("updated {} {}", n.name(), String::from_utf8_lossy(n.data.as_deref().unwrap_or_default()))
+        }
+        PathChildrenCacheEvent::ChildRemoved(n) => format!("removed {}", n.name()),
+        PathChildrenCacheEvent::Initialized(v) => {
+            format!("initialized {:?}", v.iter().map(|n| n.name().to_string()).collect::<Vec<_>>())
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// The direct children of `root` in a listing (see [`crate::zk::listing`]).
 pub fn children_only(all: &BTreeMap<String, Vec<u8>>, root: &str) -> BTreeMap<String, Vec<u8>> {
     let prefix = format!("{root}/");
     all.iter()
         .filter(|(p, _)| p.strip_prefix(&prefix).is_some_and(|rest| !rest.is_empty() && !rest.contains('/')))
         .map(|(p, d)| (p.clone(), d.clone()))
         .collect()
-}
-
-/// A raw client for direct listings.
-pub async fn raw_client(connect_string: &str) -> zk::Client {
-    zk::Client::connector()
-        .with_session_timeout(Timing::new().session_timeout())
-        .connect(connect_string)
-        .await
-        .expect("raw client")
 }
 
 /// Replays a `CuratorCache` event log from empty.
@@ -156,12 +137,4 @@ pub fn replay_tree(log: &[TreeCacheEvent]) -> BTreeMap<String, Vec<u8>> {
         }
     }
     map
-}
-
-/// Installs a tracing subscriber once (RUST_LOG decides what shows).
-pub fn trace() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
 }

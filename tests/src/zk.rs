@@ -1,0 +1,63 @@
+//! Reading the server directly: children, listings, raw clients, and request counts.
+
+use std::collections::BTreeMap;
+
+use curator_core::zk;
+use curator_core::CuratorFramework;
+use curator_test::{four_letter_word, Timing};
+
+/// The children of `path` (empty when it does not exist or cannot be read).
+pub async fn children(fw: &CuratorFramework, path: &str) -> Vec<String> {
+    fw.get_children().for_path(path).await.unwrap_or_default()
+}
+
+/// The value of `key` in the output of the `mntr` four-letter word.
+///
+/// # Panics
+/// If `key` is missing or not a number.
+pub fn mntr_value(mntr: &str, key: &str) -> u64 {
+    mntr.lines()
+        .find_map(|l| l.strip_prefix(key).and_then(|v| v.strip_prefix(|c: char| c.is_whitespace())))
+        .map(|v| v.trim().parse().unwrap_or_else(|e| panic!("{key} in mntr is not a number: {v:?} ({e})")))
+        .unwrap_or_else(|| panic!("{key} not in mntr output"))
+}
+
+/// The number of requests the server has received (`zk_packets_received` of `mntr`), to
+/// measure what an operation costs: read it before and after, and subtract.
+pub async fn packets_received(connect_string: &str) -> u64 {
+    let mntr = four_letter_word(connect_string, "mntr").await.expect("mntr");
+    mntr_value(&mntr, "zk_packets_received")
+}
+
+/// A raw client (no framework) for direct listings.
+pub async fn raw_client(connect_string: &str) -> zk::Client {
+    zk::Client::connector()
+        .with_session_timeout(Timing::new().session_timeout())
+        .connect(connect_string)
+        .await
+        .expect("raw client")
+}
+
+/// Every node at or below `root` on the server, with its data (depth-first, retried while
+/// nodes vanish under it).
+pub async fn listing(client: &zk::Client, root: &str) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![root.to_string()];
+    while let Some(path) = todo.pop() {
+        let (data, _) = match client.get_data(&path).await {
+            Ok(d) => d,
+            Err(zk::Error::NoNode) => continue,
+            Err(e) => panic!("get_data {path}: {e}"),
+        };
+        let children = match client.list_children(&path).await {
+            Ok(c) => c,
+            Err(zk::Error::NoNode) => continue,
+            Err(e) => panic!("list {path}: {e}"),
+        };
+        out.insert(path.clone(), data);
+        for c in children {
+            todo.push(if path == "/" { format!("/{c}") } else { format!("{path}/{c}") });
+        }
+    }
+    out
+}

@@ -1,0 +1,291 @@
+//! PathChildrenCache against a real ZooKeeper: start modes and child events, rebuild and
+//! refresh, membership of 50 sessions, slow listeners (shared server); the cost of a change
+//! and of the initial load in server requests (a server of its own).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use curator_cache::{NodeCache, PathChildrenCache, PathChildrenCacheEvent, StartMode};
+use curator_test::{eventually, TestingServer, Timing};
+use tests::caches::{children_events_until, create, create_ephemeral, delete, describe, set, within};
+use tests::zk::raw_client;
+use tests::{client, packets_received, unique_path, Fixture};
+
+fn server() -> String {
+    TestingServer::shared().connect_string()
+}
+
+#[tokio::test]
+async fn path_children_cache_start_modes_and_child_events() {
+    let fw = client(&server()).await;
+    for mode in [StartMode::Normal, StartMode::BuildInitialCache, StartMode::PostInitializedEvent] {
+        let base = unique_path("pcc");
+        create(&fw, &format!("{base}/c1"), b"1").await;
+        create(&fw, &format!("{base}/c2/grandchild"), b"g").await;
+        let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
+        let mut events = cache.events();
+        within("start", cache.start(mode)).await.unwrap();
+        match mode {
+            StartMode::Normal => {
+                let got: Vec<_> = children_events_until(&mut events, 2).await.iter().map(describe).collect();
+                assert_eq!(got, vec!["added c1", "added c2"]);
+            }
+            StartMode::BuildInitialCache => {
+                // Loaded before start returned, without events.
+                let names: Vec<_> = cache.current_data().iter().map(|n| n.name().to_string()).collect();
+                assert_eq!(names, vec!["c1", "c2"]);
+            }
+            StartMode::PostInitializedEvent => {
+                let got: Vec<_> = children_events_until(&mut events, 3).await.iter().map(describe).collect();
+                assert_eq!(got, vec!["added c1", "added c2", r#"initialized ["c1", "c2"]"#]);
+            }
+        }
+        // Changes below a child are not the cache's business; changes of children are.
+        set(&fw, &format!("{base}/c2/grandchild"), b"h").await;
+        // Each step waits for its event, so that no read can see the next step's change.
+        let c3 = format!("{base}/c3");
+        let mut got = Vec::new();
+        create(&fw, &c3, b"x").await;
+        got.extend(children_events_until(&mut events, 1).await.iter().map(describe));
+        set(&fw, &c3, b"y").await;
+        got.extend(children_events_until(&mut events, 1).await.iter().map(describe));
+        delete(&fw, &c3).await;
+        got.extend(children_events_until(&mut events, 1).await.iter().map(describe));
+        create(&fw, &c3, b"z").await;
+        got.extend(children_events_until(&mut events, 1).await.iter().map(describe));
+        assert_eq!(got, vec!["added c3", "updated c3 y", "removed c3", "added c3"], "mode {mode:?}");
+        assert_eq!(cache.current_data_for(&c3).unwrap().data.as_deref(), Some(&b"z"[..]));
+        assert!(cache.current_data_for(&format!("{base}/c2/grandchild")).is_none());
+        assert_eq!(cache.current_data().len(), 3);
+        cache.close();
+    }
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn path_children_cache_rebuild_is_silent_and_clear_and_refresh_re_adds() {
+    let fw = client(&server()).await;
+    let base = unique_path("pccrb");
+    create(&fw, &format!("{base}/a"), b"1").await;
+    create(&fw, &format!("{base}/b"), b"2").await;
+    let cache = PathChildrenCache::builder(&fw, &base).cache_data(false).build().unwrap();
+    let mut events = cache.events();
+    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    assert!(cache.current_data().iter().all(|n| n.data.is_none()), "no data cached");
+
+    within("rebuild", cache.rebuild()).await.unwrap();
+    assert_eq!(cache.current_data().len(), 2);
+    cache.clear();
+    assert!(cache.current_data().is_empty());
+    within("clear_and_refresh", cache.clear_and_refresh()).await.unwrap();
+    assert_eq!(cache.current_data().len(), 2);
+    // Rebuild said nothing; clear_and_refresh re-added both.
+    let got: Vec<_> = children_events_until(&mut events, 2).await.iter().map(describe).collect();
+    assert_eq!(got, vec!["added a", "added b"]);
+    // and nothing else is pending before the next change.
+    create(&fw, &format!("{base}/marker"), b"").await;
+    let got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
+    assert_eq!(got, vec!["added marker"]);
+    cache.close();
+    assert!(cache.rebuild().await.is_err(), "a closed cache does not rebuild");
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn membership_of_50_ephemeral_members_joining_and_leaving() {
+    let connect = server();
+    let fw = client(&connect).await;
+    let base = unique_path("members");
+    let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
+    let view = Arc::new(Mutex::new(std::collections::BTreeSet::<String>::new()));
+    let v = view.clone();
+    cache.add_listener(move |e: &PathChildrenCacheEvent| match e {
+        PathChildrenCacheEvent::ChildAdded(n) => {
+            v.lock().unwrap().insert(n.name().to_string());
+        }
+        PathChildrenCacheEvent::ChildRemoved(n) => {
+            v.lock().unwrap().remove(n.name());
+        }
+        _ => {}
+    });
+    within("start", cache.start(StartMode::PostInitializedEvent)).await.unwrap();
+
+    // 50 members, each its own session, join concurrently.
+    let mut members = Vec::new();
+    for i in 0..50 {
+        members.push(tokio::spawn({
+            let (connect, base) = (connect.clone(), base.clone());
+            async move {
+                let m = client(&connect).await;
+                create_ephemeral(&m, &format!("{base}/member-{i:02}"), format!("10.0.0.{i}").as_bytes()).await;
+                m
+            }
+        }));
+    }
+    let mut sessions = Vec::new();
+    for m in members {
+        sessions.push(m.await.unwrap());
+    }
+    let raw = raw_client(&connect).await;
+    let matches = || async {
+        let server: std::collections::BTreeSet<String> = raw.list_children(&base).await.unwrap().into_iter().collect();
+        let cached: std::collections::BTreeSet<String> =
+            cache.current_data().iter().map(|n| n.name().to_string()).collect();
+        server == cached && *view.lock().unwrap() == server
+    };
+    assert!(eventually(Timing::new().deadline(), matches).await, "all 50 joined");
+    assert_eq!(cache.current_data().len(), 50);
+    assert_eq!(cache.current_data_for(&format!("{base}/member-07")).unwrap().data.as_deref(), Some(&b"10.0.0.7"[..]));
+
+    // Half leave by closing their session (the server deletes their nodes), some re-join.
+    let mut leaving = Vec::new();
+    for (i, m) in sessions.iter().enumerate() {
+        if i % 2 == 0 {
+            leaving.push(m.clone());
+        }
+    }
+    futures::future::join_all(leaving.iter().map(|m| m.close())).await;
+    for i in [0, 10, 20] {
+        create_ephemeral(&sessions[i + 1], &format!("{base}/rejoined-{i:02}"), b"back").await;
+    }
+    assert!(eventually(Timing::new().deadline(), matches).await, "the view follows leaves and joins");
+    assert_eq!(cache.current_data().len(), 28);
+    for m in &sessions {
+        m.close().await;
+    }
+    assert!(eventually(Timing::new().deadline(), matches).await, "everyone left");
+    assert!(cache.current_data().is_empty());
+    cache.close();
+    fw.close().await;
+}
+
+#[tokio::test]
+async fn a_slow_listener_neither_blocks_others_nor_loses_events() {
+    let fw = client(&server()).await;
+    let base = unique_path("slow");
+    create(&fw, &base, b"").await;
+    let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
+    let slow = Arc::new(Mutex::new(Vec::<String>::new()));
+    let fast = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (s, f) = (slow.clone(), fast.clone());
+    cache.add_listener(move |e: &PathChildrenCacheEvent| {
+        if let PathChildrenCacheEvent::ChildAdded(n) = e {
+            // Blocks its thread, as a careless user would.
+            std::thread::sleep(Duration::from_millis(50));
+            s.lock().unwrap().push(n.name().to_string());
+        }
+    });
+    cache.add_listener(move |e: &PathChildrenCacheEvent| {
+        if let PathChildrenCacheEvent::ChildAdded(n) = e {
+            f.lock().unwrap().push(n.name().to_string());
+        }
+    });
+    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    let names: Vec<String> = (0..40).map(|i| format!("n-{i:03}")).collect();
+    for n in &names {
+        create(&fw, &format!("{base}/{n}"), b"").await;
+    }
+    assert!(eventually(Timing::new().deadline(), || async { *fast.lock().unwrap() == names }).await);
+    assert!(slow.lock().unwrap().len() < names.len(), "the slow listener is still behind when the fast one is done");
+    assert!(
+        eventually(Timing::new().deadline(), || async { *slow.lock().unwrap() == names }).await,
+        "and loses nothing"
+    );
+    cache.close();
+    fw.close().await;
+}
+
+/// One request per change, independent of the number of children; a load of many children in
+/// a handful of requests. Prints what it measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_request_per_change_and_a_pipelined_initial_load() {
+    let fx = Fixture::own().await;
+    let fw = &fx.fw;
+    let writer = fx.client().await;
+    let base = "/load";
+    const CHILDREN: usize = 2000;
+    const ADDS: usize = 200;
+    create(&writer, base, b"").await;
+    let data = vec![7u8; 100];
+    let session = writer.session().await.unwrap();
+    let client = session.client().clone();
+    let acl = curator_core::zk::CreateMode::Persistent.with_acls(curator_core::zk::Acls::anyone_all());
+    for chunk in (0..CHILDREN).collect::<Vec<_>>().chunks(500) {
+        let paths: Vec<String> = chunk.iter().map(|i| format!("{base}/c-{i:05}")).collect();
+        let creates: Vec<_> = paths.iter().map(|p| client.create(p, &data, &acl)).collect();
+        for c in futures::future::join_all(creates).await {
+            c.unwrap();
+        }
+    }
+
+    let before = packets_received(&fx.connect_string()).await;
+    let started = Instant::now();
+    let cache = PathChildrenCache::new(fw, base, true).unwrap();
+    let latencies = Arc::new(Mutex::new(Vec::<(String, Instant)>::new()));
+    let l = latencies.clone();
+    cache.add_listener(move |e: &PathChildrenCacheEvent| {
+        if let PathChildrenCacheEvent::ChildAdded(n) = e {
+            l.lock().unwrap().push((n.name().to_string(), Instant::now()));
+        }
+    });
+    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    let load = started.elapsed();
+    let load_requests = packets_received(&fx.connect_string()).await - before - 1;
+    assert_eq!(cache.current_data().len(), CHILDREN);
+    eprintln!("initial load of {CHILDREN} children (100 B): {load:?}, {load_requests} requests");
+    assert!(load_requests <= 12, "the load took {load_requests} requests");
+
+    let before = packets_received(&fx.connect_string()).await;
+    let mut sent = Vec::new();
+    for i in 0..ADDS {
+        let p = format!("{base}/new-{i:04}");
+        sent.push((format!("new-{i:04}"), Instant::now()));
+        client.create(&p, &data, &acl).await.unwrap();
+    }
+    assert!(eventually(Timing::new().deadline(), || async { latencies.lock().unwrap().len() >= ADDS }).await);
+    let after = packets_received(&fx.connect_string()).await;
+    // The writer's creates and the two mntr connections are not the cache's; pings may add a few.
+    let cache_requests = (after - before).saturating_sub(ADDS as u64 + 1);
+    let per_change = cache_requests as f64 / ADDS as f64;
+    let got = latencies.lock().unwrap().clone();
+    let mut lat: Vec<Duration> = sent
+        .iter()
+        .map(|(name, at)| got.iter().find(|(n, _)| n == name).map(|(_, t)| t.duration_since(*at)).unwrap())
+        .collect();
+    lat.sort();
+    eprintln!(
+        "{ADDS} adds with {CHILDREN} children: {per_change:.2} requests per change, add-to-callback p50 {:?} p99 {:?}",
+        lat[lat.len() / 2],
+        lat[lat.len() * 99 / 100]
+    );
+    assert!(per_change <= 1.1, "{per_change} requests per change");
+    // In arrival order.
+    let names: Vec<_> = got.iter().map(|(n, _)| n.clone()).collect();
+    let wanted: Vec<_> = sent.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(names, wanted);
+    cache.close();
+
+    // A NodeCache: on servers before 3.9 each change of its node also registers the watch again
+    // (ZOOKEEPER-4466), so two requests: AddWatch and a one-operation multi-read.
+    let node = NodeCache::new(fw, base).unwrap();
+    within("start", node.start(true)).await.unwrap();
+    let before = packets_received(&fx.connect_string()).await;
+    const SETS: usize = 50;
+    for i in 0..SETS {
+        client.set_data(base, format!("{i}").as_bytes(), None).await.unwrap();
+        let want = format!("{i}").into_bytes();
+        assert!(
+            eventually(Timing::new().deadline(), || async {
+                node.current_data().is_some_and(|n| n.data.as_deref() == Some(&want[..]))
+            })
+            .await
+        );
+    }
+    let after = packets_received(&fx.connect_string()).await;
+    let per_change = (after - before).saturating_sub(SETS as u64 + 1) as f64 / SETS as f64;
+    eprintln!("NodeCache: {per_change:.2} requests per change");
+    assert!(per_change <= 2.2, "{per_change} requests per change");
+    node.close();
+    writer.close().await;
+    fw.close().await;
+}
