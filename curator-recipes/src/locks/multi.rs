@@ -60,10 +60,7 @@ impl InterProcessMultiLock {
 
     /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<MultiLockGuard>> {
-        match tokio::time::timeout(timeout, self.acquire()).await {
-            Ok(result) => result.map(Some),
-            Err(_) => Ok(None),
-        }
+        super::within(timeout, self.acquire()).await
     }
 
     /// Curator's `release()`: one count of every mutex, in reverse order (for guards that were

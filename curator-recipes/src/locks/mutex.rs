@@ -57,10 +57,7 @@ impl InterProcessMutex {
     /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`; our node is
     /// deleted).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
-        match tokio::time::timeout(timeout, self.acquire()).await {
-            Ok(result) => result.map(Some),
-            Err(_) => Ok(None),
-        }
+        super::within(timeout, self.acquire()).await
     }
 
     /// Curator's `release()`: gives back one count held by this handle (for guards that were

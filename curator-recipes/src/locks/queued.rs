@@ -63,10 +63,7 @@ impl QueuedMutex {
 
     /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<QueuedGuard>> {
-        match tokio::time::timeout(timeout, self.acquire()).await {
-            Ok(result) => result.map(Some),
-            Err(_) => Ok(None),
-        }
+        super::within(timeout, self.acquire()).await
     }
 }
 

@@ -91,10 +91,7 @@ impl ReadLock {
 
     /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
-        match tokio::time::timeout(timeout, self.acquire()).await {
-            Ok(result) => result.map(Some),
-            Err(_) => Ok(None),
-        }
+        super::within(timeout, self.acquire()).await
     }
 
     /// Gives back one count of the read lock held by this handle (Curator's style).
@@ -139,10 +136,7 @@ impl WriteLock {
 
     /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
-        match tokio::time::timeout(timeout, self.acquire()).await {
-            Ok(result) => result.map(Some),
-            Err(_) => Ok(None),
-        }
+        super::within(timeout, self.acquire()).await
     }
 
     /// Gives back one count of the write lock held by this handle (Curator's style).

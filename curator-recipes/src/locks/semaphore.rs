@@ -96,10 +96,7 @@ impl InterProcessSemaphoreV2 {
 
     /// As [`acquire_many`](Self::acquire_many), giving up after `timeout` (`Ok(None)`).
     pub async fn acquire_timeout(&self, qty: usize, timeout: Duration) -> Result<Option<Vec<Lease>>> {
-        match tokio::time::timeout(timeout, self.acquire_many(qty)).await {
-            Ok(result) => result.map(Some),
-            Err(_) => Ok(None),
-        }
+        super::within(timeout, self.acquire_many(qty)).await
     }
 
     async fn acquire_one(&self) -> Result<Lease> {
@@ -291,10 +288,7 @@ impl InterProcessSemaphoreMutex {
 
     /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(false)`).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<bool> {
-        match tokio::time::timeout(timeout, self.acquire()).await {
-            Ok(result) => result.map(|_| true),
-            Err(_) => Ok(false),
-        }
+        Ok(super::within(timeout, self.acquire()).await?.is_some())
     }
 
     /// Releases. [`CuratorError::IllegalState`] when not held.
