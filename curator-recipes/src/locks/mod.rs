@@ -83,6 +83,19 @@ pub use crate::sequential::{
     SEMAPHORE_LOCK_PARENT, WATCH_ALL_LIMIT, WRITE_LOCK_NAME,
 };
 
+/// Runs an acquire for at most `timeout`: `Ok(None)` when the time ran out first. Every lock's
+/// `acquire_timeout` is this one function; the acquire being cancel safe, giving up leaves no
+/// node behind.
+async fn within<T>(
+    timeout: std::time::Duration,
+    acquire: impl std::future::Future<Output = curator_core::Result<T>>,
+) -> curator_core::Result<Option<T>> {
+    match tokio::time::timeout(timeout, acquire).await {
+        Ok(result) => result.map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -95,18 +108,5 @@ mod tests {
         send_sync::<super::InterProcessReadWriteLock>();
         send_sync::<super::InterProcessSemaphoreV2>();
         send_sync::<super::InterProcessSemaphoreMutex>();
-    }
-}
-
-/// Runs an acquire for at most `timeout`: `Ok(None)` when the time ran out first. Every lock's
-/// `acquire_timeout` is this one function; the acquire being cancel safe, giving up leaves no
-/// node behind.
-async fn within<T>(
-    timeout: std::time::Duration,
-    acquire: impl std::future::Future<Output = curator_core::Result<T>>,
-) -> curator_core::Result<Option<T>> {
-    match tokio::time::timeout(timeout, acquire).await {
-        Ok(result) => result.map(Some),
-        Err(_) => Ok(None),
     }
 }
