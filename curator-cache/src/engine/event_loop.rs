@@ -59,8 +59,8 @@ enum Wake {
     Command(Option<Command>),
     Watch(Option<zk::WatchedEvent>),
     Action(Option<Action>),
-    /// The wait [`SyncState`] set is over (a pause after a failure hands back its retry loop).
-    WaitOver(Option<RetryLoop>),
+    /// The wait [`SyncState`] set is over.
+    WaitOver,
 }
 
 /// The task behind a cache.
@@ -76,8 +76,8 @@ pub(super) struct Engine {
     dead_generation: u64,
     state: SyncState,
     next_load: NextLoad,
-    /// Times the pauses between failed loads; `None` while a pause holds it.
-    retry: Option<RetryLoop>,
+    /// Times the pauses between failed loads; reset by a successful one.
+    retry: RetryLoop,
     avg_data_len: usize,
 }
 
@@ -107,17 +107,16 @@ impl Engine {
             dead_generation: 0,
             state: SyncState::Wanted { not_before: None },
             next_load: NextLoad::default(),
-            retry: None,
+            retry: RetryLoop::new(
+                Arc::new(EveryFailedLoad(ExponentialBackoffForever::new(MIN_PAUSE, MAX_PAUSE))),
+                Some(fw),
+            ),
             avg_data_len: INITIAL_AVG_DATA,
         }
     }
 
     fn root(&self) -> &str {
         &self.config.scope.root
-    }
-
-    fn new_retry_loop(&self) -> RetryLoop {
-        RetryLoop::new(Arc::new(EveryFailedLoad(ExponentialBackoffForever::new(MIN_PAUSE, MAX_PAUSE))), Some(&self.fw))
     }
 
     /// Runs until the cache closes or its framework does.
@@ -157,12 +156,7 @@ impl Engine {
                 Wake::Watch(None) => {}
                 Wake::Action(Some(action)) => self.apply(action),
                 Wake::Action(None) => {}
-                Wake::WaitOver(retry) => {
-                    if retry.is_some() {
-                        self.retry = retry;
-                    }
-                    self.state = SyncState::Wanted { not_before: None };
-                }
+                Wake::WaitOver => self.state = SyncState::Wanted { not_before: None },
             }
         }
         for waiter in self.next_load.waiters.drain(..) {
@@ -184,7 +178,7 @@ impl Engine {
             command = self.commands.recv() => Wake::Command(command),
             action = next_action(pending) => Wake::Action(action),
             event = next_event(watch) => Wake::Watch(event),
-            retry = self.state.wait_over() => Wake::WaitOver(retry),
+            _ = self.state.wait_over() => Wake::WaitOver,
         }
     }
 
@@ -193,7 +187,6 @@ impl Engine {
     }
 
     fn need_sync(&mut self) {
-        // Dropping a pause drops its retry loop: the next failure starts a new streak.
         self.state = SyncState::Wanted { not_before: None };
     }
 
@@ -371,8 +364,7 @@ impl Engine {
     }
 
     fn sync_failed(&mut self, err: CuratorError) {
-        let mut retry = self.retry.take().unwrap_or_else(|| self.new_retry_loop());
-        tracing::warn!(path = %self.config.scope.root, error = %err, retries = retry.retries(), "cache load failed; retrying");
+        tracing::warn!(path = %self.config.scope.root, error = %err, retries = self.retry.retries(), "cache load failed; retrying");
         for waiter in self.next_load.waiters.drain(..) {
             let _ = waiter.send(Err(err.clone()));
         }
@@ -380,16 +372,11 @@ impl Engine {
             s.failed_loads += 1;
             s.last_error = Some(err.clone());
         });
-        // The retry loop sleeps its pause and counts the retry; the engine waits for that
-        // alongside everything else, and keeps the loop for the next failure.
-        self.state = SyncState::BackingOff(Box::pin(async move {
-            if retry.on_error(err).await.is_err() {
-                // The framework is closed: the engine stops as soon as it hears; until then,
-                // do not spin.
-                tokio::time::sleep(MAX_PAUSE).await;
-            }
-            retry
-        }));
+        // The retry loop counts the retry and names the pause; the engine waits for it alongside
+        // everything else. No pause means the framework is closed: the engine stops as soon as
+        // it hears, and until then does not spin.
+        let pause = self.retry.next_pause(&err).unwrap_or(MAX_PAUSE);
+        self.state = SyncState::BackingOff { until: Instant::now() + pause };
     }
 
     /// (Re)attaches to the current session and loads everything, then emits the difference.
@@ -474,9 +461,7 @@ impl Engine {
             self.emit(event);
         }
         self.state = SyncState::InSync;
-        if let Some(retry) = self.retry.as_mut() {
-            retry.reset();
-        }
+        self.retry.reset();
         if let Some(live) = self.live.as_mut() {
             live.link = live.link.settled();
         }

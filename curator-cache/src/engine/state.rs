@@ -1,11 +1,9 @@
 //! The engine's states: whether the map follows the server ([`SyncState`]), where the watch's
 //! session stands ([`Link`]), and what the next load owes the cache's commands.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
-use curator_core::retry::{ExponentialBackoffForever, RetryLoop, RetryPolicy};
+use curator_core::retry::{ExponentialBackoffForever, RetryPolicy};
 use curator_core::{CuratorError, Result};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -17,9 +15,6 @@ pub(super) const RECONNECT_GRACE: Duration = Duration::from_millis(100);
 pub(super) const MIN_PAUSE: Duration = Duration::from_millis(20);
 /// Longest pause between failed loads.
 pub(super) const MAX_PAUSE: Duration = Duration::from_secs(1);
-
-/// The pause after a failed load, when it is over: the retry loop that timed it.
-pub(super) type Backoff = Pin<Box<dyn Future<Output = RetryLoop> + Send>>;
 
 /// Whether the map follows the server, and when the next load starts.
 ///
@@ -42,8 +37,9 @@ pub(super) enum SyncState {
     Wanted { not_before: Option<Instant> },
     /// A load runs.
     Loading,
-    /// The last load failed; another starts after this pause.
-    BackingOff(Backoff),
+    /// The last load failed; another starts once `until` is past (the pause comes from the
+    /// engine's retry loop, which keeps doubling it until a load succeeds).
+    BackingOff { until: Instant },
 }
 
 impl SyncState {
@@ -51,19 +47,17 @@ impl SyncState {
     pub(super) fn load_due(&self) -> bool {
         match self {
             SyncState::Wanted { not_before } => not_before.map_or(true, |at| Instant::now() >= at),
-            SyncState::InSync | SyncState::Loading | SyncState::BackingOff(_) => false,
+            SyncState::InSync | SyncState::Loading | SyncState::BackingOff { .. } => false,
         }
     }
 
     /// Resolves when a wait set by the state is over: the grace after a reconnection, or a
-    /// pause after a failed load (then with its retry loop). Never resolves otherwise.
-    pub(super) async fn wait_over(&mut self) -> Option<RetryLoop> {
+    /// pause after a failed load. Never resolves otherwise.
+    pub(super) async fn wait_over(&self) {
         match self {
-            SyncState::Wanted { not_before: Some(at) } => {
-                tokio::time::sleep_until(*at).await;
-                None
+            SyncState::Wanted { not_before: Some(at) } | SyncState::BackingOff { until: at } => {
+                tokio::time::sleep_until(*at).await
             }
-            SyncState::BackingOff(backoff) => Some(backoff.await),
             SyncState::Wanted { not_before: None } | SyncState::InSync | SyncState::Loading => {
                 std::future::pending().await
             }
