@@ -2,15 +2,26 @@
 //!
 //! ```text
 //!   connect ──► Live ──Disconnected──► Suspended ──SyncConnected──► Live (Reconnected, same session)
-//!                 ▲                        │
-//!                 │                        ├─ Expired / Closed / AuthFailed ──┐
-//!                 │                        └─ a whole session timeout passes ─┤
-//!                 └──────── new session (Reconnected, new_session) ◄── Lost ◄─┘
+//!                 ▲        │               │
+//!                 │        │               ├─ Expired / Closed / AuthFailed ───────────┐
+//!                 │        └───────────────┴─ no reply for LOST_AFTER of the timeout ──┤
+//!                 └──────────────── new session (Reconnected, new_session) ◄── Lost ◄──┘
 //! ```
 //!
-//! `Lost` is reported no later than the negotiated session timeout after the connection was
-//! lost, even if zookeeper-client would only declare expiry later (it waits about 1.4 times as
-//! long): by then the ensemble may have expired us, and holders of ephemeral nodes must know.
+//! # When a session is presumed lost (docs/architecture.md section 3.2)
+//!
+//! The server may expire a session once a whole session timeout `T` has passed since it last
+//! heard from the client. The client cannot see that moment, but it can bound it from below:
+//! a request the server answered was received by the server after the client sent it. So the
+//! manager keeps `heard`, the send time of the latest request it knows the server answered,
+//! and presumes the session `Lost` at `heard + LOST_AFTER * T`, whether or not the connection
+//! looks up, and before the earliest moment the server could expire it (the clocks of client and
+//! server are assumed to run at the same rate, within the margin `1 - LOST_AFTER`).
+//!
+//! To keep `heard` fresh it sends a probe (`exists` on [`SESSION_EVENTS_PATH`], answered by any
+//! server) every `T / PROBES_PER_TIMEOUT` while none is in flight. Measuring from when the
+//! disconnection was *noticed* would be late: zookeeper-client notices a silent connection only
+//! after 2/5 of `T` without a reply, and it declares expiry itself only after 7/5 of `T`.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -29,11 +40,17 @@ use crate::state::{ConnectionState, ConnectionStateEvent};
 const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
 /// Longest pause between attempts to open a session.
 const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
+/// How many probes a session timeout: one every `T / PROBES_PER_TIMEOUT` while none is in flight.
+const PROBES_PER_TIMEOUT: u32 = 10;
+/// The session is presumed lost once `LOST_AFTER.0 / LOST_AFTER.1` of its timeout has passed
+/// since the send time of the latest request the server answered.
+const LOST_AFTER: (u32, u32) = (19, 20);
 
 /// Where the manager is in a session's life.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Connected,
-    Suspended { since: Instant },
+    Suspended,
 }
 
 /// Why a session ended.
@@ -46,6 +63,8 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
     let mut generation = 0u64;
     loop {
         let Some(client) = connect(&inner, &mut shutdown).await else { return };
+        // The answer to the first request of the session proves the server heard us after now.
+        let asked = Instant::now();
         let Some(events) = SessionEvents::new(&client).await else { continue };
         generation += 1;
         let Some(strong) = inner.upgrade() else { return };
@@ -59,7 +78,7 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         };
         publish(&strong, state, &client, generation, generation > 1);
         drop(strong);
-        match follow(&inner, &client, events, generation, &mut shutdown).await {
+        match follow(&inner, &client, events, asked, generation, &mut shutdown).await {
             End::Shutdown => return,
             End::Lost => {
                 let Some(strong) = inner.upgrade() else { return };
@@ -170,43 +189,80 @@ impl SessionEvents {
     }
 }
 
-/// Follows one session's events until it is lost or the framework shuts down.
+/// A probe in flight: when it was sent, and its answer (`true` if the server answered).
+struct Probe {
+    sent: Instant,
+    answer: std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>,
+}
+
+impl Probe {
+    /// Sends `exists` on [`SESSION_EVENTS_PATH`]; any answer from the server counts, an error
+    /// of the connection does not.
+    fn send(client: &zk::Client) -> Self {
+        let client = client.clone();
+        let sent = Instant::now();
+        tracing::trace!(path = SESSION_EVENTS_PATH, "exists (session probe)");
+        let answer = Box::pin(async move { client.check_stat(SESSION_EVENTS_PATH).await.is_ok() });
+        Self { sent, answer }
+    }
+}
+
+/// Follows one session's events until it is lost or the framework shuts down. `heard`: a time
+/// before which the server is known to have heard from us.
 async fn follow(
     inner: &Weak<Inner>,
     client: &zk::Client,
     mut events: SessionEvents,
+    mut heard: Instant,
     generation: u64,
     shutdown: &mut watch::Receiver<bool>,
 ) -> End {
     let mut phase = Phase::Connected;
     let negotiated = client.session_timeout();
+    let lost_after = negotiated * LOST_AFTER.0 / LOST_AFTER.1;
+    let mut probes = tokio::time::interval((negotiated / PROBES_PER_TIMEOUT).max(Duration::from_millis(1)));
+    probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut probe: Option<Probe> = None;
     loop {
-        let lost_at = match phase {
-            Phase::Suspended { since } => Some(tokio::time::Instant::from_std(since + negotiated)),
-            Phase::Connected => None,
-        };
-        let presumed_lost = async {
-            match lost_at {
-                Some(at) => tokio::time::sleep_until(at).await,
+        let lost_at = tokio::time::Instant::from_std(heard + lost_after);
+        let idle = probe.is_none();
+        let answered = async {
+            match probe.as_mut() {
+                Some(p) => (&mut p.answer).await,
                 None => std::future::pending().await,
             }
         };
         let state = tokio::select! {
             _ = shutdown.changed() => return End::Shutdown,
-            _ = presumed_lost => {
-                tracing::warn!(session = %client.session_id(), "suspended for a whole session timeout: presuming the session lost");
+            _ = tokio::time::sleep_until(lost_at) => {
+                tracing::warn!(session = %client.session_id(), silent = ?heard.elapsed(), "no answer from the server for most of a session timeout: presuming the session lost");
                 return End::Lost;
+            }
+            _ = probes.tick(), if idle => {
+                probe = Some(Probe::send(client));
+                continue;
+            }
+            ok = answered => {
+                if let Some(p) = probe.take() {
+                    if ok {
+                        heard = heard.max(p.sent);
+                    }
+                }
+                continue;
             }
             state = events.next() => state,
         };
         let Some(strong) = inner.upgrade() else { return End::Shutdown };
-        match (state, &phase) {
+        match (state, phase) {
             (zk::SessionState::Disconnected, Phase::Connected) => {
-                phase = Phase::Suspended { since: Instant::now() };
+                phase = Phase::Suspended;
                 publish(&strong, ConnectionState::Suspended, client, generation, false);
             }
-            (zk::SessionState::SyncConnected, Phase::Suspended { .. }) => {
+            (zk::SessionState::SyncConnected, Phase::Suspended) => {
                 phase = Phase::Connected;
+                // Probe again as soon as the one in flight (sent before the reconnection) is
+                // answered: the reconnection moved `heard`, and the next answer shows it.
+                probes.reset_immediately();
                 publish(&strong, ConnectionState::Reconnected, client, generation, false);
             }
             (zk::SessionState::ConnectedReadOnly, _) => {

@@ -1,0 +1,123 @@
+//! Lock safety under faults (issue 11), one deterministic test per defect: a holder is told it
+//! may have lost the lock before anyone else holds it, under both error policies and both
+//! retry policies.
+
+use std::time::{Duration, Instant};
+
+use curator_core::retry::RetryNTimes;
+use curator_core::{CuratorFramework, ErrorPolicy};
+use curator_recipes::locks::InterProcessMutex;
+use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
+use tests::locks::lock_retry;
+use tests::{builder, children, connected, init_tracing, unique_path};
+
+/// The retry policies every fault here is tried with.
+#[derive(Debug, Clone, Copy)]
+enum Retry {
+    /// The lock tests' patient policy.
+    Default,
+    /// `RetryNTimes(1, 100ms)`.
+    Short,
+}
+
+/// Every combination of error policy and retry policy.
+const COMBINATIONS: [(ErrorPolicy, Retry); 4] = [
+    (ErrorPolicy::Standard, Retry::Default),
+    (ErrorPolicy::Standard, Retry::Short),
+    (ErrorPolicy::Session, Retry::Default),
+    (ErrorPolicy::Session, Retry::Short),
+];
+
+async fn framework(connect_string: &str, policy: ErrorPolicy, retry: Retry) -> CuratorFramework {
+    let b = builder(connect_string).connection_state_error_policy(policy);
+    let b = match retry {
+        Retry::Default => lock_retry(b),
+        Retry::Short => b.retry_policy(RetryNTimes::new(1, Duration::from_millis(100))),
+    };
+    connected(b).await
+}
+
+/// How the holder is cut off.
+#[derive(Debug, Clone, Copy)]
+enum Partition {
+    /// Silent: bytes stop both ways, TCP does not notice (the client notices after 2/5 of the
+    /// session timeout without a reply).
+    Pause,
+    /// The connection is closed and every reconnect refused: the client notices at once.
+    CutAndReject,
+}
+
+/// Holds through a proxy, partitions the holder past the session timeout while a direct client
+/// waits; returns (when the holder was told, when the waiter held).
+async fn partition_holder(policy: ErrorPolicy, retry: Retry, partition: Partition) -> (Option<Instant>, Instant) {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let holder_fw = framework(&proxy.connect_string(), policy, retry).await;
+    let waiter_fw = framework(&server.connect_string(), policy, retry).await;
+    let path = unique_path("told-first");
+    let guard = InterProcessMutex::new(&holder_fw, &path).unwrap().acquire().await.unwrap();
+    let mut lost = guard.lost_watch();
+    let told = tokio::spawn(async move {
+        loop {
+            if lost.borrow_and_update().is_some() {
+                return Some(Instant::now());
+            }
+            if lost.changed().await.is_err() {
+                return None;
+            }
+        }
+    });
+    let waiter = InterProcessMutex::new(&waiter_fw, &path).unwrap();
+    let waiting = tokio::spawn(async move {
+        let guard = waiter.acquire().await;
+        (Instant::now(), guard)
+    });
+    assert!(eventually(Timing::new().deadline(), || async { children(&waiter_fw, &path).await.len() == 2 }).await);
+    match partition {
+        Partition::Pause => proxy.pause(),
+        Partition::CutAndReject => {
+            proxy.set_reject(true);
+            proxy.cut();
+        }
+    }
+    let (granted, next) = tokio::time::timeout(Timing::new().session_timeout() * 4, waiting)
+        .await
+        .expect("the waiter holds once the holder's session expires")
+        .unwrap();
+    let next = next.unwrap();
+    // Give the holder's side the rest of a session timeout to say anything at all.
+    let told = tokio::time::timeout(Timing::new().session_timeout(), told).await.ok().and_then(|t| t.ok()).flatten();
+    next.release().await.unwrap();
+    proxy.pass();
+    drop(guard);
+    holder_fw.close().await;
+    waiter_fw.close().await;
+    (told, granted)
+}
+
+/// The server expires a session one timeout after it last heard from the client; the holder
+/// must be told before that, measured from the last answer it had, not from when it noticed
+/// the partition. Failed before the session manager probed: under `ErrorPolicy::Session` the
+/// holder was told up to 2.5 s after the waiter held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holder_is_told_before_a_waiter_holds() {
+    init_tracing();
+    let runs = COMBINATIONS
+        .iter()
+        .flat_map(|&(policy, retry)| [Partition::Pause, Partition::CutAndReject].map(|p| (policy, retry, p)))
+        .map(|(policy, retry, partition)| async move {
+            let (told, granted) = partition_holder(policy, retry, partition).await;
+            (policy, retry, partition, told, granted)
+        });
+    let mut late = Vec::new();
+    for (policy, retry, partition, told, granted) in futures::future::join_all(runs).await {
+        match told {
+            Some(told) if told < granted => {
+                eprintln!("{policy:?} {retry:?} {partition:?}: told {:?} before the waiter held", granted - told)
+            }
+            Some(told) => late.push(format!("{policy:?} {retry:?} {partition:?}: told {:?} late", told - granted)),
+            None => late.push(format!("{policy:?} {retry:?} {partition:?}: never told")),
+        }
+    }
+    assert!(late.is_empty(), "{late:#?}");
+}
