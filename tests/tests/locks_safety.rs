@@ -121,3 +121,56 @@ async fn holder_is_told_before_a_waiter_holds() {
     }
     assert!(late.is_empty(), "{late:#?}");
 }
+
+/// A waiter whose node is deleted while it waits (as when its session is closed while its
+/// connection still delivers events) must not hold when the nodes before it go: the grant is
+/// confirmed by a watch on its own node. Failed before: the watch-all shortcut granted the
+/// lock on the deleted node while the next contender held too.
+async fn deleted_waiter_does_not_hold(policy: ErrorPolicy, retry: Retry) {
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let (holder_fw, waiter_fw, next_fw) = futures::join!(
+        framework(&connect, policy, retry),
+        framework(&connect, policy, retry),
+        framework(&connect, policy, retry)
+    );
+    let path = unique_path("deleted-waiter");
+    let holder = InterProcessMutex::new(&holder_fw, &path).unwrap().acquire().await.unwrap();
+    let waiter = InterProcessMutex::new(&waiter_fw, &path).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await });
+    assert!(eventually(Timing::new().deadline(), || async { children(&holder_fw, &path).await.len() == 2 }).await);
+    let next = InterProcessMutex::new(&next_fw, &path).unwrap();
+    let next_waiting = tokio::spawn(async move { next.acquire().await });
+    assert!(eventually(Timing::new().deadline(), || async { children(&holder_fw, &path).await.len() == 3 }).await);
+
+    // The waiter's node is second in line; delete it behind its back.
+    let line = InterProcessMutex::new(&holder_fw, &path).unwrap().participant_nodes().await.unwrap();
+    holder_fw.delete().for_path(&line[1]).await.unwrap();
+    holder.release().await.unwrap();
+
+    let next_guard = tokio::time::timeout(Timing::new().deadline(), next_waiting)
+        .await
+        .expect("the next contender holds")
+        .unwrap()
+        .unwrap();
+    // The waiter takes a new place in line behind the holder instead of holding.
+    assert!(
+        eventually(Timing::new().deadline(), || async { children(&next_fw, &path).await.len() == 2 }).await,
+        "{policy:?} {retry:?}: the waiter held a deleted node (its acquire ended: {})",
+        waiting.is_finished()
+    );
+    assert!(!waiting.is_finished(), "{policy:?} {retry:?}: the waiter holds beside the holder");
+    next_guard.release().await.unwrap();
+    let guard = tokio::time::timeout(Timing::new().deadline(), waiting).await.unwrap().unwrap().unwrap();
+    guard.release().await.unwrap();
+    for fw in [holder_fw, waiter_fw, next_fw] {
+        fw.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiter_whose_node_was_deleted_does_not_hold() {
+    init_tracing();
+    futures::future::join_all(COMBINATIONS.iter().map(|&(policy, retry)| deleted_waiter_does_not_hold(policy, retry)))
+        .await;
+}

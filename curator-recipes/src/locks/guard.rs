@@ -76,8 +76,8 @@ impl Reentrant {
             return Ok(guard);
         }
         let (kind, predicate) = prepare()?;
-        let node = self.group.acquire(&data, kind, predicate).await?;
-        let hold = Hold::new(self.group.framework(), node);
+        let granted = self.group.acquire(&data, kind, predicate).await?;
+        let hold = Hold::new(self.group.framework(), granted);
         if let Some(hook) = self.revoke.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             watch_revocation(&hold, hook);
         }

@@ -12,9 +12,11 @@
 //! List    : getChildren(P) -> Decide.
 //! Decide  : order contenders by the sequence number after the node name, then ask the
 //!           predicate:  Hold -> done.
-//!                       Wait(nodes, then) -> getData+watch each node (pipelined); wait until
-//!                         they are deleted. then = Hold: hold without listing again (lower
-//!                         sequence numbers never come back); then = Recheck: List.
+//!                       Wait(nodes, then) -> getData+watch each node, and exists+watch our
+//!                         own node (pipelined); wait until they are deleted. then = Hold: hold
+//!                         without listing again (lower sequence numbers never come back),
+//!                         unless our own node's watch fired first or the connection changed
+//!                         meanwhile (List); then = Recheck: List.
 //!                         Any other watch event (a Session event on disconnection, a data
 //!                         change) means "re-check": List.
 //!                       Missing (our node is not listed: its session is gone) -> Find.
@@ -53,7 +55,17 @@ enum Phase {
 /// What a phase led to.
 enum Step {
     Next(Phase),
-    Held(LockNode),
+    Held(Granted),
+}
+
+/// A watch on our own node, armed while waiting: it fires when the node is deleted.
+pub(crate) type NodeWatch = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
+
+/// What an acquire ends with: the node that holds and, when the grant came from a wait, the
+/// watch on it armed then (the hold's monitor takes it over instead of sending its own).
+pub(crate) struct Granted {
+    pub(crate) node: LockNode,
+    pub(crate) watch: Option<NodeWatch>,
 }
 
 /// A phase's outcome: on failure, the error and the phase to retry with.
@@ -61,7 +73,7 @@ type PhaseResult = std::result::Result<Step, (CuratorError, Phase)>;
 
 /// What one wait on watched nodes ended with.
 enum WaitEnd {
-    AllGone,
+    AllGone(Option<NodeWatch>),
     Recheck,
 }
 
@@ -102,7 +114,7 @@ impl<'a> Acquire<'a> {
     }
 
     /// Runs the phases until our node holds (or the retry policy gives up).
-    pub(super) async fn run(mut self) -> Result<LockNode> {
+    pub(super) async fn run(mut self) -> Result<Granted> {
         let mut retry = self.fw.retry_loop();
         let mut phase = Phase::Create;
         loop {
@@ -111,10 +123,10 @@ impl<'a> Acquire<'a> {
                     retry.reset();
                     next
                 }
-                Ok(Step::Held(node)) => {
+                Ok(Step::Held(granted)) => {
                     self.cleanup.disarm();
-                    tracing::debug!(path = %node.path, czxid = node.czxid, "lock held");
-                    return Ok(node);
+                    tracing::debug!(path = %granted.node.path, czxid = granted.node.czxid, "lock held");
+                    return Ok(granted);
                 }
                 Err((err, next)) => {
                     retry.on_error(err).await?;
@@ -233,13 +245,13 @@ impl<'a> Acquire<'a> {
         }
         let sorted = contenders(&children, self.sort_names);
         match self.predicate.decide(&sorted, node.name()) {
-            Verdict::Hold => Ok(Step::Held(node)),
+            Verdict::Hold => Ok(Step::Held(Granted { node, watch: None })),
             Verdict::Missing => {
                 tracing::debug!(path = %node.path, "our node is not among the children");
                 Ok(Step::Next(Phase::Find))
             }
-            Verdict::Wait { nodes, then } => match self.wait_for(session, &nodes).await {
-                Ok(WaitEnd::AllGone) if then == AfterWatch::Hold => Ok(Step::Held(node)),
+            Verdict::Wait { nodes, then } => match self.wait_for(session, &node.path, &nodes, then).await {
+                Ok(WaitEnd::AllGone(watch)) if then == AfterWatch::Hold => Ok(Step::Held(Granted { node, watch })),
                 Ok(_) => Ok(Step::Next(Phase::List(node))),
                 Err(e) => Err((e, Phase::List(node))),
             },
@@ -248,14 +260,43 @@ impl<'a> Acquire<'a> {
 
     /// Watches every node in `names` (requests pipelined) and waits until all are deleted, or
     /// until another event calls for a re-check.
-    async fn wait_for(&self, session: &Session, names: &[String]) -> Result<WaitEnd> {
+    ///
+    /// When the wait may end in a hold without listing again (`then` is Hold), the grant is
+    /// confirmed on the live session (docs/architecture.md section 8.3): an exists+watch on our
+    /// own node goes out with the others. Events on one connection come in
+    /// zxid order, so if our node went first (our session was closed while this connection
+    /// still delivered events, or someone deleted it), its event is already here when the last
+    /// watched node's deletion is, and the wait ends with "re-check" instead of a hold on a node
+    /// that no longer exists. After a reconnection the server replays deletions in no
+    /// particular order, so a wait that saw the connection change re-checks as well.
+    async fn wait_for(&self, session: &Session, own: &str, names: &[String], then: AfterWatch) -> Result<WaitEnd> {
         let client = session.client();
+        let connection = self.fw.connection_state_watch().borrow().seq;
         let paths: Vec<String> = names.iter().map(|n| path::make_path(self.base_path, n)).collect();
+        let confirm = then == AfterWatch::Hold;
+        let own_request = async {
+            if confirm {
+                tracing::debug!(path = %own, "exists+watch (our own node, to confirm the grant)");
+                Some(client.check_and_watch_stat(own).await)
+            } else {
+                None
+            }
+        };
         for p in &paths {
             tracing::debug!(path = %p, "getData+watch (waiting for its deletion)");
         }
         let requests: Vec<_> = paths.iter().map(|p| client.get_and_watch_data(p)).collect();
-        let answers = futures::future::join_all(requests).await;
+        // join! polls in order: the exists goes out first, the others right behind it.
+        let (own_answer, answers) = futures::join!(own_request, futures::future::join_all(requests));
+        let mut own_event: NodeWatch = match own_answer {
+            Some(Ok((Some(_), watcher))) => Box::pin(watcher.changed()),
+            Some(Ok((None, _))) => {
+                tracing::debug!(path = %own, "our node is gone: re-check");
+                return Ok(WaitEnd::Recheck);
+            }
+            Some(Err(e)) => return Err(CuratorError::from_zk(own, e)),
+            None => Box::pin(std::future::pending()),
+        };
         let mut watchers = FuturesUnordered::new();
         for (answer, p) in answers.into_iter().zip(&paths) {
             match answer {
@@ -264,7 +305,16 @@ impl<'a> Acquire<'a> {
                 Err(e) => return Err(CuratorError::from_zk(p, e)),
             }
         }
-        while let Some(event) = watchers.next().await {
+        loop {
+            let event = tokio::select! {
+                biased;
+                event = &mut own_event => {
+                    tracing::debug!(path = %own, event = ?event.event_type, state = ?event.session_state, "our node's watch fired: re-check");
+                    return Ok(WaitEnd::Recheck);
+                }
+                event = watchers.next() => event,
+            };
+            let Some(event) = event else { break };
             match event.event_type {
                 zk::EventType::NodeDeleted => tracing::debug!(path = %event.path, "watched node deleted"),
                 other => {
@@ -273,6 +323,16 @@ impl<'a> Acquire<'a> {
                 }
             }
         }
-        Ok(WaitEnd::AllGone)
+        // Every event before the last deletion has been dispatched by now: ours among them if
+        // our node went first.
+        if let Some(event) = futures::FutureExt::now_or_never(&mut own_event) {
+            tracing::debug!(path = %own, event = ?event.event_type, "our node's watch fired with the last deletion: re-check");
+            return Ok(WaitEnd::Recheck);
+        }
+        if confirm && self.fw.connection_state_watch().borrow().seq != connection {
+            tracing::debug!(path = %own, "the connection changed during the wait: re-check");
+            return Ok(WaitEnd::Recheck);
+        }
+        Ok(WaitEnd::AllGone(confirm.then_some(own_event)))
     }
 }

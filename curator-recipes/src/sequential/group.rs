@@ -4,8 +4,8 @@
 use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
 use tracing::Instrument;
 
-use super::acquire::Acquire;
-use super::node::{LockNode, NodeKind};
+use super::acquire::{Acquire, Granted};
+use super::node::NodeKind;
 use super::order::{contenders, Predicate};
 
 /// The contenders under one path: our nodes are `base_path/_c_<uuid>-<node_name><seq>`, and
@@ -78,7 +78,7 @@ impl ContenderGroup {
 
     /// Creates our node with `data` and waits until `predicate` says it holds; returns it.
     /// Cancel safe: dropping the future deletes whatever node it made.
-    pub(crate) async fn acquire(&self, data: &[u8], kind: NodeKind, predicate: Predicate) -> Result<LockNode> {
+    pub(crate) async fn acquire(&self, data: &[u8], kind: NodeKind, predicate: Predicate) -> Result<Granted> {
         let span = tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name);
         Acquire::new(self, data, kind, predicate).run().instrument(span).await
     }

@@ -10,6 +10,7 @@ use curator_core::zk;
 use curator_core::{ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, ErrorPolicy, Result};
 use tokio::sync::watch;
 
+use super::acquire::{Granted, NodeWatch};
 use super::node::LockNode;
 
 /// How long the monitor waits before trying again to watch the node when it could not.
@@ -66,25 +67,33 @@ pub(crate) fn judge(
 }
 
 /// One hold of one node, shared by the guards of a reentrant handle.
-#[derive(Debug)]
 pub(crate) struct Hold {
     fw: CuratorFramework,
     node: LockNode,
     at_hold: ConnectionStateEvent,
     lost: watch::Sender<Option<LockLost>>,
     monitoring: AtomicBool,
+    /// The watch on our node armed by the acquire, if any: the monitor starts with it.
+    armed: std::sync::Mutex<Option<NodeWatch>>,
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hold").field("node", &self.node).field("lost", &*self.lost.borrow()).finish_non_exhaustive()
+    }
 }
 
 impl Hold {
-    /// The hold of `node`, which holds as of now.
-    pub(crate) fn new(fw: &CuratorFramework, node: LockNode) -> Arc<Self> {
+    /// The hold of a granted node, which holds as of now.
+    pub(crate) fn new(fw: &CuratorFramework, granted: Granted) -> Arc<Self> {
         let at_hold = fw.connection_state_watch().borrow().clone();
         let hold = Arc::new(Self {
             fw: fw.clone(),
-            node,
+            node: granted.node,
             at_hold,
             lost: watch::channel(None).0,
             monitoring: AtomicBool::new(false),
+            armed: std::sync::Mutex::new(granted.watch),
         });
         hold.check_connection();
         hold
@@ -145,8 +154,9 @@ impl Hold {
         if !self.monitoring.swap(true, Ordering::AcqRel) {
             let weak = Arc::downgrade(self);
             let rx = self.lost.subscribe();
+            let armed = self.armed.lock().unwrap_or_else(|e| e.into_inner()).take();
             // Untracked: the monitor ends by itself once the hold ends or the framework closes.
-            spawn_detached(monitor(weak, rx, self.fw.clone(), self.node.clone(), self.at_hold.clone()));
+            spawn_detached(monitor(weak, rx, self.fw.clone(), self.node.clone(), self.at_hold.clone(), armed));
         }
         self.lost.subscribe()
     }
@@ -185,6 +195,7 @@ async fn monitor(
     fw: CuratorFramework,
     node: LockNode,
     at_hold: ConnectionStateEvent,
+    mut armed: Option<NodeWatch>,
 ) {
     let mut conn = fw.connection_state_watch();
     let policy = fw.error_policy();
@@ -202,8 +213,10 @@ async fn monitor(
             mark(reason);
             return;
         }
-        // Arm a watch on our node, on its own session.
-        let watcher = if now.state.is_connected() {
+        // Arm a watch on our node, on its own session (unless the acquire armed one).
+        let watcher: Option<NodeWatch> = if let Some(w) = armed.take() {
+            Some(w)
+        } else if now.state.is_connected() {
             match fw.session().await {
                 Ok(s) if s.generation() != node.generation => {
                     mark(LockLost::SessionLost);
@@ -216,7 +229,7 @@ async fn monitor(
                             mark(LockLost::NodeDeleted);
                             return;
                         }
-                        Ok((Some(_), w)) => Some(w),
+                        Ok((Some(_), w)) => Some(Box::pin(w.changed())),
                         Err(_) => None,
                     }
                 }
@@ -234,7 +247,7 @@ async fn monitor(
                 tokio::select! {
                     r = lost.changed() => if r.is_err() { return },
                     r = conn.changed() => if r.is_err() { mark(LockLost::Closed); return },
-                    ev = w.changed() => {
+                    ev = w => {
                         if ev.event_type == zk::EventType::NodeDeleted {
                             mark(LockLost::NodeDeleted);
                             return;
