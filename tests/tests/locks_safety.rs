@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use curator_core::retry::RetryNTimes;
 use curator_core::{CuratorFramework, ErrorPolicy};
-use curator_recipes::locks::InterProcessMutex;
+use curator_recipes::locks::{InterProcessMutex, InterProcessSemaphoreV2};
 use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
 use tests::locks::lock_retry;
 use tests::{builder, children, connected, init_tracing, unique_path};
@@ -173,4 +173,52 @@ async fn waiter_whose_node_was_deleted_does_not_hold() {
     init_tracing();
     futures::future::join_all(COMBINATIONS.iter().map(|&(policy, retry)| deleted_waiter_does_not_hold(policy, retry)))
         .await;
+}
+
+/// Gives up on a release during an outage (as `tokio::time::timeout` around `release()`
+/// does), then lets the client reconnect to the same session: the node must still go. Failed
+/// before the guaranteed delete went on in the background when its future was dropped.
+async fn release_given_up_during_outage(policy: ErrorPolicy, retry: Retry) {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let path = unique_path("release-outage");
+    let lock_path = format!("{path}/lock");
+    let semaphore_path = format!("{path}/semaphore");
+    let guard = InterProcessMutex::new(&fw, &lock_path).unwrap().acquire().await.unwrap();
+    let lease = InterProcessSemaphoreV2::new(&fw, &semaphore_path, 2).unwrap().acquire().await.unwrap();
+    let session = fw.session().await.unwrap().id();
+
+    proxy.set_reject(true);
+    proxy.cut();
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), guard.release()).await;
+    assert!(gave_up.is_err(), "{policy:?} {retry:?}: the release finished during the outage");
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), lease.release()).await;
+    assert!(gave_up.is_err(), "{policy:?} {retry:?}: the lease release finished during the outage");
+    proxy.set_reject(false);
+
+    let leases = format!("{semaphore_path}/leases");
+    assert!(
+        eventually(Timing::new().deadline(), || async {
+            children(&observer, &lock_path).await.is_empty() && children(&observer, &leases).await.is_empty()
+        })
+        .await,
+        "{policy:?} {retry:?}: nodes left behind: {:?} {:?}",
+        children(&observer, &lock_path).await,
+        children(&observer, &leases).await
+    );
+    // The nodes went by the delete, not with the session.
+    assert_eq!(fw.session().await.unwrap().id(), session, "{policy:?} {retry:?}: the session changed");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_given_up_during_an_outage_leaves_nothing() {
+    init_tracing();
+    futures::future::join_all(
+        COMBINATIONS.iter().map(|&(policy, retry)| release_given_up_during_outage(policy, retry)),
+    )
+    .await;
 }

@@ -3,6 +3,8 @@
 //! A guaranteed delete whose foreground attempts fail with an unknown outcome returns the error
 //! but keeps trying in the background, on whatever session is current, until the node is gone,
 //! a definite error stops it, or the framework closes (`close()` waits a bounded time for it).
+//! So does one whose future is dropped before it finished (cancel safety: a `release()` wrapped
+//! in a timeout during an outage leaves nothing behind).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -66,6 +68,13 @@ impl DeleteBuilder {
         let fw = self.fw.clone();
         let owned = path.to_string();
         Pending::new(&fw, CuratorEventType::Delete, path, async move {
+            let mut unfinished = self.guaranteed.then(|| Unfinished {
+                fw: self.fw.clone(),
+                path: owned.clone(),
+                version: self.version,
+                children: self.children,
+                armed: true,
+            });
             let result = self
                 .fw
                 .call_with_retry("delete", &owned, |session, _| {
@@ -74,6 +83,9 @@ impl DeleteBuilder {
                     async move { this.attempt(&client, &path).await }
                 })
                 .await;
+            if let Some(unfinished) = unfinished.as_mut() {
+                unfinished.armed = false;
+            }
             match result {
                 Err(err) if self.guaranteed && err.is_retryable() && !self.fw.is_closed() => {
                     tracing::info!(path = %owned, error = %err, "guaranteed delete continues in the background");
@@ -122,6 +134,25 @@ fn delete_node<'a>(
             }
         }
     })
+}
+
+/// A guaranteed delete in flight: if its future is dropped before the outcome is known, the
+/// delete goes on in the background.
+struct Unfinished {
+    fw: CuratorFramework,
+    path: String,
+    version: Option<i32>,
+    children: bool,
+    armed: bool,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if self.armed && !self.fw.is_closed() {
+            tracing::info!(path = %self.path, "guaranteed delete dropped before it finished: it continues in the background");
+            self.fw.guarantee_delete(std::mem::take(&mut self.path), self.version, self.children);
+        }
+    }
 }
 
 impl CuratorFramework {

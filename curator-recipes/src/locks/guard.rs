@@ -195,6 +195,14 @@ impl LockGuard {
     }
 
     /// Gives back this count; deletes the node when it was the last one.
+    ///
+    /// The lock counts as released at once ([`is_held`](Self::is_held) turns false). During an
+    /// outage the delete waits as long as the framework's retry policy allows (each attempt
+    /// waits up to the connection timeout for a connection), so this can take seconds. Giving
+    /// up on it (dropping the future, for example with `tokio::time::timeout`) is safe, as is
+    /// dropping the guard without calling it: the delete then goes on in the background, on
+    /// whatever session is current, until the node is gone (deleted, or taken by the end of
+    /// its session) or the framework closes.
     pub async fn release(mut self) -> Result<()> {
         self.armed = false;
         match self.owner.take_one(Some(&self.hold)) {

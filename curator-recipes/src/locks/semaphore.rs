@@ -208,6 +208,9 @@ impl Lease {
     }
 
     /// Returns the lease (deletes its node; a node already gone is fine).
+    ///
+    /// As with [`LockGuard::release`](super::LockGuard::release), giving up on the future or
+    /// dropping the lease is safe: the delete goes on in the background until the node is gone.
     pub async fn release(mut self) -> Result<()> {
         self.armed = false;
         tracing::debug!(path = %self.path, "delete lease");
