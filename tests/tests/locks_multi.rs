@@ -36,15 +36,19 @@ async fn multi_lock_all_or_none() {
         eventually(Timing::new().deadline(), || async { children(&fw, &b).await.len() == 1 }).await,
         "our node under b is gone"
     );
+    // Curator's style: the owner (here a task) keeps its counts and gives them back through the
+    // handle.
     let waiting = {
         let multi = multi.clone();
-        tokio::spawn(async move { multi.acquire().await })
+        tokio::spawn(async move {
+            let guard = multi.acquire().await?;
+            assert_eq!(guard.fencing_tokens().len(), 2);
+            guard.keep();
+            multi.release().await
+        })
     };
     held_b.release().await.unwrap();
-    let guard = tokio::time::timeout(Timing::new().deadline(), waiting).await.unwrap().unwrap().unwrap();
-    assert_eq!(guard.fencing_tokens().len(), 2);
-    guard.keep();
-    multi.release().await.unwrap();
+    tokio::time::timeout(Timing::new().deadline(), waiting).await.unwrap().unwrap().unwrap();
     assert!(children(&fw, &a).await.is_empty() && children(&fw, &b).await.is_empty());
     assert!(matches!(multi.release().await, Err(CuratorError::IllegalState(_))));
     fw.close().await;

@@ -2,11 +2,15 @@
 //! may have lost the lock before anyone else holds it, under both error policies and both
 //! retry policies.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_core::retry::RetryNTimes;
 use curator_core::{CuratorFramework, ErrorPolicy};
-use curator_recipes::locks::{InterProcessMutex, InterProcessSemaphoreV2};
+use curator_recipes::locks::{
+    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2,
+};
 use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
 use tests::locks::lock_retry;
 use tests::{builder, children, connected, init_tracing, unique_path};
@@ -221,4 +225,113 @@ async fn release_given_up_during_an_outage_leaves_nothing() {
         COMBINATIONS.iter().map(|&(policy, retry)| release_given_up_during_outage(policy, retry)),
     )
     .await;
+}
+
+/// Waits until `path` has `n` children, or fails the test.
+async fn until_children(fw: &CuratorFramework, path: &str, n: usize) {
+    assert!(
+        eventually(Timing::new().deadline(), || async { children(fw, path).await.len() == n }).await,
+        "{path} never had {n} children: {:?}",
+        children(fw, path).await
+    );
+}
+
+/// Two tasks sharing one handle (clones, or an `Arc`) exclude each other; a task that holds
+/// re-enters. Failed before: reentrancy was per handle, so the second task held at once.
+/// Follows Curator's TestInterProcessMutexBase.testReentrant (per thread there) with tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_sharing_a_handle_exclude_each_other() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+
+    // The mutex: the holder re-enters, a second task with a clone waits.
+    let path = unique_path("shared-mutex");
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let first = mutex.acquire().await.unwrap();
+    let again = mutex.acquire().await.unwrap();
+    assert_eq!(first.path(), again.path(), "the holder re-enters its own node");
+    let clone = mutex.clone();
+    let other = tokio::spawn(async move { clone.acquire().await });
+    until_children(&fw, &path, 2).await;
+    assert!(!other.is_finished(), "a second task holds beside the first");
+    again.release().await.unwrap();
+    first.release().await.unwrap();
+    let guard = tokio::time::timeout(Timing::new().deadline(), other).await.unwrap().unwrap().unwrap();
+    guard.release().await.unwrap();
+
+    // The write lock of a read/write lock.
+    let path = unique_path("shared-rw");
+    let rw = InterProcessReadWriteLock::new(&fw, &path).unwrap();
+    let write = rw.write_lock().acquire().await.unwrap();
+    let clone = rw.clone();
+    let other = tokio::spawn(async move { clone.write_lock().acquire().await });
+    until_children(&fw, &path, 2).await;
+    assert!(!other.is_finished(), "a second task holds the write lock beside the first");
+    write.release().await.unwrap();
+    let guard = tokio::time::timeout(Timing::new().deadline(), other).await.unwrap().unwrap().unwrap();
+    guard.release().await.unwrap();
+
+    // A multi-lock.
+    let base = unique_path("shared-multi");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let multi = InterProcessMultiLock::new(&fw, &[&a, &b]).unwrap();
+    let held = multi.acquire().await.unwrap();
+    let clone = multi.clone();
+    let other = tokio::spawn(async move { clone.acquire().await });
+    until_children(&fw, &a, 2).await;
+    assert!(!other.is_finished(), "a second task holds the multi-lock beside the first");
+    held.release().await.unwrap();
+    let guard = tokio::time::timeout(Timing::new().deadline(), other).await.unwrap().unwrap().unwrap();
+    guard.release().await.unwrap();
+
+    // The semaphore mutex: not reentrant for its holder, a wait for another task.
+    let path = unique_path("shared-semaphore-mutex");
+    let single = Arc::new(InterProcessSemaphoreMutex::new(&fw, &path).unwrap());
+    single.acquire().await.unwrap();
+    assert!(single.acquire().await.is_err(), "not reentrant");
+    let shared = single.clone();
+    let other = tokio::spawn(async move { shared.acquire().await });
+    until_children(&fw, &format!("{path}/leases"), 2).await;
+    assert!(!other.is_finished(), "a second task holds the semaphore mutex beside the first");
+    single.release().await.unwrap();
+    tokio::time::timeout(Timing::new().deadline(), other).await.unwrap().unwrap().unwrap();
+    single.release().await.unwrap();
+    fw.close().await;
+}
+
+/// `acquire_timeout(Duration::ZERO)` is a try-lock, as Curator's `acquire(0, unit)`: it takes
+/// a free lock, and gives up at once (leaving no node) on a held one. Failed before: it always
+/// returned `None`. Follows TestInterProcessMutexBase.testWaitingProcessKilledServer's
+/// timed acquires and TestInterProcessSemaphore.testSimple's zero-wait acquire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zero_timeout_is_a_try_lock() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let other_fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let path = unique_path("try-lock");
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let guard = mutex.acquire_timeout(Duration::ZERO).await.unwrap().expect("a free lock is taken");
+    let other = InterProcessMutex::new(&other_fw, &path).unwrap();
+    assert!(other.acquire_timeout(Duration::ZERO).await.unwrap().is_none(), "a held lock is not");
+    until_children(&fw, &path, 1).await;
+    guard.release().await.unwrap();
+    other.acquire_timeout(Duration::ZERO).await.unwrap().expect("free again").release().await.unwrap();
+
+    let rw = InterProcessReadWriteLock::new(&fw, &unique_path("try-rw")).unwrap();
+    let read = rw.read_lock().acquire_timeout(Duration::ZERO).await.unwrap().expect("read lock");
+    let write = rw.write_lock().acquire_timeout(Duration::ZERO).await;
+    assert!(write.is_err(), "no upgrade, try or not");
+    read.release().await.unwrap();
+
+    let semaphore_path = unique_path("try-semaphore");
+    let semaphore = InterProcessSemaphoreV2::new(&fw, &semaphore_path, 1).unwrap();
+    let lease = semaphore.acquire_timeout(1, Duration::ZERO).await.unwrap().expect("a free lease");
+    let other = InterProcessSemaphoreV2::new(&other_fw, &semaphore_path, 1).unwrap();
+    assert!(other.acquire_timeout(1, Duration::ZERO).await.unwrap().is_none(), "no lease left");
+    until_children(&fw, &format!("{semaphore_path}/leases"), 1).await;
+    drop(lease);
+    fw.close().await;
+    other_fw.close().await;
 }

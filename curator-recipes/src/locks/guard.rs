@@ -1,4 +1,4 @@
-//! Reentrancy on a handle, and the guard a held lock gives its holder.
+//! Reentrancy per task on a handle, and the guard a held lock gives its holder.
 
 use std::sync::{Arc, Mutex, MutexGuard as StdGuard};
 
@@ -7,42 +7,57 @@ use tokio::sync::watch;
 
 use crate::sequential::{watch_revocation, ContenderGroup, Hold, LockLost, LockNode, NodeKind, Predicate, RevokeHook};
 
-/// What a reentrant handle holds.
-#[derive(Debug)]
-pub(crate) enum Holding {
-    /// Nothing.
-    Free,
-    /// One node, taken `count` times by this handle.
-    Held { hold: Arc<Hold>, count: usize },
+/// Who may re-enter a hold: the tokio task that acquired it or, for an acquire that does not
+/// run in a task (the future given to `block_on`, `#[tokio::main]`'s body), the thread.
+/// Curator's locks are reentrant per thread; a task is the async counterpart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Task(tokio::task::Id),
+    Thread(std::thread::ThreadId),
 }
 
-/// A contender group plus the reentrancy count of one handle. Acquires on the same handle are
-/// serialised; a handle that holds the lock gets it again at once.
+impl Owner {
+    /// The owner an acquire made here would have.
+    pub(crate) fn current() -> Self {
+        match tokio::task::try_id() {
+            Some(id) => Owner::Task(id),
+            None => Owner::Thread(std::thread::current().id()),
+        }
+    }
+}
+
+/// One node held through a handle, by one owner, `count` times.
+#[derive(Debug)]
+struct Held {
+    owner: Owner,
+    hold: Arc<Hold>,
+    count: usize,
+}
+
+/// A contender group plus what each owner holds through one handle (and its clones).
+///
+/// Owners exclude each other as separate processes would: each acquire of an owner that holds
+/// nothing here creates its own node and waits its turn in ZooKeeper. An owner that holds gets
+/// the lock again at once (one more count) and gives it back with the last release.
 pub(crate) struct Reentrant {
     pub(crate) group: ContenderGroup,
-    gate: tokio::sync::Mutex<()>,
-    state: Mutex<Holding>,
+    holds: Mutex<Vec<Held>>,
     revoke: Mutex<Option<RevokeHook>>,
 }
 
 impl std::fmt::Debug for Reentrant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reentrant").field("group", &self.group).field("state", &*self.lock_state()).finish()
+        f.debug_struct("Reentrant").field("group", &self.group).field("holds", &*self.holds()).finish()
     }
 }
 
 impl Reentrant {
     pub(crate) fn new(group: ContenderGroup) -> Arc<Self> {
-        Arc::new(Self {
-            group,
-            gate: tokio::sync::Mutex::new(()),
-            state: Mutex::new(Holding::Free),
-            revoke: Mutex::new(None),
-        })
+        Arc::new(Self { group, holds: Mutex::new(Vec::new()), revoke: Mutex::new(None) })
     }
 
-    fn lock_state(&self) -> StdGuard<'_, Holding> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn holds(&self) -> StdGuard<'_, Vec<Held>> {
+        self.holds.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn set_revoke_hook(&self, hook: RevokeHook) {
@@ -53,26 +68,31 @@ impl Reentrant {
         self.revoke.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
-    /// The node held by this handle, if any.
+    /// The node the current owner holds through this handle, if any.
     pub(crate) fn held_node(&self) -> Option<LockNode> {
-        match &*self.lock_state() {
-            Holding::Held { hold, .. } => Some(hold.node().clone()),
-            Holding::Free => None,
-        }
+        let owner = Owner::current();
+        self.holds().iter().find(|h| h.owner == owner).map(|h| h.hold.node().clone())
     }
 
+    /// Whether the current owner holds through this handle.
+    pub(crate) fn is_held_by_current(&self) -> bool {
+        let owner = Owner::current();
+        self.holds().iter().any(|h| h.owner == owner)
+    }
+
+    /// Whether any owner holds through this handle.
     pub(crate) fn is_held_here(&self) -> bool {
-        matches!(&*self.lock_state(), Holding::Held { .. })
+        !self.holds().is_empty()
     }
 
-    /// Takes one more count if held here (an error if that hold is lost), else runs
-    /// `prepare` and acquires a node with what it returns.
+    /// Takes one more count if the current owner holds (an error if that hold is lost), else
+    /// runs `prepare` and acquires a node with what it returns.
     pub(crate) async fn acquire<F>(self: &Arc<Self>, data: Vec<u8>, prepare: F) -> Result<LockGuard>
     where
         F: FnOnce() -> Result<(NodeKind, Predicate)>,
     {
-        let _gate = self.gate.lock().await;
-        if let Some(guard) = self.reenter()? {
+        let owner = Owner::current();
+        if let Some(guard) = self.reenter(owner)? {
             return Ok(guard);
         }
         let (kind, predicate) = prepare()?;
@@ -81,53 +101,49 @@ impl Reentrant {
         if let Some(hook) = self.revoke.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             watch_revocation(&hold, hook);
         }
-        *self.lock_state() = Holding::Held { hold: hold.clone(), count: 1 };
+        self.holds().push(Held { owner, hold: hold.clone(), count: 1 });
         Ok(LockGuard { owner: self.clone(), hold, armed: true })
     }
 
-    fn reenter(self: &Arc<Self>) -> Result<Option<LockGuard>> {
-        let mut state = self.lock_state();
-        match &mut *state {
-            Holding::Free => Ok(None),
-            Holding::Held { hold, count } => {
-                if let Some(reason) = hold.lost_reason() {
-                    return Err(CuratorError::IllegalState(format!(
-                        "the lock {} held by this handle may be lost ({reason}): release it first",
-                        hold.node().path
-                    )));
-                }
-                *count += 1;
-                Ok(Some(LockGuard { owner: self.clone(), hold: hold.clone(), armed: true }))
-            }
-        }
-    }
-
-    /// Gives back one count of `which` (or of whatever is held, when `None`). Returns the hold
-    /// to delete when that was the last count. `Err` when nothing (or another hold) is held.
-    fn take_one(&self, which: Option<&Arc<Hold>>) -> Result<Option<Arc<Hold>>> {
-        let mut state = self.lock_state();
-        let matches = match (&*state, which) {
-            (Holding::Held { hold, .. }, Some(w)) => Arc::ptr_eq(hold, w),
-            (Holding::Held { .. }, None) => true,
-            (Holding::Free, _) => false,
-        };
-        if !matches {
+    fn reenter(self: &Arc<Self>, owner: Owner) -> Result<Option<LockGuard>> {
+        let mut holds = self.holds();
+        let Some(held) = holds.iter_mut().find(|h| h.owner == owner) else { return Ok(None) };
+        if let Some(reason) = held.hold.lost_reason() {
             return Err(CuratorError::IllegalState(format!(
-                "this handle does not hold the lock {}",
-                self.group.base_path()
+                "the lock {} held by this task may be lost ({reason}): release it first",
+                held.hold.node().path
             )));
         }
-        let Holding::Held { hold, count } = &mut *state else { return Ok(None) };
-        *count = count.saturating_sub(1);
-        if *count > 0 {
-            return Ok(None);
-        }
-        let hold = hold.clone();
-        *state = Holding::Free;
-        Ok(Some(hold))
+        held.count += 1;
+        Ok(Some(LockGuard { owner: self.clone(), hold: held.hold.clone(), armed: true }))
     }
 
-    /// Curator's `release()`: one count; the node is deleted with the last one.
+    /// Gives back one count of `which` (or of the current owner's hold, when `None`). Returns
+    /// the hold to delete when that was the last count. `Err` when there is no such hold.
+    fn take_one(&self, which: Option<&Arc<Hold>>) -> Result<Option<Arc<Hold>>> {
+        let mut holds = self.holds();
+        let found = match which {
+            Some(w) => holds.iter().position(|h| Arc::ptr_eq(&h.hold, w)),
+            None => {
+                let owner = Owner::current();
+                holds.iter().position(|h| h.owner == owner)
+            }
+        };
+        let Some(i) = found else {
+            return Err(CuratorError::IllegalState(format!(
+                "this task does not hold the lock {} through this handle",
+                self.group.base_path()
+            )));
+        };
+        holds[i].count = holds[i].count.saturating_sub(1);
+        if holds[i].count > 0 {
+            return Ok(None);
+        }
+        Ok(Some(holds.swap_remove(i).hold))
+    }
+
+    /// Curator's `release()`: one count of the current owner's hold; the node is deleted with
+    /// the last one.
     pub(crate) async fn release(&self) -> Result<()> {
         match self.take_one(None)? {
             Some(hold) => hold.release().await,

@@ -84,15 +84,18 @@ pub use crate::sequential::{
 };
 
 /// Runs an acquire for at most `timeout`: `Ok(None)` when the time ran out first. Every lock's
-/// `acquire_timeout` is this one function; the acquire being cancel safe, giving up leaves no
-/// node behind.
+/// `acquire_timeout` is this one function. The timeout bounds the waiting, as in Curator: the
+/// first attempt is always made, so `Duration::ZERO` takes a free lock (a try-lock); see the
+/// `sequential::deadline` module. Giving up leaves no node behind (the acquire is cancel safe).
 async fn within<T>(
     timeout: std::time::Duration,
     acquire: impl std::future::Future<Output = curator_core::Result<T>>,
 ) -> curator_core::Result<Option<T>> {
-    match tokio::time::timeout(timeout, acquire).await {
-        Ok(result) => result.map(Some),
-        Err(_) => Ok(None),
+    let deadline = tokio::time::Instant::now() + timeout;
+    match crate::sequential::deadline::with_deadline(deadline, acquire).await {
+        Ok(held) => Ok(Some(held)),
+        Err(curator_core::CuratorError::Timeout { .. }) if tokio::time::Instant::now() >= deadline => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

@@ -12,8 +12,12 @@ use crate::sequential::{ContenderGroup, NodeKind, Predicate, MUTEX_LOCK_NAME, RE
 /// `P/_c_<uuid>-lock-<seq>`, ephemeral sequential, with the creator's address as data (empty
 /// when revocable).
 ///
-/// Reentrancy is per handle: a handle (and its clones) that holds the lock gets it again at
-/// once, and gives it back with the last release. Use one handle per logical owner.
+/// Reentrancy is per task, as Curator's is per thread: a task that holds the lock through this
+/// handle (or a clone) gets it again at once, and gives it back with the last release. Other
+/// tasks sharing the handle wait their turn, each with its own node, as other processes do. An
+/// acquire outside any task (the body of `#[tokio::main]`, `block_on`) is owned by its thread.
+/// Guards may move between tasks; a task that is handed a guard and then calls `acquire` does
+/// not re-enter it (it waits behind it).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -54,25 +58,26 @@ impl InterProcessMutex {
         self.inner.acquire(data, || Ok((NodeKind::Sequential, Predicate::Leases(1)))).await
     }
 
-    /// As [`acquire`](Self::acquire), giving up after `timeout` (`Ok(None)`; our node is
-    /// deleted).
+    /// As [`acquire`](Self::acquire), giving up after waiting `timeout` (`Ok(None)`; our node
+    /// is deleted). The first attempt is always made, as in Curator, so `Duration::ZERO` is a
+    /// try-lock: it takes the lock if it is free.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard>> {
         super::within(timeout, self.acquire()).await
     }
 
-    /// Curator's `release()`: gives back one count held by this handle (for guards that were
-    /// [`keep`](LockGuard::keep)-ed); the node is deleted with the last one.
-    /// [`CuratorError::IllegalState`] when this handle holds nothing.
+    /// Curator's `release()`: gives back one count held by this task through this handle (for
+    /// guards that were [`keep`](LockGuard::keep)-ed); the node is deleted with the last one.
+    /// [`CuratorError::IllegalState`] when this task holds nothing here.
     pub async fn release(&self) -> Result<()> {
         self.inner.release().await
     }
 
-    /// Whether this handle holds the lock.
+    /// Whether some task holds the lock through this handle (or a clone).
     pub fn is_acquired_in_this_process(&self) -> bool {
         self.inner.is_held_here()
     }
 
-    /// The path of the node this handle holds, if any.
+    /// The path of the node this task holds through this handle, if any.
     pub fn lock_path(&self) -> Option<String> {
         self.inner.held_node().map(|n| n.path)
     }

@@ -99,7 +99,7 @@ impl ReadLock {
         self.read.release().await
     }
 
-    /// Whether this handle holds the read lock.
+    /// Whether some task holds the read lock through this handle.
     pub fn is_acquired_in_this_process(&self) -> bool {
         self.read.is_held_here()
     }
@@ -119,12 +119,13 @@ pub struct WriteLock {
 
 impl WriteLock {
     /// Waits until the write lock is held. Cancel safe. [`CuratorError::IllegalState`] at
-    /// once if this handle holds only the read lock (an upgrade would deadlock).
+    /// once if this task holds only the read lock through this handle (an upgrade would
+    /// deadlock).
     pub async fn acquire(&self) -> Result<LockGuard> {
         let read = self.read.clone();
         self.write
             .acquire(node_data(&self.write), move || {
-                if read.is_held_here() {
+                if read.is_held_by_current() {
                     return Err(CuratorError::IllegalState(
                         "cannot upgrade a read lock to a write lock: release the read lock first".into(),
                     ));

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result};
 
+use super::guard::Owner;
 use super::mutex::InterProcessMutex;
-use crate::sequential::{LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
+use crate::sequential::{deadline, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 
 /// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
 /// takers serialise on the mutex `P/locks`, then each lease is an ephemeral sequential node
@@ -146,27 +147,26 @@ impl InterProcessSemaphoreV2 {
         let ours = path::node_name(&lease.path).to_string();
         let leases_path = self.leases_path.clone();
         loop {
-            let (children, watcher) = self
-                .fw
-                .call_with_retry("semaphore-list", &leases_path, |session, _| {
-                    let leases_path = leases_path.clone();
-                    async move {
-                        tracing::debug!(path = %leases_path, "getChildren+watch");
-                        session
-                            .client()
-                            .list_and_watch_children(&leases_path)
-                            .await
-                            .map_err(|e| CuratorError::from_zk(&leases_path, e))
-                    }
-                })
-                .await?;
+            let listing = self.fw.call_with_retry("semaphore-list", &leases_path, |session, _| {
+                let leases_path = leases_path.clone();
+                async move {
+                    tracing::debug!(path = %leases_path, "getChildren+watch");
+                    session
+                        .client()
+                        .list_and_watch_children(&leases_path)
+                        .await
+                        .map_err(|e| CuratorError::from_zk(&leases_path, e))
+                }
+            });
+            let (children, watcher) = listing.await?;
             if !children.contains(&ours) {
                 return Ok(false);
             }
             if children.len() <= self.max_leases {
                 return Ok(true);
             }
-            let event = watcher.changed().await;
+            // A timed acquire stops waiting at its deadline (module `sequential::deadline`).
+            let event = deadline::until(&leases_path, async { Ok(watcher.changed().await) }).await?;
             tracing::debug!(path = %leases_path, event = ?event.event_type, "leases changed");
             if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
                 return Ok(false);
@@ -260,32 +260,33 @@ impl Drop for Lease {
 #[derive(Debug)]
 pub struct InterProcessSemaphoreMutex {
     semaphore: InterProcessSemaphoreV2,
-    gate: tokio::sync::Mutex<()>,
-    lease: Mutex<Option<Lease>>,
+    /// The lease held through this handle, and the task that acquired it.
+    lease: Mutex<Option<(Owner, Lease)>>,
 }
 
 impl InterProcessSemaphoreMutex {
     /// A mutex on `path`.
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
-        Ok(Self {
-            semaphore: InterProcessSemaphoreV2::new(fw, path, 1)?,
-            gate: tokio::sync::Mutex::new(()),
-            lease: Mutex::new(None),
-        })
+        Ok(Self { semaphore: InterProcessSemaphoreV2::new(fw, path, 1)?, lease: Mutex::new(None) })
     }
 
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Lease>> {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<(Owner, Lease)>> {
         self.lease.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until held. [`CuratorError::IllegalState`] if this handle already holds it.
+    /// Waits until held. [`CuratorError::IllegalState`] at once if this task already holds it
+    /// through this handle (it is not reentrant); other tasks sharing the handle wait their
+    /// turn, as other processes do.
     pub async fn acquire(&self) -> Result<()> {
-        let _gate = self.gate.lock().await;
-        if self.slot().is_some() {
+        let owner = Owner::current();
+        if self.slot().as_ref().is_some_and(|(o, _)| *o == owner) {
             return Err(CuratorError::IllegalState("InterProcessSemaphoreMutex is not reentrant".into()));
         }
         let lease = self.semaphore.acquire().await?;
-        *self.slot() = Some(lease);
+        if let Some((_, stale)) = self.slot().replace((owner, lease)) {
+            // Only a lease whose node vanished (its session was lost) can still be here.
+            tracing::debug!(path = %stale.path, "replacing a vanished lease");
+        }
         Ok(())
     }
 
@@ -298,7 +299,7 @@ impl InterProcessSemaphoreMutex {
     pub async fn release(&self) -> Result<()> {
         let lease = self.slot().take();
         match lease {
-            Some(lease) => lease.release().await,
+            Some((_, lease)) => lease.release().await,
             None => {
                 Err(CuratorError::IllegalState("InterProcessSemaphoreMutex released without being acquired".into()))
             }
@@ -312,6 +313,6 @@ impl InterProcessSemaphoreMutex {
 
     /// The fencing token of the held lease.
     pub fn fencing_token(&self) -> Option<i64> {
-        self.slot().as_ref().map(Lease::fencing_token)
+        self.slot().as_ref().map(|(_, lease)| lease.fencing_token())
     }
 }

@@ -35,6 +35,7 @@ use curator_core::{path, CuratorError, CuratorFramework, Result, Session};
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::cleanup::Cleanup;
+use super::deadline;
 use super::group::ContenderGroup;
 use super::names::{protected_prefix, sequence_in};
 use super::node::{LockNode, NodeKind};
@@ -128,8 +129,10 @@ impl<'a> Acquire<'a> {
                     tracing::debug!(path = %granted.node.path, czxid = granted.node.czxid, "lock held");
                     return Ok(granted);
                 }
+                // A timed acquire gives up at its deadline (docs in module `deadline`).
+                Err((err @ CuratorError::Timeout { .. }, _)) if deadline::passed() => return Err(err),
                 Err((err, next)) => {
-                    retry.on_error(err).await?;
+                    deadline::until(self.base_path, retry.on_error(err)).await?;
                     next
                 }
             };
@@ -138,7 +141,7 @@ impl<'a> Acquire<'a> {
 
     /// Runs one phase on the current session.
     async fn step(&mut self, phase: Phase) -> PhaseResult {
-        let session = self.fw.session().await.map_err(|e| (e, Phase::Find))?;
+        let session = deadline::until(self.base_path, self.fw.session()).await.map_err(|e| (e, Phase::Find))?;
         match phase {
             Phase::Create => self.create(&session).await,
             Phase::Find => self.find(&session).await,
@@ -250,11 +253,16 @@ impl<'a> Acquire<'a> {
                 tracing::debug!(path = %node.path, "our node is not among the children");
                 Ok(Step::Next(Phase::Find))
             }
-            Verdict::Wait { nodes, then } => match self.wait_for(session, &node.path, &nodes, then).await {
-                Ok(WaitEnd::AllGone(watch)) if then == AfterWatch::Hold => Ok(Step::Held(Granted { node, watch })),
-                Ok(_) => Ok(Step::Next(Phase::List(node))),
-                Err(e) => Err((e, Phase::List(node))),
-            },
+            Verdict::Wait { .. } if deadline::passed() => {
+                Err((CuratorError::Timeout { path: self.base_path.to_string() }, Phase::List(node)))
+            }
+            Verdict::Wait { nodes, then } => {
+                match deadline::until(self.base_path, self.wait_for(session, &node.path, &nodes, then)).await {
+                    Ok(WaitEnd::AllGone(watch)) if then == AfterWatch::Hold => Ok(Step::Held(Granted { node, watch })),
+                    Ok(_) => Ok(Step::Next(Phase::List(node))),
+                    Err(e) => Err((e, Phase::List(node))),
+                }
+            }
         }
     }
 

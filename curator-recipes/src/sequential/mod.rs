@@ -17,6 +17,7 @@
 //!   and ordered; its `acquire` runs one `acquire::Acquire` state machine: create the node and
 //!   list the contenders in one pipelined round trip, decide, watch the nodes the predicate
 //!   names, and decide again when they go. The phase diagram is in the `acquire` module docs.
+//! - Module `deadline` carries a timed acquire's deadline to every layer under it.
 //! - `cleanup::Cleanup` makes an acquire cancel safe: dropping it deletes whatever node
 //!   it made, even when the create's reply was lost.
 //! - [`Hold`] (module `hold`) follows a node once it holds and says when the hold may be lost
@@ -29,6 +30,7 @@
 
 pub(crate) mod acquire;
 pub(crate) mod cleanup;
+pub(crate) mod deadline;
 pub(crate) mod group;
 pub(crate) mod hold;
 pub(crate) mod names;
