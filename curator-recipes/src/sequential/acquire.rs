@@ -31,7 +31,7 @@
 
 use curator_core::ops::create::make_parents;
 use curator_core::zk;
-use curator_core::{path, CuratorError, CuratorFramework, Result, Session};
+use curator_core::{path, ConnectionState, CuratorError, CuratorFramework, Result, Session};
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::cleanup::Cleanup;
@@ -313,9 +313,32 @@ impl<'a> Acquire<'a> {
                 Err(e) => return Err(CuratorError::from_zk(p, e)),
             }
         }
+        // The wait also ends when the framework gives up this session (presumed lost while a
+        // connection may still deliver its events) or closes: every acquire ends.
+        let mut states = self.fw.connection_state_watch();
+        let generation = session.generation();
+        let session_gone = async move {
+            loop {
+                {
+                    let now = states.borrow_and_update();
+                    let other = now.generation != generation && now.generation != 0;
+                    if other || matches!(now.state, ConnectionState::Lost | ConnectionState::Closed) {
+                        return;
+                    }
+                }
+                if states.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::pin!(session_gone);
         loop {
             let event = tokio::select! {
                 biased;
+                _ = &mut session_gone => {
+                    tracing::debug!(path = %own, "the session was given up during the wait: re-check");
+                    return Ok(WaitEnd::Recheck);
+                }
                 event = &mut own_event => {
                     tracing::debug!(path = %own, event = ?event.event_type, state = ?event.session_state, "our node's watch fired: re-check");
                     return Ok(WaitEnd::Recheck);
