@@ -74,6 +74,13 @@ impl Reentrant {
         self.holds().iter().find(|h| h.owner == owner).map(|h| h.hold.node().clone())
     }
 
+    /// The node the current owner holds through this handle, else any node held through it.
+    pub(crate) fn held_node_or_any(&self) -> Option<LockNode> {
+        let owner = Owner::current();
+        let holds = self.holds();
+        holds.iter().find(|h| h.owner == owner).or(holds.first()).map(|h| h.hold.node().clone())
+    }
+
     /// Whether the current owner holds through this handle.
     pub(crate) fn is_held_by_current(&self) -> bool {
         let owner = Owner::current();

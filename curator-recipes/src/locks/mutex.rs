@@ -77,9 +77,10 @@ impl InterProcessMutex {
         self.inner.is_held_here()
     }
 
-    /// The path of the node this task holds through this handle, if any.
+    /// The path of the node this task holds through this handle, else of any node held
+    /// through it (as in a revocation listener, which runs outside the holder's task).
     pub fn lock_path(&self) -> Option<String> {
-        self.inner.held_node().map(|n| n.path)
+        self.inner.held_node_or_any().map(|n| n.path)
     }
 
     /// The contenders' nodes, in lock order (the holder first), as full paths.
