@@ -1,14 +1,20 @@
 //! [`InterProcessSemaphoreV2`] (counting semaphore with leases) and
 //! [`InterProcessSemaphoreMutex`] (a non-reentrant mutex built on it).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result};
 
 use super::guard::Owner;
 use super::mutex::InterProcessMutex;
-use crate::sequential::{deadline, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
+use tokio::sync::watch;
+
+use crate::sequential::acquire::Granted;
+use crate::sequential::names::sequence_in;
+use crate::sequential::{
+    deadline, Hold, LockLost, LockNode, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT,
+};
 
 /// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
 /// takers serialise on the mutex `P/locks`, then each lease is an ephemeral sequential node
@@ -124,13 +130,25 @@ impl InterProcessSemaphoreV2 {
                 .with_mode(CreateMode::EphemeralSequential)
                 .for_path_with_stat(&base, data.clone())
                 .await?;
-            let lease = Lease { fw: self.fw.clone(), path: created, czxid: stat.czxid, armed: true };
+            // The session the lease was made on, if it is still the current one.
+            let session = self.fw.session().await?;
+            let sequence = sequence_in(path::node_name(&created), &[LEASE_NAME]).unwrap_or(0);
+            let node = LockNode::created_on(created, sequence, &stat, &session);
+            let owned = stat.ephemeral_owner == session.id();
+            let lease = Lease { hold: Hold::new(&self.fw, Granted { node, watch: None }), armed: true };
             match self.wait_for_room(&lease).await {
-                Ok(true) => return Ok(lease),
+                Ok(true) if owned => return Ok(lease),
+                Ok(true) => {
+                    let vanished = CuratorError::SessionExpired { path: lease.path().to_string() };
+                    drop(lease);
+                    if retry.on_error(vanished).await.is_err() {
+                        return Err(CuratorError::NoNode { path: base });
+                    }
+                }
                 // Our node vanished (its session was lost): take another, under the policy as
                 // for any session loss. Giving up still reports the missing lease node.
                 Ok(false) => {
-                    let vanished = CuratorError::SessionExpired { path: lease.path.clone() };
+                    let vanished = CuratorError::SessionExpired { path: lease.path().to_string() };
                     drop(lease);
                     if retry.on_error(vanished).await.is_err() {
                         return Err(CuratorError::NoNode { path: base });
@@ -144,7 +162,7 @@ impl InterProcessSemaphoreV2 {
     /// Lists the leases (with a watch) until ours is within `max_leases`. `Ok(false)` when our
     /// node is not listed.
     async fn wait_for_room(&self, lease: &Lease) -> Result<bool> {
-        let ours = path::node_name(&lease.path).to_string();
+        let ours = lease.node_name().to_string();
         let leases_path = self.leases_path.clone();
         loop {
             let listing = self.fw.call_with_retry("semaphore-list", &leases_path, |session, _| {
@@ -177,34 +195,59 @@ impl InterProcessSemaphoreV2 {
 
 /// One lease of an [`InterProcessSemaphoreV2`]: its node. Release it with
 /// [`release`](Self::release); dropping it releases in the background.
+///
+/// Like a [`LockGuard`](super::LockGuard), it says when it may be lost
+/// ([`is_held`](Self::is_held), [`lost`](Self::lost)), judged by the same rules.
 #[must_use = "dropping the lease returns it"]
 #[derive(Debug)]
 pub struct Lease {
-    fw: CuratorFramework,
-    path: String,
-    czxid: i64,
+    hold: Arc<Hold>,
     armed: bool,
 }
 
 impl Lease {
     /// The full path of the lease node.
     pub fn path(&self) -> &str {
-        &self.path
+        &self.hold.node().path
     }
 
     /// The lease node's name.
     pub fn node_name(&self) -> &str {
-        path::node_name(&self.path)
+        path::node_name(self.path())
     }
 
     /// The czxid of the lease node (grows with each lease taken).
     pub fn fencing_token(&self) -> i64 {
-        self.czxid
+        self.hold.node().fencing_token
     }
 
     /// The lease node's data.
     pub async fn data(&self) -> Result<Vec<u8>> {
-        self.fw.get_data().for_path(&self.path).await
+        self.hold.framework().get_data().for_path(self.path()).await
+    }
+
+    /// False once the lease may be lost (see [`LockGuard::is_held`](super::LockGuard::is_held)).
+    pub fn is_held(&self) -> bool {
+        self.hold.is_held()
+    }
+
+    /// Resolves when the lease may be lost, with the reason (see
+    /// [`LockGuard::lost`](super::LockGuard::lost)).
+    pub async fn lost(&self) -> LockLost {
+        let mut rx = self.hold.lost_watch();
+        loop {
+            if let Some(reason) = *rx.borrow_and_update() {
+                return reason;
+            }
+            if rx.changed().await.is_err() {
+                return LockLost::Released;
+            }
+        }
+    }
+
+    /// A `watch` that turns `Some(reason)` when the lease may be lost.
+    pub fn lost_watch(&self) -> watch::Receiver<Option<LockLost>> {
+        self.hold.lost_watch()
     }
 
     /// Returns the lease (deletes its node; a node already gone is fine).
@@ -213,30 +256,15 @@ impl Lease {
     /// dropping the lease is safe: the delete goes on in the background until the node is gone.
     pub async fn release(mut self) -> Result<()> {
         self.armed = false;
-        tracing::debug!(path = %self.path, "delete lease");
-        match self.fw.delete().guaranteed().quietly().for_path(&self.path).await {
-            Ok(()) | Err(CuratorError::Closed) => Ok(()),
-            Err(e) if e.is_retryable() => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.hold.release().await
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
+        if self.armed {
+            self.hold.clone().release_in_background();
         }
-        let (fw, path) = (self.fw.clone(), std::mem::take(&mut self.path));
-        // Tracked, as the lock's cleanups are, so that close() waits for it.
-        self.fw.spawn_background(async move {
-            tracing::debug!(path = %path, "delete lease (dropped)");
-            if let Err(err) = fw.delete().guaranteed().quietly().for_path(&path).await {
-                if !matches!(err, CuratorError::Closed) && !err.is_retryable() {
-                    fw.report_unhandled(&format!("could not return lease {path}"), &err);
-                }
-            }
-        });
     }
 }
 
@@ -285,7 +313,7 @@ impl InterProcessSemaphoreMutex {
         let lease = self.semaphore.acquire().await?;
         if let Some((_, stale)) = self.slot().replace((owner, lease)) {
             // Only a lease whose node vanished (its session was lost) can still be here.
-            tracing::debug!(path = %stale.path, "replacing a vanished lease");
+            tracing::debug!(path = %stale.path(), "replacing a vanished lease");
         }
         Ok(())
     }

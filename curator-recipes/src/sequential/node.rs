@@ -35,6 +35,11 @@ impl LockNode {
         }
     }
 
+    /// A node made by a plain create (a semaphore lease), on `session`.
+    pub(crate) fn created_on(path: String, sequence: i64, stat: &zk::Stat, session: &Session) -> Self {
+        Self::ours(path, sequence, stat, NodeKind::Sequential, session)
+    }
+
     /// The node's name (the last path segment).
     pub(crate) fn name(&self) -> &str {
         path::node_name(&self.path)
