@@ -24,8 +24,10 @@
 //!   tests that each use a unique path.
 //! - [`TestingCluster`]: an ensemble on loopback whose members can be killed and restarted.
 //! - [`expire_session`]: ends a session on demand, as Curator's `KillSession`.
-//! - [`ChaosProxy`]: a TCP proxy that pauses, cuts, refuses, or drops the reply to one request
-//!   (so that a request is applied but its client sees a connection loss).
+//! - [`ChaosProxy`]: a TCP proxy that pauses (both ways or one way), delays, cuts, refuses, or
+//!   drops the reply to one request (so that a request is applied but its client sees a
+//!   connection loss).
+//! - [`chaos`]: building blocks for seeded, repeatable chaos tests.
 //! - [`Timing`] and [`eventually`]: generous deadlines from one place, and polling instead of
 //!   sleeping.
 //! - [`four_letter_word`]: `srvr`, `mntr`, `cons` and friends.
@@ -39,6 +41,7 @@
 //! `zookeeper.log` in its directory and is quoted in start errors.
 #![warn(missing_docs)]
 
+pub mod chaos;
 mod cluster;
 mod error;
 mod four;
