@@ -27,7 +27,8 @@
 //! - [`ChaosProxy`]: a TCP proxy that pauses (both ways or one way), delays, cuts, refuses, or
 //!   drops the reply to one request (so that a request is applied but its client sees a
 //!   connection loss).
-//! - [`chaos`]: building blocks for seeded, repeatable chaos tests.
+//! - [`chaos`]: seeded, repeatable fault injection ([`chaos::Injector`]) for chaos tests of
+//!   locks built elsewhere.
 //! - [`Timing`] and [`eventually`]: generous deadlines from one place, and polling instead of
 //!   sleeping.
 //! - [`four_letter_word`]: `srvr`, `mntr`, `cons` and friends.
@@ -87,6 +88,17 @@ mod tests {
         send(&cluster.wait_for_leader(Duration::from_secs(1)));
         send(&expire_session("127.0.0.1:1", session));
         send(&eventually(Duration::from_secs(1), || async { true }));
+    }
+
+    /// The chaos tools can run in spawned tasks and be shared between them.
+    #[allow(dead_code)]
+    fn chaos_is_send(injector: &chaos::Injector, builder: chaos::InjectorBuilder) {
+        send(&injector.run(std::time::Instant::now()));
+        send(&builder.build());
+        send_sync::<chaos::Injector>();
+        send_sync::<chaos::Target>();
+        send_sync::<chaos::Ensemble>();
+        send_sync::<chaos::ChaosRecord>();
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! [`Fault`]: one thing the injector does, and [`FaultKind`], its kind.
+//! [`Fault`]: one thing the [`Injector`](super::Injector) does, and [`FaultKind`], its kind.
 
 use std::fmt;
 use std::str::FromStr;
@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::error::TestingError;
 
-/// A kind of fault, without its parameters: what an injector is allowed
+/// A kind of fault, without its parameters: what an [`Injector`](super::Injector) is allowed
 /// to do, and the key faults are counted under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FaultKind {
@@ -70,7 +70,7 @@ impl FaultKind {
     }
 
     /// Whether faults of this kind act on one client's connection or session (and so need a
-    /// target), rather than on the servers.
+    /// [`Target`](super::Target)), rather than on the servers.
     pub fn needs_target(self) -> bool {
         !matches!(self, FaultKind::ServerPause | FaultKind::ServerRestart | FaultKind::LeaderKill)
     }
@@ -110,7 +110,7 @@ impl FromStr for FaultKind {
     }
 }
 
-/// One fault, with its parameters. The first eight act on one target
+/// One fault, with its parameters. The first eight act on one [`Target`](super::Target)
 /// (its proxy or its session), the last three on the servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fault {
