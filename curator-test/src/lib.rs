@@ -27,8 +27,8 @@
 //! - [`ChaosProxy`]: a TCP proxy that pauses (both ways or one way), delays, cuts, refuses, or
 //!   drops the reply to one request (so that a request is applied but its client sees a
 //!   connection loss).
-//! - [`chaos`]: seeded, repeatable fault injection ([`chaos::Injector`]) for chaos tests of
-//!   locks built elsewhere.
+//! - [`chaos`]: seeded, repeatable fault injection ([`chaos::Injector`]) and a checker of lock
+//!   safety ([`chaos::Checker`]) for chaos tests of locks built elsewhere.
 //! - [`Timing`] and [`eventually`]: generous deadlines from one place, and polling instead of
 //!   sleeping.
 //! - [`four_letter_word`]: `srvr`, `mntr`, `cons` and friends.
@@ -92,10 +92,12 @@ mod tests {
 
     /// The chaos tools can run in spawned tasks and be shared between them.
     #[allow(dead_code)]
-    fn chaos_is_send(injector: &chaos::Injector, builder: chaos::InjectorBuilder) {
+    fn chaos_is_send(injector: &chaos::Injector, checker: &chaos::Checker, builder: chaos::InjectorBuilder) {
         send(&injector.run(std::time::Instant::now()));
+        send(&checker.settle(Duration::from_secs(1)));
         send(&builder.build());
         send_sync::<chaos::Injector>();
+        send_sync::<chaos::Checker>();
         send_sync::<chaos::Target>();
         send_sync::<chaos::Ensemble>();
         send_sync::<chaos::ChaosRecord>();

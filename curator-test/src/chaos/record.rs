@@ -39,7 +39,7 @@ impl fmt::Display for FaultEvent {
 }
 
 /// What an [`Injector`](super::Injector) run did: every fault in order, counts by kind, and
-/// the instants of forced session expiries, which a safety checker needs.
+/// the instants of forced session expiries, which a [`Checker`](super::Checker) needs.
 #[derive(Clone, Debug)]
 pub struct ChaosRecord {
     /// The seed of the run.
