@@ -124,6 +124,12 @@ impl TestingCluster {
         self.members.is_empty()
     }
 
+    /// The pid of member `i`'s java process, if `i` is a member and its process is running
+    /// (it may be paused). A restarted member has a new pid.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members.get(i).and_then(Node::pid)
+    }
+
     /// Whether member `i`'s process is running.
     pub fn is_running(&self, i: usize) -> bool {
         self.members.get(i).is_some_and(Node::is_spawned)

@@ -24,8 +24,11 @@
 //!   tests that each use a unique path.
 //! - [`TestingCluster`]: an ensemble on loopback whose members can be killed and restarted.
 //! - [`expire_session`]: ends a session on demand, as Curator's `KillSession`.
-//! - [`ChaosProxy`]: a TCP proxy that pauses, cuts, refuses, or drops the reply to one request
-//!   (so that a request is applied but its client sees a connection loss).
+//! - [`ChaosProxy`]: a TCP proxy that pauses (both ways or one way), delays, cuts, refuses, or
+//!   drops the reply to one request (so that a request is applied but its client sees a
+//!   connection loss).
+//! - [`chaos`]: seeded, repeatable fault injection ([`chaos::Injector`]) and a checker of lock
+//!   safety ([`chaos::Checker`]) for chaos tests of locks built elsewhere.
 //! - [`Timing`] and [`eventually`]: generous deadlines from one place, and polling instead of
 //!   sleeping.
 //! - [`four_letter_word`]: `srvr`, `mntr`, `cons` and friends.
@@ -39,6 +42,7 @@
 //! `zookeeper.log` in its directory and is quoted in start errors.
 #![warn(missing_docs)]
 
+pub mod chaos;
 mod cluster;
 mod error;
 mod four;
@@ -84,6 +88,19 @@ mod tests {
         send(&cluster.wait_for_leader(Duration::from_secs(1)));
         send(&expire_session("127.0.0.1:1", session));
         send(&eventually(Duration::from_secs(1), || async { true }));
+    }
+
+    /// The chaos tools can run in spawned tasks and be shared between them.
+    #[allow(dead_code)]
+    fn chaos_is_send(injector: &chaos::Injector, checker: &chaos::Checker, builder: chaos::InjectorBuilder) {
+        send(&injector.run(std::time::Instant::now()));
+        send(&checker.settle(Duration::from_secs(1)));
+        send(&builder.build());
+        send_sync::<chaos::Injector>();
+        send_sync::<chaos::Checker>();
+        send_sync::<chaos::Target>();
+        send_sync::<chaos::Ensemble>();
+        send_sync::<chaos::ChaosRecord>();
     }
 
     #[test]

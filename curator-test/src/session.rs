@@ -32,10 +32,24 @@ const CLOSE_XID: i32 = 1;
 const MAX_CONNECT_FRAME: usize = 4096;
 
 /// Expires a session on demand: attaches to the session with its id and password, closes it,
-/// and waits until the server confirms the close. The server then drops the session's
-/// connection; the original client's reconnect is told the session expired, so its state goes
-/// to [`SessionState::Expired`](zookeeper_client::SessionState::Expired) (within milliseconds
-/// in our tests), and its ephemeral nodes are gone.
+/// and waits until the server confirms the close.
+///
+/// What happens, and when:
+/// - On the server the session ends at once, before this returns: its ephemeral nodes are
+///   deleted and watchers of those nodes (other clients' included) are notified right away,
+///   so another client may, for example, take over a lock the victim held.
+/// - The victim client is not told. It learns only when its connection is closed (the server
+///   closes it when another connection attaches to the session, and on the close) and its
+///   next reconnect is refused as expired; only then does its state go to
+///   [`SessionState::Expired`](zookeeper_client::SessionState::Expired). With a direct, healthy
+///   connection that takes milliseconds, but it can take seconds: when the victim's connection
+///   runs through a paused [`ChaosProxy`](crate::ChaosProxy) it sees neither the close nor a
+///   refusal until the proxy passes (or its own session timeout runs out), and a client
+///   between reconnect attempts learns at its next attempt.
+///
+/// So for a while the victim may still believe it holds what its session held. Tests that
+/// check for that should take the instant this call was made (not when it returns, nor when the
+/// victim notices) as the moment the session was revoked.
 ///
 /// `connect_string` may be any connect string that reaches the session's ensemble (servers are
 /// tried in order; a chroot suffix is ignored).

@@ -1,10 +1,14 @@
 //! TestingCluster: a 3-member ensemble survives the loss of its leader, elects another, and
-//! takes the old leader back.
+//! takes the old leader back; pid(i) follows each member's process.
 
 mod common;
 
 use common::{connect, init_tracing, persistent, unique_path};
 use curator_test::{eventually, four_letter_word, TestingCluster, Timing};
+
+fn process_exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
 
 #[tokio::test]
 async fn cluster_survives_killing_its_leader() {
@@ -20,11 +24,18 @@ async fn cluster_survives_killing_its_leader() {
     client.create(&base, b"", &persistent()).await.unwrap();
     let session = client.session_id();
 
+    let pids: Vec<u32> = (0..3).map(|i| cluster.pid(i).expect("a running member has a pid")).collect();
+    assert!(pids[0] != pids[1] && pids[1] != pids[2] && pids[0] != pids[2], "{pids:?}");
+    assert_eq!(cluster.pid(3), None);
+    assert!(pids.iter().all(|pid| process_exists(*pid)), "{pids:?}");
+
     let leader = cluster.wait_for_leader(timing.deadline()).await.unwrap();
     let followers = (0..3).filter(|&i| i != leader).count();
     assert_eq!(followers, 2);
     cluster.kill(leader).await.unwrap();
     assert!(!cluster.is_running(leader));
+    assert_eq!(cluster.pid(leader), None);
+    assert!(!process_exists(pids[leader]), "kill() returned while the leader's java still exists");
 
     let next = cluster.wait_for_leader(timing.deadline()).await.unwrap();
     assert_ne!(next, leader);
@@ -48,6 +59,8 @@ async fn cluster_survives_killing_its_leader() {
 
     // The old leader rejoins as a follower and has the data.
     cluster.restart(leader).await.unwrap();
+    let new_pid = cluster.pid(leader).expect("a restarted member has a pid");
+    assert_ne!(new_pid, pids[leader]);
     let srvr = four_letter_word(&cluster.connect_string_of(leader), "srvr").await.unwrap();
     assert!(srvr.contains("Mode: follower"), "{srvr}");
     let direct = connect(&cluster.connect_string_of(leader), timing.session_timeout()).await;

@@ -1,5 +1,6 @@
-//! ChaosProxy, observed by real clients: pause, cut, reject, swallow-next-reply. The proxies
-//! stand in front of the binary's shared server; each test uses its own proxy and paths.
+//! ChaosProxy, observed by real clients: pause (both ways and one way), latency, cut, reject,
+//! swallow-next-reply and its disarming. The proxies stand in front of the binary's shared
+//! server; each test uses its own proxy and paths.
 
 mod common;
 
@@ -7,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::{connect, init_tracing, persistent, unique_path};
 use curator_test::{eventually, four_letter_word, wait_for_state, ChaosProxy, TestingServer, Timing};
-use zookeeper_client::{AddWatchMode, EventType, SessionState};
+use zookeeper_client::{AddWatchMode, Error, EventType, SessionState};
 
 #[tokio::test]
 async fn pause_holds_requests_until_pass() {
@@ -142,4 +143,128 @@ async fn a_proxy_in_front_of_nothing_closes_connections() {
     let connect = zookeeper_client::Client::connector().with_fail_eagerly().connect(&addr);
     let result = tokio::time::timeout(timing.deadline(), connect).await.unwrap();
     assert!(result.is_err());
+}
+
+#[tokio::test]
+async fn latency_delays_every_round_trip_until_turned_off() {
+    init_tracing();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let client = connect(&proxy.connect_string(), timing.session_timeout()).await;
+    let path = unique_path("latency");
+    client.create(&path, b"", &persistent()).await.unwrap();
+
+    let latency = Duration::from_millis(200);
+    proxy.set_latency(latency);
+    assert_eq!(proxy.latency(), latency);
+    assert!(!proxy.is_passing());
+    let started = Instant::now();
+    client.get_data(&path).await.unwrap();
+    let one = started.elapsed();
+    eprintln!("one round trip with {latency:?} latency each way took {one:?}");
+    assert!(one >= 2 * latency, "a round trip took {one:?}, less than twice the latency");
+
+    // Pipelined requests keep their order (the client checks each reply's xid) and each one
+    // still waits out the latency.
+    let started = Instant::now();
+    let writes: Vec<_> = (0..8u8).map(|i| client.set_data(&path, &[i], None)).collect();
+    for write in writes {
+        write.await.unwrap();
+    }
+    assert!(started.elapsed() >= 2 * latency);
+    assert_eq!(client.get_data(&path).await.unwrap().0, [7]);
+
+    // pass() ends pauses, not latency.
+    proxy.pass();
+    assert_eq!(proxy.latency(), latency);
+    let started = Instant::now();
+    client.get_data(&path).await.unwrap();
+    assert!(started.elapsed() >= 2 * latency, "pass() turned latency off");
+
+    proxy.set_latency(Duration::ZERO);
+    assert!(proxy.is_passing());
+    client.get_data(&path).await.unwrap();
+    assert_eq!(client.state(), SessionState::SyncConnected);
+}
+
+#[tokio::test]
+async fn pause_requests_holds_writes_while_notifications_still_arrive() {
+    init_tracing();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    // A 10 s session: the client waits over 6 s for a reply before it drops the connection.
+    let client = connect(&proxy.connect_string(), Duration::from_secs(10)).await;
+    let direct = connect(&server.connect_string(), timing.session_timeout()).await;
+    let path = unique_path("held-requests");
+    direct.create(&path, b"before", &persistent()).await.unwrap();
+    let (_, _, watcher) = client.get_and_watch_data(&path).await.unwrap();
+
+    proxy.pause_requests();
+    assert!(!proxy.is_passing());
+    let child = format!("{path}/child");
+    let mut create = Box::pin(client.create(&child, b"", &persistent()));
+    // Server-to-client traffic still flows: a change made elsewhere is notified.
+    direct.set_data(&path, b"after", None).await.unwrap();
+    let event = tokio::time::timeout(timing.deadline(), watcher.changed()).await.unwrap();
+    assert_eq!(event.event_type, EventType::NodeDataChanged);
+    // But the create has not reached the server.
+    assert!(tokio::time::timeout(Duration::ZERO, &mut create).await.is_err(), "the create completed");
+    assert_eq!(direct.check_stat(&child).await.unwrap(), None, "a held request reached the server");
+
+    proxy.pass();
+    tokio::time::timeout(timing.deadline(), create).await.unwrap().unwrap();
+    assert!(direct.check_stat(&child).await.unwrap().is_some());
+    assert_eq!(client.state(), SessionState::SyncConnected);
+}
+
+#[tokio::test]
+async fn pause_replies_lets_the_server_apply_what_the_client_does_not_hear_of() {
+    init_tracing();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let client = connect(&proxy.connect_string(), Duration::from_secs(10)).await;
+    let direct = connect(&server.connect_string(), timing.session_timeout()).await;
+    let path = unique_path("held-replies");
+
+    proxy.pause_replies();
+    let mut create = Box::pin(client.create(&path, b"applied", &persistent()));
+    // The server applies it...
+    assert!(
+        eventually(timing.deadline(), || async { matches!(direct.check_stat(&path).await, Ok(Some(_))) }).await,
+        "the create never reached the server"
+    );
+    // ...while the client has heard nothing.
+    assert!(tokio::time::timeout(Duration::ZERO, &mut create).await.is_err(), "the client got a reply");
+
+    proxy.pass();
+    let result = tokio::time::timeout(timing.deadline(), create).await.unwrap();
+    eprintln!("create after pause_replies + pass: {result:?}");
+    assert!(matches!(result, Ok(_) | Err(Error::ConnectionLoss)), "{result:?}");
+    let mut states = client.state_watcher();
+    assert!(wait_for_state(&mut states, SessionState::SyncConnected, timing.deadline()).await);
+    assert_eq!(client.get_data(&path).await.unwrap().0, b"applied");
+}
+
+#[tokio::test]
+async fn disarmed_swallow_lets_the_next_reply_through() {
+    init_tracing();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let client = connect(&proxy.connect_string(), timing.session_timeout()).await;
+    let session = client.session_id();
+    let path = unique_path("disarmed");
+
+    proxy.swallow_next_reply();
+    assert!(proxy.disarm_swallow(), "an armed swallow was not pending");
+    assert!(!proxy.disarm_swallow(), "a disarmed swallow was still pending");
+    assert!(!proxy.swallow_pending());
+    client.create(&path, b"", &persistent()).await.unwrap();
+    assert_eq!(client.session_id(), session);
+    assert_eq!(client.state(), SessionState::SyncConnected);
+    assert_eq!(proxy.connections(), 1, "the connection was closed");
+    assert!(proxy.is_passing());
 }

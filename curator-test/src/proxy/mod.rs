@@ -1,0 +1,260 @@
+//! [`ChaosProxy`]: a fault-injecting TCP proxy in front of one ZooKeeper server.
+
+mod flow;
+mod forward;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinHandle};
+
+use self::flow::{Direction, Hold};
+use crate::error::TestingError;
+
+/// A TCP proxy on a free `127.0.0.1` port in front of one ZooKeeper server, that can pause
+/// traffic (both ways or one way), delay it, cut connections, refuse new ones, or drop the
+/// reply to the next request: network faults on demand, as seen by a real client.
+///
+/// Connect clients to [`connect_string`](Self::connect_string). Forwarding runs in tokio tasks
+/// of the runtime that called [`start`](Self::start); dropping the proxy closes its port and
+/// every connection through it.
+///
+/// ZooKeeper framing is understood (a 4-byte big-endian length, then the body; the first frame
+/// each way is the connect handshake; later client bodies start with xid and opcode, server
+/// bodies with xid, zxid and err), so that [`swallow_next_reply`](Self::swallow_next_reply)
+/// can find the reply to one request. Anything else (a four-letter word) is forwarded raw.
+///
+/// The faults and what ends them:
+///
+/// | fault | ended by |
+/// |---|---|
+/// | [`pause`](Self::pause), [`pause_requests`](Self::pause_requests), [`pause_replies`](Self::pause_replies) | [`pass`](Self::pass) |
+/// | [`set_reject(true)`](Self::set_reject) | [`pass`](Self::pass) or `set_reject(false)` |
+/// | [`set_latency`](Self::set_latency) | `set_latency(Duration::ZERO)` (not `pass`) |
+/// | [`swallow_next_reply`](Self::swallow_next_reply) | the next request, or [`disarm_swallow`](Self::disarm_swallow) |
+/// | [`cut`](Self::cut) | nothing to end: it closes what is open, once |
+///
+/// ```no_run
+/// # async fn f(server: &curator_test::TestingServer) -> Result<(), Box<dyn std::error::Error>> {
+/// let proxy = curator_test::ChaosProxy::start(&server.connect_string()).await?;
+/// let client = zookeeper_client::Client::connect(&proxy.connect_string()).await?;
+/// proxy.cut(); // the client sees its connection drop, and reconnects to the same session
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ChaosProxy {
+    addr: SocketAddr,
+    inner: Arc<Inner>,
+    accept: JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    upstream: String,
+    /// Which directions are held.
+    hold: watch::Sender<Hold>,
+    /// The delay of every forwarded frame, in nanoseconds.
+    latency_nanos: AtomicU64,
+    reject: AtomicBool,
+    swallow: AtomicBool,
+    next_id: AtomicU64,
+    conns: Mutex<HashMap<u64, AbortHandle>>,
+}
+
+impl Inner {
+    fn conns(&self) -> MutexGuard<'_, HashMap<u64, AbortHandle>> {
+        self.conns.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn latency(&self) -> Duration {
+        Duration::from_nanos(self.latency_nanos.load(Ordering::SeqCst))
+    }
+}
+
+impl ChaosProxy {
+    /// Starts a proxy on a free `127.0.0.1` port forwarding to `upstream` (`host:port`).
+    ///
+    /// Must be called inside a tokio runtime. The upstream is connected once per client
+    /// connection, when that connection is accepted.
+    pub async fn start(upstream: &str) -> Result<ChaosProxy, TestingError> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| TestingError::io("bind the proxy on 127.0.0.1:0", e))?;
+        let addr = listener.local_addr().map_err(|e| TestingError::io("proxy local_addr", e))?;
+        let (hold, _) = watch::channel(Hold::Nothing);
+        let inner = Arc::new(Inner {
+            upstream: upstream.to_string(),
+            hold,
+            latency_nanos: AtomicU64::new(0),
+            reject: AtomicBool::new(false),
+            swallow: AtomicBool::new(false),
+            next_id: AtomicU64::new(0),
+            conns: Mutex::new(HashMap::new()),
+        });
+        let accept = tokio::spawn(accept_loop(listener, inner.clone()));
+        tracing::debug!(%addr, upstream, "ChaosProxy started");
+        Ok(ChaosProxy { addr, inner, accept })
+    }
+
+    /// The connect string for clients, `127.0.0.1:PORT`.
+    pub fn connect_string(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The upstream server this proxy forwards to.
+    pub fn upstream(&self) -> &str {
+        &self.inner.upstream
+    }
+
+    /// Back to normal: ends a [`pause`](Self::pause), [`pause_requests`](Self::pause_requests)
+    /// and [`pause_replies`](Self::pause_replies) (held bytes flow again, in order) and a
+    /// [`set_reject(true)`](Self::set_reject).
+    ///
+    /// Latency is left as it is: it is a setting rather than an outage, and a test may want
+    /// a slow network underneath its pauses. End it with `set_latency(Duration::ZERO)`. An
+    /// armed [`swallow_next_reply`](Self::swallow_next_reply) also stays armed.
+    pub fn pass(&self) {
+        self.inner.reject.store(false, Ordering::SeqCst);
+        self.inner.hold.send_replace(Hold::Nothing);
+        tracing::debug!(addr = %self.addr, "proxy: pass");
+    }
+
+    /// Stops forwarding bytes both ways while keeping every connection open: a partition that
+    /// TCP does not notice. Requests do not reach the server, replies and pings do not reach
+    /// the client; what was read is held and delivered after [`pass`](Self::pass), the rest is
+    /// simply not read. New connections are accepted but get no answer either.
+    pub fn pause(&self) {
+        self.inner.hold.send_replace(Hold::Both);
+        tracing::debug!(addr = %self.addr, "proxy: pause");
+    }
+
+    /// Holds client-to-server bytes only, until [`pass`](Self::pass): requests and pings do not
+    /// reach the server, while whatever the server sends (replies to earlier requests, watch
+    /// notifications) still reaches the client. The server hears nothing from the client, so
+    /// the session expires on the server after its timeout. Combined with
+    /// [`pause_replies`](Self::pause_replies) it is a [`pause`](Self::pause).
+    pub fn pause_requests(&self) {
+        self.inner.hold.send_modify(|h| *h = h.and(Direction::Requests));
+        tracing::debug!(addr = %self.addr, "proxy: pause requests");
+    }
+
+    /// Holds server-to-client bytes only, until [`pass`](Self::pass): requests keep reaching
+    /// the server and are applied, but the client gets no reply, no ping answer and no
+    /// notification. The client's pings keep its session alive on the server while the client
+    /// itself sees silence, gives up on the connection and (after its session timeout) may
+    /// consider the session lost. Combined with [`pause_requests`](Self::pause_requests) it is
+    /// a [`pause`](Self::pause).
+    pub fn pause_replies(&self) {
+        self.inner.hold.send_modify(|h| *h = h.and(Direction::Replies));
+        tracing::debug!(addr = %self.addr, "proxy: pause replies");
+    }
+
+    /// Delays every frame forwarded from now on, both ways, by `latency` (so a round trip takes
+    /// at least twice as long), keeping the order of frames on each connection. Frames that
+    /// arrive together are delayed together, not one after another. `Duration::ZERO` turns it
+    /// off; frames already read keep the delay they were read under.
+    ///
+    /// [`pass`](Self::pass) does not reset latency.
+    pub fn set_latency(&self, latency: Duration) {
+        let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+        self.inner.latency_nanos.store(nanos, Ordering::SeqCst);
+        tracing::debug!(addr = %self.addr, ?latency, "proxy: set_latency");
+    }
+
+    /// The latency set by [`set_latency`](Self::set_latency) (zero by default).
+    pub fn latency(&self) -> Duration {
+        self.inner.latency()
+    }
+
+    /// Closes every current connection at once (both the client's and the upstream side).
+    /// New connections are still accepted and forwarded (unless paused or rejecting).
+    pub fn cut(&self) {
+        let cut: Vec<AbortHandle> = self.inner.conns().drain().map(|(_, h)| h).collect();
+        tracing::debug!(addr = %self.addr, connections = cut.len(), "proxy: cut");
+        for h in cut {
+            h.abort();
+        }
+    }
+
+    /// While `true`, new connections are closed as soon as they are accepted (the server "is
+    /// unreachable"); existing ones are left alone (combine with [`cut`](Self::cut)).
+    pub fn set_reject(&self, reject: bool) {
+        self.inner.reject.store(reject, Ordering::SeqCst);
+        tracing::debug!(addr = %self.addr, reject, "proxy: set_reject");
+    }
+
+    /// Arms a one-shot fault: the next client request (xid > 0: not a ping, not auth or
+    /// set-watches, not the connect handshake) on any connection through this proxy is
+    /// forwarded and applied by the server, but its reply is dropped and that connection is
+    /// closed. The client sees a connection loss although its request was applied.
+    pub fn swallow_next_reply(&self) {
+        self.inner.swallow.store(true, Ordering::SeqCst);
+        tracing::debug!(addr = %self.addr, "proxy: swallow next reply");
+    }
+
+    /// Whether a [`swallow_next_reply`](Self::swallow_next_reply) is still waiting for its
+    /// request.
+    pub fn swallow_pending(&self) -> bool {
+        self.inner.swallow.load(Ordering::SeqCst)
+    }
+
+    /// Cancels a [`swallow_next_reply`](Self::swallow_next_reply) that is still waiting for
+    /// its request, and says whether one was. Once a request has been picked, its reply will
+    /// be swallowed whatever happens here (and this returns `false`).
+    pub fn disarm_swallow(&self) -> bool {
+        let was = self.inner.swallow.swap(false, Ordering::SeqCst);
+        tracing::debug!(addr = %self.addr, was_pending = was, "proxy: disarm swallow");
+        was
+    }
+
+    /// Whether the proxy is back to normal: nothing held, new connections accepted, no
+    /// latency and no swallow armed.
+    pub fn is_passing(&self) -> bool {
+        *self.inner.hold.borrow() == Hold::Nothing
+            && !self.inner.reject.load(Ordering::SeqCst)
+            && self.latency().is_zero()
+            && !self.swallow_pending()
+    }
+
+    /// The number of open client connections through the proxy.
+    pub fn connections(&self) -> usize {
+        self.inner.conns().len()
+    }
+}
+
+impl Drop for ChaosProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, inner: Arc<Inner>) {
+    loop {
+        let (client, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // EMFILE and the like: back off instead of spinning.
+                tracing::warn!("proxy accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if inner.reject.load(Ordering::SeqCst) {
+            tracing::debug!(%peer, "proxy: rejecting connection");
+            drop(client);
+            continue;
+        }
+        let id = inner.next_id.fetch_add(1, Ordering::SeqCst);
+        // Insert under the lock that the connection's guard takes on exit, so that a
+        // connection that ends at once is still removed.
+        let mut conns = inner.conns();
+        let task = tokio::spawn(forward::connection(inner.clone(), id, client, peer));
+        conns.insert(id, task.abort_handle());
+    }
+}
