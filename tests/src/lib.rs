@@ -8,6 +8,7 @@
 //! - [`caches`]: node edits, event waits and event-log replays for the cache tests.
 
 pub mod caches;
+pub mod chaos;
 pub mod fixture;
 pub mod locks;
 pub mod zk;

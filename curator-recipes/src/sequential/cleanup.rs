@@ -46,7 +46,8 @@ impl Drop for Cleanup {
                 None => fw.delete_protected(&parent, &prefix, None).await,
             };
             if let Err(err) = result {
-                if !matches!(err, CuratorError::Closed) {
+                // A retryable error: the guaranteed delete goes on in the background.
+                if !matches!(err, CuratorError::Closed) && !err.is_retryable() {
                     fw.report_unhandled(&format!("could not delete an abandoned lock node under {parent}"), &err);
                 }
             }
