@@ -17,7 +17,7 @@ use curator_recipes::locks::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease, LockGuard, LockLost,
 };
 use curator_test::chaos::{ChaosRng, Checker, Ensemble, FaultKind, Injector, Report, ReportInputs, Target};
-use curator_test::{ChaosProxy, TestingCluster, TestingServer, Timing};
+use curator_test::{eventually, ChaosProxy, TestingCluster, TestingServer, Timing};
 use tokio::sync::watch;
 
 use crate::fixture::{builder, connected};
@@ -238,17 +238,15 @@ impl Scenario {
         // Orphans: nodes still there once every contender stopped and cleanups had time.
         let observer = connected(lock_retry(builder(&direct))).await;
         let parents = Handle::new(self.recipe, &observer, &path).node_parents(&path);
-        let settle_by = Instant::now() + session_timeout * 2 + Duration::from_secs(10);
-        let orphans = loop {
+        let left = || async {
             let mut left = 0;
             for parent in &parents {
                 left += children(&observer, parent).await.len();
             }
-            if left == 0 || Instant::now() >= settle_by {
-                break left as u64;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            left as u64
         };
+        eventually(session_timeout * 2 + Duration::from_secs(10), || async { left().await == 0 }).await;
+        let orphans = left().await;
         // Wedged: a fresh client must be able to take the lock.
         let fresh = Handle::new(self.recipe, &observer, &path);
         let wedged = match fresh.acquire(true, timing.deadline()).await {

@@ -201,15 +201,7 @@ impl LockGuard {
     /// Resolves when the lock may be lost, with the reason. The first call sets one watch on
     /// our node (one request); later calls share it.
     pub async fn lost(&self) -> LockLost {
-        let mut rx = self.hold.lost_watch();
-        loop {
-            if let Some(reason) = *rx.borrow_and_update() {
-                return reason;
-            }
-            if rx.changed().await.is_err() {
-                return LockLost::Released;
-            }
-        }
+        self.hold.lost().await
     }
 
     /// A `watch` that turns `Some(reason)` when the lock may be lost (see [`lost`](Self::lost)).

@@ -234,15 +234,7 @@ impl Lease {
     /// Resolves when the lease may be lost, with the reason (see
     /// [`LockGuard::lost`](super::LockGuard::lost)).
     pub async fn lost(&self) -> LockLost {
-        let mut rx = self.hold.lost_watch();
-        loop {
-            if let Some(reason) = *rx.borrow_and_update() {
-                return reason;
-            }
-            if rx.changed().await.is_err() {
-                return LockLost::Released;
-            }
-        }
+        self.hold.lost().await
     }
 
     /// A `watch` that turns `Some(reason)` when the lease may be lost.

@@ -161,6 +161,20 @@ impl Hold {
         self.lost.subscribe()
     }
 
+    /// Resolves when the hold may be lost, with the reason; starts the monitor as
+    /// [`lost_watch`](Self::lost_watch) does. Guards and leases answer `lost()` with this.
+    pub(crate) async fn lost(self: &Arc<Self>) -> LockLost {
+        let mut rx = self.lost_watch();
+        loop {
+            if let Some(reason) = *rx.borrow_and_update() {
+                return reason;
+            }
+            if rx.changed().await.is_err() {
+                return LockLost::Released;
+            }
+        }
+    }
+
     /// Deletes our node (guaranteed: continues in the background after a connection loss).
     pub(crate) async fn release(&self) -> Result<()> {
         self.mark(LockLost::Released);
