@@ -1,6 +1,6 @@
 //! The chaos injector against real servers and clients behind proxies: a seed fixes the
-//! sequence of faults, a run leaves every proxy passing and the server serving, and long
-//! partitions go to a target that says it holds.
+//! sequence of faults, a run leaves every proxy passing and the server serving, long
+//! partitions go to a target that says it holds, and a leader kill leaves the ensemble whole.
 
 mod common;
 
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{connect, init_tracing, persistent, unique_path};
 use curator_test::chaos::{Ensemble, FaultKind, Injector, Target};
-use curator_test::{four_letter_word, ChaosProxy, TestingServer, Timing};
+use curator_test::{four_letter_word, ChaosProxy, TestingCluster, TestingServer, Timing};
 use tokio::sync::Mutex;
 use zookeeper_client::Client;
 
@@ -133,6 +133,33 @@ async fn long_partitions_go_to_the_target_that_holds() {
         assert_eq!(event.skipped, None);
     }
     assert!(targets.iter().all(|t| t.proxy().is_passing()));
+}
+
+#[tokio::test]
+async fn a_leader_kill_elects_another_and_brings_the_old_leader_back() {
+    init_tracing();
+    let timing = Timing::new();
+    let cluster = Arc::new(Mutex::new(TestingCluster::start(3).await.unwrap()));
+    let before = cluster.lock().await.wait_for_leader(timing.deadline()).await.unwrap();
+    let injector = Injector::builder(5)
+        .ensemble(Ensemble::Cluster(cluster.clone()))
+        .kinds([FaultKind::LeaderKill])
+        .mean_gap(Duration::from_millis(1))
+        .build()
+        .await
+        .unwrap();
+    // The first gap is at most 4 ms; the kill and election take far longer than the window,
+    // so the run does exactly one fault.
+    let record = injector.run(Instant::now() + Duration::from_millis(50)).await;
+    assert_eq!(record.log.len(), 1, "{:?}", record.log);
+    let event = &record.log[0];
+    assert_eq!((event.skipped.as_deref(), event.member), (None, Some(before)), "{event}");
+    assert!(record.is_restored(), "{:?}", record.restore_errors);
+    let cluster = cluster.lock().await;
+    assert!((0..3).all(|i| cluster.is_running(i)));
+    cluster.wait_for_leader(timing.deadline()).await.unwrap();
+    let srvr = four_letter_word(&cluster.connect_string_of(before), "srvr").await.unwrap();
+    assert!(srvr.contains("Mode: follower"), "the old leader did not come back as a follower: {srvr}");
 }
 
 #[tokio::test]
