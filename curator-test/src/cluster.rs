@@ -156,9 +156,9 @@ impl TestingCluster {
         member.start_again(&classpath, START_DEADLINE).await
     }
 
-    /// Freezes member `i` (SIGSTOP).
+    /// Freezes member `i` (SIGSTOP) and returns once all its threads are stopped.
     pub fn pause(&self, i: usize) -> Result<(), TestingError> {
-        self.member_ref(i)?.signal(libc::SIGSTOP)
+        self.member_ref(i)?.freeze()
     }
 
     /// Lets a paused member `i` run again (SIGCONT).

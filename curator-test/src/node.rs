@@ -237,6 +237,14 @@ impl Node {
         }
     }
 
+    /// Freezes the process and waits until all its threads are stopped (see `JavaProcess::freeze`).
+    pub(crate) fn freeze(&self) -> Result<(), TestingError> {
+        match &self.process {
+            Some(p) => p.freeze(),
+            None => Err(TestingError::NotRunning { addr: self.addr() }),
+        }
+    }
+
     /// Starts the process again (same port, same data) and waits until it serves; retries while
     /// the port is still taken.
     pub(crate) async fn start_again(&mut self, classpath: &str, deadline: Duration) -> Result<(), TestingError> {

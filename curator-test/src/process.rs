@@ -294,6 +294,36 @@ impl JavaProcess {
         }
     }
 
+    /// Freezes the process (SIGSTOP) and returns once every one of its threads is stopped.
+    ///
+    /// `kill` only queues the signal: a JVM thread already on another core can still answer a
+    /// request for a moment. A caller that then checks "a paused server answers nothing" (or a
+    /// chaos fault that must be silent from its first instant) needs the stop to have happened, so
+    /// this polls `/proc/PID/task/*/stat` until each thread's state is `T`, for up to
+    /// [`STOP_DEADLINE`].
+    pub(crate) fn freeze(&self) -> Result<(), TestingError> {
+        self.signal(libc::SIGSTOP)?;
+        if self.reaped.is_some() {
+            return Ok(());
+        }
+        let end = std::time::Instant::now() + STOP_DEADLINE;
+        loop {
+            match all_threads_stopped(self.pid) {
+                Ok(true) => return Ok(()),
+                // The process is gone (killed meanwhile): nothing is left to answer.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(TestingError::io(format!("/proc/{}/task", self.pid), e)),
+                Ok(false) if std::time::Instant::now() >= end => {
+                    return Err(TestingError::io(
+                        format!("SIGSTOP {}", self.pid),
+                        std::io::Error::new(std::io::ErrorKind::TimedOut, "threads still running after SIGSTOP"),
+                    ))
+                }
+                Ok(false) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+    }
+
     /// Waits up to `deadline` for the process to exit.
     pub(crate) async fn wait_exit(&mut self, deadline: Duration) -> Result<Option<ExitStatus>, TestingError> {
         let end = Instant::now() + deadline;
@@ -378,4 +408,25 @@ pub(crate) fn log_says_port_clash(path: &Path, from: u64) -> bool {
     };
     let from = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
     String::from_utf8_lossy(&bytes[from..]).contains("Address already in use")
+}
+
+/// How long [`JavaProcess::freeze`] waits for every thread to be stopped.
+const STOP_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Whether every thread of `pid` is stopped (state `T` or `t` in `/proc/PID/task/TID/stat`).
+fn all_threads_stopped(pid: u32) -> std::io::Result<bool> {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let stat = match std::fs::read_to_string(task?.path().join("stat")) {
+            Ok(stat) => stat,
+            // A thread that exited between the listing and the read is not running.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        // The state follows the command name, which is in parentheses and may contain spaces.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+        if !matches!(state, Some('T' | 't')) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }

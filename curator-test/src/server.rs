@@ -166,10 +166,11 @@ impl TestingServer {
         self.node.kill().await
     }
 
-    /// Freezes the server (SIGSTOP): connections stay open but nothing is answered, so clients
-    /// see silence rather than a closed connection, and sessions expire once the server resumes.
+    /// Freezes the server (SIGSTOP) and returns once all its threads are stopped: connections stay
+    /// open but nothing is answered, so clients see silence rather than a closed connection, and
+    /// sessions expire once the server resumes.
     pub fn pause(&self) -> Result<(), TestingError> {
-        self.node.signal(libc::SIGSTOP)
+        self.node.freeze()
     }
 
     /// Lets a paused server run again (SIGCONT).
