@@ -360,8 +360,9 @@ impl CuratorFramework {
         Ok(CuratorFramework { inner: self.inner.clone(), namespace })
     }
 
-    /// Waits (up to the connection timeout) for a connected session and returns it, rooted at
-    /// this handle's namespace. Recipes use it to pipeline requests on one session.
+    /// Waits (up to the connection timeout, or the task's [deadline](crate::retry::deadline) if
+    /// earlier) for a connected session and returns it, rooted at this handle's namespace.
+    /// Recipes use it to pipeline requests on one session.
     pub async fn session(&self) -> Result<Session> {
         self.session_for("").await
     }
@@ -412,8 +413,12 @@ impl CuratorFramework {
             // says Closed once the session is gone.
             Lifecycle::Closed | Lifecycle::Started => {}
         }
-        match tokio::time::timeout(self.inner.config.connection_timeout, wait).await {
+        // Under a deadline (module `retry::deadline`) the wait ends at the earlier of the two.
+        let limit = tokio::time::Instant::now() + self.inner.config.connection_timeout;
+        let deadline = crate::retry::deadline::current().filter(|d| *d < limit);
+        match tokio::time::timeout_at(deadline.unwrap_or(limit), wait).await {
             Ok(r) => r,
+            Err(_) if deadline.is_some() => Err(crate::retry::deadline::timeout(op_path)),
             Err(_) => Err(CuratorError::NotConnected {
                 detail: format!(
                     "no connection to {} within the connection timeout ({:?}) for {op_path:?}",

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::error::CuratorError;
 
+pub mod deadline;
 mod retry_loop;
 pub use retry_loop::RetryLoop;
 

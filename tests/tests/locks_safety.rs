@@ -335,3 +335,109 @@ async fn zero_timeout_is_a_try_lock() {
     fw.close().await;
     other_fw.close().await;
 }
+
+/// How long the timed acquires below may take past their timeout: scheduling on a loaded CI
+/// machine, not a retry or a connection timeout.
+const TIMEOUT_SLACK: Duration = Duration::from_secs(1);
+
+/// A timed acquire that is waiting when its connection goes silent: it ends by its timeout
+/// (`None`, or a typed error if the retry policy gave up first), however long the outage, and
+/// its node goes once the connection is back. The same for a semaphore's wait for room.
+async fn timed_acquires_end_during_outage(policy: ErrorPolicy, retry: Retry) {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let (direct, proxied) = (server.connect_string(), proxy.connect_string());
+    let (holder_fw, waiter_fw) = futures::join!(framework(&direct, policy, retry), framework(&proxied, policy, retry));
+    let path = unique_path("timed-outage");
+    let (lock_path, semaphore_path) = (format!("{path}/lock"), format!("{path}/semaphore"));
+    let leases = format!("{semaphore_path}/leases");
+    let guard = InterProcessMutex::new(&holder_fw, &lock_path).unwrap().acquire().await.unwrap();
+    let lease = InterProcessSemaphoreV2::new(&holder_fw, &semaphore_path, 1).unwrap().acquire().await.unwrap();
+
+    let timeout = Timing::new().session_timeout() / 2;
+    let mutex = InterProcessMutex::new(&waiter_fw, &lock_path).unwrap();
+    let semaphore = InterProcessSemaphoreV2::new(&waiter_fw, &semaphore_path, 1).unwrap();
+    let started = Instant::now();
+    let lock_waiting = tokio::spawn(async move { (mutex.acquire_timeout(timeout).await, started.elapsed()) });
+    let lease_waiting = tokio::spawn(async move { (semaphore.acquire_timeout(1, timeout).await, started.elapsed()) });
+    until_children(&holder_fw, &lock_path, 2).await;
+    until_children(&holder_fw, &leases, 2).await;
+    proxy.pause();
+
+    let (locked, took) = lock_waiting.await.unwrap();
+    assert!(matches!(locked, Ok(None) | Err(_)), "{policy:?} {retry:?}: the waiter held beside the holder");
+    assert!(
+        took <= timeout + TIMEOUT_SLACK,
+        "{policy:?} {retry:?}: the lock's {timeout:?} timeout ended after {took:?}"
+    );
+    let (leased, took) = lease_waiting.await.unwrap();
+    assert!(matches!(leased, Ok(None) | Err(_)), "{policy:?} {retry:?}: a second lease out of one");
+    assert!(
+        took <= timeout + TIMEOUT_SLACK,
+        "{policy:?} {retry:?}: the semaphore's {timeout:?} timeout ended after {took:?}"
+    );
+
+    proxy.pass();
+    until_children(&holder_fw, &lock_path, 1).await;
+    until_children(&holder_fw, &leases, 1).await;
+    guard.release().await.unwrap();
+    lease.release().await.unwrap();
+    holder_fw.close().await;
+    waiter_fw.close().await;
+}
+
+/// An untimed acquire waiting when its connection is cut and every reconnect refused for longer
+/// than the session timeout (the server expires its session and deletes its node), while the
+/// holder releases: once the connection is back, the acquire ends within a bounded time, holding
+/// on its new session or with a typed error when the retry policy gave up, and leaves nothing.
+async fn waiting_acquire_ends_after_outage(policy: ErrorPolicy, retry: Retry) {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let (direct, proxied) = (server.connect_string(), proxy.connect_string());
+    let (holder_fw, waiter_fw) = futures::join!(framework(&direct, policy, retry), framework(&proxied, policy, retry));
+    let path = unique_path("waiting-outage");
+    let guard = InterProcessMutex::new(&holder_fw, &path).unwrap().acquire().await.unwrap();
+    let mutex = InterProcessMutex::new(&waiter_fw, &path).unwrap();
+    let waiting = tokio::spawn(async move { mutex.acquire().await });
+    until_children(&holder_fw, &path, 2).await;
+
+    proxy.set_reject(true);
+    proxy.cut();
+    guard.release().await.unwrap();
+    // The waiter's session expires on the server, and its node with it.
+    until_children(&holder_fw, &path, 0).await;
+    proxy.set_reject(false);
+    proxy.pass();
+
+    let ended = tokio::time::timeout(Timing::new().deadline(), waiting)
+        .await
+        .unwrap_or_else(|_| panic!("{policy:?} {retry:?}: the acquire never ended after the outage"))
+        .unwrap();
+    match ended {
+        Ok(guard) => {
+            assert!(guard.is_held(), "{policy:?} {retry:?}: granted but not held");
+            until_children(&holder_fw, &path, 1).await;
+            guard.release().await.unwrap();
+        }
+        Err(e) => tracing::info!(?policy, ?retry, "the acquire ended with {e}"),
+    }
+    until_children(&holder_fw, &path, 0).await;
+    holder_fw.close().await;
+    waiter_fw.close().await;
+}
+
+/// Issue 11, "every acquire ends": no acquire waits forever because of a fault, and a timeout
+/// given by the user is honoured whatever the connection does. Before the fixes, an acquire given
+/// up during an outage left its node first in line, and every later acquire waited on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acquire_ends() {
+    init_tracing();
+    futures::future::join_all(COMBINATIONS.iter().flat_map(|&(policy, retry)| {
+        [
+            Box::pin(timed_acquires_end_during_outage(policy, retry))
+                as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+            Box::pin(waiting_acquire_ends_after_outage(policy, retry)),
+        ]
+    }))
+    .await;
+}

@@ -10,6 +10,7 @@
 //!              not allowed by allow_retry_on (a definite answer such as NoNode) ─► Err(err)
 //!              the framework is closed (when the loop has one)                   ─► Err(err)
 //!              allow_retry(retries, elapsed) == None                              ─► Err(err)
+//!              Some(pause) ending past the task's deadline (module `deadline`)     ─► Err(Timeout)
 //!              Some(pause) ─► sleep(pause), retries += 1                         ─► Ok(()): attempt again
 //! ```
 //!
@@ -22,7 +23,7 @@ use std::time::Instant;
 
 use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
-use crate::retry::RetryPolicy;
+use crate::retry::{deadline, RetryPolicy};
 
 /// One run of a retry policy over one logical operation.
 ///
@@ -56,6 +57,12 @@ impl RetryLoop {
     /// attempt, else returns `Err(err)`.
     pub async fn on_error(&mut self, err: CuratorError) -> Result<()> {
         match self.next_pause(&err) {
+            // Under a deadline (module `deadline`), a retry that could only start after it is
+            // not made.
+            Some(pause) if deadline::current().is_some_and(|at| tokio::time::Instant::now() + pause >= at) => {
+                tracing::debug!(error = %err, retries = self.retries, ?pause, "giving up: the next attempt is past the deadline");
+                Err(deadline::timeout(err.path().unwrap_or_default()))
+            }
             Some(pause) => {
                 tracing::debug!(error = %err, retries = self.retries, ?pause, "retrying");
                 tokio::time::sleep(pause).await;

@@ -84,17 +84,26 @@ pub use crate::sequential::{
 };
 
 /// Runs an acquire for at most `timeout`: `Ok(None)` when the time ran out first. Every lock's
-/// `acquire_timeout` is this one function. The timeout bounds the waiting, as in Curator: the
-/// first attempt is always made, so `Duration::ZERO` takes a free lock (a try-lock); see the
-/// `sequential::deadline` module. Giving up leaves no node behind (the acquire is cancel safe).
+/// `acquire_timeout` is this one function (docs/architecture.md section 8.6).
+///
+/// The timeout bounds the *waiting*, as Curator's `acquire(time, unit)` does: the first attempt
+/// (create our node and list the contenders, one round trip) is always made, so `Duration::ZERO`
+/// is a try-lock that takes a free lock. The acquire runs under a
+/// [`curator_core::retry::deadline`], so waiting for a connection, pausing between retries,
+/// waiting behind other contenders and a semaphore's wait for room all end at the deadline,
+/// whatever the connection does; only a request already sent is awaited until it is answered or
+/// the client sees its connection fail. Giving up leaves no node behind (the acquire is cancel
+/// safe).
 async fn within<T>(
     timeout: std::time::Duration,
     acquire: impl std::future::Future<Output = curator_core::Result<T>>,
 ) -> curator_core::Result<Option<T>> {
     let deadline = tokio::time::Instant::now() + timeout;
-    match crate::sequential::deadline::with_deadline(deadline, acquire).await {
+    match curator_core::retry::deadline::with_deadline(deadline, acquire).await {
         Ok(held) => Ok(Some(held)),
-        Err(curator_core::CuratorError::Timeout { .. }) if tokio::time::Instant::now() >= deadline => Ok(None),
+        // Only a deadline makes this error: the time ran out, or the next retry would have been
+        // past it.
+        Err(curator_core::CuratorError::Timeout { .. }) => Ok(None),
         Err(e) => Err(e),
     }
 }

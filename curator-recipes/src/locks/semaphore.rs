@@ -4,17 +4,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use curator_core::retry::deadline;
 use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result};
+use tokio::sync::watch;
 
 use super::guard::Owner;
 use super::mutex::InterProcessMutex;
-use tokio::sync::watch;
 
 use crate::sequential::acquire::Granted;
 use crate::sequential::names::sequence_in;
-use crate::sequential::{
-    deadline, Hold, LockLost, LockNode, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT,
-};
+use crate::sequential::{Hold, LockLost, LockNode, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 
 /// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
 /// takers serialise on the mutex `P/locks`, then each lease is an ephemeral sequential node
@@ -183,7 +182,7 @@ impl InterProcessSemaphoreV2 {
             if children.len() <= self.max_leases {
                 return Ok(true);
             }
-            // A timed acquire stops waiting at its deadline (module `sequential::deadline`).
+            // A timed acquire stops waiting at its deadline (`curator_core::retry::deadline`).
             let event = deadline::until(&leases_path, async { Ok(watcher.changed().await) }).await?;
             tracing::debug!(path = %leases_path, event = ?event.event_type, "leases changed");
             if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {

@@ -30,12 +30,12 @@
 //! known, else by its protected prefix).
 
 use curator_core::ops::create::make_parents;
+use curator_core::retry::deadline;
 use curator_core::zk;
 use curator_core::{path, ConnectionState, CuratorError, CuratorFramework, Result, Session};
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::cleanup::Cleanup;
-use super::deadline;
 use super::group::ContenderGroup;
 use super::names::{protected_prefix, sequence_in};
 use super::node::{LockNode, NodeKind};
@@ -129,10 +129,9 @@ impl<'a> Acquire<'a> {
                     tracing::debug!(path = %granted.node.path, czxid = granted.node.czxid, "lock held");
                     return Ok(granted);
                 }
-                // A timed acquire gives up at its deadline (docs in module `deadline`).
-                Err((err @ CuratorError::Timeout { .. }, _)) if deadline::passed() => return Err(err),
+                // Under a timed acquire's deadline the retry loop gives up at it (with Timeout).
                 Err((err, next)) => {
-                    deadline::until(self.base_path, retry.on_error(err)).await?;
+                    retry.on_error(err).await?;
                     next
                 }
             };
@@ -141,7 +140,7 @@ impl<'a> Acquire<'a> {
 
     /// Runs one phase on the current session.
     async fn step(&mut self, phase: Phase) -> PhaseResult {
-        let session = deadline::until(self.base_path, self.fw.session()).await.map_err(|e| (e, Phase::Find))?;
+        let session = self.fw.session().await.map_err(|e| (e, Phase::Find))?;
         match phase {
             Phase::Create => self.create(&session).await,
             Phase::Find => self.find(&session).await,

@@ -17,7 +17,8 @@
 //!   and ordered; its `acquire` runs one `acquire::Acquire` state machine: create the node and
 //!   list the contenders in one pipelined round trip, decide, watch the nodes the predicate
 //!   names, and decide again when they go. The phase diagram is in the `acquire` module docs.
-//! - Module `deadline` carries a timed acquire's deadline to every layer under it.
+//! - A timed acquire's deadline reaches every layer under it through the framework's
+//!   `curator_core::retry::deadline`, which the retry loop and the wait for a connection honour.
 //! - `cleanup::Cleanup` makes an acquire cancel safe: dropping it deletes whatever node
 //!   it made, even when the create's reply was lost.
 //! - [`Hold`] (module `hold`) follows a node once it holds and says when the hold may be lost
@@ -30,7 +31,6 @@
 
 pub(crate) mod acquire;
 pub(crate) mod cleanup;
-pub(crate) mod deadline;
 pub(crate) mod group;
 pub(crate) mod hold;
 pub(crate) mod names;
