@@ -100,6 +100,8 @@ pub(crate) struct Inner {
     last_connect_error: Mutex<Option<String>>,
     pub(crate) listeners: Listeners<CuratorEvent>,
     pub(crate) unhandled: Listeners<UnhandledError>,
+    /// Background operations, sent in the order they were submitted.
+    pub(crate) background: crate::ops::ordered::Queue,
 }
 
 impl std::fmt::Debug for Inner {
@@ -154,6 +156,7 @@ impl CuratorFramework {
             last_connect_error: Mutex::new(None),
             listeners: Listeners::new(),
             unhandled: Listeners::new(),
+            background: crate::ops::ordered::Queue::default(),
         };
         Ok(CuratorFramework { inner: Arc::new(inner), namespace })
     }

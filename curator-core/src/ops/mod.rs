@@ -3,6 +3,7 @@
 
 pub mod create;
 pub mod delete;
+pub(crate) mod ordered;
 pub mod read;
 pub mod transaction;
 pub mod watch;
@@ -116,9 +117,12 @@ impl<T: EventData + Send + 'static> Pending<T> {
         self.spawn(None);
     }
 
+    /// Queues the operation behind earlier background operations of the framework: they reach
+    /// the server in the order they were submitted (module `ordered`).
     fn spawn(self, callback: Option<BackgroundCallback>) {
         let Pending { fw, kind, path, future } = self;
-        crate::background::spawn_detached(async move {
+        let (queue_fw, queue_path) = (fw.clone(), path.clone());
+        let run = Box::pin(async move {
             let result = future.await;
             let mut event = CuratorEvent::new(kind, &path);
             match &result {
@@ -130,6 +134,7 @@ impl<T: EventData + Send + 'static> Pending<T> {
             }
             fw.deliver(event, callback);
         });
+        queue_fw.inner.background.submit(&queue_fw, &queue_path, run);
     }
 }
 
