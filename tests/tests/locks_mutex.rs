@@ -385,3 +385,28 @@ async fn works_under_a_namespace() {
     );
     root.close().await;
 }
+
+/// A guard bound to `_` is dropped at once, and the lock goes with it (as `let _ =
+/// std_mutex.lock()`): the rustdoc and the `#[must_use]` message say to bind it to a name. This
+/// shows the behaviour they warn about: another session takes the lock while the first task
+/// still thinks it is inside its critical section.
+#[tokio::test]
+async fn guard_bound_to_underscore_releases_at_once() {
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let (fw, other_fw) = (framework(&connect).await, framework(&connect).await);
+    let path = unique_path("underscore");
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    #[allow(clippy::let_underscore_must_use)]
+    let _ = mutex.acquire().await.unwrap();
+    let other = InterProcessMutex::new(&other_fw, &path).unwrap();
+    let guard = tokio::time::timeout(Timing::new().deadline(), other.acquire())
+        .await
+        .expect("the dropped guard released the lock")
+        .unwrap();
+    let kept = mutex.acquire_timeout(Duration::ZERO).await.unwrap();
+    assert!(kept.is_none(), "the lock is the other session's now");
+    guard.release().await.unwrap();
+    fw.close().await;
+    other_fw.close().await;
+}

@@ -161,10 +161,12 @@ impl Reentrant {
 
 /// A held lock (one count of a reentrant handle). It may move between tasks.
 ///
-/// Release it with [`release`](Self::release); dropping it releases in the background. Its
+/// Release it with [`release`](Self::release); dropping it releases in the background, so keep
+/// it in a named binding for as long as the work needs the lock: `let _ = mutex.acquire().await?`
+/// drops it (and releases the lock) at once, as `let _ = std_mutex.lock()` does. Its
 /// [`fencing_token`](Self::fencing_token) grows with every acquisition of the lock; pass it to
 /// the resources the lock protects so that they can refuse a holder that lost the lock.
-#[must_use = "dropping the guard releases the lock"]
+#[must_use = "dropping the guard releases the lock: bind it with `let guard = ...`, not `let _ = ...`"]
 #[derive(Debug)]
 pub struct LockGuard {
     owner: Arc<Reentrant>,

@@ -83,7 +83,7 @@ impl InterProcessMultiLock {
 
 /// The held mutexes of an [`InterProcessMultiLock`]. Dropping it releases them in reverse
 /// order in the background.
-#[must_use = "dropping the guard releases the locks"]
+#[must_use = "dropping the guard releases the locks: bind it with `let guard = ...`, not `let _ = ...`"]
 #[derive(Debug)]
 pub struct MultiLockGuard {
     guards: Vec<LockGuard>,

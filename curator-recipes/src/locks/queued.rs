@@ -69,7 +69,7 @@ impl QueuedMutex {
 
 /// A held [`QueuedMutex`]: the ZooKeeper lock and this process's turn. Dropping it releases
 /// both (the node in the background).
-#[must_use = "dropping the guard releases the lock"]
+#[must_use = "dropping the guard releases the lock: bind it with `let guard = ...`, not `let _ = ...`"]
 #[derive(Debug)]
 pub struct QueuedGuard {
     guard: LockGuard,

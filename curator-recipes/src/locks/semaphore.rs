@@ -197,7 +197,7 @@ impl InterProcessSemaphoreV2 {
 ///
 /// Like a [`LockGuard`](super::LockGuard), it says when it may be lost
 /// ([`is_held`](Self::is_held), [`lost`](Self::lost)), judged by the same rules.
-#[must_use = "dropping the lease returns it"]
+#[must_use = "dropping the lease returns it: bind it with `let lease = ...`, not `let _ = ...`"]
 #[derive(Debug)]
 pub struct Lease {
     hold: Arc<Hold>,
