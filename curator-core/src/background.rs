@@ -33,6 +33,8 @@ pub enum CuratorEventType {
     Children,
     /// `get_acl()`.
     GetAcl,
+    /// `get_config()`.
+    GetConfig,
     /// `set_acl()`.
     SetAcl,
     /// `sync()`.

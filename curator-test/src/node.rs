@@ -20,13 +20,17 @@ const LOG_TAIL_LINES: usize = 40;
 /// How long one readiness probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Server settings that end up in `zoo.cfg`.
+/// Server settings that end up in `zoo.cfg` (or, for those ZooKeeper reads only as Java system
+/// properties, on the java command line).
 #[derive(Clone, Debug)]
 pub(crate) struct ServerSettings {
     pub(crate) tick_time: Duration,
     pub(crate) force_sync: bool,
     pub(crate) min_session_timeout: Option<Duration>,
     pub(crate) max_session_timeout: Option<Duration>,
+    /// `znode.container.checkIntervalMs`: how often the server reaps empty containers (60 s
+    /// by default).
+    pub(crate) container_check_interval: Option<Duration>,
 }
 
 impl Default for ServerSettings {
@@ -36,6 +40,7 @@ impl Default for ServerSettings {
             force_sync: false,
             min_session_timeout: None,
             max_session_timeout: None,
+            container_check_interval: None,
         }
     }
 }
@@ -60,6 +65,8 @@ pub(crate) struct Node {
     log_path: PathBuf,
     /// Length of the log when the current process was spawned.
     log_offset: u64,
+    /// `-D` options for the java command line.
+    system_properties: Vec<String>,
     process: Option<JavaProcess>,
 }
 
@@ -110,7 +117,22 @@ impl Node {
         let cfg_path = dir.join("zoo.cfg");
         std::fs::write(&cfg_path, cfg).map_err(|e| TestingError::io(format!("write {}", cfg_path.display()), e))?;
         let log_path = dir.join("zookeeper.log");
-        Ok(Node { port, base: base.to_path_buf(), dir, data_dir, cfg_path, log_path, log_offset: 0, process: None })
+        let system_properties = settings
+            .container_check_interval
+            .map(|every| format!("-Dznode.container.checkIntervalMs={}", millis(every)))
+            .into_iter()
+            .collect();
+        Ok(Node {
+            port,
+            base: base.to_path_buf(),
+            dir,
+            data_dir,
+            cfg_path,
+            log_path,
+            log_offset: 0,
+            system_properties,
+            process: None,
+        })
     }
 
     pub(crate) fn port(&self) -> u16 {
@@ -139,7 +161,14 @@ impl Node {
             return Ok(());
         }
         self.log_offset = process::file_len(&self.log_path);
-        self.process = Some(JavaProcess::spawn(&self.cfg_path, &self.dir, &self.log_path, classpath, &self.base)?);
+        self.process = Some(JavaProcess::spawn(
+            &self.cfg_path,
+            &self.dir,
+            &self.log_path,
+            classpath,
+            &self.base,
+            &self.system_properties,
+        )?);
         Ok(())
     }
 

@@ -208,6 +208,7 @@ impl JavaProcess {
         log: &Path,
         classpath: &str,
         orphan_dir: &Path,
+        system_properties: &[String],
     ) -> Result<JavaProcess, TestingError> {
         install_atexit();
         let out = File::options()
@@ -233,6 +234,7 @@ impl JavaProcess {
             .arg("-Dzookeeper.extendedTypesEnabled=true")
             .arg("-Dzookeeper.4lw.commands.whitelist=*")
             .arg("-Dzookeeper.jmx.log4j.disable=true")
+            .args(system_properties)
             .arg("-cp")
             .arg(classpath)
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")

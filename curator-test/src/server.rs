@@ -65,6 +65,14 @@ impl TestingServerBuilder {
         self
     }
 
+    /// How often the server deletes empty container nodes (the `znode.container.checkIntervalMs`
+    /// system property; 60 s by default). Curator's tests run with a short interval so that
+    /// containers go within a test.
+    pub fn container_check_interval(mut self, every: Duration) -> Self {
+        self.settings.container_check_interval = Some(every);
+        self
+    }
+
     /// The smallest session timeout the server grants (`minSessionTimeout`).
     pub fn min_session_timeout(mut self, timeout: Duration) -> Self {
         self.settings.min_session_timeout = Some(timeout);

@@ -1,5 +1,7 @@
-//! Reads: `check_exists()`, `get_data()`, `get_children()`, `get_acl()`, each with optional
-//! one-shot watches (`watched()`, `using_watcher()`, or a [`Watch`] returned with the result).
+//! Reads: `check_exists()`, `get_data()`, `get_children()`, `get_acl()`, `get_config()`, each
+//! with optional one-shot watches (`watched()`, `using_watcher()`, or a [`Watch`] returned with
+//! the result; dropping or [removing](Watch::remove) a returned watch removes it from the
+//! server), and `create_containers()`.
 
 use std::sync::Arc;
 
@@ -59,6 +61,14 @@ macro_rules! watch_options {
 pub struct ExistsBuilder {
     fw: CuratorFramework,
     watch: WatchTarget,
+    parent_containers: bool,
+}
+
+/// Builder of a read of the ensemble's configuration. See [`CuratorFramework::get_config`].
+#[derive(Clone)]
+pub struct GetConfigBuilder {
+    fw: CuratorFramework,
+    watch: WatchTarget,
 }
 
 /// Builder of a data read. See [`CuratorFramework::get_data`].
@@ -85,7 +95,34 @@ pub struct GetAclBuilder {
 impl CuratorFramework {
     /// Starts an exists check: the node's stat, or `None`.
     pub fn check_exists(&self) -> ExistsBuilder {
-        ExistsBuilder { fw: self.clone(), watch: WatchTarget::None }
+        ExistsBuilder { fw: self.clone(), watch: WatchTarget::None, parent_containers: false }
+    }
+    /// Starts a read of the ensemble's dynamic configuration (the node `/zookeeper/config`, as
+    /// Curator's `getConfig()`): the `server.N=...` lines and the config version.
+    pub fn get_config(&self) -> GetConfigBuilder {
+        GetConfigBuilder { fw: self.clone(), watch: WatchTarget::None }
+    }
+    /// Creates `path` and its missing ancestors as container nodes (Curator's
+    /// `createContainers`): the server deletes each once it has had children and has none
+    /// left. Nodes that exist are left as they are.
+    ///
+    /// ```no_run
+    /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
+    /// fw.create_containers("/app/locks").await?;
+    /// assert!(fw.check_exists().for_path("/app/locks").await?.is_some());
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_containers(&self, path: &str) -> crate::Result<()> {
+        path::validate(path)?;
+        if path == "/" {
+            return Ok(());
+        }
+        let below = path::make_path(path, "x");
+        self.call_with_retry("create_containers", path, |session, _| {
+            let (fw, below) = (self.clone(), below.clone());
+            async move { crate::ops::create::make_parents(&fw, session.client(), &below, true).await }
+        })
+        .await
     }
     /// Starts a data read.
     pub fn get_data(&self) -> GetDataBuilder {
@@ -104,20 +141,38 @@ impl CuratorFramework {
 impl ExistsBuilder {
     watch_options!();
 
+    /// Before the check, create the missing parents of the path as container nodes (Curator's
+    /// `creatingParentContainersIfNeeded`): a recipe's base path can be made ready this way.
+    pub fn creating_parent_containers_if_needed(mut self) -> Self {
+        self.parent_containers = true;
+        self
+    }
+
     /// The stat of `path`, or `None` if it does not exist.
     pub fn for_path(self, path: &str) -> Pending<Option<zk::Stat>> {
-        let Self { fw, watch } = self;
-        let fw2 = fw.clone();
-        read_op(&fw, CuratorEventType::Exists, "exists", path, move |client, path| {
-            let (fw, watch) = (fw2.clone(), watch.clone());
-            async move {
-                if !watch.is_some() {
-                    return client.check_stat(&path).await;
+        let Self { fw, watch, parent_containers } = self;
+        if let Err(err) = path::validate(path) {
+            return Pending::failed(&fw, CuratorEventType::Exists, path, err);
+        }
+        let (fw2, owned) = (fw.clone(), path.to_string());
+        Pending::new(&fw, CuratorEventType::Exists, path, async move {
+            fw2.call_with_retry("exists", &owned, |session, _| {
+                let (fw, watch, path) = (fw2.clone(), watch.clone(), owned.clone());
+                async move {
+                    let client = session.client();
+                    if parent_containers {
+                        crate::ops::create::make_parents(&fw, client, &path, true).await?;
+                    }
+                    let from_zk = |e| CuratorError::from_zk(&path, e);
+                    if !watch.is_some() {
+                        return client.check_stat(&path).await.map_err(from_zk);
+                    }
+                    let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(from_zk)?;
+                    watch.deliver(&fw, &path, watcher);
+                    Ok(stat)
                 }
-                let (stat, watcher) = client.check_and_watch_stat(&path).await?;
-                watch.deliver(&fw, &path, watcher);
-                Ok(stat)
-            }
+            })
+            .await
         })
     }
 
@@ -230,3 +285,29 @@ impl GetAclBuilder {
         })
     }
 }
+
+impl GetConfigBuilder {
+    watch_options!();
+
+    /// The configuration's bytes (`server.N=host:port:port:role;client` lines and `version=`)
+    /// and the stat of `/zookeeper/config`. A standalone server without dynamic
+    /// reconfiguration may return it empty.
+    pub fn for_ensemble(self) -> Pending<(Vec<u8>, zk::Stat)> {
+        let Self { fw, watch } = self;
+        let fw2 = fw.clone();
+        read_op(&fw, CuratorEventType::GetConfig, "getConfig", CONFIG_NODE, move |client, path| {
+            let (fw, watch) = (fw2.clone(), watch.clone());
+            async move {
+                if !watch.is_some() {
+                    return client.get_config().await;
+                }
+                let (data, stat, watcher) = client.get_and_watch_config().await?;
+                watch.deliver(&fw, &path, watcher);
+                Ok((data, stat))
+            }
+        })
+    }
+}
+
+/// Where ZooKeeper keeps the ensemble's dynamic configuration.
+const CONFIG_NODE: &str = "/zookeeper/config";
