@@ -74,18 +74,23 @@ impl Default for CuratorFrameworkBuilder {
 }
 
 impl CuratorFrameworkBuilder {
-    /// The ensemble: `host:port[,host:port...]`.
+    /// The ensemble: `host[:port][,host[:port]...][/chroot]` (the port defaults to 2181; an
+    /// IPv6 address goes in brackets). Checked at [`build`](Self::build); a host that does not
+    /// resolve is not an error there, only a server that cannot be reached.
     pub fn connect_string(mut self, connect_string: impl Into<String>) -> Self {
         self.connect_string = connect_string.into();
         self
     }
-    /// The session timeout to ask the server for (it may negotiate another).
+    /// The session timeout to ask the server for (it may negotiate another). From 1 ms to
+    /// `i32::MAX` ms (ZooKeeper's limit), checked at [`build`](Self::build).
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
     }
-    /// How long to wait for a connection: for the first one, and for each operation before it
-    /// counts as a connection loss.
+    /// How long an operation waits for a connection before it fails with
+    /// [`NotConnected`](CuratorError::NotConnected) (retryable), as Curator's connection
+    /// timeout. It does not bound the attempts to connect: those are the session manager's
+    /// (docs/architecture.md section 3.1). Not zero; `Duration::MAX` waits without end.
     pub fn connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = timeout;
         self
@@ -142,10 +147,20 @@ impl CuratorFrameworkBuilder {
         self
     }
 
-    /// Checks the options and builds a framework that is not started yet.
+    /// Checks the options and builds a framework that is not started yet. Bad options are an
+    /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which.
     pub fn build(self) -> Result<CuratorFramework> {
-        if self.connect_string.trim().is_empty() {
-            return Err(CuratorError::InvalidArgument { path: String::new(), reason: "empty connect string".into() });
+        check_connect_string(&self.connect_string)?;
+        let millis = self.session_timeout.as_millis();
+        if millis == 0 || millis > i32::MAX as u128 {
+            return Err(invalid(format!(
+                "session timeout {:?} is not between 1 ms and {} ms (ZooKeeper's limit)",
+                self.session_timeout,
+                i32::MAX
+            )));
+        }
+        if self.connection_timeout.is_zero() {
+            return Err(invalid("connection timeout is zero".into()));
         }
         let default_data = self.default_data.clone().unwrap_or_else(|| crate::local_address().into_bytes());
         let config = Config {
@@ -164,6 +179,62 @@ impl CuratorFrameworkBuilder {
         };
         CuratorFramework::new(config, self.namespace.as_deref())
     }
+}
+
+/// A bad option: `InvalidArgument` with no path.
+fn invalid(reason: String) -> CuratorError {
+    CuratorError::InvalidArgument { path: String::new(), reason }
+}
+
+/// Checks a connect string as zookeeper-client will parse it: comma-separated
+/// `[tcp://|tcp+tls://]host[:port]`, with an optional chroot after the last one. The port, if
+/// given, is a number from 1 to 65535.
+fn check_connect_string(connect_string: &str) -> Result<()> {
+    let bad = |why: &str| invalid(format!("connect string {connect_string:?}: {why}"));
+    if connect_string.trim().is_empty() {
+        return Err(invalid("empty connect string".into()));
+    }
+    let entries: Vec<&str> = connect_string.split(',').collect();
+    for (i, entry) in entries.iter().enumerate() {
+        let entry = entry.strip_prefix("tcp://").or_else(|| entry.strip_prefix("tcp+tls://")).unwrap_or(entry);
+        let address = match entry.find('/') {
+            Some(at) if i + 1 == entries.len() => {
+                let chroot = &entry[at..];
+                if chroot != "/" {
+                    crate::path::validate(chroot).map_err(|_| bad("invalid chroot"))?;
+                }
+                &entry[..at]
+            }
+            Some(_) => return Err(bad("only the last server may be followed by a chroot")),
+            None => entry,
+        };
+        let (host, port) = match address.strip_prefix('[') {
+            Some(v6) => {
+                let (host, rest) = v6.split_once(']').ok_or_else(|| bad("unclosed '[' in an IPv6 address"))?;
+                match rest {
+                    "" => (host, None),
+                    _ => (host, Some(rest.strip_prefix(':').ok_or_else(|| bad("junk after an IPv6 address"))?)),
+                }
+            }
+            None => match address.rsplit_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (address, None),
+            },
+        };
+        if host.is_empty() {
+            return Err(bad("a server has no host"));
+        }
+        if host.chars().any(char::is_whitespace) {
+            return Err(bad("a host contains white space"));
+        }
+        if let Some(port) = port.filter(|p| !p.is_empty()) {
+            match port.parse::<u16>() {
+                Ok(p) if p > 0 => {}
+                _ => return Err(bad(&format!("port {port:?} is not a number from 1 to 65535"))),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The options a framework was built with.

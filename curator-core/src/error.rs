@@ -110,7 +110,9 @@ pub enum CuratorError {
         /// The path of the operation.
         path: String,
     },
-    /// The framework was closed (or never started).
+    /// The framework was closed: the operation came after `close()`, or `close()` cut it short
+    /// (then its request may or may not have been applied). Its [`code`](Self::code) is
+    /// SESSIONEXPIRED, as in Curator. Not retryable.
     #[error("the framework is closed")]
     Closed,
     /// A recipe or the framework was used in a way its state does not allow (a release without
@@ -188,7 +190,8 @@ impl CuratorError {
     }
 
     /// ZooKeeper's numeric result code for this error (0 is success; see `KeeperException.Code`).
-    /// Errors raised before anything was sent map to `BADARGUMENTS` (-8).
+    /// Errors raised before anything was sent map to `BADARGUMENTS` (-8). [`Closed`](Self::Closed)
+    /// maps to `SESSIONEXPIRED` (-112), the code Curator gives operations cut short by its close.
     pub fn code(&self) -> i32 {
         match self {
             Self::NoNode { .. } => -101,
@@ -199,9 +202,8 @@ impl CuratorError {
             Self::NoChildrenForEphemerals { .. } => -108,
             Self::InvalidAcl { .. } => -114,
             Self::ConnectionLoss { .. } | Self::NotConnected { .. } => -4,
-            Self::SessionExpired { .. } => -112,
+            Self::SessionExpired { .. } | Self::Closed => -112,
             Self::Timeout { .. } => -7,
-            Self::Closed => -122,
             Self::InvalidPath { .. } | Self::InvalidArgument { .. } | Self::DataTooLarge { .. } => -8,
             Self::IllegalState(_) | Self::BadData { .. } | Self::Zk { .. } => -1,
         }

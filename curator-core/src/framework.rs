@@ -183,8 +183,12 @@ impl CuratorFramework {
         Ok(())
     }
 
-    /// Waits until connected, at most `timeout`. The error says why no connection was had.
+    /// Waits until connected, at most `timeout`. The error says why no connection was had:
+    /// [`IllegalState`](CuratorError::IllegalState) at once if the framework is not started,
+    /// [`Closed`](CuratorError::Closed) once it is closed, [`NotConnected`](CuratorError::NotConnected)
+    /// with the last failure after `timeout`.
     pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
+        self.check_started()?;
         let mut rx = self.inner.hub.watch();
         let wait = async move {
             rx.wait_for(|e| e.state.is_connected() || e.state == ConnectionState::Closed)
@@ -410,16 +414,15 @@ impl CuratorFramework {
                 }
             }
         };
-        match *self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) {
-            Lifecycle::Latent => return Err(CuratorError::IllegalState("the framework is not started".into())),
-            // While closing, background work (guaranteed deletes) may still finish: the slot
-            // says Closed once the session is gone.
-            Lifecycle::Closed | Lifecycle::Started => {}
-        }
+        // While closing, background work (guaranteed deletes) may still finish: the slot says
+        // Closed once the session is gone.
+        self.check_started()?;
         // Under a deadline (module `retry::deadline`) the wait ends at the earlier of the two.
-        let limit = tokio::time::Instant::now() + self.inner.config.connection_timeout;
-        let deadline = crate::retry::deadline::current().filter(|d| *d < limit);
-        match tokio::time::timeout_at(deadline.unwrap_or(limit), wait).await {
+        // A connection timeout too large to add to now (`Duration::MAX`) waits without end.
+        let limit = tokio::time::Instant::now().checked_add(self.inner.config.connection_timeout);
+        let deadline = crate::retry::deadline::current().filter(|d| limit.map_or(true, |l| *d < l));
+        let Some(until) = deadline.or(limit) else { return wait.await };
+        match tokio::time::timeout_at(until, wait).await {
             Ok(r) => r,
             Err(_) if deadline.is_some() => Err(crate::retry::deadline::timeout(op_path)),
             Err(_) => Err(CuratorError::NotConnected {
@@ -431,9 +434,23 @@ impl CuratorFramework {
         }
     }
 
+    /// Fails at once with a "not started" [`IllegalState`](CuratorError::IllegalState) before
+    /// [`start`](Self::start); waiting for a connection that nothing is opening would only
+    /// end in a misleading timeout.
+    fn check_started(&self) -> Result<()> {
+        match *self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) {
+            Lifecycle::Latent => {
+                Err(CuratorError::IllegalState("the framework is not started: call start() first".into()))
+            }
+            Lifecycle::Closed | Lifecycle::Started => Ok(()),
+        }
+    }
+
     /// Runs `attempt` under the retry policy: once, and again while the error is retryable and
     /// the policy allows. Each attempt gets the current session and the attempt number (0 for
     /// the first), so that an attempt after an unknown outcome can look for its own earlier work.
+    /// An attempt still running when [`close`](Self::close) ends the session is cut short with
+    /// [`Closed`](CuratorError::Closed) (its request may or may not have been applied).
     pub async fn call_with_retry<T, F, Fut>(&self, op: &'static str, path: &str, mut attempt: F) -> Result<T>
     where
         F: FnMut(Session, u32) -> Fut,
@@ -442,9 +459,14 @@ impl CuratorFramework {
         let span = tracing::debug_span!("zk", op, path);
         async {
             let mut retry = self.retry_loop();
+            let mut shutdown = self.inner.shutdown.subscribe();
             loop {
                 let result = match self.session_for(path).await {
-                    Ok(session) => attempt(session, retry.retries()).await,
+                    Ok(session) => tokio::select! {
+                        biased;
+                        r = attempt(session, retry.retries()) => r,
+                        _ = shutdown.wait_for(|closing| *closing) => Err(CuratorError::Closed),
+                    },
                     Err(err) => Err(err),
                 };
                 match result {

@@ -90,46 +90,61 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
 }
 
 /// Opens a new session, retrying until one is had or the framework shuts down.
+///
+/// One attempt is one pass over the servers of the connect string (zookeeper-client's
+/// `fail_eagerly`): the client bounds each server's TCP connect and handshake by its own
+/// connection timeout (2/5 of the session timeout) and the whole pass by the session timeout.
+/// The framework's connection timeout plays no part here: it is how long an *operation* waits
+/// for a connection (docs/architecture.md section 3.4), as in Curator. Between attempts the
+/// manager backs off under [`ExponentialBackoffForever`], from [`RECONNECT_PAUSE`] to
+/// [`MAX_RECONNECT_PAUSE`]; the first failure of a streak is a warning, the others are debug
+/// events, and the session that ends a streak is logged once with the number of failures.
 async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> Option<zk::Client> {
     let mut retry =
         RetryLoop::new(Arc::new(ExponentialBackoffForever::new(RECONNECT_PAUSE, MAX_RECONNECT_PAUSE)), None);
+    let mut failures = 0u32;
     loop {
         if *shutdown.borrow() {
             return None;
         }
-        let (connector, connect_string, timeout) = {
+        let (connector, connect_string) = {
             let strong = inner.upgrade()?;
             let config = &strong.config;
             let mut connector = zk::Client::connector()
                 .with_session_timeout(config.session_timeout)
-                .with_connection_timeout(config.connection_timeout)
-                .with_readonly(config.can_be_read_only);
+                .with_readonly(config.can_be_read_only)
+                .with_fail_eagerly();
             for (scheme, auth) in &config.auth {
                 connector = connector.with_auth(scheme, auth);
             }
-            (connector, config.connect_string.clone(), config.connection_timeout)
+            (connector, config.connect_string.clone())
         };
         tracing::debug!(connect_string = %connect_string, "opening a session");
-        let attempt = tokio::time::timeout(timeout, connector.connect(&connect_string));
         let error = tokio::select! {
             _ = shutdown.changed() => return None,
-            result = attempt => match result {
-                Ok(Ok(client)) => {
+            result = connector.connect(&connect_string) => match result {
+                Ok(client) => {
                     if let Some(strong) = inner.upgrade() {
                         CuratorFramework::set_connect_error(&strong, None);
                     }
-                    tracing::info!(session = %client.session_id(), timeout = ?client.session_timeout(), "session opened");
+                    if failures == 0 {
+                        tracing::info!(session = %client.session_id(), timeout = ?client.session_timeout(), "session opened");
+                    } else {
+                        tracing::info!(session = %client.session_id(), timeout = ?client.session_timeout(), failures, "session opened after failed attempts");
+                    }
                     return Some(client);
                 }
-                Ok(Err(err)) => err.to_string(),
-                Err(_) => format!("no session within {timeout:?}"),
+                // With `fail_eagerly`, a pass in which no server gave a session ends so; the
+                // reason of each server is logged by zookeeper-client at debug level.
+                Err(zk::Error::NoHosts) => "no server answered with a session".to_string(),
+                Err(err) => err.to_string(),
             },
         };
-        // One warning per streak of failures; the rest at debug level.
-        if retry.retries() == 0 {
+        failures += 1;
+        if failures == 1 {
             tracing::warn!(connect_string = %connect_string, error = %error, "could not open a session; retrying with backoff");
         } else {
-            tracing::debug!(connect_string = %connect_string, error = %error, failures = retry.retries() + 1, "could not open a session");
+            tracing::debug!(connect_string = %connect_string, error = %error, failures, "could not open a session");
         }
         let strong = inner.upgrade()?;
         let pause =

@@ -8,7 +8,7 @@
 //!    │
 //!    └─err─► on_error(err):
 //!              not allowed by allow_retry_on (a definite answer such as NoNode) ─► Err(err)
-//!              the framework is closed (when the loop has one)                   ─► Err(err)
+//!              the framework is closed (when the loop has one)                   ─► Err(Closed) if err is retryable, else Err(err)
 //!              allow_retry(retries, elapsed) == None                              ─► Err(err)
 //!              Some(pause) ending past the task's deadline (module `deadline`)     ─► Err(Timeout)
 //!              Some(pause) ─► sleep(pause), retries += 1                         ─► Ok(()): attempt again
@@ -67,6 +67,12 @@ impl RetryLoop {
                 tracing::debug!(error = %err, retries = self.retries, ?pause, "retrying");
                 tokio::time::sleep(pause).await;
                 Ok(())
+            }
+            // An outcome left unknown by the close is the close's doing: report it as such
+            // (its code is SESSIONEXPIRED, as Curator reports operations its close cut short).
+            None if err.is_retryable() && self.framework.as_ref().is_some_and(CuratorFramework::is_closed) => {
+                tracing::debug!(error = %err, retries = self.retries, "giving up: the framework is closed");
+                Err(CuratorError::Closed)
             }
             None => {
                 tracing::debug!(error = %err, retries = self.retries, "giving up");

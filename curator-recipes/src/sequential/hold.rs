@@ -218,6 +218,8 @@ async fn monitor(
             h.mark(reason)
         }
     };
+    // Our own close() ends the session, which deletes our node: that is the close's doing.
+    let node_gone = || if fw.is_closed() { LockLost::Closed } else { LockLost::NodeDeleted };
     loop {
         if lost.borrow_and_update().is_some() {
             return;
@@ -240,7 +242,7 @@ async fn monitor(
                     tracing::debug!(path = %node.path, "exists+watch (lock monitor)");
                     match s.client().check_and_watch_stat(&node.path).await {
                         Ok((None, _)) => {
-                            mark(LockLost::NodeDeleted);
+                            mark(node_gone());
                             return;
                         }
                         Ok((Some(_), w)) => Some(Box::pin(w.changed())),
@@ -263,7 +265,7 @@ async fn monitor(
                     r = conn.changed() => if r.is_err() { mark(LockLost::Closed); return },
                     ev = w => {
                         if ev.event_type == zk::EventType::NodeDeleted {
-                            mark(LockLost::NodeDeleted);
+                            mark(node_gone());
                             return;
                         }
                     }

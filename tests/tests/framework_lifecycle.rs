@@ -1,0 +1,565 @@
+//! The framework's life: building (options checked), starting, connecting (what the connection
+//! timeout means, how failed attempts back off and are logged), operations before start and
+//! after close, and what `close()` does to operations and locks in flight. Ports of Apache
+//! Curator's lifecycle tests from `TestFramework` and `TestFrameworkEdges` are at the end.
+
+use std::future::IntoFuture;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use curator_core::retry::{RetryNTimes, RetryPolicy};
+use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework};
+use curator_recipes::locks::{InterProcessMutex, LockLost};
+use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
+use tests::{builder, connected, unique_path, wait_for};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// What the [`Recorder`] saw: level, target and message of every event.
+type Seen = Arc<Mutex<Vec<(tracing::Level, String, String)>>>;
+
+/// A tracing layer that keeps every event, to count the framework's log lines.
+struct Recorder(Seen);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Recorder {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        let meta = event.metadata();
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push((*meta.level(), meta.target().to_string(), message.0));
+    }
+}
+
+/// Records the events of this thread (the tests using it run on a current-thread runtime, so
+/// the session manager's task runs here too) until the guard is dropped.
+fn record_events() -> (Seen, tracing::subscriber::DefaultGuard) {
+    let seen: Seen = Arc::default();
+    let subscriber = tracing_subscriber::registry().with(Recorder(seen.clone()));
+    (seen.clone(), tracing::subscriber::set_default(subscriber))
+}
+
+/// How many events of the framework (target `curator_core...`) at `level` contain `text`.
+fn count(seen: &Seen, level: tracing::Level, text: &str) -> usize {
+    seen.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(l, t, m)| *l == level && t.starts_with("curator_core") && m.contains(text))
+        .count()
+}
+
+/// A port that refuses connections (nothing listens on it).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A "server" that accepts every TCP connection and closes it at once, counting them: each
+/// accepted connection is one attempt of the client to open a session.
+async fn slamming_door() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            drop(conn);
+        }
+    });
+    (addr, accepted)
+}
+
+// --- 1. the connection timeout -----------------------------------------------------------------
+
+/// The connection timeout is how long an operation waits for a connection (Curator's meaning),
+/// not a bound on each attempt to connect: Curator's own tests use 1 ms and still connect.
+/// Before, it was passed to zookeeper-client as its connection timeout and also bounded each
+/// attempt to open a session, so with 1 ms the framework never connected (block_until_connected
+/// failed after its whole wait with "no session within 1ms").
+#[tokio::test]
+async fn a_one_millisecond_connection_timeout_still_connects() {
+    let server = TestingServer::shared();
+    let fw = builder(&server.connect_string()).connection_timeout(Duration::from_millis(1)).build().unwrap();
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.expect("connects despite a 1 ms connection timeout");
+    let path = unique_path("one-ms");
+    fw.create().for_path(&path, b"x".to_vec()).await.expect("an operation once connected");
+    assert_eq!(fw.get_data().for_path(&path).await.unwrap(), b"x");
+    // The connection stays up: zookeeper-client's idle timeout is its own default again, not
+    // 1 ms (before, the connection was declared dead after a few idle milliseconds).
+    let session = fw.session().await.unwrap().id();
+    tokio::time::sleep(Duration::from_millis(300)).await; // idle on purpose, not to synchronise
+    fw.check_exists().for_path(&path).await.unwrap();
+    assert_eq!(fw.session().await.unwrap().id(), session);
+    assert_eq!(fw.connection_state(), ConnectionState::Connected, "no suspension while idle");
+    fw.close().await;
+}
+
+// --- 2. backoff and logging while no server answers --------------------------------------------
+
+/// A framework whose server accepts and drops every connection backs off between attempts
+/// (ExponentialBackoffForever from 200 ms, doubling to 5 s: at most 6 attempts in 6 s) and logs
+/// one warning for the whole streak. Before, each of its attempts ran zookeeper-client's own
+/// cycle over the hosts (from 100 ms, restarting at no delay every time the framework tried
+/// again), about 14 attempts in 6 s.
+#[tokio::test]
+async fn failed_attempts_back_off_with_one_warning_per_streak() {
+    let (seen, _guard) = record_events();
+    let (addr, accepted) = slamming_door().await;
+    let fw = builder(&addr).build().unwrap();
+    fw.start().unwrap();
+    let window = Duration::from_secs(6);
+    let err = fw.block_until_connected(window).await.expect_err("nothing serves");
+    assert!(matches!(err, CuratorError::NotConnected { .. }), "{err:?}");
+    let attempts = accepted.load(Ordering::SeqCst);
+    // Lots of slack: the policy allows 6 in this window; a loaded machine makes fewer.
+    assert!((2..=9).contains(&attempts), "{attempts} attempts in {window:?}");
+    assert_eq!(count(&seen, tracing::Level::WARN, ""), 1, "one warning per streak: {:?}", seen.lock().unwrap());
+    fw.close().await;
+}
+
+/// The same for a port that refuses connections and a host that does not resolve: the attempts
+/// back off, and one warning covers the streak.
+#[tokio::test]
+async fn refused_and_unresolvable_servers_back_off_with_one_warning() {
+    for connect in [format!("127.0.0.1:{}", closed_port()), "no-such-host.invalid:2181".to_string()] {
+        let (seen, guard) = record_events();
+        let fw = builder(&connect).build().unwrap();
+        fw.start().unwrap();
+        let started = Instant::now();
+        let failed_thrice = eventually(Timing::new().deadline(), || {
+            let n = count(&seen, tracing::Level::DEBUG, "could not open a session");
+            async move { n >= 2 }
+        })
+        .await;
+        assert!(failed_thrice, "{connect}: the attempts go on: {:?}", seen.lock().unwrap());
+        let attempts = count(&seen, tracing::Level::DEBUG, "opening a session");
+        let elapsed = started.elapsed();
+        // 3 attempts take at least 150 + 300 ms of backoff; a busy loop would make hundreds.
+        assert!(attempts <= 3 + (elapsed.as_millis() / 150) as usize, "{connect}: {attempts} attempts in {elapsed:?}");
+        assert_eq!(count(&seen, tracing::Level::WARN, ""), 1, "{connect}: {:?}", seen.lock().unwrap());
+        fw.close().await;
+        drop(guard);
+    }
+}
+
+/// After a streak of failures, the framework says once that it connected again, with the count
+/// of failures, and the next streak gets its own warning.
+#[tokio::test]
+async fn connecting_after_a_streak_is_logged_once() {
+    let (seen, _guard) = record_events();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    proxy.set_reject(true);
+    let fw = builder(&proxy.connect_string()).build().unwrap();
+    fw.start().unwrap();
+    let failing = eventually(Timing::new().deadline(), || {
+        let n = count(&seen, tracing::Level::DEBUG, "could not open a session");
+        async move { n >= 2 }
+    })
+    .await;
+    assert!(failing, "{:?}", seen.lock().unwrap());
+    proxy.set_reject(false);
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    assert_eq!(count(&seen, tracing::Level::WARN, ""), 1, "{:?}", seen.lock().unwrap());
+    assert_eq!(count(&seen, tracing::Level::INFO, "after failed attempts"), 1, "{:?}", seen.lock().unwrap());
+    fw.close().await;
+}
+
+// --- 3. before start ---------------------------------------------------------------------------
+
+/// `block_until_connected` and operations before `start()` fail at once with a typed "not
+/// started" error. Before, `block_until_connected` waited its whole timeout and then said it
+/// could not connect. (Operations already failed at once.)
+#[tokio::test]
+async fn before_start_everything_fails_at_once_saying_so() {
+    let fw =
+        builder(&TestingServer::shared().connect_string()).connection_timeout(Duration::from_secs(10)).build().unwrap();
+    let not_started =
+        |r: &Result<(), CuratorError>| matches!(r, Err(CuratorError::IllegalState(m)) if m.contains("not started"));
+    let started = Instant::now();
+    let r = fw.block_until_connected(Duration::from_secs(10)).await;
+    assert!(not_started(&r), "{r:?}");
+    let r = fw.get_data().for_path("/").await.map(drop);
+    assert!(not_started(&r), "{r:?}");
+    let r = fw.session().await.map(drop);
+    assert!(not_started(&r), "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    // Starting afterwards works as usual.
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    fw.close().await;
+}
+
+// --- 4. close ----------------------------------------------------------------------------------
+
+/// An operation that `close()` cuts short ends with `Closed`, whose code is SESSIONEXPIRED
+/// (-112), as Curator reports operations cut short by its close (TestFramework,
+/// testBackground*WithConcurrentClose). Two cases: one waiting for a connection (before:
+/// `Closed` with code -122, REQUESTTIMEOUT), and one whose request was sent but not answered
+/// (before: it went on after the close until zookeeper-client gave up on the silent connection,
+/// 8 s later, then failed with `ConnectionLoss`, code -4).
+#[tokio::test]
+async fn operations_cut_short_by_close_report_session_expired() {
+    let server = TestingServer::shared();
+
+    // Waiting for a connection.
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = connected(builder(&proxy.connect_string()).connection_timeout(Duration::from_secs(20))).await;
+    let mut states = fw.connection_state_stream();
+    proxy.set_reject(true);
+    proxy.cut();
+    wait_for(&mut states, ConnectionState::Suspended, |_| true).await;
+    let op = tokio::spawn(fw.get_data().for_path("/").into_future());
+    let started = Instant::now();
+    fw.close().await;
+    let r = op.await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(matches!(r, Err(CuratorError::Closed)), "{r:?}");
+    assert_eq!(r.unwrap_err().code(), -112);
+
+    // In flight: the request reached the server, its reply is held back.
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = connected(builder(&proxy.connect_string()).session_timeout(Duration::from_secs(20))).await;
+    let observer = connected(builder(&server.connect_string())).await;
+    let path = unique_path("in-flight");
+    proxy.pause_replies();
+    let op = tokio::spawn(fw.create().for_path(&path, vec![]).into_future());
+    let sent = eventually(Timing::new().deadline(), || async {
+        observer.check_exists().for_path(&path).await.map(|s| s.is_some()).unwrap_or(false)
+    })
+    .await;
+    assert!(sent, "the create reached the server");
+    let started = Instant::now();
+    let closing = tokio::spawn({
+        let fw = fw.clone();
+        async move { fw.close().await }
+    });
+    let r = op.await.unwrap();
+    // Before: 8 s (2/5 of the session timeout, when zookeeper-client gives up on the silence).
+    assert!(started.elapsed() < Duration::from_secs(4), "the cut-short op took {:?}", started.elapsed());
+    assert!(matches!(r, Err(CuratorError::Closed)), "{r:?}");
+    assert_eq!(r.unwrap_err().code(), -112);
+    // close() itself waits (at most 2 s) for the end of the session, whose reply is held.
+    closing.await.unwrap();
+    observer.close().await;
+}
+
+/// After our own `close()`, a held lock says it was lost because the framework closed. Before,
+/// a lock that had waited for its turn (its acquire armed a watch on our node, which the monitor
+/// started by `lost_watch` took over) heard its node go with the session that close() ended and
+/// said "the lock node was deleted", every time.
+#[tokio::test]
+async fn a_lock_held_at_close_is_lost_because_of_the_close() {
+    let server = TestingServer::shared();
+    let fw = connected(builder(&server.connect_string())).await;
+    let other = connected(builder(&server.connect_string())).await;
+    let path = unique_path("close-lock");
+    let first = InterProcessMutex::new(&other, &path).unwrap().acquire().await.unwrap();
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let waiting = tokio::spawn({
+        let mutex = mutex.clone();
+        async move { mutex.acquire().await }
+    });
+    let queued = eventually(Timing::new().deadline(), || async {
+        mutex.participant_nodes().await.map(|n| n.len() == 2).unwrap_or(false)
+    })
+    .await;
+    assert!(queued, "our acquire waits behind the first holder");
+    first.release().await.unwrap();
+    let guard = waiting.await.unwrap().expect("our turn");
+    let mut lost = guard.lost_watch(); // the monitor watches the node from now on
+    assert!(guard.is_held());
+
+    fw.close().await;
+    let reason = tokio::time::timeout(Timing::new().deadline(), lost.wait_for(Option::is_some))
+        .await
+        .expect("told")
+        .map(|r| *r)
+        .unwrap_or(Some(LockLost::Released));
+    assert_eq!(reason, Some(LockLost::Closed));
+    assert_eq!(guard.lost().await, LockLost::Closed);
+    assert!(!guard.is_held());
+    other.close().await;
+}
+
+// --- 5. builder input --------------------------------------------------------------------------
+
+/// Options are checked when the framework is built, with typed errors and never a panic. Before,
+/// only an empty connect string was refused: `Duration::MAX` as session timeout built, then made
+/// the session manager's task overflow an `Instant` and the framework never connected; a session
+/// timeout beyond ZooKeeper's i32 milliseconds was silently truncated; a bad port or a zero
+/// timeout built a framework that retried forever.
+#[test]
+fn bad_options_are_refused_at_build() {
+    let ok = "127.0.0.1:2181";
+    let bad: Vec<(&str, curator_core::CuratorFrameworkBuilder)> = vec![
+        ("empty connect string", CuratorFramework::builder()),
+        ("blank connect string", CuratorFramework::builder().connect_string("  ")),
+        ("bad port", CuratorFramework::builder().connect_string("nohost:xx")),
+        ("port over 65535", CuratorFramework::builder().connect_string("127.0.0.1:65536")),
+        ("port 0", CuratorFramework::builder().connect_string("127.0.0.1:0")),
+        ("empty host", CuratorFramework::builder().connect_string(":2181")),
+        ("empty entry", CuratorFramework::builder().connect_string("127.0.0.1:2181,,127.0.0.1:2182")),
+        ("bad chroot", CuratorFramework::builder().connect_string("127.0.0.1:2181/a//b")),
+        ("session timeout MAX", CuratorFramework::builder().connect_string(ok).session_timeout(Duration::MAX)),
+        (
+            "session timeout over i32 ms",
+            CuratorFramework::builder().connect_string(ok).session_timeout(Duration::from_millis(i32::MAX as u64 + 1)),
+        ),
+        ("zero session timeout", CuratorFramework::builder().connect_string(ok).session_timeout(Duration::ZERO)),
+        (
+            "sub-millisecond session timeout",
+            CuratorFramework::builder().connect_string(ok).session_timeout(Duration::from_micros(500)),
+        ),
+        ("zero connection timeout", CuratorFramework::builder().connect_string(ok).connection_timeout(Duration::ZERO)),
+    ];
+    for (what, b) in bad {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.build()));
+        let r = r.unwrap_or_else(|_| panic!("{what}: build panicked"));
+        assert!(matches!(r, Err(CuratorError::InvalidArgument { .. })), "{what}: {r:?}");
+    }
+
+    let good: Vec<(&str, curator_core::CuratorFrameworkBuilder)> = vec![
+        ("one server", CuratorFramework::builder().connect_string(ok)),
+        ("default port", CuratorFramework::builder().connect_string("127.0.0.1")),
+        ("unresolvable host", CuratorFramework::builder().connect_string("no-such-host.invalid:2181")),
+        ("ensemble", CuratorFramework::builder().connect_string("a:1,b:2,c:65535")),
+        ("ipv6", CuratorFramework::builder().connect_string("[::1]:2181,127.0.0.1:2181")),
+        ("chroot", CuratorFramework::builder().connect_string("a:1,b:2/x")),
+        ("root chroot", CuratorFramework::builder().connect_string("a:1/")),
+        (
+            "largest session timeout",
+            CuratorFramework::builder().connect_string(ok).session_timeout(Duration::from_millis(i32::MAX as u64)),
+        ),
+        ("1 ms timeouts", {
+            let b = CuratorFramework::builder().connect_string(ok);
+            b.session_timeout(Duration::from_millis(1)).connection_timeout(Duration::from_millis(1))
+        }),
+        (
+            "endless connection timeout",
+            CuratorFramework::builder().connect_string(ok).connection_timeout(Duration::MAX),
+        ),
+    ];
+    for (what, b) in good {
+        let r = b.build();
+        assert!(r.is_ok(), "{what}: {r:?}");
+    }
+}
+
+/// The largest connection timeout is a wait without end, not an overflow: an operation waits
+/// for the connection. Before, `Duration::MAX` panicked when an operation computed its deadline.
+#[tokio::test]
+async fn an_endless_connection_timeout_waits_without_panicking() {
+    let fw = connected(builder(&TestingServer::shared().connect_string()).connection_timeout(Duration::MAX)).await;
+    fw.get_children().for_path("/").await.expect("an operation");
+    fw.close().await;
+}
+
+// --- 6. Apache Curator's lifecycle tests -------------------------------------------------------
+
+/// Follows Curator's TestFrameworkEdges.testQuickClose: start and close at once (with a 1 ms
+/// connection timeout and no retries) ends promptly and cleanly.
+#[tokio::test]
+async fn quick_close() {
+    let fw = builder(&TestingServer::shared().connect_string())
+        .connection_timeout(Duration::from_millis(1))
+        .retry_policy(RetryNTimes::new(0, Duration::ZERO))
+        .build()
+        .unwrap();
+    fw.start().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), fw.close()).await.expect("close is prompt");
+    assert!(fw.is_closed());
+    assert_eq!(fw.connection_state(), ConnectionState::Closed);
+}
+
+/// Follows Curator's TestFrameworkEdges.testNotStarted and testStopped: an operation before
+/// `start()` or after `close()` fails. Curator throws IllegalStateException for both; ours are
+/// typed: IllegalState ("not started") before, Closed after.
+#[tokio::test]
+async fn not_started_and_stopped() {
+    let fw = builder(&TestingServer::shared().connect_string()).build().unwrap();
+    let r = fw.get_data().for_path("/").await;
+    assert!(matches!(&r, Err(CuratorError::IllegalState(m)) if m.contains("not started")), "{r:?}");
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    fw.get_data().for_path("/").await.unwrap();
+    fw.close().await;
+    let r = fw.get_data().for_path("/").await;
+    assert!(matches!(r, Err(CuratorError::Closed)), "{r:?}");
+    let r = fw.block_until_connected(Duration::from_secs(10)).await;
+    assert!(matches!(r, Err(CuratorError::Closed)), "{r:?}");
+}
+
+/// Follows Curator's TestFramework.testConnectionState: Connected, then (the server stopped)
+/// Suspended, then Lost.
+#[tokio::test]
+async fn connection_state() {
+    let mut server = TestingServer::start().await.unwrap();
+    let fw =
+        builder(&server.connect_string()).retry_policy(RetryNTimes::new(1, Duration::from_millis(1))).build().unwrap();
+    let mut states = fw.connection_state_stream();
+    fw.start().unwrap();
+    wait_for(&mut states, ConnectionState::Connected, |_| true).await;
+    server.stop().await.unwrap();
+    let seen = wait_for(&mut states, ConnectionState::Lost, |_| true).await;
+    let kinds: Vec<_> = seen.iter().map(|e| e.state).collect();
+    assert_eq!(kinds, [ConnectionState::Suspended, ConnectionState::Lost]);
+    fw.close().await;
+}
+
+/// Follows Curator's TestFrameworkEdges.testReconnectAfterLoss: after Lost (the server stopped),
+/// an operation fails with a connection error; once the server is back the framework opens a new
+/// session by itself and operations work. (Curator's is ConnectionLossException; ours is
+/// NotConnected, also retryable, as nothing was sent.)
+#[tokio::test]
+async fn reconnect_after_loss() {
+    let mut server = TestingServer::start().await.unwrap();
+    let fw =
+        connected(builder(&server.connect_string()).retry_policy(RetryNTimes::new(1, Duration::from_millis(1)))).await;
+    let mut states = fw.connection_state_stream();
+    fw.check_exists().for_path("/").await.unwrap();
+    server.stop().await.unwrap();
+    wait_for(&mut states, ConnectionState::Lost, |_| true).await;
+    let r = fw.check_exists().for_path("/").await;
+    assert!(r.as_ref().is_err_and(CuratorError::is_retryable), "{r:?}");
+    server.restart().await.unwrap();
+    wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+    fw.check_exists().for_path("/").await.expect("works on the new session");
+    fw.close().await;
+}
+
+/// Follows Curator's TestFrameworkEdges.testFailure: tiny timeouts (100 ms session and
+/// connection), the server stops, and the next operation fails with a connection or session
+/// error (Curator accepts ConnectionLoss or SessionExpired, by ZooKeeper version). Ours: a
+/// retryable error, well within the test's deadline. The server raises the session timeout to
+/// its minimum (2 ticks).
+#[tokio::test]
+async fn failure() {
+    let mut server = TestingServer::start().await.unwrap();
+    let fw = connected(
+        builder(&server.connect_string())
+            .session_timeout(Duration::from_millis(100))
+            .connection_timeout(Duration::from_millis(100))
+            .retry_policy(RetryNTimes::new(1, Duration::from_millis(1))),
+    )
+    .await;
+    fw.check_exists().for_path("/hey").await.unwrap();
+    server.stop().await.unwrap();
+    let started = Instant::now();
+    let r = fw.check_exists().for_path("/hey").await;
+    assert!(r.as_ref().is_err_and(CuratorError::is_retryable), "{r:?}");
+    assert!(started.elapsed() < Timing::new().deadline(), "{:?}", started.elapsed());
+    fw.close().await;
+}
+
+/// A retry policy that counts how often it is asked and always allows another try after 100 ms.
+#[derive(Debug, Default)]
+struct Counting(Arc<AtomicU32>);
+
+impl RetryPolicy for Counting {
+    fn allow_retry(&self, _retry_count: u32, _elapsed: Duration) -> Option<Duration> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Some(Duration::from_millis(100))
+    }
+}
+
+/// Follows Curator's TestFrameworkEdges.testRetry: with the server stopped, an operation keeps
+/// consulting the retry policy; once the server is back (Curator restarts it from the third
+/// call of the policy; here the test does once it has seen three) the operation succeeds.
+#[tokio::test]
+async fn retry() {
+    let mut server = TestingServer::start().await.unwrap();
+    let asked = Arc::new(AtomicU32::new(0));
+    let fw = connected(
+        builder(&server.connect_string())
+            .connection_timeout(Duration::from_millis(200))
+            .retry_policy(Counting(asked.clone())),
+    )
+    .await;
+    server.stop().await.unwrap();
+    let op = tokio::spawn(fw.check_exists().for_path("/hey").into_future());
+    let retried = eventually(Timing::new().deadline(), || {
+        let n = asked.load(Ordering::SeqCst);
+        async move { n >= 3 }
+    })
+    .await;
+    assert!(retried, "the policy is consulted while the server is down");
+    server.restart().await.unwrap();
+    let r = tokio::time::timeout(Timing::new().deadline(), op).await.expect("ends").unwrap();
+    assert!(matches!(r, Ok(None)), "{r:?}");
+    fw.close().await;
+}
+
+/// Follows Curator's TestFrameworkEdges.testCreateContainersForBadConnect: the server cannot be
+/// reached when the framework starts (Curator's is closed and started again on its port 3 s
+/// later; ours refuses connections through a proxy for that long) and creating a path of
+/// containers waits, retries and succeeds once it can be reached.
+#[tokio::test]
+async fn create_containers_for_bad_connect() {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    proxy.set_reject(true);
+    let fw = builder(&proxy.connect_string())
+        .session_timeout(Duration::from_secs(1))
+        .connection_timeout(Duration::from_secs(1))
+        .retry_policy(RetryNTimes::new(10, Duration::from_millis(500)))
+        .build()
+        .unwrap();
+    fw.start().unwrap();
+    let base = unique_path("containers");
+    let path = format!("{base}/this/does/not/exist");
+    let create = tokio::spawn(
+        fw.create()
+            .creating_parent_containers_if_needed()
+            .with_mode(CreateMode::Container)
+            .for_path(&path, vec![])
+            .into_future(),
+    );
+    let fw_states = fw.clone();
+    let refused =
+        eventually(Duration::from_secs(3), || async { fw_states.connection_state() == ConnectionState::Connected })
+            .await;
+    assert!(!refused, "not connected while refused");
+    proxy.set_reject(false);
+    tokio::time::timeout(Timing::new().deadline(), create).await.expect("ends").unwrap().expect("created");
+    assert!(fw.check_exists().for_path(&path).await.unwrap().is_some());
+    fw.close().await;
+}
+
+/// Follows Curator's TestFrameworkEdges.testSessionKilled: a watch set on the session sees it
+/// expire, and the framework carries on with a new session where the (persistent) node is still
+/// there.
+#[tokio::test]
+async fn session_killed() {
+    let server = TestingServer::shared();
+    let fw = connected(builder(&server.connect_string())).await;
+    let path = unique_path("session-test");
+    fw.create().for_path(&path, vec![]).await.unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = Mutex::new(Some(tx));
+    fw.check_exists()
+        .using_watcher(move |event| {
+            if event.session_state == curator_core::zk::SessionState::Expired {
+                if let Some(tx) = tx.lock().unwrap().take() {
+                    let _ = tx.send(());
+                }
+            }
+        })
+        .for_path(&path)
+        .await
+        .unwrap();
+    let session = fw.session().await.unwrap();
+    curator_test::expire_session(&server.connect_string(), session.client().session()).await.unwrap();
+    drop(session);
+    tokio::time::timeout(Timing::new().deadline(), rx).await.expect("the watch saw the expiry").unwrap();
+    assert!(fw.check_exists().for_path(&path).await.unwrap().is_some());
+    fw.close().await;
+}
