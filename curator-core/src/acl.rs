@@ -9,7 +9,10 @@ pub trait AclProvider: Send + Sync + Debug {
     /// ACLs for nodes when nothing more specific applies.
     fn default_acl(&self) -> Vec<Acl>;
 
-    /// ACLs for the node at `path` (the full path, namespace included). By default,
+    /// ACLs for the node at `path`: the full path as sent, namespace and protection prefix
+    /// included (without the sequence number, which the server adds), as Curator's
+    /// `ACLProvider.getAclForPath` receives it. Asked for created nodes, the parents a create
+    /// makes, and the namespace node and its parents. By default,
     /// [`default_acl`](Self::default_acl).
     fn acl_for_path(&self, path: &str) -> Vec<Acl> {
         let _ = path;

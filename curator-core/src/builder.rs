@@ -18,6 +18,16 @@ pub const DEFAULT_MAX_CLOSE_WAIT: Duration = Duration::from_secs(1);
 /// Largest data accepted by default: the server's default `jute.maxbuffer` (1 MiB) less room for
 /// the request's header and path.
 pub const DEFAULT_MAX_DATA_LEN: usize = 1024 * 1024 - 1024;
+/// The server's default packet limit (`jute.maxbuffer`, 0xfffff bytes): it closes the
+/// connection of a client that sends a longer request.
+pub const SERVER_MAX_PACKET_LEN: usize = 0xfffff;
+/// Largest request sent by default (see [`CuratorFrameworkBuilder::max_request_len`]): the
+/// server's default packet limit less 1 KiB. A request is measured by the bytes of its paths
+/// (namespace included), data, and ACL schemes and ids, plus an allowance for the fixed-size
+/// fields of each operation and ACL entry; the 1 KiB margin covers the request header and
+/// whatever that measure misses, so that a request under this limit is never one the server
+/// refuses.
+pub const DEFAULT_MAX_REQUEST_LEN: usize = SERVER_MAX_PACKET_LEN - 1024;
 
 /// Builds a [`CuratorFramework`] with Curator's options.
 ///
@@ -51,6 +61,7 @@ pub struct CuratorFrameworkBuilder {
     error_policy: ErrorPolicy,
     max_close_wait: Duration,
     max_data_len: usize,
+    max_request_len: usize,
 }
 
 impl Default for CuratorFrameworkBuilder {
@@ -69,6 +80,7 @@ impl Default for CuratorFrameworkBuilder {
             error_policy: ErrorPolicy::Standard,
             max_close_wait: DEFAULT_MAX_CLOSE_WAIT,
             max_data_len: DEFAULT_MAX_DATA_LEN,
+            max_request_len: DEFAULT_MAX_REQUEST_LEN,
         }
     }
 }
@@ -146,6 +158,14 @@ impl CuratorFrameworkBuilder {
         self.max_data_len = len;
         self
     }
+    /// Largest request sent (default [`DEFAULT_MAX_REQUEST_LEN`]), measured by its paths
+    /// (namespace included), data and ACLs: a larger one fails with
+    /// [`CuratorError::DataTooLarge`] before it is sent, where the server would close the
+    /// connection. Raise it only for servers with a larger `jute.maxbuffer`.
+    pub fn max_request_len(mut self, len: usize) -> Self {
+        self.max_request_len = len;
+        self
+    }
 
     /// Checks the options and builds a framework that is not started yet. Bad options are an
     /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which.
@@ -176,6 +196,7 @@ impl CuratorFrameworkBuilder {
             error_policy: self.error_policy,
             max_close_wait: self.max_close_wait,
             max_data_len: self.max_data_len,
+            max_request_len: self.max_request_len,
         };
         CuratorFramework::new(config, self.namespace.as_deref())
     }
@@ -252,4 +273,5 @@ pub(crate) struct Config {
     pub(crate) error_policy: ErrorPolicy,
     pub(crate) max_close_wait: Duration,
     pub(crate) max_data_len: usize,
+    pub(crate) max_request_len: usize,
 }

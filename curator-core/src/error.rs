@@ -3,8 +3,48 @@
 //! Every failure that can reach a user is a [`CuratorError`]: bad input is refused before anything
 //! is sent, server answers keep the path they concern, and [`CuratorError::is_retryable`] says
 //! whether the outcome of the operation is unknown (and so may be retried).
+//!
+//! Messages show a long path shortened (its head, its tail and its length, see [`ShortPath`]);
+//! the error's `path` field and [`CuratorError::path`] keep all of it.
 
 use zookeeper_client as zk;
+
+/// Paths up to this many bytes are shown whole in messages.
+pub const SHOWN_PATH_MAX: usize = 240;
+
+/// Bytes shown of each end of a longer path.
+const SHOWN_PATH_END: usize = 100;
+
+/// Shows a path in a message as `Debug` does (quoted, escaped), shortened to its first and last
+/// 100 bytes or so and its length in bytes when it is longer than [`SHOWN_PATH_MAX`]: a 1 MB
+/// path must not make a 1 MB message.
+///
+/// ```
+/// use curator_core::error::ShortPath;
+/// assert_eq!(ShortPath("/a").to_string(), "\"/a\"");
+/// let long = format!("/{}", "x".repeat(1000));
+/// assert!(ShortPath(&long).to_string().ends_with("xxx\" (1001 bytes)"));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ShortPath<'a>(pub &'a str);
+
+impl std::fmt::Display for ShortPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.0;
+        if path.len() <= SHOWN_PATH_MAX {
+            return write!(f, "{path:?}");
+        }
+        let mut head = SHOWN_PATH_END;
+        while !path.is_char_boundary(head) {
+            head -= 1;
+        }
+        let mut tail = path.len() - SHOWN_PATH_END;
+        while !path.is_char_boundary(tail) {
+            tail += 1;
+        }
+        write!(f, "\"{}…{}\" ({} bytes)", path[..head].escape_debug(), path[tail..].escape_debug(), path.len())
+    }
+}
 
 /// Result alias used across the workspace.
 pub type Result<T, E = CuratorError> = std::result::Result<T, E>;
@@ -14,7 +54,7 @@ pub type Result<T, E = CuratorError> = std::result::Result<T, E>;
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CuratorError {
     /// The path is not a valid ZooKeeper path. Nothing was sent.
-    #[error("invalid path {path:?}: {reason}")]
+    #[error("invalid path {}: {reason}", ShortPath(.path))]
     InvalidPath {
         /// The path as given.
         path: String,
@@ -23,68 +63,71 @@ pub enum CuratorError {
     },
     /// An argument other than the path is not acceptable (a negative version, a zero TTL, ...).
     /// Nothing was sent.
-    #[error("invalid argument for {path:?}: {reason}")]
+    #[error("invalid argument for {}: {reason}", ShortPath(.path))]
     InvalidArgument {
         /// The path of the operation.
         path: String,
         /// What is wrong.
         reason: String,
     },
-    /// The data is larger than the server accepts. Nothing was sent.
-    #[error("data for {path:?} is {len} bytes, more than the limit of {max}")]
+    /// The request is larger than the framework sends: its data is over the framework's
+    /// `max_data_len`, or the whole request (paths with the namespace, data and ACLs) is over
+    /// its `max_request_len`, which keeps requests under the server's packet limit
+    /// (`jute.maxbuffer`; the server would close the connection). Nothing was sent.
+    #[error("request for {} too large: {len} bytes, more than the limit of {max}", ShortPath(.path))]
     DataTooLarge {
-        /// The path of the operation.
+        /// The path of the operation (of the first operation, for a transaction).
         path: String,
-        /// Size of the data given.
+        /// Size found: of the data, or of the whole request.
         len: usize,
-        /// The configured limit.
+        /// The limit it is over.
         max: usize,
     },
     /// The node does not exist.
-    #[error("no node {path:?}")]
+    #[error("no node {}", ShortPath(.path))]
     NoNode {
         /// The node.
         path: String,
     },
     /// The node already exists.
-    #[error("node {path:?} already exists")]
+    #[error("node {} already exists", ShortPath(.path))]
     NodeExists {
         /// The node.
         path: String,
     },
     /// The expected version did not match the node's.
-    #[error("bad version for {path:?}")]
+    #[error("bad version for {}", ShortPath(.path))]
     BadVersion {
         /// The node.
         path: String,
     },
     /// The node has children, so it cannot be deleted.
-    #[error("node {path:?} has children")]
+    #[error("node {} has children", ShortPath(.path))]
     NotEmpty {
         /// The node.
         path: String,
     },
     /// The session is not authorised for this operation.
-    #[error("not authorised for {path:?}")]
+    #[error("not authorised for {}", ShortPath(.path))]
     NoAuth {
         /// The node.
         path: String,
     },
     /// The parent of the node is ephemeral.
-    #[error("cannot create {path:?}: ephemeral nodes cannot have children")]
+    #[error("cannot create {}: ephemeral nodes cannot have children", ShortPath(.path))]
     NoChildrenForEphemerals {
         /// The node.
         path: String,
     },
     /// The ACL is empty or not valid.
-    #[error("invalid ACL for {path:?}")]
+    #[error("invalid ACL for {}", ShortPath(.path))]
     InvalidAcl {
         /// The node.
         path: String,
     },
     /// The connection was lost while the operation was in flight, or no connection could be had
     /// in time: the outcome is unknown. Retryable.
-    #[error("connection lost during operation on {path:?}: {detail}")]
+    #[error("connection lost during operation on {}: {detail}", ShortPath(.path))]
     ConnectionLoss {
         /// The path of the operation ("" where there is none).
         path: String,
@@ -99,13 +142,13 @@ pub enum CuratorError {
         detail: String,
     },
     /// The session expired. The framework opens a new one by itself; retryable, as in Curator.
-    #[error("session expired during operation on {path:?}")]
+    #[error("session expired during operation on {}", ShortPath(.path))]
     SessionExpired {
         /// The path of the operation.
         path: String,
     },
     /// The operation did not complete within the time it was given.
-    #[error("operation on {path:?} timed out")]
+    #[error("operation on {} timed out", ShortPath(.path))]
     Timeout {
         /// The path of the operation.
         path: String,
@@ -120,7 +163,7 @@ pub enum CuratorError {
     #[error("illegal state: {0}")]
     IllegalState(String),
     /// A node a recipe reads holds data it cannot understand.
-    #[error("unexpected data in {path:?}: {reason}")]
+    #[error("unexpected data in {}: {reason}", ShortPath(.path))]
     BadData {
         /// The node.
         path: String,
@@ -128,7 +171,7 @@ pub enum CuratorError {
         reason: String,
     },
     /// Any other error from ZooKeeper or the client.
-    #[error("ZooKeeper error on {path:?}: {source}")]
+    #[error("ZooKeeper error on {}: {source}", ShortPath(.path))]
     Zk {
         /// The path of the operation.
         path: String,

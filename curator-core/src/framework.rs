@@ -331,9 +331,11 @@ impl CuratorFramework {
     }
 
     /// The ACLs the framework's provider gives the node at `path` (recipes use it for the nodes
-    /// they create).
+    /// they create). `path` is relative to this handle's namespace; the provider is asked with
+    /// the full path, namespace included, as in Curator.
     pub fn acl_for_path(&self, path: &str) -> Vec<zk::Acl> {
-        self.inner.config.acl_provider.acl_for_path(path)
+        let full = self.namespace().map(|ns| path::make_path(ns, path));
+        self.inner.config.acl_provider.acl_for_path(full.as_deref().unwrap_or(path))
     }
 
     /// Whether `creating_parent_containers_if_needed` makes containers (true by default) or
@@ -378,11 +380,10 @@ impl CuratorFramework {
         let root = self.live_session(op_path).await?;
         let Some(ns) = &self.namespace else { return Ok(root) };
         if !ns.ensured.load(Ordering::Acquire) {
-            let options = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-            match root.client.mkdir(&ns.path, &options).await {
+            let acl = self.inner.config.acl_provider.as_ref();
+            match crate::ops::create::ensure_namespace(&root.client, &ns.path, acl).await {
                 Ok(()) => ns.ensured.store(true, Ordering::Release),
                 Err(err) => {
-                    let err = CuratorError::from_zk(&ns.path, err);
                     tracing::debug!(namespace = %ns.path, error = %err, "could not ensure namespace");
                     if err.is_retryable() {
                         return Err(err);

@@ -26,10 +26,17 @@ pub const PROTECTED_SEPARATOR: char = '-';
 /// Length of a protected prefix: `_c_` (3) + a hyphenated UUID (36) + `-` (1).
 pub const PROTECTED_PREFIX_LEN: usize = 3 + 36 + 1;
 
+/// Longest path accepted, in bytes: half of the largest request sent by default
+/// ([`DEFAULT_MAX_REQUEST_LEN`](crate::builder::DEFAULT_MAX_REQUEST_LEN)), so that a path and a
+/// namespace, each valid, always fit in one request. No request can carry a much longer path:
+/// the server would close the connection.
+pub const MAX_PATH_LEN: usize = crate::builder::DEFAULT_MAX_REQUEST_LEN / 2;
+
 /// Checks that `path` is a valid absolute ZooKeeper path, as the server would.
 ///
 /// Refused: empty, no leading slash, a trailing slash (except for `/`), an empty segment,
-/// `.` or `..` segments, NUL and other control or unassigned characters.
+/// `.` or `..` segments, NUL and other control or unassigned characters, and paths longer
+/// than [`MAX_PATH_LEN`] bytes.
 pub fn validate(path: &str) -> Result<()> {
     validate_inner(path, false)
 }
@@ -47,6 +54,9 @@ fn validate_inner(path: &str, sequential: bool) -> Result<()> {
     }
     if !path.starts_with(SEPARATOR) {
         return bad("path must start with '/'");
+    }
+    if path.len() > MAX_PATH_LEN {
+        return bad("path is longer than any request may carry (path::MAX_PATH_LEN)");
     }
     if path.len() == 1 {
         return Ok(());
@@ -217,6 +227,9 @@ mod tests {
             assert!(validate(p).is_ok(), "{p:?} should be valid");
         }
         assert!(validate_sequential("/queue/").is_ok());
+        let longest = format!("/{}", "a".repeat(MAX_PATH_LEN - 1));
+        assert!(validate(&longest).is_ok());
+        assert!(validate(&format!("{longest}b")).is_err());
         assert!(validate_sequential("/queue//").is_err());
     }
 

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
+use crate::acl::AclProvider;
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 use crate::framework::{CuratorFramework, Session};
-use crate::ops::{check_ttl, compress, CreateMode, Pending};
+use crate::ops::{check_acl, check_request_len, check_ttl, compress, op_len, CreateMode, Pending};
 use crate::path;
 
 /// How missing parents are made.
@@ -149,7 +150,9 @@ impl CreateBuilder {
         } else {
             path::validate(path)?;
         }
-        if path == "/" {
+        // A protected create of "/" is fine: as in Curator, "/" splits into the parent "/" and an
+        // empty name, so the node is `/_c_<uuid>-` (docs/architecture.md section 7).
+        if path == "/" && !self.protected {
             return Err(CuratorError::InvalidPath { path: path.into(), reason: "cannot create the root" });
         }
         check_ttl(path, self.mode, self.ttl)?;
@@ -161,7 +164,11 @@ impl CreateBuilder {
             Some(id) => path::make_path(parent, &path::protected_name(id, node)),
             None => path.to_string(),
         };
-        let acl = self.acl.unwrap_or_else(|| self.fw.config().acl_provider.acl_for_path(path));
+        // As Curator, the provider is asked with the path as sent: namespace and protection
+        // prefix included.
+        let acl = self.acl.unwrap_or_else(|| self.fw.acl_for_path(&full_path));
+        check_acl(path, &acl)?;
+        check_request_len(&self.fw, path, op_len(&self.fw, &full_path, data.len(), &acl))?;
         let parents = match self.parents {
             Parents::Containers if !self.fw.config().use_container_parents => Parents::Persistent,
             p => p,
@@ -304,20 +311,62 @@ fn protected_prefix(id: &uuid::Uuid) -> String {
 }
 
 /// Creates every missing ancestor of `full_path` on `client`'s session (persistent nodes, or
-/// containers when `containers` is set), with the ACL provider's ACLs. Existing ones are fine.
-/// Recipes that create their nodes on a raw client use it for Curator's
+/// containers when `containers` is set), with the ACL provider's ACLs for their full paths
+/// (namespace included). Existing ones are fine, and only the deepest existing one needs to
+/// let us create in it. Recipes that create their nodes on a raw client use it for Curator's
 /// `creatingParentContainersIfNeeded`.
 pub async fn make_parents(fw: &CuratorFramework, client: &zk::Client, full_path: &str, containers: bool) -> Result<()> {
     let mode = if containers { zk::CreateMode::Container } else { zk::CreateMode::Persistent };
-    for ancestor in path::ancestors(full_path) {
-        tracing::debug!(path = %ancestor, containers, "create parent");
-        let acl = fw.acl_for_path(ancestor);
-        match client.create(ancestor, &[], &mode.with_acls(zk::Acls::new(&acl))).await {
-            Ok(_) | Err(zk::Error::NodeExists) => {}
-            Err(err) => return Err(CuratorError::from_zk(ancestor, err)),
+    create_missing(client, &path::ancestors(full_path), mode, |p| fw.acl_for_path(p)).await
+}
+
+/// Creates the namespace node `namespace` (a full path) and its missing parents as persistent
+/// nodes, on `client` (not rooted at the namespace), with `provider`'s ACLs for their paths, as
+/// Curator's `NamespaceImpl` does through `ZKPaths.mkdirs`.
+pub(crate) async fn ensure_namespace(client: &zk::Client, namespace: &str, provider: &dyn AclProvider) -> Result<()> {
+    let mut nodes = path::ancestors(namespace);
+    nodes.push(namespace);
+    create_missing(client, &nodes, zk::CreateMode::Persistent, |p| provider.acl_for_path(p)).await
+}
+
+/// Creates whichever of `nodes` (each the parent of the next) are missing, with `acl_for`'s
+/// ACLs. It walks up from the last until one is created or exists, then down: so only the
+/// deepest existing node must let us create in it. The server checks CREATE on the parent
+/// before it says that a node exists, so creating from the top would fail under an ancestor
+/// nobody may create in, as Curator's `ZKPaths.mkdirs` avoids too (ZOOKEEPER-2590).
+async fn create_missing(
+    client: &zk::Client,
+    nodes: &[&str],
+    mode: zk::CreateMode,
+    acl_for: impl Fn(&str) -> Vec<zk::Acl>,
+) -> Result<()> {
+    let mut exists = nodes.len();
+    while exists > 0 {
+        let node = nodes[exists - 1];
+        match create_node(client, node, mode, &acl_for(node)).await {
+            Ok(()) => break,
+            Err(zk::Error::NoNode) if exists > 1 => exists -= 1,
+            Err(err) => return Err(CuratorError::from_zk(node, err)),
         }
     }
+    for node in nodes.iter().skip(exists) {
+        create_node(client, node, mode, &acl_for(node)).await.map_err(|e| CuratorError::from_zk(node, e))?;
+    }
     Ok(())
+}
+
+/// Creates `node` with no data; one that exists is fine.
+async fn create_node(
+    client: &zk::Client,
+    node: &str,
+    mode: zk::CreateMode,
+    acl: &[zk::Acl],
+) -> std::result::Result<(), zk::Error> {
+    tracing::debug!(path = node, ?mode, "create parent");
+    match client.create(node, &[], &mode.with_acls(zk::Acls::new(acl))).await {
+        Ok(_) | Err(zk::Error::NodeExists) => Ok(()),
+        Err(err) => Err(err),
+    }
 }
 
 /// Deletes, in the background, the node of a protected create whose outcome stayed unknown

@@ -235,6 +235,43 @@ pub(crate) fn decompress(path: &str, data: &[u8]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Bytes counted for each operation of a request besides its path, data and ACLs, rounded up:
+/// a multi header (9), length prefixes (3 x 4), a version or flags (4) and a TTL (8).
+const OP_FIXED_LEN: usize = 40;
+
+/// Bytes counted for each ACL entry besides its scheme and id: the permissions and two length
+/// prefixes.
+const ACL_FIXED_LEN: usize = 12;
+
+/// The size counted for one operation of a request on `path` (relative to `fw`'s namespace)
+/// with `data_len` bytes of data and `acl`: what
+/// [`max_request_len`](crate::CuratorFrameworkBuilder::max_request_len) bounds.
+pub(crate) fn op_len(fw: &CuratorFramework, path: &str, data_len: usize, acl: &[zk::Acl]) -> usize {
+    let namespace = fw.namespace().map_or(0, str::len);
+    let acl: usize = acl.iter().map(|a| ACL_FIXED_LEN + a.scheme().len() + a.id().len()).sum();
+    OP_FIXED_LEN + namespace + path.len() + data_len + acl
+}
+
+/// Refuses a request of `len` bytes (the sum of [`op_len`] over its operations) larger than
+/// the framework sends: the server would close the connection, the retry loop would send it
+/// again, and every lock of the framework would report lost.
+pub(crate) fn check_request_len(fw: &CuratorFramework, path: &str, len: usize) -> Result<()> {
+    let max = fw.config().max_request_len;
+    if len > max {
+        tracing::debug!(path = %crate::error::ShortPath(path), len, max, "request too large: not sent");
+        return Err(CuratorError::DataTooLarge { path: path.to_string(), len, max });
+    }
+    Ok(())
+}
+
+/// Refuses an empty ACL list (the server would answer `InvalidAcl`) before anything is sent.
+pub(crate) fn check_acl(path: &str, acl: &[zk::Acl]) -> Result<()> {
+    if acl.is_empty() {
+        return Err(CuratorError::InvalidAcl { path: path.to_string() });
+    }
+    Ok(())
+}
+
 /// Checks an expected version given by the user (-1 means any).
 pub(crate) fn check_version(path: &str, version: Option<i32>) -> Result<()> {
     match version {

@@ -19,7 +19,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
-use crate::ops::{check_version, CreateMode, Pending};
+use crate::ops::{check_acl, check_request_len, check_version, op_len, CreateMode, Pending};
 use crate::path;
 
 /// The result of one operation of a committed transaction.
@@ -103,8 +103,16 @@ impl TransactionBuilder {
         self
     }
 
-    fn validate(&self) -> Result<()> {
-        for op in &self.ops {
+    /// Checks every operation, and the size of the whole request (`acls` are the creates' ACLs,
+    /// empty for the other operations).
+    fn validate(&self, acls: &[Vec<zk::Acl>]) -> Result<()> {
+        let mut len = 0;
+        for (op, acl) in self.ops.iter().zip(acls) {
+            let data_len = match op {
+                Op::Create { data, .. } | Op::SetData { data, .. } => data.len(),
+                Op::Delete { .. } | Op::Check { .. } => 0,
+            };
+            len += op_len(&self.fw, op.path(), data_len, acl);
             match op {
                 Op::Create { path, data, mode } => {
                     if mode.is_sequential() {
@@ -119,6 +127,7 @@ impl TransactionBuilder {
                         });
                     }
                     self.fw.check_data(path, data)?;
+                    check_acl(path, acl)?;
                 }
                 Op::Delete { path, version } => {
                     path::validate(path)?;
@@ -135,14 +144,24 @@ impl TransactionBuilder {
                 }
             }
         }
-        Ok(())
+        let first = self.ops.first().map_or("/", Op::path);
+        check_request_len(&self.fw, first, len)
     }
 
     /// Commits the operations atomically; resolves to one result per operation. A failed
     /// operation fails the whole transaction with that operation's error (and path).
     pub fn commit(self) -> Pending<Vec<TransactionResult>> {
         let first = self.ops.first().map(|o| o.path().to_string()).unwrap_or_else(|| "/".into());
-        if let Err(err) = self.validate() {
+        // The provider is asked once per create, with the full path, namespace included.
+        let acls: Vec<Vec<zk::Acl>> = self
+            .ops
+            .iter()
+            .map(|op| match op {
+                Op::Create { path, .. } => self.fw.acl_for_path(path),
+                _ => Vec::new(),
+            })
+            .collect();
+        if let Err(err) = self.validate(&acls) {
             return Pending::failed(&self.fw, CuratorEventType::Transaction, &first, err);
         }
         let Self { fw, ops } = self;
@@ -153,18 +172,17 @@ impl TransactionBuilder {
                 return Ok(Vec::new());
             }
             fw2.call_with_retry("transaction", &first, |session, _| {
-                let (ops, fw) = (&ops, &fw2);
-                async move { commit_once(fw, session.client(), ops).await }
+                let (ops, acls) = (&ops, &acls);
+                async move { commit_once(session.client(), ops, acls).await }
             })
             .await
         })
     }
 }
 
-async fn commit_once(fw: &CuratorFramework, client: &zk::Client, ops: &[Op]) -> Result<Vec<TransactionResult>> {
-    let acls: Vec<Vec<zk::Acl>> = ops.iter().map(|op| fw.config().acl_provider.acl_for_path(op.path())).collect();
+async fn commit_once(client: &zk::Client, ops: &[Op], acls: &[Vec<zk::Acl>]) -> Result<Vec<TransactionResult>> {
     let mut writer = client.new_multi_writer();
-    for (op, acl) in ops.iter().zip(&acls) {
+    for (op, acl) in ops.iter().zip(acls) {
         let added = match op {
             Op::Create { path, data, mode } => {
                 writer.add_create(path, data, &mode.to_zk().with_acls(zk::Acls::new(acl)))

@@ -5,7 +5,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
-use crate::ops::{check_version, compress, Pending};
+use crate::ops::{check_acl, check_request_len, check_version, compress, op_len, Pending};
 use crate::path;
 
 /// Builder of a data write. See [`CuratorFramework::set_data`].
@@ -17,9 +17,16 @@ pub struct SetDataBuilder {
     compressed: bool,
 }
 
-/// Builder of an ACL write. See [`CuratorFramework::set_acl`].
+/// Builder of an ACL write, before its ACL is given. See [`CuratorFramework::set_acl`].
 #[derive(Debug, Clone)]
 pub struct SetAclBuilder {
+    fw: CuratorFramework,
+    version: Option<i32>,
+}
+
+/// Builder of an ACL write whose ACL is given: the only one with `for_path`.
+#[derive(Debug, Clone)]
+pub struct SetAclWithAcl {
     fw: CuratorFramework,
     version: Option<i32>,
     acl: Vec<zk::Acl>,
@@ -36,9 +43,17 @@ impl CuratorFramework {
     pub fn set_data(&self) -> SetDataBuilder {
         SetDataBuilder { fw: self.clone(), version: None, idempotent: false, compressed: false }
     }
-    /// Starts an ACL write.
+    /// Starts an ACL write. The ACL must be given ([`SetAclBuilder::with_acl`]) before the path,
+    /// as in Curator: there is no default to open a node to the world by mistake.
+    ///
+    /// ```no_run
+    /// # async fn f(client: curator_core::CuratorFramework) -> curator_core::Result<()> {
+    /// use curator_core::zk::Acls;
+    /// client.set_acl().with_acl(Acls::anyone_read().to_vec()).for_path("/config").await?;
+    /// # Ok(()) }
+    /// ```
     pub fn set_acl(&self) -> SetAclBuilder {
-        SetAclBuilder { fw: self.clone(), version: None, acl: zk::Acls::anyone_all().to_vec() }
+        SetAclBuilder { fw: self.clone(), version: None }
     }
     /// Starts a sync: after it, reads on this session see every write the leader had
     /// committed when the sync was processed.
@@ -71,7 +86,8 @@ impl SetDataBuilder {
         let data = if self.compressed { compress(&data) } else { data };
         let checked = path::validate(path)
             .and_then(|_| check_version(path, self.version))
-            .and_then(|_| self.fw.check_data(path, &data));
+            .and_then(|_| self.fw.check_data(path, &data))
+            .and_then(|_| check_request_len(&self.fw, path, op_len(&self.fw, path, data.len(), &[])));
         if let Err(err) = checked {
             return Pending::failed(&self.fw, CuratorEventType::SetData, path, err);
         }
@@ -107,15 +123,27 @@ impl SetAclBuilder {
         self.version = Some(version);
         self
     }
-    /// The ACLs to set.
-    pub fn with_acl(mut self, acl: Vec<zk::Acl>) -> Self {
-        self.acl = acl;
+    /// The ACL to set (not empty).
+    pub fn with_acl(self, acl: Vec<zk::Acl>) -> SetAclWithAcl {
+        SetAclWithAcl { fw: self.fw, version: self.version, acl }
+    }
+}
+
+impl SetAclWithAcl {
+    /// Write only if the node's ACL has this version.
+    pub fn with_version(mut self, version: i32) -> Self {
+        self.version = Some(version);
         self
     }
 
-    /// Sets the ACLs of `path`; resolves to the new stat.
+    /// Sets the ACL of `path`; resolves to the new stat. An empty ACL is refused with
+    /// [`CuratorError::InvalidAcl`] before anything is sent.
     pub fn for_path(self, path: &str) -> Pending<zk::Stat> {
-        if let Err(err) = path::validate(path).and_then(|_| check_version(path, self.version)) {
+        let checked = path::validate(path)
+            .and_then(|_| check_version(path, self.version))
+            .and_then(|_| check_acl(path, &self.acl))
+            .and_then(|_| check_request_len(&self.fw, path, op_len(&self.fw, path, 0, &self.acl)));
+        if let Err(err) = checked {
             return Pending::failed(&self.fw, CuratorEventType::SetAcl, path, err);
         }
         let (fw, owned, version, acl) = (self.fw.clone(), path.to_string(), self.version, self.acl);
