@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use curator_core::listeners::{EventStream, ListenerId};
-use curator_core::{CuratorFramework, Result};
+use curator_core::{ConnectionState, CuratorFramework, Result};
 
 use crate::child_data::{ChildData, TreeCacheSelector};
 use crate::engine::{descendants, EngineConfig, EngineEvent, Scope};
@@ -48,7 +48,9 @@ pub enum TreeCacheEvent {
     Initialized,
     /// The connection is suspended.
     ConnectionSuspended,
-    /// Connected again; the cache catches up and reports what changed meanwhile.
+    /// Connected again (to the same session, or to a new one after `ConnectionLost`); the cache
+    /// catches up and reports what changed meanwhile. Not sent for the framework's first
+    /// connection, as Curator's TreeCache does not.
     ConnectionReconnected,
     /// The session was lost; the cache catches up on the next one.
     ConnectionLost,
@@ -148,6 +150,11 @@ impl TreeCache {
                 EngineEvent::Changed(_, node) => TreeCacheEvent::NodeUpdated(node),
                 EngineEvent::Deleted(node) => TreeCacheEvent::NodeRemoved(node),
                 EngineEvent::Initialized => TreeCacheEvent::Initialized,
+                // The framework's first connection is not a reconnection: Curator's TreeCache
+                // reports nothing on CONNECTED (it loads, and says `Initialized` when done).
+                EngineEvent::Connection(state) if state.state == ConnectionState::Connected => {
+                    return Translated::Nothing
+                }
                 EngineEvent::Connection(state) => match ConnectionChange::of(&state) {
                     Some(ConnectionChange::Suspended) => TreeCacheEvent::ConnectionSuspended,
                     Some(ConnectionChange::Reconnected) => TreeCacheEvent::ConnectionReconnected,

@@ -1,10 +1,15 @@
-//! TreeCache against a real ZooKeeper (the shared server): depth limit, selector, and events in
-//! order.
+//! TreeCache against a real ZooKeeper: depth limit, selector, and events in order; the first
+//! load level by level; no "reconnected" on the first connection; "initialized" again after a
+//! lost session; creating its path. Tests that follow Apache Curator's `TestTreeCache` name the
+//! test they follow.
 
-use curator_cache::{TreeCache, TreeCacheEvent, TreeCacheSelector};
-use curator_test::TestingServer;
-use tests::caches::{create, delete, next, set};
-use tests::{client, unique_path};
+use std::collections::BTreeSet;
+
+use curator_cache::{EventStream, TreeCache, TreeCacheEvent, TreeCacheSelector};
+use curator_core::CreateMode;
+use curator_test::{expire_session, TestingServer};
+use tests::caches::{create, delete, next, set, within};
+use tests::{builder, client, unique_path};
 
 fn server() -> String {
     TestingServer::shared().connect_string()
@@ -29,6 +34,164 @@ fn describe_tree(e: &TreeCacheEvent, base: &str) -> String {
         TreeCacheEvent::NodeRemoved(n) => format!("removed {}", rel(&n.path)),
         other => format!("{other:?}"),
     }
+}
+
+fn is_connection(e: &TreeCacheEvent) -> bool {
+    matches!(
+        e,
+        TreeCacheEvent::ConnectionSuspended | TreeCacheEvent::ConnectionReconnected | TreeCacheEvent::ConnectionLost
+    )
+}
+
+/// The events up to and including the next `Initialized`, described; connection events are
+/// kept only if `with_connection`.
+async fn until_initialized(events: &mut EventStream<TreeCacheEvent>, base: &str, with_connection: bool) -> Vec<String> {
+    let mut got = Vec::new();
+    loop {
+        let e = next(events).await;
+        if is_connection(&e) && !with_connection {
+            continue;
+        }
+        got.push(describe_tree(&e, base));
+        if matches!(e, TreeCacheEvent::Initialized) {
+            return got;
+        }
+    }
+}
+
+/// The next node event (connection events skipped), described.
+async fn next_node_event(events: &mut EventStream<TreeCacheEvent>, base: &str) -> String {
+    loop {
+        let e = next(events).await;
+        if !is_connection(&e) {
+            return describe_tree(&e, base);
+        }
+    }
+}
+
+fn names(children: Option<std::collections::BTreeMap<String, std::sync::Arc<curator_cache::ChildData>>>) -> Option<BTreeSet<String>> {
+    children.map(|c| c.into_keys().collect())
+}
+
+fn set_of(names: &[&str]) -> Option<BTreeSet<String>> {
+    Some(names.iter().map(|n| n.to_string()).collect())
+}
+
+/// Follows Curator's `TestTreeCache.testStartup`: the first load reports its nodes level by
+/// level (the root, its children by name, then their children), then `Initialized`. Before,
+/// they came in path order, depth first: `/t, /t/1, /t/2, /t/2/sub, /t/3`.
+#[tokio::test]
+async fn first_load_is_reported_level_by_level() {
+    let fw = client(&server()).await;
+    let base = unique_path("tcstartup");
+    create(&fw, &base, b"").await;
+    create(&fw, &format!("{base}/1"), b"one").await;
+    create(&fw, &format!("{base}/2"), b"two").await;
+    create(&fw, &format!("{base}/3"), b"three").await;
+    create(&fw, &format!("{base}/2/sub"), b"two-sub").await;
+    let tree = TreeCache::new(&fw, &base).unwrap();
+    let mut events = tree.events();
+    tree.start().unwrap();
+    let got = until_initialized(&mut events, &base, false).await;
+    assert_eq!(got, vec!["added ", "added /1", "added /2", "added /3", "added /2/sub", "Initialized"]);
+    // Nothing else was pending: the next event is the next change.
+    create(&fw, &format!("{base}/marker"), b"").await;
+    assert_eq!(next_node_event(&mut events, &base).await, "added /marker");
+
+    assert_eq!(names(tree.current_children(&base)), set_of(&["1", "2", "3", "marker"]));
+    assert_eq!(names(tree.current_children(&format!("{base}/1"))), set_of(&[]));
+    assert_eq!(names(tree.current_children(&format!("{base}/2"))), set_of(&["sub"]));
+    assert_eq!(names(tree.current_children(&format!("{base}/non_exist"))), None);
+    assert_eq!(tree.current_data(&format!("{base}/2/sub")).unwrap().data.as_deref(), Some(&b"two-sub"[..]));
+    tree.close();
+    fw.close().await;
+}
+
+/// Follows Curator's `TestTreeCache.testSelector`: a selector that does not traverse one node
+/// and does not accept another; the first load is level by level. Before, the order was depth
+/// first (`/n1-b/n2-a` before `/n1-d`).
+#[tokio::test]
+async fn selector_and_level_order() {
+    struct Selector(String);
+    impl TreeCacheSelector for Selector {
+        fn traverse_children(&self, path: &str) -> bool {
+            path != format!("{}/n1-b/n2-b", self.0)
+        }
+        fn accept_child(&self, path: &str) -> bool {
+            path != format!("{}/n1-c", self.0)
+        }
+    }
+    let fw = client(&server()).await;
+    let base = unique_path("tcselector");
+    for p in ["", "/n1-a", "/n1-b", "/n1-b/n2-a", "/n1-b/n2-b", "/n1-b/n2-b/n3-a", "/n1-c", "/n1-d"] {
+        create(&fw, &format!("{base}{p}"), b"").await;
+    }
+    let tree = TreeCache::builder(&fw, &base).selector(Selector(base.clone())).build().unwrap();
+    let mut events = tree.events();
+    tree.start().unwrap();
+    let got = until_initialized(&mut events, &base, false).await;
+    assert_eq!(
+        got,
+        vec!["added ", "added /n1-a", "added /n1-b", "added /n1-d", "added /n1-b/n2-a", "added /n1-b/n2-b", "Initialized"]
+    );
+    create(&fw, &format!("{base}/marker"), b"").await;
+    assert_eq!(next_node_event(&mut events, &base).await, "added /marker");
+    tree.close();
+    fw.close().await;
+}
+
+/// Follows Curator's `TestTreeCache.testServerNotStartedYet`, and checks what Curator's
+/// TreeCache does on the framework's first connection: nothing (it loads; "reconnected" is for
+/// reconnections). A cache started before its framework ever connected reports `Initialized`
+/// once the server is up, then the node created, and no connection event at all. Before, the
+/// first connection was reported as `ConnectionReconnected`, ahead of `Initialized`.
+#[tokio::test]
+async fn no_reconnected_event_on_the_first_connection() {
+    let mut server = TestingServer::start().await.unwrap();
+    server.stop().await.unwrap();
+    let fw = builder(&server.connect_string()).build().unwrap();
+    fw.start().unwrap();
+    let base = unique_path("tcfirst");
+    let tree = TreeCache::new(&fw, &base).unwrap();
+    let mut events = tree.events();
+    tree.start().unwrap();
+    server.restart().await.unwrap();
+    let got = within("initialized", until_initialized(&mut events, &base, true)).await;
+    assert_eq!(got, vec!["Initialized"]);
+    create(&fw, &base, b"").await;
+    let e = next(&mut events).await;
+    assert_eq!(describe_tree(&e, &base), "added ");
+    tree.close();
+    fw.close().await;
+}
+
+/// Follows Curator's `TestTreeCache.testKilledSession`: after a lost session the cache loads on
+/// the new one and reports `Initialized` again (Curator's TreeCache clears its "initialized"
+/// flag on LOST), once what changed meanwhile was reported: here, the removal of an ephemeral
+/// node of the lost session. Before, `Initialized` came only once.
+#[tokio::test]
+async fn initialized_again_after_a_lost_session() {
+    let connect = server();
+    let fw = client(&connect).await;
+    let base = unique_path("tckilled");
+    create(&fw, &base, b"").await;
+    let tree = TreeCache::new(&fw, &base).unwrap();
+    let mut events = tree.events();
+    tree.start().unwrap();
+    assert_eq!(until_initialized(&mut events, &base, false).await, vec!["added ", "Initialized"]);
+    create(&fw, &format!("{base}/foo"), b"foo").await;
+    assert_eq!(next_node_event(&mut events, &base).await, "added /foo");
+    fw.create().with_mode(CreateMode::Ephemeral).for_path(&format!("{base}/me"), b"data".to_vec()).await.unwrap();
+    assert_eq!(next_node_event(&mut events, &base).await, "added /me");
+
+    let info = fw.session().await.unwrap().client().session().clone();
+    expire_session(&connect, &info).await.unwrap();
+    let got = within("initialized again", until_initialized(&mut events, &base, true)).await;
+    assert_eq!(got, vec!["ConnectionLost", "ConnectionReconnected", "removed /me", "Initialized"]);
+    create(&fw, &format!("{base}/marker"), b"").await;
+    assert_eq!(next_node_event(&mut events, &base).await, "added /marker");
+    tree.close();
+    fw.close().await;
 }
 
 #[tokio::test]
