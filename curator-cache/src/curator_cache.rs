@@ -288,6 +288,8 @@ impl CuratorCache {
             // Listeners added later hear it first, so that `after_initialized` works for them too.
             EngineEvent::Initialized => Translated::Greeting(CuratorCacheEvent::Initialized),
             EngineEvent::Connection(state) => Translated::Event(CuratorCacheEvent::ConnectionStateChanged(state)),
+            // Curator's CuratorCache says "initialized" once; the catch-up's events were sent.
+            EngineEvent::Recovered => Translated::Nothing,
         })
     }
 

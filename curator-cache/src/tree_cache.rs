@@ -45,6 +45,11 @@ pub enum TreeCacheEvent {
     /// A node went away; this is its last cached state.
     NodeRemoved(Arc<ChildData>),
     /// The first load is done; every node present then was reported as `NodeAdded` before.
+    ///
+    /// Sent again after `ConnectionLost`, once the cache loaded on the new session and reported
+    /// what changed meanwhile (as Curator's TreeCache, which clears its "initialized" flag on
+    /// LOST): the cache is whole again. Not sent again after a reconnection to the same
+    /// session.
     Initialized,
     /// The connection is suspended.
     ConnectionSuspended,
@@ -149,7 +154,8 @@ impl TreeCache {
                 EngineEvent::Created(node) => TreeCacheEvent::NodeAdded(node),
                 EngineEvent::Changed(_, node) => TreeCacheEvent::NodeUpdated(node),
                 EngineEvent::Deleted(node) => TreeCacheEvent::NodeRemoved(node),
-                EngineEvent::Initialized => TreeCacheEvent::Initialized,
+                // Again after a lost session, once caught up, as Curator's TreeCache.
+                EngineEvent::Initialized | EngineEvent::Recovered => TreeCacheEvent::Initialized,
                 // The framework's first connection is not a reconnection: Curator's TreeCache
                 // reports nothing on CONNECTED (it loads, and says `Initialized` when done).
                 EngineEvent::Connection(state) if state.state == ConnectionState::Connected => {

@@ -187,7 +187,9 @@ async fn initialized_again_after_a_lost_session() {
     let info = fw.session().await.unwrap().client().session().clone();
     expire_session(&connect, &info).await.unwrap();
     let got = within("initialized again", until_initialized(&mut events, &base, true)).await;
-    assert_eq!(got, vec!["ConnectionLost", "ConnectionReconnected", "removed /me", "Initialized"]);
+    // The expiry may first cut the connection (suspended, reconnected) before the loss.
+    let from_loss: Vec<_> = got.iter().skip_while(|e| *e != "ConnectionLost").cloned().collect();
+    assert_eq!(from_loss, vec!["ConnectionLost", "ConnectionReconnected", "removed /me", "Initialized"], "{got:?}");
     create(&fw, &format!("{base}/marker"), b"").await;
     assert_eq!(next_node_event(&mut events, &base).await, "added /marker");
     tree.close();
@@ -216,7 +218,8 @@ async fn tree_cache_depth_selector_and_events() {
             break;
         }
     }
-    assert_eq!(got, vec!["added ", "added /a", "added /a/b", "added /locks", "Initialized"]);
+    // Level by level, as Curator's TreeCache.
+    assert_eq!(got, vec!["added ", "added /a", "added /locks", "added /a/b", "Initialized"]);
     let top: Vec<_> = tree.current_children(&base).unwrap().into_keys().collect();
     assert_eq!(top, vec!["a", "locks"]);
     assert_eq!(tree.size(), 4);

@@ -79,6 +79,9 @@ pub(super) struct Engine {
     /// Times the pauses between failed loads; reset by a successful one.
     retry: RetryLoop,
     avg_data_len: usize,
+    /// A `Lost` of this generation was reported after the first load: the first load on a
+    /// later session ends with [`EngineEvent::Recovered`].
+    recovering_from: Option<u64>,
 }
 
 async fn shutdown_signal(rx: &mut watch::Receiver<bool>) {
@@ -112,6 +115,7 @@ impl Engine {
                 Some(fw),
             ),
             avg_data_len: INITIAL_AVG_DATA,
+            recovering_from: None,
         }
     }
 
@@ -221,7 +225,27 @@ impl Engine {
             }
             ConnectionState::Suspended | ConnectionState::Latent | ConnectionState::Closed => {}
         }
+        let lost = (event.state == ConnectionState::Lost).then_some(event.generation);
         self.emit(EngineEvent::Connection(event));
+        if let Some(generation) = lost {
+            if self.shared.status.borrow().initialized {
+                self.recovering_from = Some(self.recovering_from.map_or(generation, |g| g.max(generation)));
+                // The map may already follow a later session (its load ended before this
+                // report came): then it is whole now.
+                if matches!(self.state, SyncState::InSync) {
+                    self.maybe_recovered();
+                }
+            }
+        }
+    }
+
+    /// Sends [`EngineEvent::Recovered`] if a loss is pending and the map follows a later session.
+    fn maybe_recovered(&mut self) {
+        let Some(lost) = self.recovering_from else { return };
+        if self.live.as_ref().is_some_and(|live| live.generation > lost) {
+            self.recovering_from = None;
+            self.emit(EngineEvent::Recovered);
+        }
     }
 
     fn on_command(&mut self, command: Command) {
@@ -426,7 +450,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Replaces the map with a fresh load and emits what differs (unless silent).
+    /// Replaces the map with a fresh load and emits what differs (unless silent): deletions
+    /// first (below before above), then creations and changes level by level.
     fn install(&mut self, loaded: NodeMap) {
         let silent = std::mem::take(&mut self.next_load.silent);
         let mut events = Vec::new();
@@ -438,7 +463,11 @@ impl Engine {
                         events.push(EngineEvent::Deleted(old.clone()));
                     }
                 }
-                for (path, new) in &loaded {
+                // Level by level, as Curator's TreeCache reports its first load: a node's
+                // parent before it, and all nodes of one depth before the next.
+                let mut level_order: Vec<(&String, &Arc<ChildData>)> = loaded.iter().collect();
+                level_order.sort_by(|(a, _), (b, _)| level_cmp(a, b));
+                for (path, new) in level_order {
                     match nodes.get(path) {
                         None => events.push(EngineEvent::Created(new.clone())),
                         Some(old) if old.stat.czxid != new.stat.czxid => {
@@ -466,13 +495,25 @@ impl Engine {
             live.link = live.link.settled();
         }
         if !self.shared.status.borrow().initialized {
+            self.recovering_from = None;
             self.emit(EngineEvent::Initialized);
             self.shared.status.send_modify(|s| s.initialized = true);
+        } else {
+            self.maybe_recovered();
         }
         for waiter in self.next_load.waiters.drain(..) {
             let _ = waiter.send(Ok(()));
         }
     }
+}
+
+/// Breadth-first order of full paths: by depth, then segment by segment (so the children of
+/// one parent stay together and in name order, as their parents are).
+fn level_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let segments = |p: &str| p.split('/').filter(|s| !s.is_empty()).count();
+    segments(a)
+        .cmp(&segments(b))
+        .then_with(|| a.split('/').filter(|s| !s.is_empty()).cmp(b.split('/').filter(|s| !s.is_empty())))
 }
 
 /// The framework's current session; "not started yet" counts as "not connected yet".
@@ -498,5 +539,21 @@ async fn next_event(watch: Option<&mut PersistentWatch>) -> Option<zk::WatchedEv
     match watch {
         Some(watch) if !watch.is_terminated() => watch.next().await,
         _ => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::level_cmp;
+
+    #[test]
+    fn level_order_is_breadth_first_with_siblings_by_name() {
+        let mut paths = vec!["/t/2/sub", "/t/3", "/t", "/t/b-c/y", "/t/1", "/t/b/x", "/t/b", "/t/b-c", "/t/2"];
+        paths.sort_by(|a, b| level_cmp(a, b));
+        // "/t/b-c/y" sorts before "/t/b/x" as a string ('-' < '/'), but its parent comes after.
+        assert_eq!(paths, vec!["/t", "/t/1", "/t/2", "/t/3", "/t/b", "/t/b-c", "/t/2/sub", "/t/b/x", "/t/b-c/y"]);
+        let mut from_root = vec!["/a", "/", "/a/b"];
+        from_root.sort_by(|a, b| level_cmp(a, b));
+        assert_eq!(from_root, vec!["/", "/a", "/a/b"]);
     }
 }

@@ -67,6 +67,10 @@ pub(crate) enum EngineEvent {
     Deleted(Arc<ChildData>),
     /// The first load is done (sent once, after its `Created` events).
     Initialized,
+    /// After a lost session (reported as `Connection(Lost)` once the first load was done), a
+    /// load on a later session is done and its differences were sent: the cache is whole again.
+    /// Sent once per loss, after that `Lost`.
+    Recovered,
     Connection(ConnectionStateEvent),
 }
 
