@@ -109,8 +109,9 @@ impl PathChildrenCacheEvent {
 ///
 /// Built on the same engine as [`CuratorCache`](crate::CuratorCache): one persistent recursive
 /// watch on the parent, one getData per added or changed child, nothing for a removal, and a
-/// multi-read load at start and after reconnecting. The parent need not exist. Dropping the
-/// cache closes it.
+/// multi-read load at start and after reconnecting. The parent need not exist: the cache makes
+/// it, as a container, when it starts (see
+/// [`PathChildrenCacheBuilder::create_parent_containers`]). Dropping the cache closes it.
 pub struct PathChildrenCache {
     shell: CacheShell<PathChildrenCacheEvent>,
 }
@@ -127,12 +128,23 @@ pub struct PathChildrenCacheBuilder {
     fw: CuratorFramework,
     path: String,
     cache_data: bool,
+    create_parent_containers: bool,
 }
 
 impl PathChildrenCacheBuilder {
     /// Whether data is kept (default `true`); without, children carry stats only.
     pub fn cache_data(mut self, cache_data: bool) -> Self {
         self.cache_data = cache_data;
+        self
+    }
+
+    /// Whether the cache makes its path, and the missing parents, as containers when it
+    /// starts (default `true`, as Curator's PathChildrenCache, which calls `EnsureContainers` on
+    /// its path). Curator's cache also makes the path again when it finds it gone; this one
+    /// makes it at start only: a path deleted on purpose stays deleted until someone makes it
+    /// again, and the cache follows it then.
+    pub fn create_parent_containers(mut self, create: bool) -> Self {
+        self.create_parent_containers = create;
         self
     }
 
@@ -145,6 +157,7 @@ impl PathChildrenCacheBuilder {
         let config = EngineConfig {
             scope: Scope { root: self.path, max_depth: 1, selector: None },
             cache_data: self.cache_data,
+            create_path: self.create_parent_containers,
         };
         Ok(PathChildrenCache { shell: CacheShell::new(&self.fw, config, true)? })
     }
@@ -166,7 +179,12 @@ impl PathChildrenCache {
 
     /// A builder of a cache of the children of `path`.
     pub fn builder(fw: &CuratorFramework, path: &str) -> PathChildrenCacheBuilder {
-        PathChildrenCacheBuilder { fw: fw.clone(), path: path.to_string(), cache_data: true }
+        PathChildrenCacheBuilder {
+            fw: fw.clone(),
+            path: path.to_string(),
+            cache_data: true,
+            create_parent_containers: true,
+        }
     }
 
     /// Starts the cache. With [`StartMode::BuildInitialCache`] it returns once the first

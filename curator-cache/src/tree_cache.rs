@@ -68,6 +68,7 @@ pub struct TreeCacheBuilder {
     cache_data: bool,
     max_depth: usize,
     selector: Option<Arc<dyn TreeCacheSelector>>,
+    create_parent_containers: bool,
 }
 
 impl std::fmt::Debug for TreeCacheBuilder {
@@ -76,6 +77,7 @@ impl std::fmt::Debug for TreeCacheBuilder {
             .field("path", &self.path)
             .field("cache_data", &self.cache_data)
             .field("max_depth", &self.max_depth)
+            .field("create_parent_containers", &self.create_parent_containers)
             .finish_non_exhaustive()
     }
 }
@@ -96,6 +98,12 @@ impl TreeCacheBuilder {
         self.selector = Some(Arc::new(selector));
         self
     }
+    /// Whether the cache makes its path, and the missing parents, as containers when it starts
+    /// (default `false`; Curator's `setCreateParentNodes`).
+    pub fn create_parent_containers(mut self, create: bool) -> Self {
+        self.create_parent_containers = create;
+        self
+    }
     /// Checks the path and builds the cache (not started).
     ///
     /// # Errors
@@ -105,6 +113,7 @@ impl TreeCacheBuilder {
         let config = EngineConfig {
             scope: Scope { root: self.path, max_depth: self.max_depth, selector: self.selector },
             cache_data: self.cache_data,
+            create_path: self.create_parent_containers,
         };
         Ok(TreeCache { shell: CacheShell::new(&self.fw, config, true)? })
     }
@@ -141,6 +150,7 @@ impl TreeCache {
             cache_data: true,
             max_depth: usize::MAX,
             selector: None,
+            create_parent_containers: false,
         }
     }
 

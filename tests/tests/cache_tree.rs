@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use curator_cache::{EventStream, TreeCache, TreeCacheEvent, TreeCacheSelector};
 use curator_core::CreateMode;
 use curator_test::{expire_session, TestingServer};
-use tests::caches::{create, delete, next, set, within};
+use tests::caches::{create, delete, exists, next, set, within};
 use tests::{builder, client, unique_path};
 
 fn server() -> String {
@@ -69,7 +69,9 @@ async fn next_node_event(events: &mut EventStream<TreeCacheEvent>, base: &str) -
     }
 }
 
-fn names(children: Option<std::collections::BTreeMap<String, std::sync::Arc<curator_cache::ChildData>>>) -> Option<BTreeSet<String>> {
+fn names(
+    children: Option<std::collections::BTreeMap<String, std::sync::Arc<curator_cache::ChildData>>>,
+) -> Option<BTreeSet<String>> {
     children.map(|c| c.into_keys().collect())
 }
 
@@ -132,7 +134,15 @@ async fn selector_and_level_order() {
     let got = until_initialized(&mut events, &base, false).await;
     assert_eq!(
         got,
-        vec!["added ", "added /n1-a", "added /n1-b", "added /n1-d", "added /n1-b/n2-a", "added /n1-b/n2-b", "Initialized"]
+        vec![
+            "added ",
+            "added /n1-a",
+            "added /n1-b",
+            "added /n1-d",
+            "added /n1-b/n2-a",
+            "added /n1-b/n2-b",
+            "Initialized"
+        ]
     );
     create(&fw, &format!("{base}/marker"), b"").await;
     assert_eq!(next_node_event(&mut events, &base).await, "added /marker");
@@ -250,6 +260,31 @@ async fn tree_cache_depth_selector_and_events() {
     assert_eq!(got, vec!["added /d", "updated /d", "removed /d", "added /d"]);
     assert_eq!(tree.current_data(&format!("{base}/d")).unwrap().data.as_deref(), Some(&b"3"[..]));
     assert!(tree.current_data(&format!("{base}/a/b/c")).is_none());
+    tree.close();
+    fw.close().await;
+}
+
+/// Follows Curator's `TestTreeCache.testCreateParents`: by default a TreeCache leaves a missing
+/// path alone; with `create_parent_containers(true)` (Curator's `setCreateParentNodes`) it makes
+/// the path and its parents as containers at start, and reports the path. Before, there was no
+/// such option.
+#[tokio::test]
+async fn create_parent_containers_makes_the_path() {
+    let fw = client(&server()).await;
+    let base = unique_path("tcparents");
+    let path = format!("{base}/one/two/three");
+    let tree = TreeCache::new(&fw, &path).unwrap();
+    let mut events = tree.events();
+    tree.start().unwrap();
+    assert_eq!(until_initialized(&mut events, &base, false).await, vec!["Initialized"]);
+    assert!(!exists(&fw, &base).await);
+    tree.close();
+
+    let tree = TreeCache::builder(&fw, &path).create_parent_containers(true).build().unwrap();
+    let mut events = tree.events();
+    tree.start().unwrap();
+    assert_eq!(until_initialized(&mut events, &base, false).await, vec!["added /one/two/three", "Initialized"]);
+    assert!(exists(&fw, &base).await && exists(&fw, &path).await);
     tree.close();
     fw.close().await;
 }

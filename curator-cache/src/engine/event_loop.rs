@@ -8,8 +8,8 @@ use std::sync::Arc;
 use curator_core::retry::{ExponentialBackoffForever, RetryLoop};
 use curator_core::zk;
 use curator_core::{
-    ConnectionState, ConnectionStateEvent, ConnectionStateStream, CuratorError, CuratorFramework, PersistentWatch,
-    Result,
+    ConnectionState, ConnectionStateEvent, ConnectionStateStream, CreateMode, CuratorError, CuratorFramework,
+    PersistentWatch, Result,
 };
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
@@ -82,6 +82,8 @@ pub(super) struct Engine {
     /// A `Lost` of this generation was reported after the first load: the first load on a
     /// later session ends with [`EngineEvent::Recovered`].
     recovering_from: Option<u64>,
+    /// The root is still to be made (`EngineConfig::create_path`).
+    create_path: bool,
 }
 
 async fn shutdown_signal(rx: &mut watch::Receiver<bool>) {
@@ -101,6 +103,7 @@ impl Engine {
     ) -> Self {
         Self {
             fw: fw.clone(),
+            create_path: config.create_path,
             config,
             shared,
             sink,
@@ -419,6 +422,10 @@ impl Engine {
         if generation <= self.dead_generation {
             return Err(CuratorError::ConnectionLoss { path: root, detail: "waiting for a new session".into() });
         }
+        if self.create_path {
+            ensure_path(&self.fw, &root).await?;
+            self.create_path = false;
+        }
         if reuse {
             if let Some(live) = self.live.as_mut() {
                 // Whatever these reads would do, the load sees as well.
@@ -503,6 +510,31 @@ impl Engine {
         }
         for waiter in self.next_load.waiters.drain(..) {
             let _ = waiter.send(Ok(()));
+        }
+    }
+}
+
+/// Makes `root` and its missing parents as containers (Curator's `EnsureContainers`), with
+/// core's create with parent containers (plain persistent nodes if the framework disables
+/// containers). An existing node is fine. An error a retry may mend fails the load (it is
+/// retried); any other (no permission, say) is logged and the cache goes on without making the
+/// path, as Curator's caches do.
+async fn ensure_path(fw: &CuratorFramework, root: &str) -> Result<()> {
+    if root == "/" {
+        return Ok(());
+    }
+    let mode = if fw.use_container_parents() { CreateMode::Container } else { CreateMode::Persistent };
+    match fw.create().creating_parent_containers_if_needed().with_mode(mode).for_path(root, Vec::new()).await {
+        Ok(_) => {
+            tracing::debug!(path = %root, "cache path created");
+            Ok(())
+        }
+        Err(CuratorError::NodeExists { .. }) => Ok(()),
+        Err(err @ CuratorError::Closed) => Err(err),
+        Err(err) if err.is_retryable() => Err(err),
+        Err(err) => {
+            tracing::warn!(path = %root, error = %err, "cannot make the cache's path; going on without it");
+            Ok(())
         }
     }
 }

@@ -82,6 +82,9 @@ pub(crate) type Sink = Box<dyn FnMut(EngineEvent) + Send>;
 pub(crate) struct EngineConfig {
     pub(crate) scope: Scope,
     pub(crate) cache_data: bool,
+    /// Make the root and its missing parents as containers before the first load (Curator's
+    /// `EnsureContainers`, through core's create with parent containers).
+    pub(crate) create_path: bool,
 }
 
 /// Progress of the engine, for `start` and `wait_initialized`.
