@@ -124,6 +124,7 @@ mod send_checks {
         send(cc.wait_initialized());
         send(pcc.start(StartMode::Normal));
         send(pcc.rebuild());
+        send(pcc.rebuild_node("/a/b"));
         send(pcc.clear_and_refresh());
         send(nc.start(true));
         send(tc.wait_initialized());

@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use curator_core::listeners::{EventStream, ListenerId};
-use curator_core::{CuratorFramework, Result};
+use curator_core::{CuratorError, CuratorFramework, Result};
 
 use crate::child_data::ChildData;
 use crate::engine::{descendants, EngineConfig, EngineEvent, Scope, Shared};
@@ -271,6 +271,28 @@ impl PathChildrenCache {
     /// The load's error, or `IllegalState` when the cache does not run.
     pub async fn rebuild(&self) -> Result<()> {
         self.shell.core().rebuild().await
+    }
+
+    /// Reads the child at the full path `full_path` again from the server and replaces it in
+    /// the cache (or drops it if it is gone), without any event (Curator's `rebuildNode`).
+    /// Returns once done. The read is sent after the reads of the changes seen before, so the
+    /// cache then holds the child as the server had it when this was called, or later. While
+    /// the cache is catching up (after a reconnection, say), it waits for that load instead,
+    /// which reads every child.
+    ///
+    /// # Errors
+    /// `InvalidPath` for a malformed path, `InvalidArgument` if `full_path` is not a child of the
+    /// cache's path, `IllegalState` when the cache does not run, or the read's error.
+    pub async fn rebuild_node(&self, full_path: &str) -> Result<()> {
+        curator_core::path::validate(full_path)?;
+        let core = self.shell.core();
+        if core.scope().depth(full_path) != Some(1) {
+            return Err(CuratorError::InvalidArgument {
+                path: full_path.to_string(),
+                reason: format!("not a child of the cache's path {}", core.root()),
+            });
+        }
+        core.rebuild_node(full_path).await
     }
 
     /// Stops the cache and its watch, and clears it; listener streams end after the events

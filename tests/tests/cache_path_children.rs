@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use curator_cache::{NodeCache, PathChildrenCache, PathChildrenCacheEvent, StartMode};
+use curator_core::CuratorError;
 use curator_test::{eventually, TestingServer, Timing};
 use tests::caches::{children_events_until, create, create_ephemeral, delete, describe, exists, set, within};
 use tests::zk::raw_client;
@@ -347,5 +348,54 @@ async fn the_cache_follows_its_path_deleted_and_made_again() {
     let got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
     assert_eq!(got, vec!["added new"]);
     cache.close();
+    fw.close().await;
+}
+
+/// Follows Curator's `TestPathChildrenCache.testRebuildNode`: `rebuild_node` reads one child
+/// again from the server and returns once the cache holds it, without events. Here the cache
+/// was cleared first, so only a re-read can bring the child back; a child gone on the server is
+/// dropped; bad paths are refused with typed errors. (New API: this did not compile before.)
+#[tokio::test]
+async fn rebuild_node_reads_one_child_again_without_events() {
+    let fw = client(&server()).await;
+    let base = unique_path("pccrebuildnode");
+    create(&fw, &format!("{base}/one"), b"one").await;
+    create(&fw, &format!("{base}/two"), b"two").await;
+    let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
+    let idle = PathChildrenCache::new(&fw, &base, true).unwrap();
+    assert!(matches!(idle.rebuild_node(&format!("{base}/one")).await, Err(CuratorError::IllegalState(_))));
+    let mut events = cache.events();
+    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+
+    cache.clear();
+    let one = format!("{base}/one");
+    within("rebuild_node", cache.rebuild_node(&one)).await.unwrap();
+    let names: Vec<_> = cache.current_data().iter().map(|n| n.name().to_string()).collect();
+    assert_eq!(names, vec!["one"], "only that child was read again");
+    assert_eq!(cache.current_data_for(&one).unwrap().data.as_deref(), Some(&b"one"[..]));
+
+    // The server's latest, at once after the call (whether or not the change's event was seen).
+    set(&fw, &one, b"alt").await;
+    within("rebuild_node", cache.rebuild_node(&one)).await.unwrap();
+    assert_eq!(cache.current_data_for(&one).unwrap().data.as_deref(), Some(&b"alt"[..]));
+    // A child that does not exist is not cached.
+    within("rebuild_node", cache.rebuild_node(&format!("{base}/absent"))).await.unwrap();
+    assert!(cache.current_data_for(&format!("{base}/absent")).is_none());
+
+    for bad in [base.clone(), format!("{base}/one/deeper"), "/elsewhere/x".to_string()] {
+        assert!(matches!(cache.rebuild_node(&bad).await, Err(CuratorError::InvalidArgument { .. })), "{bad}");
+    }
+    assert!(matches!(cache.rebuild_node("no-slash").await, Err(CuratorError::InvalidPath { .. })));
+
+    // No event for the rebuilt children: the next ones are the change to "alt" (if its read came
+    // before the rebuild's) and the marker.
+    create(&fw, &format!("{base}/marker"), b"").await;
+    let mut got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
+    if got == ["updated one alt"] {
+        got = children_events_until(&mut events, 1).await.iter().map(describe).collect();
+    }
+    assert_eq!(got, vec!["added marker"]);
+    cache.close();
+    idle.close();
     fw.close().await;
 }

@@ -13,7 +13,7 @@ use curator_core::{
 };
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::handle::Command;
@@ -27,8 +27,20 @@ type ActionFuture = Pin<Box<dyn Future<Output = Action> + Send>>;
 
 /// A node event turned into work, applied in the order the events came.
 enum Action {
-    Read { path: String, result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error> },
-    Delete { path: String, zxid: i64 },
+    Read {
+        path: String,
+        result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error>,
+    },
+    Delete {
+        path: String,
+        zxid: i64,
+    },
+    /// The read of a `rebuild_node` command, applied without events.
+    Rebuilt {
+        id: u64,
+        path: String,
+        result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error>,
+    },
 }
 
 /// The session the engine follows.
@@ -84,6 +96,10 @@ pub(super) struct Engine {
     recovering_from: Option<u64>,
     /// The root is still to be made (`EngineConfig::create_path`).
     create_path: bool,
+    /// `rebuild_node` commands whose read is in flight, by id. A load answers those left when
+    /// it starts (it reads everything, and drops the reads in flight).
+    node_rebuilds: std::collections::HashMap<u64, oneshot::Sender<Result<()>>>,
+    next_rebuild_id: u64,
 }
 
 async fn shutdown_signal(rx: &mut watch::Receiver<bool>) {
@@ -119,6 +135,8 @@ impl Engine {
             ),
             avg_data_len: INITIAL_AVG_DATA,
             recovering_from: None,
+            node_rebuilds: std::collections::HashMap::new(),
+            next_rebuild_id: 0,
         }
     }
 
@@ -131,6 +149,8 @@ impl Engine {
         loop {
             if self.state.load_due() {
                 self.state = SyncState::Loading;
+                let rebuilds: Vec<_> = self.node_rebuilds.drain().map(|(_, reply)| reply).collect();
+                self.next_load.waiters.extend(rebuilds);
                 let mut shutdown = self.shutdown.clone();
                 // A connection change abandons a load: it is reported first, and the load
                 // starts over on whatever session is current (loads are cheap, changes rare).
@@ -261,6 +281,24 @@ impl Engine {
                 self.shared.clear();
                 self.next_load.waiters.push(reply);
             }
+            Command::RebuildNode(path, reply) => {
+                match self.live.as_mut() {
+                    Some(live) if matches!(self.state, SyncState::InSync) => {
+                        // In line with the reads of the events before it, so that it is applied
+                        // after them.
+                        tracing::trace!(path = %path, "rebuilding one node");
+                        let id = self.next_rebuild_id;
+                        self.next_rebuild_id += 1;
+                        self.node_rebuilds.insert(id, reply);
+                        let read = live.client.get_data(&path);
+                        live.pending
+                            .push_back(Box::pin(async move { Action::Rebuilt { id, path, result: read.await } }));
+                    }
+                    // A load is due: it reads this node too.
+                    _ => self.next_load.waiters.push(reply),
+                }
+                return;
+            }
         }
         self.need_sync();
     }
@@ -338,7 +376,42 @@ impl Engine {
                 }
             },
             Action::Delete { path, zxid } => self.apply_delete(&path, zxid),
+            Action::Rebuilt { id, path, result } => self.apply_rebuilt(id, path, result),
         }
+    }
+
+    /// Applies the read of a `rebuild_node` without events: the node as read (unless the map
+    /// holds a newer state), or nothing if it is gone.
+    fn apply_rebuilt(&mut self, id: u64, path: String, result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error>) {
+        // Not there: a load started since, and answers the command.
+        let Some(reply) = self.node_rebuilds.remove(&id) else { return };
+        let outcome = match result {
+            Ok((data, stat)) => {
+                let mut nodes = self.shared.nodes_mut();
+                let newer =
+                    nodes.get(&path).map_or(true, |old| stat.czxid != old.stat.czxid || stat.mzxid > old.stat.mzxid);
+                if newer {
+                    let node = ChildData { path: path.clone(), stat, data: self.config.cache_data.then_some(data) };
+                    nodes.insert(path, Arc::new(node));
+                }
+                Ok(())
+            }
+            Err(zk::Error::NoNode) => {
+                let mut nodes = self.shared.nodes_mut();
+                let below: Vec<String> = descendants(&nodes, &path).map(|(k, _)| k.clone()).collect();
+                for key in below {
+                    nodes.remove(&key);
+                }
+                nodes.remove(&path);
+                Ok(())
+            }
+            Err(err) => {
+                tracing::debug!(path = %path, error = %err, "rebuild read failed; the cache will load again");
+                self.need_sync();
+                Err(CuratorError::from_zk(&path, err))
+            }
+        };
+        let _ = reply.send(outcome);
     }
 
     fn apply_read(&mut self, path: String, data: Vec<u8>, stat: zk::Stat) {
