@@ -399,3 +399,18 @@ async fn rebuild_node_reads_one_child_again_without_events() {
     idle.close();
     fw.close().await;
 }
+
+/// Follows Curator's `TestPathChildrenCache.testPostInitializedForEmpty`: with
+/// `PostInitializedEvent`, a cache of a path without children still says `Initialized`.
+#[tokio::test]
+async fn post_initialized_event_for_an_empty_path() {
+    let fw = client(&server()).await;
+    let base = unique_path("pccempty");
+    let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
+    let mut events = cache.events();
+    within("start", cache.start(StartMode::PostInitializedEvent)).await.unwrap();
+    let got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
+    assert_eq!(got, vec!["initialized []"]);
+    cache.close();
+    fw.close().await;
+}

@@ -288,3 +288,57 @@ async fn create_parent_containers_makes_the_path() {
     tree.close();
     fw.close().await;
 }
+
+/// Follows Curator's `TestTreeCache.testDeleteThenCreateRoot`: the cache's root deleted and
+/// created again, twice, is reported each time, and nothing else.
+#[tokio::test]
+async fn root_deleted_then_created_again() {
+    let fw = client(&server()).await;
+    let base = unique_path("tcroot");
+    let foo = format!("{base}/foo");
+    create(&fw, &foo, b"one").await;
+    let tree = TreeCache::new(&fw, &foo).unwrap();
+    let mut events = tree.events();
+    tree.start().unwrap();
+    assert_eq!(until_initialized(&mut events, &foo, false).await, vec!["added ", "Initialized"]);
+    for _ in 0..2 {
+        delete(&fw, &foo).await;
+        assert_eq!(next_node_event(&mut events, &foo).await, "removed ");
+        create(&fw, &foo, b"two").await;
+        assert_eq!(next_node_event(&mut events, &foo).await, "added ");
+    }
+    assert_eq!(tree.current_data(&foo).unwrap().data.as_deref(), Some(&b"two"[..]));
+    create(&fw, &format!("{foo}/marker"), b"").await;
+    assert_eq!(next_node_event(&mut events, &foo).await, "added /marker");
+    tree.close();
+    fw.close().await;
+}
+
+/// Follows Curator's `TestTreeCache.testDepth0` and `testBasics`: with depth 0 only the root is
+/// cached and its children map is empty; `current_children` of a node not cached (a child out
+/// of depth, a missing one, or a path that only shares a prefix with the root) is `None`.
+#[tokio::test]
+async fn depth_zero_and_children_of_nodes_not_cached() {
+    let fw = client(&server()).await;
+    let base = unique_path("tcdepth0");
+    for (p, d) in [("", ""), ("/1", "one"), ("/2", "two"), ("/3", "three"), ("/2/sub", "two-sub")] {
+        create(&fw, &format!("{base}{p}"), d.as_bytes()).await;
+    }
+    let tree = TreeCache::builder(&fw, &base).max_depth(0).build().unwrap();
+    let mut events = tree.events();
+    tree.start().unwrap();
+    assert_eq!(until_initialized(&mut events, &base, false).await, vec!["added ", "Initialized"]);
+    assert_eq!(names(tree.current_children(&base)), set_of(&[]));
+    assert!(tree.current_data(&format!("{base}/1")).is_none());
+    assert_eq!(names(tree.current_children(&format!("{base}/1"))), None);
+    assert_eq!(names(tree.current_children(&format!("{base}/non_exist"))), None);
+    assert_eq!(names(tree.current_children(&format!("{base}ing"))), None);
+    assert_eq!(names(tree.current_children(&base[..base.len() - 1])), None);
+    // Changes below the root are not its business; the root's own are.
+    set(&fw, &format!("{base}/1"), b"x").await;
+    set(&fw, &base, b"root").await;
+    assert_eq!(next_node_event(&mut events, &base).await, "updated ");
+    assert_eq!(tree.size(), 1);
+    tree.close();
+    fw.close().await;
+}
