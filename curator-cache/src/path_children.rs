@@ -151,7 +151,7 @@ impl PathChildrenCacheBuilder {
     /// Checks the path and builds the cache (not started).
     ///
     /// # Errors
-    /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
+    /// [`CuratorError::InvalidPath`] for a path
     /// ZooKeeper would refuse.
     pub fn build(self) -> Result<PathChildrenCache> {
         let config = EngineConfig {
@@ -171,7 +171,7 @@ impl PathChildrenCache {
     /// A cache of the children of `path`, keeping their data if `cache_data`.
     ///
     /// # Errors
-    /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
+    /// [`CuratorError::InvalidPath`] for a path
     /// ZooKeeper would refuse.
     pub fn new(fw: &CuratorFramework, path: &str, cache_data: bool) -> Result<Self> {
         Self::builder(fw, path).cache_data(cache_data).build()
