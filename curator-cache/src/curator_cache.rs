@@ -41,6 +41,10 @@ pub enum CuratorCacheOption {
     DoNotCacheData,
     /// Keep the cached nodes after [`CuratorCache::close`] (they are cleared by default).
     DoNotClearOnClose,
+    /// Make the cache's path, and its missing parents, as containers when the cache starts
+    /// (Curator's CuratorCache has no such option; its TreeCache's `setCreateParentNodes` does
+    /// this). By default the path is left alone and the cache fills when it appears.
+    CreateParentContainers,
 }
 
 /// A change seen by a [`CuratorCache`].
@@ -238,6 +242,7 @@ impl CuratorCacheBuilder {
                 selector: self.selector.clone(),
             },
             cache_data: !has(CuratorCacheOption::DoNotCacheData),
+            create_path: has(CuratorCacheOption::CreateParentContainers),
         };
         let shell = CacheShell::new(&self.fw, config, !has(CuratorCacheOption::DoNotClearOnClose))?;
         Ok(CuratorCache { shell })
@@ -288,6 +293,8 @@ impl CuratorCache {
             // Listeners added later hear it first, so that `after_initialized` works for them too.
             EngineEvent::Initialized => Translated::Greeting(CuratorCacheEvent::Initialized),
             EngineEvent::Connection(state) => Translated::Event(CuratorCacheEvent::ConnectionStateChanged(state)),
+            // Curator's CuratorCache says "initialized" once; the catch-up's events were sent.
+            EngineEvent::Recovered => Translated::Nothing,
         })
     }
 

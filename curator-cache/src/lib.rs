@@ -16,7 +16,7 @@
 //! fw.start()?;
 //! fw.block_until_connected(Duration::from_secs(10)).await?;
 //!
-//! let cache = PathChildrenCache::new(&fw, "/members", true)?; // need not exist yet
+//! let cache = PathChildrenCache::new(&fw, "/members", true)?; // made at start if missing
 //! let mut events = cache.events();
 //! cache.start(StartMode::BuildInitialCache).await?;
 //!
@@ -78,7 +78,10 @@
 //! its watch (as after every reconnection): give such a cache its own `CuratorFramework`.
 //!
 //! Paths are checked when a cache is built ([`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath));
-//! the root need not exist. Data is bytes, whatever it held before.
+//! the root need not exist. A [`PathChildrenCache`] makes its path and the missing parents as
+//! containers when it starts, as Curator's does; the other caches do on request
+//! ([`TreeCacheBuilder::create_parent_containers`], [`CuratorCacheOption::CreateParentContainers`]).
+//! Data is bytes, whatever it held before.
 #![warn(missing_docs)]
 
 pub mod child_data;
@@ -121,6 +124,7 @@ mod send_checks {
         send(cc.wait_initialized());
         send(pcc.start(StartMode::Normal));
         send(pcc.rebuild());
+        send(pcc.rebuild_node("/a/b"));
         send(pcc.clear_and_refresh());
         send(nc.start(true));
         send(tc.wait_initialized());

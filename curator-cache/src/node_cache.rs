@@ -58,8 +58,11 @@ impl NodeCache {
     /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
     /// ZooKeeper would refuse.
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
-        let config =
-            EngineConfig { scope: Scope { root: path.to_string(), max_depth: 0, selector: None }, cache_data: true };
+        let config = EngineConfig {
+            scope: Scope { root: path.to_string(), max_depth: 0, selector: None },
+            cache_data: true,
+            create_path: false,
+        };
         Ok(Self { shell: CacheShell::new(fw, config, true)? })
     }
 

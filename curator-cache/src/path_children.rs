@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use curator_core::listeners::{EventStream, ListenerId};
-use curator_core::{CuratorFramework, Result};
+use curator_core::{CuratorError, CuratorFramework, Result};
 
 use crate::child_data::ChildData;
 use crate::engine::{descendants, EngineConfig, EngineEvent, Scope, Shared};
@@ -109,8 +109,9 @@ impl PathChildrenCacheEvent {
 ///
 /// Built on the same engine as [`CuratorCache`](crate::CuratorCache): one persistent recursive
 /// watch on the parent, one getData per added or changed child, nothing for a removal, and a
-/// multi-read load at start and after reconnecting. The parent need not exist. Dropping the
-/// cache closes it.
+/// multi-read load at start and after reconnecting. The parent need not exist: the cache makes
+/// it, as a container, when it starts (see
+/// [`PathChildrenCacheBuilder::create_parent_containers`]). Dropping the cache closes it.
 pub struct PathChildrenCache {
     shell: CacheShell<PathChildrenCacheEvent>,
 }
@@ -127,6 +128,7 @@ pub struct PathChildrenCacheBuilder {
     fw: CuratorFramework,
     path: String,
     cache_data: bool,
+    create_parent_containers: bool,
 }
 
 impl PathChildrenCacheBuilder {
@@ -136,15 +138,26 @@ impl PathChildrenCacheBuilder {
         self
     }
 
+    /// Whether the cache makes its path, and the missing parents, as containers when it
+    /// starts (default `true`, as Curator's PathChildrenCache, which calls `EnsureContainers` on
+    /// its path). Curator's cache also makes the path again when it finds it gone; this one
+    /// makes it at start only: a path deleted on purpose stays deleted until someone makes it
+    /// again, and the cache follows it then.
+    pub fn create_parent_containers(mut self, create: bool) -> Self {
+        self.create_parent_containers = create;
+        self
+    }
+
     /// Checks the path and builds the cache (not started).
     ///
     /// # Errors
-    /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
+    /// [`CuratorError::InvalidPath`] for a path
     /// ZooKeeper would refuse.
     pub fn build(self) -> Result<PathChildrenCache> {
         let config = EngineConfig {
             scope: Scope { root: self.path, max_depth: 1, selector: None },
             cache_data: self.cache_data,
+            create_path: self.create_parent_containers,
         };
         Ok(PathChildrenCache { shell: CacheShell::new(&self.fw, config, true)? })
     }
@@ -158,7 +171,7 @@ impl PathChildrenCache {
     /// A cache of the children of `path`, keeping their data if `cache_data`.
     ///
     /// # Errors
-    /// [`CuratorError::InvalidPath`](curator_core::CuratorError::InvalidPath) for a path
+    /// [`CuratorError::InvalidPath`] for a path
     /// ZooKeeper would refuse.
     pub fn new(fw: &CuratorFramework, path: &str, cache_data: bool) -> Result<Self> {
         Self::builder(fw, path).cache_data(cache_data).build()
@@ -166,7 +179,12 @@ impl PathChildrenCache {
 
     /// A builder of a cache of the children of `path`.
     pub fn builder(fw: &CuratorFramework, path: &str) -> PathChildrenCacheBuilder {
-        PathChildrenCacheBuilder { fw: fw.clone(), path: path.to_string(), cache_data: true }
+        PathChildrenCacheBuilder {
+            fw: fw.clone(),
+            path: path.to_string(),
+            cache_data: true,
+            create_parent_containers: true,
+        }
     }
 
     /// Starts the cache. With [`StartMode::BuildInitialCache`] it returns once the first
@@ -253,6 +271,28 @@ impl PathChildrenCache {
     /// The load's error, or `IllegalState` when the cache does not run.
     pub async fn rebuild(&self) -> Result<()> {
         self.shell.core().rebuild().await
+    }
+
+    /// Reads the child at the full path `full_path` again from the server and replaces it in
+    /// the cache (or drops it if it is gone), without any event (Curator's `rebuildNode`).
+    /// Returns once done. The read is sent after the reads of the changes seen before, so the
+    /// cache then holds the child as the server had it when this was called, or later. While
+    /// the cache is catching up (after a reconnection, say), it waits for that load instead,
+    /// which reads every child.
+    ///
+    /// # Errors
+    /// `InvalidPath` for a malformed path, `InvalidArgument` if `full_path` is not a child of the
+    /// cache's path, `IllegalState` when the cache does not run, or the read's error.
+    pub async fn rebuild_node(&self, full_path: &str) -> Result<()> {
+        curator_core::path::validate(full_path)?;
+        let core = self.shell.core();
+        if core.scope().depth(full_path) != Some(1) {
+            return Err(CuratorError::InvalidArgument {
+                path: full_path.to_string(),
+                reason: format!("not a child of the cache's path {}", core.root()),
+            });
+        }
+        core.rebuild_node(full_path).await
     }
 
     /// Stops the cache and its watch, and clears it; listener streams end after the events

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use curator_core::listeners::{EventStream, ListenerId};
-use curator_core::{CuratorFramework, Result};
+use curator_core::{ConnectionState, CuratorFramework, Result};
 
 use crate::child_data::{ChildData, TreeCacheSelector};
 use crate::engine::{descendants, EngineConfig, EngineEvent, Scope};
@@ -45,10 +45,17 @@ pub enum TreeCacheEvent {
     /// A node went away; this is its last cached state.
     NodeRemoved(Arc<ChildData>),
     /// The first load is done; every node present then was reported as `NodeAdded` before.
+    ///
+    /// Sent again after `ConnectionLost`, once the cache loaded on the new session and reported
+    /// what changed meanwhile (as Curator's TreeCache, which clears its "initialized" flag on
+    /// LOST): the cache is whole again. Not sent again after a reconnection to the same
+    /// session.
     Initialized,
     /// The connection is suspended.
     ConnectionSuspended,
-    /// Connected again; the cache catches up and reports what changed meanwhile.
+    /// Connected again (to the same session, or to a new one after `ConnectionLost`); the cache
+    /// catches up and reports what changed meanwhile. Not sent for the framework's first
+    /// connection, as Curator's TreeCache does not.
     ConnectionReconnected,
     /// The session was lost; the cache catches up on the next one.
     ConnectionLost,
@@ -61,6 +68,7 @@ pub struct TreeCacheBuilder {
     cache_data: bool,
     max_depth: usize,
     selector: Option<Arc<dyn TreeCacheSelector>>,
+    create_parent_containers: bool,
 }
 
 impl std::fmt::Debug for TreeCacheBuilder {
@@ -69,6 +77,7 @@ impl std::fmt::Debug for TreeCacheBuilder {
             .field("path", &self.path)
             .field("cache_data", &self.cache_data)
             .field("max_depth", &self.max_depth)
+            .field("create_parent_containers", &self.create_parent_containers)
             .finish_non_exhaustive()
     }
 }
@@ -89,6 +98,12 @@ impl TreeCacheBuilder {
         self.selector = Some(Arc::new(selector));
         self
     }
+    /// Whether the cache makes its path, and the missing parents, as containers when it starts
+    /// (default `false`; Curator's `setCreateParentNodes`).
+    pub fn create_parent_containers(mut self, create: bool) -> Self {
+        self.create_parent_containers = create;
+        self
+    }
     /// Checks the path and builds the cache (not started).
     ///
     /// # Errors
@@ -98,6 +113,7 @@ impl TreeCacheBuilder {
         let config = EngineConfig {
             scope: Scope { root: self.path, max_depth: self.max_depth, selector: self.selector },
             cache_data: self.cache_data,
+            create_path: self.create_parent_containers,
         };
         Ok(TreeCache { shell: CacheShell::new(&self.fw, config, true)? })
     }
@@ -134,6 +150,7 @@ impl TreeCache {
             cache_data: true,
             max_depth: usize::MAX,
             selector: None,
+            create_parent_containers: false,
         }
     }
 
@@ -147,7 +164,13 @@ impl TreeCache {
                 EngineEvent::Created(node) => TreeCacheEvent::NodeAdded(node),
                 EngineEvent::Changed(_, node) => TreeCacheEvent::NodeUpdated(node),
                 EngineEvent::Deleted(node) => TreeCacheEvent::NodeRemoved(node),
-                EngineEvent::Initialized => TreeCacheEvent::Initialized,
+                // Again after a lost session, once caught up, as Curator's TreeCache.
+                EngineEvent::Initialized | EngineEvent::Recovered => TreeCacheEvent::Initialized,
+                // The framework's first connection is not a reconnection: Curator's TreeCache
+                // reports nothing on CONNECTED (it loads, and says `Initialized` when done).
+                EngineEvent::Connection(state) if state.state == ConnectionState::Connected => {
+                    return Translated::Nothing
+                }
                 EngineEvent::Connection(state) => match ConnectionChange::of(&state) {
                     Some(ConnectionChange::Suspended) => TreeCacheEvent::ConnectionSuspended,
                     Some(ConnectionChange::Reconnected) => TreeCacheEvent::ConnectionReconnected,

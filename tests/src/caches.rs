@@ -27,6 +27,11 @@ pub async fn set(fw: &CuratorFramework, path: &str, data: &[u8]) {
     fw.set_data().for_path(path, data.to_vec()).await.expect("set data");
 }
 
+/// Whether `path` exists.
+pub async fn exists(fw: &CuratorFramework, path: &str) -> bool {
+    fw.check_exists().for_path(path).await.expect("exists").is_some()
+}
+
 /// Deletes `path`.
 pub async fn delete(fw: &CuratorFramework, path: &str) {
     fw.delete().for_path(path).await.expect("delete");

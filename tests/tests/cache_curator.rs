@@ -10,7 +10,7 @@ use curator_cache::{
 };
 use curator_core::CuratorError;
 use curator_test::{eventually, TestingServer, Timing};
-use tests::caches::{create, delete, next, set, within};
+use tests::caches::{create, delete, exists, next, set, within};
 use tests::{builder, client, unique_path};
 
 fn server() -> String {
@@ -287,5 +287,38 @@ async fn caches_work_under_a_namespace() {
     assert_eq!(plain.get_data().for_path(&format!("{ns}/app/x")).await.unwrap(), b"1");
     cache.close();
     plain.close().await;
+    fw.close().await;
+}
+
+/// `CuratorCacheOption::CreateParentContainers` makes the cache's path and its missing parents
+/// as containers at start (Curator's CuratorCache has no such option; its TreeCache has
+/// `setCreateParentNodes`, its PathChildrenCache always does it). Without the option the path
+/// is left alone. Before, there was no such option.
+#[tokio::test]
+async fn create_parent_containers_option_makes_the_path() {
+    let fw = client(&server()).await;
+    let base = unique_path("ccparents");
+    let path = format!("{base}/x/y");
+    let plain = CuratorCache::build(&fw, &path, &[]).unwrap();
+    plain.start().unwrap();
+    within("initialized", plain.wait_initialized()).await.unwrap();
+    assert!(!exists(&fw, &base).await);
+    assert_eq!(plain.size(), 0);
+
+    let cache = CuratorCache::build(&fw, &path, &[CuratorCacheOption::CreateParentContainers]).unwrap();
+    let mut events = cache.events();
+    cache.start().unwrap();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        got.push(path_of(&next_node_event(&mut events).await));
+    }
+    assert_eq!(got, vec![("created", path.clone()), ("initialized", String::new())]);
+    for p in [&base, &format!("{base}/x"), &path] {
+        assert!(exists(&fw, p).await, "{p} exists");
+    }
+    // The first cache sees it appear too.
+    assert!(eventually(Timing::new().deadline(), || async { plain.size() == 1 }).await);
+    plain.close();
+    cache.close();
     fw.close().await;
 }

@@ -105,3 +105,43 @@ async fn one_shot_data_watches_on_the_same_path_and_session_do_not_silence_cache
     node.close();
     fw.close().await;
 }
+
+/// Follows Curator's `TestNodeCache.testKilledSession`: after the framework's session is lost
+/// the cache still holds the node as it was, and follows its changes on the new session.
+#[tokio::test]
+async fn node_cache_keeps_following_after_a_lost_session() {
+    let connect = server();
+    let fw = client(&connect).await;
+    let base = unique_path("nckilled");
+    let node = format!("{base}/node");
+    create(&fw, &node, b"start").await;
+    let cache = NodeCache::new(&fw, &node).unwrap();
+    let mut events = cache.events();
+    within("start", cache.start(true)).await.unwrap();
+
+    let info = fw.session().await.unwrap().client().session().clone();
+    curator_test::expire_session(&connect, &info).await.unwrap();
+    within("lost, then reconnected", async {
+        loop {
+            if matches!(next(&mut events).await, NodeCacheEvent::ConnectionLost) {
+                break;
+            }
+        }
+        loop {
+            if matches!(next(&mut events).await, NodeCacheEvent::ConnectionReconnected) {
+                break;
+            }
+        }
+    })
+    .await;
+    assert_eq!(cache.current_data().unwrap().data.as_deref(), Some(&b"start"[..]));
+    set(&fw, &node, b"new data").await;
+    loop {
+        if let NodeCacheEvent::NodeChanged(n) = next(&mut events).await {
+            assert_eq!(n.unwrap().data.as_deref(), Some(&b"new data"[..]));
+            break;
+        }
+    }
+    cache.close();
+    fw.close().await;
+}

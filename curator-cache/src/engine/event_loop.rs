@@ -8,12 +8,12 @@ use std::sync::Arc;
 use curator_core::retry::{ExponentialBackoffForever, RetryLoop};
 use curator_core::zk;
 use curator_core::{
-    ConnectionState, ConnectionStateEvent, ConnectionStateStream, CuratorError, CuratorFramework, PersistentWatch,
-    Result,
+    ConnectionState, ConnectionStateEvent, ConnectionStateStream, CreateMode, CuratorError, CuratorFramework,
+    PersistentWatch, Result,
 };
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::handle::Command;
@@ -27,8 +27,20 @@ type ActionFuture = Pin<Box<dyn Future<Output = Action> + Send>>;
 
 /// A node event turned into work, applied in the order the events came.
 enum Action {
-    Read { path: String, result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error> },
-    Delete { path: String, zxid: i64 },
+    Read {
+        path: String,
+        result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error>,
+    },
+    Delete {
+        path: String,
+        zxid: i64,
+    },
+    /// The read of a `rebuild_node` command, applied without events.
+    Rebuilt {
+        id: u64,
+        path: String,
+        result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error>,
+    },
 }
 
 /// The session the engine follows.
@@ -79,6 +91,15 @@ pub(super) struct Engine {
     /// Times the pauses between failed loads; reset by a successful one.
     retry: RetryLoop,
     avg_data_len: usize,
+    /// A `Lost` of this generation was reported after the first load: the first load on a
+    /// later session ends with [`EngineEvent::Recovered`].
+    recovering_from: Option<u64>,
+    /// The root is still to be made (`EngineConfig::create_path`).
+    create_path: bool,
+    /// `rebuild_node` commands whose read is in flight, by id. A load answers those left when
+    /// it starts (it reads everything, and drops the reads in flight).
+    node_rebuilds: std::collections::HashMap<u64, oneshot::Sender<Result<()>>>,
+    next_rebuild_id: u64,
 }
 
 async fn shutdown_signal(rx: &mut watch::Receiver<bool>) {
@@ -98,6 +119,7 @@ impl Engine {
     ) -> Self {
         Self {
             fw: fw.clone(),
+            create_path: config.create_path,
             config,
             shared,
             sink,
@@ -112,6 +134,9 @@ impl Engine {
                 Some(fw),
             ),
             avg_data_len: INITIAL_AVG_DATA,
+            recovering_from: None,
+            node_rebuilds: std::collections::HashMap::new(),
+            next_rebuild_id: 0,
         }
     }
 
@@ -124,6 +149,8 @@ impl Engine {
         loop {
             if self.state.load_due() {
                 self.state = SyncState::Loading;
+                let rebuilds: Vec<_> = self.node_rebuilds.drain().map(|(_, reply)| reply).collect();
+                self.next_load.waiters.extend(rebuilds);
                 let mut shutdown = self.shutdown.clone();
                 // A connection change abandons a load: it is reported first, and the load
                 // starts over on whatever session is current (loads are cheap, changes rare).
@@ -221,7 +248,27 @@ impl Engine {
             }
             ConnectionState::Suspended | ConnectionState::Latent | ConnectionState::Closed => {}
         }
+        let lost = (event.state == ConnectionState::Lost).then_some(event.generation);
         self.emit(EngineEvent::Connection(event));
+        if let Some(generation) = lost {
+            if self.shared.status.borrow().initialized {
+                self.recovering_from = Some(self.recovering_from.map_or(generation, |g| g.max(generation)));
+                // The map may already follow a later session (its load ended before this
+                // report came): then it is whole now.
+                if matches!(self.state, SyncState::InSync) {
+                    self.maybe_recovered();
+                }
+            }
+        }
+    }
+
+    /// Sends [`EngineEvent::Recovered`] if a loss is pending and the map follows a later session.
+    fn maybe_recovered(&mut self) {
+        let Some(lost) = self.recovering_from else { return };
+        if self.live.as_ref().is_some_and(|live| live.generation > lost) {
+            self.recovering_from = None;
+            self.emit(EngineEvent::Recovered);
+        }
     }
 
     fn on_command(&mut self, command: Command) {
@@ -233,6 +280,24 @@ impl Engine {
             Command::ClearAndRefresh(reply) => {
                 self.shared.clear();
                 self.next_load.waiters.push(reply);
+            }
+            Command::RebuildNode(path, reply) => {
+                match self.live.as_mut() {
+                    Some(live) if matches!(self.state, SyncState::InSync) => {
+                        // In line with the reads of the events before it, so that it is applied
+                        // after them.
+                        tracing::trace!(path = %path, "rebuilding one node");
+                        let id = self.next_rebuild_id;
+                        self.next_rebuild_id += 1;
+                        self.node_rebuilds.insert(id, reply);
+                        let read = live.client.get_data(&path);
+                        live.pending
+                            .push_back(Box::pin(async move { Action::Rebuilt { id, path, result: read.await } }));
+                    }
+                    // A load is due: it reads this node too.
+                    _ => self.next_load.waiters.push(reply),
+                }
+                return;
             }
         }
         self.need_sync();
@@ -311,7 +376,42 @@ impl Engine {
                 }
             },
             Action::Delete { path, zxid } => self.apply_delete(&path, zxid),
+            Action::Rebuilt { id, path, result } => self.apply_rebuilt(id, path, result),
         }
+    }
+
+    /// Applies the read of a `rebuild_node` without events: the node as read (unless the map
+    /// holds a newer state), or nothing if it is gone.
+    fn apply_rebuilt(&mut self, id: u64, path: String, result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error>) {
+        // Not there: a load started since, and answers the command.
+        let Some(reply) = self.node_rebuilds.remove(&id) else { return };
+        let outcome = match result {
+            Ok((data, stat)) => {
+                let mut nodes = self.shared.nodes_mut();
+                let newer =
+                    nodes.get(&path).map_or(true, |old| stat.czxid != old.stat.czxid || stat.mzxid > old.stat.mzxid);
+                if newer {
+                    let node = ChildData { path: path.clone(), stat, data: self.config.cache_data.then_some(data) };
+                    nodes.insert(path, Arc::new(node));
+                }
+                Ok(())
+            }
+            Err(zk::Error::NoNode) => {
+                let mut nodes = self.shared.nodes_mut();
+                let below: Vec<String> = descendants(&nodes, &path).map(|(k, _)| k.clone()).collect();
+                for key in below {
+                    nodes.remove(&key);
+                }
+                nodes.remove(&path);
+                Ok(())
+            }
+            Err(err) => {
+                tracing::debug!(path = %path, error = %err, "rebuild read failed; the cache will load again");
+                self.need_sync();
+                Err(CuratorError::from_zk(&path, err))
+            }
+        };
+        let _ = reply.send(outcome);
     }
 
     fn apply_read(&mut self, path: String, data: Vec<u8>, stat: zk::Stat) {
@@ -395,6 +495,10 @@ impl Engine {
         if generation <= self.dead_generation {
             return Err(CuratorError::ConnectionLoss { path: root, detail: "waiting for a new session".into() });
         }
+        if self.create_path {
+            ensure_path(&self.fw, &root).await?;
+            self.create_path = false;
+        }
         if reuse {
             if let Some(live) = self.live.as_mut() {
                 // Whatever these reads would do, the load sees as well.
@@ -426,7 +530,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Replaces the map with a fresh load and emits what differs (unless silent).
+    /// Replaces the map with a fresh load and emits what differs (unless silent): deletions
+    /// first (below before above), then creations and changes level by level.
     fn install(&mut self, loaded: NodeMap) {
         let silent = std::mem::take(&mut self.next_load.silent);
         let mut events = Vec::new();
@@ -438,7 +543,11 @@ impl Engine {
                         events.push(EngineEvent::Deleted(old.clone()));
                     }
                 }
-                for (path, new) in &loaded {
+                // Level by level, as Curator's TreeCache reports its first load: a node's
+                // parent before it, and all nodes of one depth before the next.
+                let mut level_order: Vec<(&String, &Arc<ChildData>)> = loaded.iter().collect();
+                level_order.sort_by(|(a, _), (b, _)| level_cmp(a, b));
+                for (path, new) in level_order {
                     match nodes.get(path) {
                         None => events.push(EngineEvent::Created(new.clone())),
                         Some(old) if old.stat.czxid != new.stat.czxid => {
@@ -466,13 +575,50 @@ impl Engine {
             live.link = live.link.settled();
         }
         if !self.shared.status.borrow().initialized {
+            self.recovering_from = None;
             self.emit(EngineEvent::Initialized);
             self.shared.status.send_modify(|s| s.initialized = true);
+        } else {
+            self.maybe_recovered();
         }
         for waiter in self.next_load.waiters.drain(..) {
             let _ = waiter.send(Ok(()));
         }
     }
+}
+
+/// Makes `root` and its missing parents as containers (Curator's `EnsureContainers`), with
+/// core's create with parent containers (plain persistent nodes if the framework disables
+/// containers). An existing node is fine. An error a retry may mend fails the load (it is
+/// retried); any other (no permission, say) is logged and the cache goes on without making the
+/// path, as Curator's caches do.
+async fn ensure_path(fw: &CuratorFramework, root: &str) -> Result<()> {
+    if root == "/" {
+        return Ok(());
+    }
+    let mode = if fw.use_container_parents() { CreateMode::Container } else { CreateMode::Persistent };
+    match fw.create().creating_parent_containers_if_needed().with_mode(mode).for_path(root, Vec::new()).await {
+        Ok(_) => {
+            tracing::debug!(path = %root, "cache path created");
+            Ok(())
+        }
+        Err(CuratorError::NodeExists { .. }) => Ok(()),
+        Err(err @ CuratorError::Closed) => Err(err),
+        Err(err) if err.is_retryable() => Err(err),
+        Err(err) => {
+            tracing::warn!(path = %root, error = %err, "cannot make the cache's path; going on without it");
+            Ok(())
+        }
+    }
+}
+
+/// Breadth-first order of full paths: by depth, then segment by segment (so the children of
+/// one parent stay together and in name order, as their parents are).
+fn level_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let segments = |p: &str| p.split('/').filter(|s| !s.is_empty()).count();
+    segments(a)
+        .cmp(&segments(b))
+        .then_with(|| a.split('/').filter(|s| !s.is_empty()).cmp(b.split('/').filter(|s| !s.is_empty())))
 }
 
 /// The framework's current session; "not started yet" counts as "not connected yet".
@@ -498,5 +644,21 @@ async fn next_event(watch: Option<&mut PersistentWatch>) -> Option<zk::WatchedEv
     match watch {
         Some(watch) if !watch.is_terminated() => watch.next().await,
         _ => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::level_cmp;
+
+    #[test]
+    fn level_order_is_breadth_first_with_siblings_by_name() {
+        let mut paths = vec!["/t/2/sub", "/t/3", "/t", "/t/b-c/y", "/t/1", "/t/b/x", "/t/b", "/t/b-c", "/t/2"];
+        paths.sort_by(|a, b| level_cmp(a, b));
+        // "/t/b-c/y" sorts before "/t/b/x" as a string ('-' < '/'), but its parent comes after.
+        assert_eq!(paths, vec!["/t", "/t/1", "/t/2", "/t/3", "/t/b", "/t/b-c", "/t/2/sub", "/t/b/x", "/t/b-c/y"]);
+        let mut from_root = vec!["/a", "/", "/a/b"];
+        from_root.sort_by(|a, b| level_cmp(a, b));
+        assert_eq!(from_root, vec!["/", "/a", "/a/b"]);
     }
 }

@@ -15,6 +15,8 @@ pub(super) enum Command {
     Rebuild(oneshot::Sender<Result<()>>),
     /// Forget everything without events, then load again with events.
     ClearAndRefresh(oneshot::Sender<Result<()>>),
+    /// Read one node again and replace (or drop) it in the map, without events.
+    RebuildNode(String, oneshot::Sender<Result<()>>),
 }
 
 /// Where a cache is in its life; it only moves forward.
@@ -110,7 +112,7 @@ impl CacheCore {
         self.shared.status.borrow().initialized
     }
 
-    async fn command(&self, make: fn(oneshot::Sender<Result<()>>) -> Command) -> Result<()> {
+    async fn command(&self, make: impl FnOnce(oneshot::Sender<Result<()>>) -> Command) -> Result<()> {
         let (tx, rx) = oneshot::channel();
         match &*self.lifecycle() {
             Lifecycle::Started(running) => running.commands.send(make(tx)).map_err(|_| CuratorError::Closed)?,
@@ -129,6 +131,13 @@ impl CacheCore {
     /// Forgets everything without events, then loads again with events.
     pub(crate) async fn clear_and_refresh(&self) -> Result<()> {
         self.command(Command::ClearAndRefresh).await
+    }
+
+    /// Reads the node at `full_path` (in scope) again and replaces it in the map, or drops it if
+    /// it is gone, without events. When a load is due anyway, waits for that load instead.
+    pub(crate) async fn rebuild_node(&self, full_path: &str) -> Result<()> {
+        let path = full_path.to_string();
+        self.command(move |reply| Command::RebuildNode(path, reply)).await
     }
 
     /// Stops the engine (its watch is removed), and clears the map unless told not to.

@@ -5,7 +5,8 @@
 //!  start ─► session ─► add watch (recursive, or on the node only for depth 0)
 //!                 └─► load: multi-reads of getData/getChildren, level by level, batches capped
 //!                     by count (1,000) and by estimated reply bytes (512 KiB), 4 in flight
-//!                 └─► diff against the map ─► Created / Changed / Deleted, then Initialized once
+//!                 └─► diff against the map ─► Deleted, then Created / Changed level by level,
+//!                     then Initialized once (Recovered, on a later session after a Lost)
 //!  NodeCreated / NodeDataChanged ─► one getData (pipelined, applied in event order)
 //!  NodeDeleted                    ─► drop the node and anything cached below it
 //!  watch reports SyncConnected after Disconnected (events may be lost, ZOOKEEPER-4698),
@@ -67,6 +68,10 @@ pub(crate) enum EngineEvent {
     Deleted(Arc<ChildData>),
     /// The first load is done (sent once, after its `Created` events).
     Initialized,
+    /// After a lost session (reported as `Connection(Lost)` once the first load was done), a
+    /// load on a later session is done and its differences were sent: the cache is whole again.
+    /// Sent once per loss, after that `Lost`.
+    Recovered,
     Connection(ConnectionStateEvent),
 }
 
@@ -78,6 +83,9 @@ pub(crate) type Sink = Box<dyn FnMut(EngineEvent) + Send>;
 pub(crate) struct EngineConfig {
     pub(crate) scope: Scope,
     pub(crate) cache_data: bool,
+    /// Make the root and its missing parents as containers before the first load (Curator's
+    /// `EnsureContainers`, through core's create with parent containers).
+    pub(crate) create_path: bool,
 }
 
 /// Progress of the engine, for `start` and `wait_initialized`.
