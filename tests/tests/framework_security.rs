@@ -273,13 +273,7 @@ async fn namespace_in_background() {
 
     fw.get_children().for_path("/base").in_background(move |_, e| drop(tx.send(e.path)));
     assert_eq!(next_path(&mut rx).await.as_deref(), Some("/base"));
-    fw.using_namespace(None)
-        .unwrap()
-        .delete()
-        .deleting_children_if_needed()
-        .for_path(&format!("/{namespace}"))
-        .await
-        .unwrap();
+    delete_namespace(&fw, &namespace).await;
     fw.close().await;
 }
 
@@ -295,13 +289,7 @@ async fn namespace_with_watcher() {
     fw.create().for_path("/base/child", vec![]).await.unwrap();
     let path = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("a watch event in time");
     assert_eq!(path.as_deref(), Some("/base"));
-    fw.using_namespace(None)
-        .unwrap()
-        .delete()
-        .deleting_children_if_needed()
-        .for_path(&format!("/{namespace}"))
-        .await
-        .unwrap();
+    delete_namespace(&fw, &namespace).await;
     fw.close().await;
 }
 
@@ -351,4 +339,10 @@ async fn forbidden_ancestors() {
     fw.set_acl().with_acl(Acls::anyone_all().to_vec()).for_path(&bat).await.unwrap();
     fw.delete().deleting_children_if_needed().for_path(&base).await.unwrap();
     fw.close().await;
+}
+
+/// Deletes the namespace node `namespace` (without its leading slash) and everything under it.
+async fn delete_namespace(fw: &curator_core::CuratorFramework, namespace: &str) {
+    let root = fw.using_namespace(None).unwrap();
+    root.delete().deleting_children_if_needed().for_path(&format!("/{namespace}")).await.unwrap();
 }
