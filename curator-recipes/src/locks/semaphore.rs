@@ -105,57 +105,66 @@ impl InterProcessSemaphoreV2 {
         super::within(timeout, self.acquire_many(qty)).await
     }
 
+    /// One lease, Curator's way: hold the mutex `P/locks`, create the lease, wait until it is
+    /// among the first `max_leases`, release the mutex.
+    ///
+    /// Lease nodes are only ever created under a live hold of the mutex, so at most one taker
+    /// waits at a time and the count can fall to `max_leases`. When the lease goes with its
+    /// session, or was made on a session other than the mutex node's (the mutex went with its
+    /// session first), the taker starts over *from the mutex*, under the retry policy as for any
+    /// session loss. Taking another lease without the mutex let two takers wait at once, each
+    /// counting the other: with one lease, both waited forever (found by the chaos suite).
     async fn acquire_one(&self) -> Result<Lease> {
-        // A handle per acquire: concurrent takers in this process must exclude each other too.
-        let mutex = InterProcessMutex::new(&self.fw, &self.locks_path)?;
-        let guard = mutex.acquire().await?;
-        let result = self.take_lease().await;
-        guard.release().await?;
-        result
-    }
-
-    async fn take_lease(&self) -> Result<Lease> {
-        let data = self.node_data.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let data = data.unwrap_or_else(|| self.fw.default_data().to_vec());
         let base = path::make_path(&self.leases_path, LEASE_NAME);
         let mut retry = self.fw.retry_loop();
         loop {
-            tracing::debug!(path = %base, "create lease");
-            let (created, stat) = self
-                .fw
-                .create()
-                .creating_parent_containers_if_needed()
-                .with_protection()
-                .with_mode(CreateMode::EphemeralSequential)
-                .for_path_with_stat(&base, data.clone())
-                .await?;
-            // The session the lease was made on, if it is still the current one.
-            let session = self.fw.session().await?;
-            let sequence = sequence_in(path::node_name(&created), &[LEASE_NAME]).unwrap_or(0);
-            let node = LockNode::created_on(created, sequence, &stat, &session);
-            let owned = stat.ephemeral_owner == session.id();
-            let lease = Lease { hold: Hold::new(&self.fw, Granted { node, watch: None }), armed: true };
-            match self.wait_for_room(&lease).await {
-                Ok(true) if owned => return Ok(lease),
-                Ok(true) => {
-                    let vanished = CuratorError::SessionExpired { path: lease.path().to_string() };
-                    drop(lease);
+            // A handle per acquire: concurrent takers in this process must exclude each other too.
+            let mutex = InterProcessMutex::new(&self.fw, &self.locks_path)?;
+            let guard = mutex.acquire().await?;
+            let result = self.take_lease(guard.node().generation).await;
+            guard.release().await?;
+            match result? {
+                Some(lease) => return Ok(lease),
+                None => {
+                    let vanished = CuratorError::SessionExpired { path: base.clone() };
+                    // Giving up still reports the missing lease node.
                     if retry.on_error(vanished).await.is_err() {
                         return Err(CuratorError::NoNode { path: base });
                     }
                 }
-                // Our node vanished (its session was lost): take another, under the policy as
-                // for any session loss. Giving up still reports the missing lease node.
-                Ok(false) => {
-                    let vanished = CuratorError::SessionExpired { path: lease.path().to_string() };
-                    drop(lease);
-                    if retry.on_error(vanished).await.is_err() {
-                        return Err(CuratorError::NoNode { path: base });
-                    }
-                }
-                Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Creates our lease while holding the mutex (whose node is of session `generation`) and
+    /// waits for room. `None` when the lease or the mutex went with a session: start over.
+    async fn take_lease(&self, generation: u64) -> Result<Option<Lease>> {
+        let data = self.node_data.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let data = data.unwrap_or_else(|| self.fw.default_data().to_vec());
+        let base = path::make_path(&self.leases_path, LEASE_NAME);
+        // The session the lease is meant for: the mutex's. Taken before the create, so that
+        // nothing is awaited between the create and the lease that deletes its node if dropped
+        // (an error or a deadline there left the node behind, a lease counted forever).
+        let session = self.fw.session().await?;
+        tracing::debug!(path = %base, "create lease");
+        let (created, stat) = self
+            .fw
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_protection()
+            .with_mode(CreateMode::EphemeralSequential)
+            .for_path_with_stat(&base, data)
+            .await?;
+        let sequence = sequence_in(path::node_name(&created), &[LEASE_NAME]).unwrap_or(0);
+        let node = LockNode::created_on(created, sequence, &stat, &session);
+        let lease = Lease { hold: Hold::new(&self.fw, Granted { node, watch: None }), armed: true };
+        let owned = stat.ephemeral_owner == session.id() && session.generation() == generation;
+        if !owned {
+            tracing::debug!(path = %lease.path(), "lease made on another session than the mutex: start over");
+            return Ok(None);
+        }
+        // On `false` or an error, dropping the lease deletes it.
+        Ok(self.wait_for_room(&lease).await?.then_some(lease))
     }
 
     /// Lists the leases (with a watch) until ours is within `max_leases`. `Ok(false)` when our
@@ -176,7 +185,9 @@ impl InterProcessSemaphoreV2 {
                 }
             });
             let (children, watcher) = listing.await?;
+            tracing::debug!(path = %leases_path, ours = %ours, leases = children.len(), max = self.max_leases, "leases listed");
             if !children.contains(&ours) {
+                tracing::debug!(path = %leases_path, ours = %ours, "our lease is not listed: its session is gone");
                 return Ok(false);
             }
             if children.len() <= self.max_leases {
@@ -184,7 +195,7 @@ impl InterProcessSemaphoreV2 {
             }
             // A timed acquire stops waiting at its deadline (`curator_core::retry::deadline`).
             let event = deadline::until(&leases_path, async { Ok(watcher.changed().await) }).await?;
-            tracing::debug!(path = %leases_path, event = ?event.event_type, "leases changed");
+            tracing::debug!(path = %leases_path, ours = %ours, event = ?event.event_type, state = ?event.session_state, "leases changed");
             if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
                 return Ok(false);
             }
