@@ -210,6 +210,15 @@ impl CuratorError {
         matches!(self, Self::ConnectionLoss { .. } | Self::NotConnected { .. } | Self::SessionExpired { .. })
     }
 
+    /// Whether the request may have been applied although no answer said so: a retryable
+    /// error, or one whose operation was cut short after such an error, by a deadline
+    /// ([`Timeout`](Self::Timeout): the retry loop gives up there with it, in place of the
+    /// connection loss) or by [`close`](crate::CuratorFramework::close). Cleanups (a protected
+    /// create's orphan, a guaranteed delete) go on after these, never after a definite answer.
+    pub fn outcome_unknown(&self) -> bool {
+        self.is_retryable() || matches!(self, Self::Timeout { .. } | Self::Closed)
+    }
+
     /// The path the error concerns, where there is one.
     pub fn path(&self) -> Option<&str> {
         match self {

@@ -11,7 +11,7 @@ use curator_recipes::locks::{
     InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2,
 };
-use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
+use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use tests::locks::lock_retry;
 use tests::{builder, children, connected, init_tracing, unique_path};
 
@@ -380,6 +380,8 @@ async fn timed_acquires_end_during_outage(policy: ErrorPolicy, retry: Retry) {
     proxy.pass();
     until_children(&holder_fw, &lock_path, 1).await;
     until_children(&holder_fw, &leases, 1).await;
+    // The semaphore's inner mutex, which the waiter held while it waited for room, is free.
+    until_children(&holder_fw, &format!("{semaphore_path}/locks"), 0).await;
     guard.release().await.unwrap();
     lease.release().await.unwrap();
     holder_fw.close().await;
@@ -439,5 +441,68 @@ async fn every_acquire_ends() {
             Box::pin(waiting_acquire_ends_after_outage(policy, retry)),
         ]
     }))
+    .await;
+}
+
+/// A semaphore taker whose session expires while it waits for room (holding the semaphore's
+/// inner mutex) starts over from the mutex, so that lease nodes are only made under a live hold
+/// of it. Failed before (found by the chaos suite): the taker made a new lease at once, beside
+/// the lease of the taker that got the mutex meanwhile; with one lease, each then counted the
+/// other and both waited forever.
+async fn expired_semaphore_taker_goes_back_to_the_mutex(policy: ErrorPolicy, retry: Retry) {
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let (holder_fw, taker_fw, next_fw) = futures::join!(
+        framework(&connect, policy, retry),
+        framework(&connect, policy, retry),
+        framework(&connect, policy, retry)
+    );
+    let path = unique_path("semaphore-expiry");
+    let (locks, leases) = (format!("{path}/locks"), format!("{path}/leases"));
+    let held = InterProcessSemaphoreV2::new(&holder_fw, &path, 1).unwrap().acquire().await.unwrap();
+    // The taker holds the inner mutex and waits for room; the next one waits for the mutex.
+    let taker = InterProcessSemaphoreV2::new(&taker_fw, &path, 1).unwrap();
+    let taking = tokio::spawn(async move { taker.acquire().await });
+    until_children(&holder_fw, &leases, 2).await;
+    let next = InterProcessSemaphoreV2::new(&next_fw, &path, 1).unwrap();
+    let next_taking = tokio::spawn(async move { next.acquire().await });
+    until_children(&holder_fw, &locks, 2).await;
+
+    let info = taker_fw.session().await.unwrap().client().session().clone();
+    expire_session(&connect, &info).await.unwrap();
+    // The next taker gets the mutex and makes its lease. The expired one, once it knows, must
+    // wait for the mutex again (2 mutex nodes, 2 leases) instead of making a lease beside it
+    // (3 leases): wait for either before the held lease goes.
+    let settled = eventually(Timing::new().deadline(), || async {
+        let (l, n) = (children(&holder_fw, &locks).await.len(), children(&holder_fw, &leases).await.len());
+        (l == 2 && n == 2) || n == 3
+    })
+    .await;
+    assert!(settled, "{policy:?} {retry:?}: the expired taker never came back");
+    held.release().await.unwrap();
+    let deadline = Timing::new().deadline();
+    let next_lease = tokio::time::timeout(deadline, next_taking)
+        .await
+        .unwrap_or_else(|_| panic!("{policy:?} {retry:?}: the next taker never got the free lease"))
+        .unwrap()
+        .unwrap();
+    next_lease.release().await.unwrap();
+    match tokio::time::timeout(deadline, taking).await.expect("the expired taker's acquire ended").unwrap() {
+        Ok(lease) => lease.release().await.unwrap(),
+        // Under the short retry policy the session loss may use up the retries.
+        Err(e) => assert!(matches!(retry, Retry::Short), "{policy:?} {retry:?}: {e}"),
+    }
+    until_children(&holder_fw, &leases, 0).await;
+    for fw in [holder_fw, taker_fw, next_fw] {
+        fw.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_semaphore_taker_starts_over_from_the_mutex() {
+    init_tracing();
+    futures::future::join_all(
+        COMBINATIONS.iter().map(|&(policy, retry)| expired_semaphore_taker_goes_back_to_the_mutex(policy, retry)),
+    )
     .await;
 }

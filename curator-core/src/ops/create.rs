@@ -223,7 +223,7 @@ impl CreateOp {
             self.fw.call_with_retry("create", &self.path, |session, attempt| self.attempt(session, attempt)).await;
         if let Some(guard) = orphan.as_mut() {
             // Only an unknown outcome can leave a node behind.
-            guard.armed = matches!(&result, Err(e) if e.is_retryable());
+            guard.armed = matches!(&result, Err(e) if e.outcome_unknown());
         }
         result
     }

@@ -87,7 +87,9 @@ impl DeleteBuilder {
                 unfinished.armed = false;
             }
             match result {
-                Err(err) if self.guaranteed && err.is_retryable() && !self.fw.is_closed() => {
+                // Also after a deadline cut the retries short (Timeout): the background task is
+                // not under the caller's deadline.
+                Err(err) if self.guaranteed && err.outcome_unknown() && !self.fw.is_closed() => {
                     tracing::info!(path = %owned, error = %err, "guaranteed delete continues in the background");
                     self.fw.guarantee_delete(owned, self.version, self.children);
                     Err(err)

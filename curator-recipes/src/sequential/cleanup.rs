@@ -46,8 +46,8 @@ impl Drop for Cleanup {
                 None => fw.delete_protected(&parent, &prefix, None).await,
             };
             if let Err(err) = result {
-                // A retryable error: the guaranteed delete goes on in the background.
-                if !matches!(err, CuratorError::Closed) && !err.is_retryable() {
+                // An unknown outcome: the guaranteed delete goes on in the background.
+                if !err.outcome_unknown() {
                     fw.report_unhandled(&format!("could not delete an abandoned lock node under {parent}"), &err);
                 }
             }

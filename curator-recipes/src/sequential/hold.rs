@@ -181,7 +181,7 @@ impl Hold {
         tracing::debug!(path = %self.node.path, "delete (release)");
         match self.fw.delete().guaranteed().quietly().for_path(&self.node.path).await {
             Ok(()) | Err(CuratorError::Closed) => Ok(()),
-            Err(e) if e.is_retryable() => {
+            Err(e) if e.outcome_unknown() => {
                 // The guaranteed delete continues in the background; a lost session took the
                 // node anyway.
                 Ok(())
