@@ -57,8 +57,9 @@ async fn get_participant_nodes() {
             guard.release().await.unwrap();
         }));
     }
-    assert!(eventually(Timing::new().deadline(), || async { children(&fw, &path).await.len() == READERS + WRITERS })
-        .await);
+    assert!(
+        eventually(Timing::new().deadline(), || async { children(&fw, &path).await.len() == READERS + WRITERS }).await
+    );
     assert_eq!(lock.read_lock().participant_nodes().await.unwrap().len(), READERS);
     assert_eq!(lock.write_lock().participant_nodes().await.unwrap().len(), WRITERS);
     exit_tx.send(true).unwrap();
@@ -161,8 +162,8 @@ async fn basic() {
 #[tokio::test]
 async fn set_node_data() {
     init_tracing();
-    let fw = connected(lock_retry(builder(&TestingServer::shared().connect_string())).default_data(vec![1, 2, 3, 4]))
-        .await;
+    let fw =
+        connected(lock_retry(builder(&TestingServer::shared().connect_string())).default_data(vec![1, 2, 3, 4])).await;
     let path = unique_path("curator-rw-data");
     let lock = InterProcessReadWriteLock::new(&fw, &path).unwrap();
     let guard = lock.write_lock().acquire().await.unwrap();

@@ -257,8 +257,7 @@ pub async fn killed_session(kind: Kind) {
 /// as containers) are reaped by the server.
 pub async fn container_cleanup(kind: Kind) {
     init_tracing();
-    let server =
-        TestingServer::builder().container_check_interval(Duration::from_millis(100)).start().await.unwrap();
+    let server = TestingServer::builder().container_check_interval(Duration::from_millis(100)).start().await.unwrap();
     let fw = framework(&server.connect_string()).await;
     let base = unique_path("curator-containers");
     let mut tasks = Vec::new();
@@ -273,10 +272,9 @@ pub async fn container_cleanup(kind: Kind) {
     for task in within("10 holds", futures::future::join_all(tasks)).await {
         task.unwrap();
     }
-    let reaped = eventually(Timing::new().deadline(), || async {
-        fw.check_exists().for_path(&base).await.unwrap().is_none()
-    })
-    .await;
+    let reaped =
+        eventually(Timing::new().deadline(), || async { fw.check_exists().for_path(&base).await.unwrap().is_none() })
+            .await;
     assert!(reaped, "{base} was not reaped: {:?}", children(&fw, &base).await);
     fw.close().await;
 }
