@@ -358,6 +358,8 @@ async fn checker_catches_overlapping_holds() {
 }
 
 /// Under a namespace the nodes live below it, and acquire, release and cleanup stay inside it.
+/// Covers Curator's TestInterProcessMutexBase.testWithNamespace (a timed acquire and a release
+/// under a namespace).
 #[tokio::test]
 async fn works_under_a_namespace() {
     init_tracing();

@@ -120,7 +120,8 @@ async fn writers_are_not_starved_by_later_readers() {
 
 /// Write -> read downgrade creates Curator 5.5's ephemeral `..-__READ__<write seq>`; the read
 /// lock survives the write's release and excludes other writers but not other readers. Read ->
-/// write upgrade fails at once.
+/// write upgrade fails at once. Covers Curator's TestInterProcessReadWriteLock.testDowngrading
+/// and testThatUpgradingIsDisallowed (ours refuses the upgrade at once, Curator's times out).
 #[tokio::test]
 async fn downgrade_works_and_upgrade_is_refused() {
     init_tracing();
@@ -221,6 +222,7 @@ async fn dropped_rw_acquires_leave_no_orphans() {
 /// A writer queued behind a write lock must not take the lock when that write lock is released
 /// after a downgrade: the downgrade's read node has the write node's (lower) sequence number,
 /// so "lower nodes never come back" does not hold for writers, which must list again.
+/// Covers Curator's TestInterProcessReadWriteLock.testContendingDowngrading.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_writer_waits_for_a_downgraded_reader() {
     init_tracing();
