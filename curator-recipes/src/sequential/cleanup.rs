@@ -1,6 +1,6 @@
 //! [`Cleanup`]: what makes an acquire cancel safe.
 
-use curator_core::{CuratorError, CuratorFramework};
+use curator_core::CuratorFramework;
 
 /// Deletes an abandoned acquire's node when dropped while armed: by its path once known, else
 /// every child of the recipe's path with our protected prefix (the create's outcome is
