@@ -166,6 +166,20 @@ impl Reentrant {
 /// drops it (and releases the lock) at once, as `let _ = std_mutex.lock()` does. Its
 /// [`fencing_token`](Self::fencing_token) grows with every acquisition of the lock; pass it to
 /// the resources the lock protects so that they can refuse a holder that lost the lock.
+///
+/// # When the holder is told
+/// The server may give the lock to the next in line once a whole session timeout `T` has passed
+/// since it last heard from this client. The guard turns lost ([`is_held`](Self::is_held) false,
+/// [`lost`](Self::lost) resolves) no later than `19/20 × T` after the send time of the latest
+/// request the server answered, under either
+/// [`ErrorPolicy`](curator_core::ErrorPolicy), whether or not the connection still looks up; the
+/// framework probes the server every `T / 10` to keep that time fresh. So the holder is told
+/// before anyone else can hold, on one assumption: the client's clock and the server's advance
+/// at the same rate, within 5% (no agreement on wall-clock time is needed). Under
+/// [`ErrorPolicy::Standard`](curator_core::ErrorPolicy::Standard) it is also told at the first
+/// disconnection; [`ErrorPolicy::Session`](curator_core::ErrorPolicy::Session) spares it the
+/// alarm for disconnections shorter than that. A forced expiry (an administrator closing the
+/// session) cannot be told first. Design: docs/architecture.md section 3.2.
 #[must_use = "dropping the guard releases the lock: bind it with `let guard = ...`, not `let _ = ...`"]
 #[derive(Debug)]
 pub struct LockGuard {
