@@ -1,7 +1,7 @@
-// Interop peer for the Rust lock tests: Apache Curator 5.x's own InterProcessMutex and
-// InterProcessReadWriteLock on the same path as the Rust clients.
+// Interop peer for the Rust lock tests: Apache Curator 5.x's own InterProcessMutex,
+// InterProcessReadWriteLock and InterProcessSemaphoreMutex on the same path as the Rust clients.
 //
-// Usage: java LockPeer <connect> <mutex|rw> <path> <cycles> <holdMicros>
+// Usage: java LockPeer <connect> <mutex|rw|semaphore> <path> <cycles> <holdMicros>
 // Prints READY once connected, waits for a line on stdin, then runs the cycles and prints,
 // for each hold, "HOLD <X|R|W> <startMicros> <endMicros>" with times since the epoch
 // read while holding, then DONE.
@@ -14,8 +14,10 @@ import java.util.concurrent.locks.LockSupport;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class LockPeer {
@@ -37,13 +39,17 @@ public class LockPeer {
         Random random = new Random(7);
         InterProcessMutex mutex = new InterProcessMutex(client, path);
         InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
+        InterProcessSemaphoreMutex semaphore = new InterProcessSemaphoreMutex(client, path);
         StringBuilder out = new StringBuilder();
         for (int i = 0; i < cycles; i++) {
             String kind;
-            InterProcessMutex lock;
+            InterProcessLock lock;
             if (mode.equals("mutex")) {
                 kind = "X";
                 lock = mutex;
+            } else if (mode.equals("semaphore")) {
+                kind = "X";
+                lock = semaphore;
             } else if (random.nextInt(10) < 7) {
                 kind = "R";
                 lock = rw.readLock();

@@ -1,13 +1,14 @@
 //! Interop with Apache Curator 5.4 (Debian's jars): a Java peer (tests/java/LockPeer.java,
-//! compiled here with `javac`) takes Curator's InterProcessMutex and InterProcessReadWriteLock
-//! on the same paths as Rust clients; the checker sees no overlap either way. Missing `javac`
+//! compiled here with `javac`) takes Curator's InterProcessMutex, InterProcessReadWriteLock and
+//! InterProcessSemaphoreMutex on the same paths as Rust clients; the checker sees no overlap
+//! either way. Missing `javac`
 //! or jars fail the test with a message saying what to install.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock};
+use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex};
 use curator_test::{TestingServer, Timing};
 use tests::locks::{framework, Checker, HoldRecord};
 use tests::{init_tracing, unique_path};
@@ -238,6 +239,58 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
         checker.record_external(h);
     }
     checker.verify(RUST_CLIENTS * RUST_OPS + JAVA_OPS);
+    for fw in fws {
+        fw.close().await;
+    }
+}
+
+/// Curator's InterProcessSemaphoreMutex (a semaphore of one lease: a mutex under `P/locks`
+/// serialising takers, leases under `P/leases`) and ours on one path exclude each other, and
+/// leave no lease behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_semaphores_exclude_each_other() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let path = unique_path("interop-semaphore");
+    let checker = Checker::new();
+    const RUST_CLIENTS: usize = 3;
+    const RUST_CYCLES: usize = 40;
+    const JAVA_CYCLES: usize = 80;
+    let mut fws = Vec::new();
+    for _ in 0..RUST_CLIENTS {
+        fws.push(framework(&server.connect_string()).await);
+    }
+    let rust_side = {
+        let (fws, path, checker) = (fws.clone(), path.clone(), checker.clone());
+        async move {
+            let tasks: Vec<_> = fws
+                .into_iter()
+                .enumerate()
+                .map(|(c, fw)| {
+                    let (path, checker) = (path.clone(), checker.clone());
+                    tokio::spawn(async move {
+                        let semaphore = InterProcessSemaphoreMutex::new(&fw, &path).unwrap();
+                        for _ in 0..RUST_CYCLES {
+                            semaphore.acquire().await.unwrap();
+                            checker.hold(&format!("rust{c}"), None, Duration::from_micros(200)).await;
+                            semaphore.release().await.unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        }
+    };
+    let java = with_java_peer(&server.connect_string(), "semaphore", &path, JAVA_CYCLES, 200, rust_side).await;
+    assert_interleaved(&java, &checker);
+    for h in java {
+        checker.record_external(h);
+    }
+    checker.verify(RUST_CLIENTS * RUST_CYCLES + JAVA_CYCLES);
+    let leases = tests::children(&fws[0], &format!("{path}/leases")).await;
+    assert!(leases.is_empty(), "leases left behind: {leases:?}");
     for fw in fws {
         fw.close().await;
     }
