@@ -35,7 +35,15 @@ pub(crate) fn analyse(ledger: &Ledger, now: Instant, hung_after: Duration) -> Fi
         if a.end.is_none() && a.start + hung_after <= now {
             findings.hung_acquirers += 1;
             findings.describe(|| {
-                format!("acquire {i} of contender {} open since {}", a.contender, offset(ledger.origin, a.start))
+                // What the wait saw: a waiter others kept overtaking (its session lost again and
+                // again, or a lost wake-up) against a lock nobody could take (no quorum).
+                let overtaken = ledger.holds.iter().filter(|h| h.contender != a.contender && h.start >= a.start).count();
+                let expired = ledger.expiries.iter().filter(|(c, at)| *c == a.contender && *at >= a.start).count();
+                format!(
+                    "acquire {i} of contender {} open since {}; meanwhile {overtaken} holds by others began and its session was expired {expired} times",
+                    a.contender,
+                    offset(ledger.origin, a.start)
+                )
             });
         }
     }
