@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use curator_core::CuratorFramework;
 use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex};
 use curator_test::{TestingServer, Timing};
 use tests::locks::{framework, Checker, HoldRecord};
@@ -132,6 +133,27 @@ fn assert_interleaved(java: &[HoldRecord], checker: &Checker) {
     assert!(inside > 0, "no Rust hold between the Java peer's first and last: the sides did not contend");
 }
 
+/// The Rust side: one task per framework running `client(index, framework)`, all awaited.
+async fn rust_clients<F, Fut>(fws: Vec<CuratorFramework>, client: F)
+where
+    F: Fn(usize, CuratorFramework) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let tasks: Vec<_> = fws.into_iter().enumerate().map(|(c, fw)| tokio::spawn(client(c, fw))).collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+/// The verdict: the sides contended, and no hold of either overlapped another (`holds` in all).
+fn verify_with_java(java: Vec<HoldRecord>, checker: &Checker, holds: usize) {
+    assert_interleaved(&java, checker);
+    for h in java {
+        checker.record_external(h);
+    }
+    checker.verify(holds);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_rust_mutexes_exclude_each_other() {
     init_tracing();
@@ -145,37 +167,19 @@ async fn curator_and_rust_mutexes_exclude_each_other() {
     for _ in 0..RUST_CLIENTS {
         fws.push(framework(&server.connect_string()).await);
     }
-    let rust_side = {
-        let (fws, path, checker) = (fws.clone(), path.clone(), checker.clone());
+    let rust_side = rust_clients(fws.clone(), |c, fw| {
+        let (path, checker) = (path.clone(), checker.clone());
         async move {
-            let tasks: Vec<_> = fws
-                .into_iter()
-                .enumerate()
-                .map(|(c, fw)| {
-                    let (path, checker) = (path.clone(), checker.clone());
-                    tokio::spawn(async move {
-                        let mutex = InterProcessMutex::new(&fw, &path).unwrap();
-                        for _ in 0..RUST_CYCLES {
-                            let g = mutex.acquire().await.unwrap();
-                            checker
-                                .hold(&format!("rust{c}"), Some(g.fencing_token()), Duration::from_micros(200))
-                                .await;
-                            g.release().await.unwrap();
-                        }
-                    })
-                })
-                .collect();
-            for t in tasks {
-                t.await.unwrap();
+            let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+            for _ in 0..RUST_CYCLES {
+                let g = mutex.acquire().await.unwrap();
+                checker.hold(&format!("rust{c}"), Some(g.fencing_token()), Duration::from_micros(200)).await;
+                g.release().await.unwrap();
             }
         }
-    };
+    });
     let java = with_java_peer(&server.connect_string(), "mutex", &path, JAVA_CYCLES, 200, rust_side).await;
-    assert_interleaved(&java, &checker);
-    for h in java {
-        checker.record_external(h);
-    }
-    checker.verify(RUST_CLIENTS * RUST_CYCLES + JAVA_CYCLES);
+    verify_with_java(java, &checker, RUST_CLIENTS * RUST_CYCLES + JAVA_CYCLES);
     for fw in fws {
         fw.close().await;
     }
@@ -194,51 +198,29 @@ async fn curator_and_rust_read_write_locks_exclude_each_other() {
     for _ in 0..RUST_CLIENTS {
         fws.push(framework(&server.connect_string()).await);
     }
-    let rust_side = {
-        let (fws, path, checker) = (fws.clone(), path.clone(), checker.clone());
+    let rust_side = rust_clients(fws.clone(), |c, fw| {
+        let (path, checker) = (path.clone(), checker.clone());
         async move {
-            let tasks: Vec<_> = fws
-                .into_iter()
-                .enumerate()
-                .map(|(c, fw)| {
-                    let (path, checker) = (path.clone(), checker.clone());
-                    tokio::spawn(async move {
-                        let rw = InterProcessReadWriteLock::new(&fw, &path).unwrap();
-                        let mut rng = fastrand::Rng::with_seed(100 + c as u64);
-                        for _ in 0..RUST_OPS {
-                            if rng.u8(0..10) < 7 {
-                                let g = rw.read_lock().acquire().await.unwrap();
-                                checker
-                                    .hold_shared(
-                                        &format!("rust-r{c}"),
-                                        Some(g.fencing_token()),
-                                        Duration::from_micros(200),
-                                    )
-                                    .await;
-                                g.release().await.unwrap();
-                            } else {
-                                let g = rw.write_lock().acquire().await.unwrap();
-                                checker
-                                    .hold(&format!("rust-w{c}"), Some(g.fencing_token()), Duration::from_micros(200))
-                                    .await;
-                                g.release().await.unwrap();
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for t in tasks {
-                t.await.unwrap();
+            let rw = InterProcessReadWriteLock::new(&fw, &path).unwrap();
+            let mut rng = fastrand::Rng::with_seed(100 + c as u64);
+            for _ in 0..RUST_OPS {
+                if rng.u8(0..10) < 7 {
+                    let g = rw.read_lock().acquire().await.unwrap();
+                    checker
+                        .hold_shared(&format!("rust-r{c}"), Some(g.fencing_token()), Duration::from_micros(200))
+                        .await;
+                    g.release().await.unwrap();
+                } else {
+                    let g = rw.write_lock().acquire().await.unwrap();
+                    checker.hold(&format!("rust-w{c}"), Some(g.fencing_token()), Duration::from_micros(200)).await;
+                    g.release().await.unwrap();
+                }
             }
         }
-    };
+    });
     let java = with_java_peer(&server.connect_string(), "rw", &path, JAVA_OPS, 200, rust_side).await;
     assert!(java.iter().any(|h| h.shared) && java.iter().any(|h| !h.shared), "the peer took both kinds");
-    assert_interleaved(&java, &checker);
-    for h in java {
-        checker.record_external(h);
-    }
-    checker.verify(RUST_CLIENTS * RUST_OPS + JAVA_OPS);
+    verify_with_java(java, &checker, RUST_CLIENTS * RUST_OPS + JAVA_OPS);
     for fw in fws {
         fw.close().await;
     }
@@ -260,35 +242,19 @@ async fn curator_and_rust_semaphores_exclude_each_other() {
     for _ in 0..RUST_CLIENTS {
         fws.push(framework(&server.connect_string()).await);
     }
-    let rust_side = {
-        let (fws, path, checker) = (fws.clone(), path.clone(), checker.clone());
+    let rust_side = rust_clients(fws.clone(), |c, fw| {
+        let (path, checker) = (path.clone(), checker.clone());
         async move {
-            let tasks: Vec<_> = fws
-                .into_iter()
-                .enumerate()
-                .map(|(c, fw)| {
-                    let (path, checker) = (path.clone(), checker.clone());
-                    tokio::spawn(async move {
-                        let semaphore = InterProcessSemaphoreMutex::new(&fw, &path).unwrap();
-                        for _ in 0..RUST_CYCLES {
-                            semaphore.acquire().await.unwrap();
-                            checker.hold(&format!("rust{c}"), None, Duration::from_micros(200)).await;
-                            semaphore.release().await.unwrap();
-                        }
-                    })
-                })
-                .collect();
-            for t in tasks {
-                t.await.unwrap();
+            let semaphore = InterProcessSemaphoreMutex::new(&fw, &path).unwrap();
+            for _ in 0..RUST_CYCLES {
+                semaphore.acquire().await.unwrap();
+                checker.hold(&format!("rust{c}"), None, Duration::from_micros(200)).await;
+                semaphore.release().await.unwrap();
             }
         }
-    };
+    });
     let java = with_java_peer(&server.connect_string(), "semaphore", &path, JAVA_CYCLES, 200, rust_side).await;
-    assert_interleaved(&java, &checker);
-    for h in java {
-        checker.record_external(h);
-    }
-    checker.verify(RUST_CLIENTS * RUST_CYCLES + JAVA_CYCLES);
+    verify_with_java(java, &checker, RUST_CLIENTS * RUST_CYCLES + JAVA_CYCLES);
     let leases = tests::children(&fws[0], &format!("{path}/leases")).await;
     assert!(leases.is_empty(), "leases left behind: {leases:?}");
     for fw in fws {
