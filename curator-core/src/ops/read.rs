@@ -26,17 +26,32 @@ where
     F: Fn(zk::Client, String) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = std::result::Result<T, zk::Error>> + Send,
 {
+    read_op_with(fw, kind, op, path, move |client, path| {
+        let fut = read(client, path.clone());
+        async move { fut.await.map_err(|e| CuratorError::from_zk(&path, e)) }
+    })
+}
+
+/// As [`read_op`], for reads that also do framework work (creating parents) and so fail with
+/// a [`CuratorError`] of their own.
+fn read_op_with<T, F, Fut>(
+    fw: &CuratorFramework,
+    kind: CuratorEventType,
+    op: &'static str,
+    path: &str,
+    read: F,
+) -> Pending<T>
+where
+    T: Send + 'static,
+    F: Fn(zk::Client, String) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = crate::Result<T>> + Send,
+{
     if let Err(err) = path::validate(path) {
         return Pending::failed(fw, kind, path, err);
     }
     let (fw2, owned) = (fw.clone(), path.to_string());
     Pending::new(fw, kind, path, async move {
-        fw2.call_with_retry(op, &owned, |session, _| {
-            let fut = read(session.client().clone(), owned.clone());
-            let path = &owned;
-            async move { fut.await.map_err(|e| CuratorError::from_zk(path, e)) }
-        })
-        .await
+        fw2.call_with_retry(op, &owned, |session, _| read(session.client().clone(), owned.clone())).await
     })
 }
 
@@ -151,28 +166,21 @@ impl ExistsBuilder {
     /// The stat of `path`, or `None` if it does not exist.
     pub fn for_path(self, path: &str) -> Pending<Option<zk::Stat>> {
         let Self { fw, watch, parent_containers } = self;
-        if let Err(err) = path::validate(path) {
-            return Pending::failed(&fw, CuratorEventType::Exists, path, err);
-        }
-        let (fw2, owned) = (fw.clone(), path.to_string());
-        Pending::new(&fw, CuratorEventType::Exists, path, async move {
-            fw2.call_with_retry("exists", &owned, |session, _| {
-                let (fw, watch, path) = (fw2.clone(), watch.clone(), owned.clone());
-                async move {
-                    let client = session.client();
-                    if parent_containers {
-                        crate::ops::create::make_parents(&fw, client, &path, true).await?;
-                    }
-                    let from_zk = |e| CuratorError::from_zk(&path, e);
-                    if !watch.is_some() {
-                        return client.check_stat(&path).await.map_err(from_zk);
-                    }
-                    let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(from_zk)?;
-                    watch.deliver(&fw, &path, watcher);
-                    Ok(stat)
+        let fw2 = fw.clone();
+        read_op_with(&fw, CuratorEventType::Exists, "exists", path, move |client, path| {
+            let (fw, watch) = (fw2.clone(), watch.clone());
+            async move {
+                if parent_containers {
+                    crate::ops::create::make_parents(&fw, &client, &path, true).await?;
                 }
-            })
-            .await
+                let from_zk = |e| CuratorError::from_zk(&path, e);
+                if !watch.is_some() {
+                    return client.check_stat(&path).await.map_err(from_zk);
+                }
+                let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(from_zk)?;
+                watch.deliver(&fw, &path, watcher);
+                Ok(stat)
+            }
         })
     }
 
