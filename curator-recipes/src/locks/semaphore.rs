@@ -121,7 +121,7 @@ impl InterProcessSemaphoreV2 {
             // A handle per acquire: concurrent takers in this process must exclude each other too.
             let mutex = InterProcessMutex::new(&self.fw, &self.locks_path)?;
             let guard = mutex.acquire().await?;
-            let result = self.take_lease(guard.node().generation).await;
+            let result = self.take_lease(&base, guard.node().generation).await;
             guard.release().await?;
             match result? {
                 Some(lease) => return Ok(lease),
@@ -136,12 +136,12 @@ impl InterProcessSemaphoreV2 {
         }
     }
 
-    /// Creates our lease while holding the mutex (whose node is of session `generation`) and
-    /// waits for room. `None` when the lease or the mutex went with a session: start over.
-    async fn take_lease(&self, generation: u64) -> Result<Option<Lease>> {
+    /// Creates our lease `base` (`P/leases/lease-`) while holding the mutex (whose node is of
+    /// session `generation`) and waits for room. `None` when the lease or the mutex went with a
+    /// session: start over.
+    async fn take_lease(&self, base: &str, generation: u64) -> Result<Option<Lease>> {
         let data = self.node_data.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let data = data.unwrap_or_else(|| self.fw.default_data().to_vec());
-        let base = path::make_path(&self.leases_path, LEASE_NAME);
         // The session the lease is meant for: the mutex's. Taken before the create, so that
         // nothing is awaited between the create and the lease that deletes its node if dropped
         // (an error or a deadline there left the node behind, a lease counted forever).
@@ -153,7 +153,7 @@ impl InterProcessSemaphoreV2 {
             .creating_parent_containers_if_needed()
             .with_protection()
             .with_mode(CreateMode::EphemeralSequential)
-            .for_path_with_stat(&base, data)
+            .for_path_with_stat(base, data)
             .await?;
         let sequence = sequence_in(path::node_name(&created), &[LEASE_NAME]).unwrap_or(0);
         let node = LockNode::created_on(created, sequence, &stat, &session);
