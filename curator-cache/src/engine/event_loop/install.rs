@@ -1,0 +1,91 @@
+//! Installing a fresh load into the cache's map, and the events that say what it changed.
+
+use std::sync::Arc;
+
+use super::super::state::SyncState;
+use super::super::{EngineEvent, NodeMap};
+use super::Engine;
+use crate::child_data::ChildData;
+
+impl Engine {
+    /// Replaces the map with a fresh load and emits what differs (unless silent): deletions
+    /// first (below before above), then creations and changes level by level.
+    pub(super) fn install(&mut self, loaded: NodeMap) {
+        let silent = std::mem::take(&mut self.next_load.silent);
+        let mut events = Vec::new();
+        {
+            let mut nodes = self.shared.nodes_mut();
+            if !silent {
+                for (path, old) in nodes.iter().rev() {
+                    if !loaded.contains_key(path) {
+                        events.push(EngineEvent::Deleted(old.clone()));
+                    }
+                }
+                // Level by level, as Curator's TreeCache reports its first load: a node's
+                // parent before it, and all nodes of one depth before the next.
+                let mut level_order: Vec<(&String, &Arc<ChildData>)> = loaded.iter().collect();
+                level_order.sort_by(|(a, _), (b, _)| level_cmp(a, b));
+                for (path, new) in level_order {
+                    match nodes.get(path) {
+                        None => events.push(EngineEvent::Created(new.clone())),
+                        Some(old) if old.stat.czxid != new.stat.czxid => {
+                            events.push(EngineEvent::Deleted(old.clone()));
+                            events.push(EngineEvent::Created(new.clone()));
+                        }
+                        Some(old) if old.stat.mzxid != new.stat.mzxid => {
+                            events.push(EngineEvent::Changed(old.clone(), new.clone()))
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            *nodes = loaded;
+        }
+        if !events.is_empty() {
+            tracing::debug!(path = %self.config.scope.root, changes = events.len(), "cache caught up");
+        }
+        for event in events {
+            self.emit(event);
+        }
+        self.state = SyncState::InSync;
+        self.retry.reset();
+        if let Some(live) = self.live.as_mut() {
+            live.link = live.link.settled();
+        }
+        if !self.shared.status.borrow().initialized {
+            self.recovering_from = None;
+            self.emit(EngineEvent::Initialized);
+            self.shared.status.send_modify(|s| s.initialized = true);
+        } else {
+            self.maybe_recovered();
+        }
+        for waiter in self.next_load.waiters.drain(..) {
+            let _ = waiter.send(Ok(()));
+        }
+    }
+}
+
+/// Breadth-first order of full paths: by depth, then segment by segment (so the children of
+/// one parent stay together and in name order, as their parents are).
+fn level_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let segments = |p: &str| p.split('/').filter(|s| !s.is_empty()).count();
+    segments(a)
+        .cmp(&segments(b))
+        .then_with(|| a.split('/').filter(|s| !s.is_empty()).cmp(b.split('/').filter(|s| !s.is_empty())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::level_cmp;
+
+    #[test]
+    fn level_order_is_breadth_first_with_siblings_by_name() {
+        let mut paths = vec!["/t/2/sub", "/t/3", "/t", "/t/b-c/y", "/t/1", "/t/b/x", "/t/b", "/t/b-c", "/t/2"];
+        paths.sort_by(|a, b| level_cmp(a, b));
+        // "/t/b-c/y" sorts before "/t/b/x" as a string ('-' < '/'), but its parent comes after.
+        assert_eq!(paths, vec!["/t", "/t/1", "/t/2", "/t/3", "/t/b", "/t/b-c", "/t/2/sub", "/t/b/x", "/t/b-c/y"]);
+        let mut from_root = vec!["/a", "/", "/a/b"];
+        from_root.sort_by(|a, b| level_cmp(a, b));
+        assert_eq!(from_root, vec!["/", "/a", "/a/b"]);
+    }
+}
