@@ -227,13 +227,18 @@ impl Scenario {
             let rng = ChaosRng::new(seed.wrapping_add(i as u64 + 1));
             tasks.push(tokio::spawn(contender(i, handle, recipe, checker, target, rng, until, session_timeout)));
         }
-        for task in tasks {
-            let _ = task.await;
-        }
         let record = chaos.await.expect("the injector panicked");
         checker.note_expiries(&record);
-        let hung_after = session_timeout * 3 + timing.deadline();
-        checker.settle(hung_after).await;
+        // Every acquire must end within `patience` once the faults have stopped; one still
+        // open then is hung, and its contender is stopped (dropping the acquire: cancel safety).
+        checker.settle(patience(session_timeout)).await;
+        for mut task in tasks {
+            // What is left of a hold begun before the end, and its release.
+            if tokio::time::timeout(session_timeout * 2, &mut task).await.is_err() {
+                task.abort();
+                let _ = task.await;
+            }
+        }
 
         // Orphans: nodes still there once every contender stopped and cleanups had time.
         let observer = connected(lock_retry(builder(&direct))).await;
@@ -256,7 +261,13 @@ impl Scenario {
             }
             _ => 1,
         };
-        let report = checker.report(ReportInputs { record: Some(&record), orphans, wedged_locks: wedged, hung_after });
+        let report = checker.report(ReportInputs {
+            record: Some(&record),
+            orphans,
+            wedged_locks: wedged,
+            hung_after: patience(session_timeout),
+            calm_since: Some(record.ended),
+        });
         eprintln!("{}: {report:#}", self.name());
         if let Ok(file) = std::env::var("CHAOS_SUMMARY") {
             use std::io::Write;
@@ -276,6 +287,13 @@ impl Scenario {
     }
 }
 
+/// How long an acquire may stay open once the faults have stopped before the checker calls it
+/// hung: a session timeout for a holder cut off at the end to be expired, two more for the
+/// long holds queued ahead of it, and the test deadline for the connection to come back.
+fn patience(session_timeout: Duration) -> Duration {
+    session_timeout * 3 + Timing::new().deadline()
+}
+
 /// One contender's loop until `until`.
 #[allow(clippy::too_many_arguments)]
 async fn contender(
@@ -288,13 +306,16 @@ async fn contender(
     until: Instant,
     session_timeout: Duration,
 ) {
-    // An acquire not cancelled on purpose may wait this long before the checker calls it hung.
-    let patience = session_timeout * 3 + Timing::new().deadline();
     while Instant::now() < until {
         let exclusive = recipe != Recipe::ReadWrite || rng.chance(0.5);
-        // Half the acquires are given up early, at random (cancel safety).
+        // Half the acquires are given up early, at random (cancel safety). The others wait
+        // as long as the faults last and `patience` beyond: the scenario stops them first.
         let cancel = rng.chance(0.5);
-        let wait = if cancel { rng.between(Duration::ZERO, Duration::from_millis(300)) } else { patience };
+        let wait = if cancel {
+            rng.between(Duration::ZERO, Duration::from_millis(300))
+        } else {
+            until.saturating_duration_since(Instant::now()) + patience(session_timeout) * 2
+        };
         let id = checker.begin_acquire(i);
         let held = match handle.acquire(exclusive, wait).await {
             Ok(Some(held)) => held,

@@ -3,7 +3,9 @@
 //! (`CHAOS_SEED` repeats a run). Each scenario runs `CHAOS_SECONDS` (20 by default, as in CI);
 //! `scripts/soak` runs them for longer and writes a summary. Every count must be zero:
 //! overlapping unsignalled holds, lost increments, token inversions, orphans, wedged locks and
-//! hung acquirers.
+//! hung acquirers. An acquire is hung if it is still open a bounded time (three session
+//! timeouts and the test deadline) after the faults stop: while they go on, a waiter may be
+//! overtaken again and again, which the report counts as slow acquires with the longest wait.
 //!
 //! Between them the scenarios cover both error policies, the default and a short retry policy,
 //! the mutex, the read/write lock and the semaphore, one server and a 3-node ensemble; in every

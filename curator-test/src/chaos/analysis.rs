@@ -14,6 +14,9 @@ pub(crate) struct Findings {
     pub(crate) signalled_overlaps: u64,
     pub(crate) token_inversions: u64,
     pub(crate) hung_acquirers: u64,
+    pub(crate) slow_acquires: u64,
+    pub(crate) longest_wait: Duration,
+    pub(crate) longest_wait_described: Option<String>,
     /// The first few violations, in words.
     pub(crate) violations: Vec<String>,
 }
@@ -26,28 +29,56 @@ impl Findings {
     }
 }
 
-pub(crate) fn analyse(ledger: &Ledger, now: Instant, hung_after: Duration) -> Findings {
+pub(crate) fn analyse(ledger: &Ledger, now: Instant, hung_after: Duration, calm_since: Option<Instant>) -> Findings {
     let mut findings = Findings::default();
     let by_grant = grant_order(&ledger.holds);
     overlaps(ledger, &by_grant, now, &mut findings);
     inversions(ledger, &by_grant, &mut findings);
+    waits(ledger, now, hung_after, calm_since, &mut findings);
+    findings
+}
+
+/// Hung acquirers (open `hung_after` past the calm), slow ones (a wait longer than
+/// `hung_after` while the faults went on) and the longest wait.
+fn waits(ledger: &Ledger, now: Instant, hung_after: Duration, calm_since: Option<Instant>, findings: &mut Findings) {
+    let mut longest: Option<(Duration, usize)> = None;
     for (i, a) in ledger.acquires.iter().enumerate() {
-        if a.end.is_none() && a.start + hung_after <= now {
+        let waited = a.end.unwrap_or(now).saturating_duration_since(a.start);
+        if longest.is_none_or(|(w, _)| waited > w) {
+            longest = Some((waited, i));
+        }
+        let judged_from = calm_since.map_or(a.start, |calm| calm.max(a.start));
+        if a.end.is_none() && judged_from + hung_after <= now {
             findings.hung_acquirers += 1;
-            findings.describe(|| {
-                // What the wait saw: a waiter others kept overtaking (its session lost again and
-                // again, or a lost wake-up) against a lock nobody could take (no quorum).
-                let overtaken = ledger.holds.iter().filter(|h| h.contender != a.contender && h.start >= a.start).count();
-                let expired = ledger.expiries.iter().filter(|(c, at)| *c == a.contender && *at >= a.start).count();
-                format!(
-                    "acquire {i} of contender {} open since {}; meanwhile {overtaken} holds by others began and its session was expired {expired} times",
-                    a.contender,
-                    offset(ledger.origin, a.start)
-                )
-            });
+            findings.describe(|| format!("hung: {}", describe_wait(ledger, i, now)));
+        } else if waited > hung_after {
+            findings.slow_acquires += 1;
         }
     }
-    findings
+    if let Some((waited, i)) = longest {
+        findings.longest_wait = waited;
+        findings.longest_wait_described = Some(describe_wait(ledger, i, now));
+    }
+}
+
+/// What a wait saw: a waiter others kept overtaking (its session lost again and again, or a
+/// lost wake-up), or a lock nobody could take (no quorum).
+fn describe_wait(ledger: &Ledger, i: usize, now: Instant) -> String {
+    let a = &ledger.acquires[i];
+    let end = a.end.unwrap_or(now);
+    let during = |at: Instant| at >= a.start && at <= end;
+    let overtaken = ledger.holds.iter().filter(|h| h.contender != a.contender && during(h.start)).count();
+    let expired = ledger.expiries.iter().filter(|(c, at)| *c == a.contender && during(*at)).count();
+    let how = match a.end {
+        Some(end) => format!("returned at {}", offset(ledger.origin, end)),
+        None => "still open".to_string(),
+    };
+    format!(
+        "acquire {i} of contender {} began at {}, waited {:.1}s ({how}); meanwhile {overtaken} holds by others began and its session was expired {expired} times",
+        a.contender,
+        offset(ledger.origin, a.start),
+        end.saturating_duration_since(a.start).as_secs_f64()
+    )
 }
 
 /// Hold indices sorted by grant time (then by the order they were reported).

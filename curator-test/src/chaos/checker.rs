@@ -212,14 +212,16 @@ impl Checker {
     /// - **lost increments**: increments done minus the counter's final value.
     /// - **token inversions**: exclusive grants, in grant order, whose token is not greater
     ///   than every earlier exclusive grant's.
-    /// - **hung acquirers**: attempts still open that began at least `inputs.hung_after` ago.
+    /// - **hung acquirers**: attempts still open `inputs.hung_after` after the faults stopped
+    ///   (`inputs.calm_since`), or after they began if later. Attempts that waited longer than
+    ///   that while faults went on are counted as slow (starvation), with the longest wait.
     /// - orphans and wedged locks as the scenario measured them, and the faults of
     ///   `inputs.record`. Forced expiries are not taken from the record: call
     ///   [`note_expiries`](Self::note_expiries) or [`forced_expiry`](Self::forced_expiry).
     pub fn report(&self, inputs: ReportInputs<'_>) -> Report {
         let ledger = self.ledger().clone();
         let now = Instant::now();
-        let findings = analysis::analyse(&ledger, now, inputs.hung_after);
+        let findings = analysis::analyse(&ledger, now, inputs.hung_after, inputs.calm_since);
         let count = |n: usize| n as u64;
         Report {
             seed: inputs.record.map(|r| r.seed),
@@ -233,6 +235,9 @@ impl Checker {
             token_inversions: findings.token_inversions,
             acquires: count(ledger.acquires.len()),
             hung_acquirers: findings.hung_acquirers,
+            slow_acquires: findings.slow_acquires,
+            longest_wait_ms: u64::try_from(findings.longest_wait.as_millis()).unwrap_or(u64::MAX),
+            longest_wait: findings.longest_wait_described,
             orphans: inputs.orphans,
             wedged_locks: inputs.wedged_locks,
             forced_expiries: count(ledger.expiries.len()),

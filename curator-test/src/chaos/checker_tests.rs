@@ -164,8 +164,34 @@ fn acquires_open_past_the_grace_are_hung() {
     assert_eq!(c.open_acquires(), 2);
     let r = c.report(ReportInputs { hung_after: ms(1_000), ..Default::default() });
     assert_eq!((r.acquires, r.hung_acquirers), (3, 1));
-    assert!(r.violations[0].starts_with("acquire 0 of contender 0"), "{:?}", r.violations);
+    assert!(r.violations[0].starts_with("hung: acquire 0 of contender 0"), "{:?}", r.violations);
+    assert_eq!(r.slow_acquires, 1, "acquire 1 waited 5 s and returned");
     assert_eq!(report(&c).hung_acquirers, 2, "with no grace every open attempt is hung");
+}
+
+#[test]
+fn waits_during_the_faults_are_slow_and_only_waits_past_the_calm_are_hung() {
+    let (c, t) = setup();
+    // Faults went on until t + 50 s; the report is made at about t + 60 s.
+    let calm = t + ms(50_000);
+    c.begin_acquire_at(0, t); // open since t: 10 s past the calm
+    c.begin_acquire_at(1, t + ms(55_000)); // open 5 s, all after the calm
+    let slow = c.begin_acquire_at(2, t + ms(1_000));
+    c.end_acquire_at(slow, t + ms(31_000)); // 30 s under faults, then granted
+    let quick = c.begin_acquire_at(3, t + ms(2_000));
+    c.end_acquire_at(quick, t + ms(2_500));
+    let inputs =
+        |secs: u64| ReportInputs { hung_after: ms(secs * 1_000), calm_since: Some(calm), ..Default::default() };
+
+    let r = c.report(inputs(8));
+    assert_eq!((r.acquires, r.hung_acquirers, r.slow_acquires), (4, 1, 1));
+    assert!(r.violations[0].starts_with("hung: acquire 0 of contender 0 began at +"), "{:?}", r.violations);
+    assert!(r.longest_wait_ms >= 60_000, "acquire 0 has waited about 60 s: {}", r.longest_wait_ms);
+    assert!(r.longest_wait.as_deref().is_some_and(|w| w.contains("acquire 0 ") && w.contains("still open")));
+
+    let r = c.report(inputs(20));
+    assert_eq!((r.hung_acquirers, r.slow_acquires), (0, 2), "10 s past the calm is within 20 s");
+    assert!(r.is_clean(), "slow acquires are not violations: {r:#}");
 }
 
 #[tokio::test]

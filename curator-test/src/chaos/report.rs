@@ -15,10 +15,20 @@ pub struct ReportInputs<'a> {
     pub orphans: u64,
     /// Locks that nobody could acquire any more at the end, as the scenario found them.
     pub wedged_locks: u64,
-    /// An acquire attempt still open at report time is hung if it began at least this long
-    /// ago (zero: every open attempt is hung; see also
-    /// [`Checker::settle`](super::Checker::settle)).
+    /// An acquire attempt still open at report time is hung if it has been open this long
+    /// since `calm_since` (or since it began, if later). Zero: every open attempt is hung; see
+    /// also [`Checker::settle`](super::Checker::settle). Attempts that took longer than this
+    /// and did end are counted as [`Report::slow_acquires`], not as hung.
     pub hung_after: Duration,
+    /// When the faults stopped and everything was put back (the record's
+    /// [`ended`](ChaosRecord::ended)). `None`: attempts are judged from when they began.
+    ///
+    /// An acquire must end within a bounded time after its connection settles. While faults
+    /// keep coming, a waiter can be overtaken again and again (each session it loses sends it
+    /// to the back of the queue); that is starvation under faults, reported as
+    /// [`slow_acquires`](Report::slow_acquires). An attempt still open `hung_after` after the
+    /// faults stopped is hung: no fault excuses it any more.
+    pub calm_since: Option<std::time::Instant>,
 }
 
 /// The verdict on a chaos run. [`is_clean`](Self::is_clean) when nothing went wrong;
@@ -49,8 +59,17 @@ pub struct Report {
     pub token_inversions: u64,
     /// Acquire attempts reported.
     pub acquires: u64,
-    /// Acquire attempts that never returned.
+    /// Acquire attempts still open [`hung_after`](ReportInputs::hung_after) after the faults
+    /// stopped ([`calm_since`](ReportInputs::calm_since)).
     pub hung_acquirers: u64,
+    /// Acquire attempts that returned, or were still open, after waiting longer than
+    /// [`hung_after`](ReportInputs::hung_after) while faults went on: starvation, not a
+    /// violation (see [`ReportInputs::calm_since`]).
+    pub slow_acquires: u64,
+    /// The longest wait of any acquire attempt (open ones up to report time), in milliseconds.
+    pub longest_wait_ms: u64,
+    /// The longest wait, in words: who waited, from when, and what happened meanwhile.
+    pub longest_wait: Option<String>,
     /// As given in [`ReportInputs::orphans`].
     pub orphans: u64,
     /// As given in [`ReportInputs::wedged_locks`].
@@ -88,7 +107,7 @@ impl Report {
     }
 
     /// The counts that describe the run.
-    fn volume(&self) -> [(&'static str, u64); 7] {
+    fn volume(&self) -> [(&'static str, u64); 9] {
         [
             ("holds", self.holds),
             ("exclusive_holds", self.exclusive_holds),
@@ -97,6 +116,8 @@ impl Report {
             ("counter", self.counter),
             ("acquires", self.acquires),
             ("forced_expiries", self.forced_expiries),
+            ("slow_acquires", self.slow_acquires),
+            ("longest_wait_ms", self.longest_wait_ms),
         ]
     }
 
@@ -188,6 +209,9 @@ impl fmt::Display for Report {
         if f.alternate() {
             for v in &self.violations {
                 write!(f, "\n  {v}")?;
+            }
+            if let Some(longest) = &self.longest_wait {
+                write!(f, "\nlongest wait: {longest}")?;
             }
         }
         Ok(())
