@@ -483,8 +483,10 @@ impl CuratorFramework {
         .await
     }
 
-    /// Checks data length against the configured limit.
-    pub(crate) fn check_data(&self, path: &str, data: &[u8]) -> Result<()> {
+    /// Checks data against the framework's `max_data_len`:
+    /// [`DataTooLarge`](CuratorError::DataTooLarge) past it. For recipes that keep data to
+    /// write later, so that bad input fails when it is given.
+    pub fn check_data(&self, path: &str, data: &[u8]) -> Result<()> {
         let max = self.inner.config.max_data_len;
         if data.len() > max {
             return Err(CuratorError::DataTooLarge { path: path.to_string(), len: data.len(), max });

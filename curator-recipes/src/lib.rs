@@ -5,7 +5,9 @@
 //!
 //! - [`locks`]: `InterProcessMutex`, `InterProcessReadWriteLock`, `InterProcessSemaphoreV2`,
 //!   `InterProcessSemaphoreMutex`, `InterProcessMultiLock`.
+//! - [`nodes`]: `PersistentNode`, `PersistentTtlNode`, `GroupMember`.
 #![warn(missing_docs)]
 
 pub mod locks;
+pub mod nodes;
 mod sequential;

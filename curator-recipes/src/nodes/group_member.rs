@@ -1,0 +1,204 @@
+//! [`GroupMember`]: membership of a group, with the view of every other member.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
+use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
+
+use super::persistent_node::PersistentNode;
+
+/// A change in a group's membership, as a [`GroupMember`] sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberEvent {
+    /// A member joined (or was there when the view was first loaded).
+    Joined {
+        /// The member's id.
+        id: String,
+        /// Its payload.
+        data: Vec<u8>,
+    },
+    /// A member's payload changed.
+    Updated {
+        /// The member's id.
+        id: String,
+        /// Its new payload.
+        data: Vec<u8>,
+    },
+    /// A member left (its session ended, or it closed).
+    Left {
+        /// The member's id.
+        id: String,
+    },
+}
+
+/// Membership of a group (Curator's `GroupMember`): this process's node `P/<id>`, ephemeral
+/// and kept in place by a [`PersistentNode`], and a cache of `P` for the other members.
+///
+/// Java clients using Curator's `GroupMember` on the same path see the same members, with the
+/// same payloads.
+///
+/// ```no_run
+/// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
+/// use curator_recipes::nodes::{GroupMember, MemberEvent};
+///
+/// let member = GroupMember::builder(&fw, "/cluster/members", "node-3")
+///     .payload(b"10.0.0.3:7000".to_vec())
+///     .start()
+///     .await?;
+/// member.add_listener(|event: &MemberEvent| {
+///     if let MemberEvent::Left { id } = event {
+///         tracing::info!(member = %id, "left");
+///     }
+/// });
+/// for (id, payload) in member.current_members() {
+///     tracing::info!(member = %id, bytes = payload.len(), "member");
+/// }
+/// member.close().await;
+/// # Ok(()) }
+/// ```
+///
+/// # After an outage
+/// The member's node comes back as soon as the client has a session again, even when the
+/// server brought back the old session (and its node) after a restart: see
+/// [`PersistentNode`]'s rules for a node in the way.
+pub struct GroupMember {
+    node: PersistentNode,
+    cache: PathChildrenCache,
+    events: Arc<Listeners<MemberEvent>>,
+    path: String,
+    id: String,
+}
+
+impl std::fmt::Debug for GroupMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupMember").field("path", &self.path).field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+/// Builder of a [`GroupMember`]; see [`GroupMember::builder`].
+#[derive(Debug, Clone)]
+pub struct GroupMemberBuilder {
+    fw: CuratorFramework,
+    path: String,
+    id: String,
+    payload: Option<Vec<u8>>,
+}
+
+impl GroupMemberBuilder {
+    /// This member's payload (default: this host's address, as Curator).
+    pub fn payload(mut self, payload: impl Into<Vec<u8>>) -> Self {
+        self.payload = Some(payload.into());
+        self
+    }
+
+    /// Joins the group: registers this member's node in the background and starts the cache
+    /// of the group (loaded in the background too: see
+    /// [`wait_initialized`](GroupMember::wait_initialized)). Fails with a typed error for an
+    /// invalid path, an id that is not one node name, or a payload over the framework's
+    /// limit.
+    pub async fn start(self) -> Result<GroupMember> {
+        path::validate(&self.path)?;
+        let node_path = path::make_path(&self.path, &self.id);
+        if self.id.is_empty() || self.id.contains('/') {
+            return Err(CuratorError::InvalidPath { path: node_path, reason: "a member id must be one node name" });
+        }
+        path::validate(&node_path)?;
+        let payload = self.payload.unwrap_or_else(|| curator_core::local_address().into_bytes());
+        let cache = PathChildrenCache::new(&self.fw, &self.path, true)?;
+        let events = Arc::new(Listeners::new());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            events.start(handle);
+        }
+        let publish = events.clone();
+        cache.add_listener(move |event: &PathChildrenCacheEvent| {
+            if let Some(member) = member_event(event) {
+                publish.publish(member);
+            }
+        });
+        let node = PersistentNode::builder(&self.fw, &node_path).mode(CreateMode::Ephemeral).data(payload).start()?;
+        cache.start(StartMode::Normal).await?;
+        Ok(GroupMember { node, cache, events, path: self.path, id: self.id })
+    }
+}
+
+fn member_event(event: &PathChildrenCacheEvent) -> Option<MemberEvent> {
+    let data = |child: &curator_cache::ChildData| child.data().map(<[u8]>::to_vec).unwrap_or_default();
+    Some(match event {
+        PathChildrenCacheEvent::ChildAdded(c) => MemberEvent::Joined { id: c.name().to_string(), data: data(c) },
+        PathChildrenCacheEvent::ChildUpdated(c) => MemberEvent::Updated { id: c.name().to_string(), data: data(c) },
+        PathChildrenCacheEvent::ChildRemoved(c) => MemberEvent::Left { id: c.name().to_string() },
+        _ => return None,
+    })
+}
+
+impl GroupMember {
+    /// A builder for member `id` of the group at `path`.
+    pub fn builder(fw: &CuratorFramework, path: &str, id: &str) -> GroupMemberBuilder {
+        GroupMemberBuilder { fw: fw.clone(), path: path.to_string(), id: id.to_string(), payload: None }
+    }
+
+    /// The members and their payloads, as the cache sees them, with this member always
+    /// included (with its current payload) even before its node is seen.
+    pub fn current_members(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut members: BTreeMap<String, Vec<u8>> = self
+            .cache
+            .current_data()
+            .into_iter()
+            .map(|child| (self.id_from_path(child.path()), child.data().map(<[u8]>::to_vec).unwrap_or_default()))
+            .collect();
+        members.entry(self.id.clone()).or_insert_with(|| self.node.data());
+        members
+    }
+
+    /// The member id of a member node's path (its last segment).
+    pub fn id_from_path(&self, path: &str) -> String {
+        path::node_name(path).to_string()
+    }
+
+    /// This member's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Sets this member's payload (kept across re-registrations).
+    pub fn set_this_data(&self, data: impl Into<Vec<u8>>) -> Result<()> {
+        self.node.set_data(data)
+    }
+
+    /// Waits up to `timeout` for this member's node to be first registered; true once done.
+    pub async fn wait_for_registration(&self, timeout: Duration) -> bool {
+        self.node.wait_for_initial_create(timeout).await
+    }
+
+    /// Waits until the group's first load is done.
+    pub async fn wait_initialized(&self) -> Result<()> {
+        self.cache.wait_initialized().await
+    }
+
+    /// Calls `listener` for every join, leave and payload change, in order (members present at
+    /// start are reported as joins).
+    pub fn add_listener(&self, listener: impl Fn(&MemberEvent) + Send + Sync + 'static) -> ListenerId {
+        self.events.add_callback(Arc::new(listener))
+    }
+
+    /// Removes a listener.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.events.remove(id)
+    }
+
+    /// The changes to come, as a stream.
+    pub fn events(&self) -> EventStream<MemberEvent> {
+        self.events.stream()
+    }
+
+    /// Leaves the group: stops the cache and deletes this member's node (see
+    /// [`PersistentNode::close`]).
+    pub async fn close(self) {
+        self.cache.close();
+        self.events.close();
+        self.node.close().await;
+    }
+}

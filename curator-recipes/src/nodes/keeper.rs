@@ -1,0 +1,393 @@
+//! The keeper of a [`PersistentNode`](super::PersistentNode): one task per node that puts the
+//! node back whenever it is missing, and deletes it at the end (docs/architecture.md, "Nodes
+//! that stay").
+//!
+//! # The algorithm
+//!
+//! ```text
+//! Place: create the node (the first time as configured; then at the path it got, in the
+//!        mode without the sequence, so that it keeps its name)
+//!    created ──────────────────────────────────────────────► Own   (tell the created listeners)
+//!    NodeExists ─► getData (on the current session):
+//!        gone ─────────────────────────────────────────────► Place
+//!        persistent mode, or ephemeral of this session ─────► Own   (adopt; our data if it differs)
+//!        ephemeral of an earlier session of this node ──────► Place (after deleting it, at its version)
+//!        ephemeral of any other session ────────────────────► Foreign
+//!    retryable error ─► back off (cleanup backoff, 50 ms → 2 s) ─► Place
+//!    other error (no permission, no parent) ────────────────► Stuck
+//! Own: exists+watch on the node (on the current session); write our data if newer
+//!    missing, or an ephemeral of another session ──────────► Place
+//!    then wait: deleted, or the watch's session ended ──────► Place
+//!               data changed, or connected again ───────────► Own  (a new watch checks again)
+//!               set_data ─► write the new data, wait on
+//! Foreign: exists+watch; wait until it is deleted ──────────► Place
+//! Stuck: wait for a connection change or new data ──────────► Place
+//! closing, or the framework closed (from any wait) ─► delete the node if it may be ours; stop
+//! ```
+//!
+//! Waits end early on closing; requests in flight are not cut short, so their outcome is
+//! known (each is bounded by the framework's retry policy and connection timeout).
+
+use std::sync::Arc;
+
+use curator_core::zk;
+use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework};
+use tokio::sync::watch;
+
+use super::persistent_node::{lock, Shared};
+
+/// Where the keeper stands with the node.
+#[derive(Debug)]
+enum State {
+    /// The node must be created (or found).
+    Place,
+    /// The node at this path is ours.
+    Own(String),
+    /// The path is held by another session's ephemeral node: wait for it to go.
+    Foreign(String),
+    /// An error that retrying will not fix: wait for something to change.
+    Stuck,
+    /// Closing, or the framework is closed.
+    Stop,
+}
+
+/// How a wait ended.
+enum Woken {
+    Closing,
+    /// The node was deleted, or the session of the watch ended.
+    Gone,
+    /// Look again: data changed, or connected again.
+    Again,
+    /// New data to write.
+    Data,
+}
+
+struct Keeper {
+    shared: Arc<Shared>,
+    fw: CuratorFramework,
+    /// The node's path once it was first created (sequence and protection included).
+    known: Option<String>,
+    /// Session ids on which this node made or adopted its (ephemeral) node.
+    sessions: Vec<i64>,
+    /// The data version last written to the node.
+    written: u64,
+    /// Whether the node may be ours: a create may have succeeded, or we own it.
+    may_own: bool,
+    retry: curator_core::retry::RetryLoop,
+    conn: watch::Receiver<curator_core::ConnectionStateEvent>,
+    closing: watch::Receiver<bool>,
+}
+
+/// Runs the keeper until the node is closed or the framework is.
+pub(super) async fn run(shared: Arc<Shared>) {
+    let fw = shared.fw.clone();
+    let mut keeper = Keeper {
+        retry: fw.cleanup_retry_loop(),
+        conn: fw.connection_state_watch(),
+        closing: shared.closing.subscribe(),
+        fw,
+        shared,
+        known: None,
+        sessions: Vec::new(),
+        written: 0,
+        may_own: false,
+    };
+    let mut state = State::Place;
+    loop {
+        state = match state {
+            State::Stop => break,
+            _ if keeper.is_closing() => State::Stop,
+            State::Place => keeper.place().await,
+            State::Own(path) => keeper.own(path).await,
+            State::Foreign(path) => keeper.foreign(path).await,
+            State::Stuck => keeper.stuck().await,
+        };
+    }
+    keeper.finish().await;
+}
+
+impl Keeper {
+    fn is_closing(&self) -> bool {
+        *self.closing.borrow() || self.fw.is_closed()
+    }
+
+    fn mode(&self) -> CreateMode {
+        self.shared.config.mode
+    }
+
+    /// Creates the node, or finds out who holds its path.
+    async fn place(&mut self) -> State {
+        let config = &self.shared.config;
+        let (data, version) = self.shared.data();
+        let mut create = self.fw.create();
+        let (path, mode) = match &self.known {
+            Some(known) => (known.clone(), without_sequence(config.mode)),
+            None => {
+                if config.protected {
+                    create = create.with_protection();
+                }
+                (config.path.clone(), config.mode)
+            }
+        };
+        create = create.with_mode(mode);
+        if let Some(ttl) = config.ttl {
+            create = create.with_ttl(ttl);
+        }
+        if config.parents {
+            create = create.creating_parent_containers_if_needed();
+        }
+        tracing::debug!(path = %path, ?mode, "persistent node: create");
+        match create.for_path_with_stat(&path, data).await {
+            Ok((created, stat)) => {
+                self.may_own = true;
+                self.written = version;
+                if stat.ephemeral_owner != 0 && !self.sessions.contains(&stat.ephemeral_owner) {
+                    self.sessions.push(stat.ephemeral_owner);
+                }
+                self.known = Some(created.clone());
+                *lock(&self.shared.actual) = Some(created.clone());
+                *lock(&self.shared.last_error) = None;
+                self.retry.reset();
+                self.shared.initial.send_replace(true);
+                self.shared.created.publish(created.clone());
+                tracing::debug!(path = %created, "persistent node: created");
+                State::Own(created)
+            }
+            Err(CuratorError::NodeExists { .. }) => self.inspect(path).await,
+            Err(err) => {
+                if err.outcome_unknown() {
+                    self.may_own = self.may_own || self.known.is_some() || !config.mode.is_sequential();
+                }
+                self.failed(err).await
+            }
+        }
+    }
+
+    /// The path is taken: adopt the node, clear it away, or wait for it.
+    async fn inspect(&mut self, path: String) -> State {
+        let session = match self.fw.session().await {
+            Ok(session) => session,
+            Err(err) => return self.failed(err).await,
+        };
+        tracing::debug!(path = %path, "persistent node: getData of the node in the way");
+        let (current, stat) = match session.client().get_data(&path).await {
+            Ok(found) => found,
+            Err(zk::Error::NoNode) => return State::Place,
+            Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
+        };
+        let owner = stat.ephemeral_owner;
+        if self.mode().is_ephemeral() && owner != session.id() {
+            if self.sessions.contains(&owner) {
+                tracing::info!(path = %path, owner = format_args!("{owner:#x}"), "persistent node: deleting our node of an earlier session");
+                return match session.client().delete(&path, Some(stat.version)).await {
+                    Ok(()) | Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => State::Place,
+                    Err(err) => self.failed(CuratorError::from_zk(&path, err)).await,
+                };
+            }
+            if owner != 0 {
+                tracing::warn!(path = %path, owner = format_args!("{owner:#x}"), "persistent node: the path is held by another session; waiting for it to go");
+                self.known.get_or_insert_with(|| path.clone());
+                return State::Foreign(path);
+            }
+            tracing::warn!(path = %path, "persistent node: a persistent node is in the way of an ephemeral one; adopting it, as Curator does");
+        }
+        drop(session);
+        let (data, version) = self.shared.data();
+        if current != data {
+            tracing::debug!(path = %path, "persistent node: setData of the adopted node");
+            let written = match self.fw.session().await {
+                Ok(session) => session.client().set_data(&path, &data, Some(stat.version)).await,
+                Err(err) => return self.failed(err).await,
+            };
+            match written {
+                Ok(_) => {}
+                Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => return State::Place,
+                Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
+            }
+        }
+        self.written = version;
+        self.may_own = true;
+        if owner != 0 && !self.sessions.contains(&owner) {
+            self.sessions.push(owner);
+        }
+        self.known = Some(path.clone());
+        *lock(&self.shared.actual) = Some(path.clone());
+        *lock(&self.shared.last_error) = None;
+        self.retry.reset();
+        self.shared.initial.send_replace(true);
+        State::Own(path)
+    }
+
+    /// Watches our node; writes new data; puts it back when it goes.
+    async fn own(&mut self, path: String) -> State {
+        let session = match self.fw.session().await {
+            Ok(session) => session,
+            Err(err) => return self.failed(err).await,
+        };
+        tracing::debug!(path = %path, "persistent node: exists+watch");
+        let (stat, watcher) = match session.client().check_and_watch_stat(&path).await {
+            Ok(found) => found,
+            Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
+        };
+        let session_id = session.id();
+        drop(session);
+        match stat {
+            None => return State::Place,
+            Some(stat) if self.mode().is_ephemeral() && stat.ephemeral_owner != session_id => return State::Place,
+            Some(_) => {}
+        }
+        self.retry.reset();
+        let mut fired = std::pin::pin!(watcher.changed());
+        loop {
+            if let Err(state) = self.write_if_newer(&path).await {
+                return state;
+            }
+            let woken = tokio::select! {
+                event = &mut fired => match event.event_type {
+                    zk::EventType::NodeDeleted => Woken::Gone,
+                    zk::EventType::Session if event.session_state.is_terminated() => Woken::Gone,
+                    _ => Woken::Again,
+                },
+                woken = self.wait_for_change() => woken,
+            };
+            match woken {
+                Woken::Closing => return State::Stop,
+                Woken::Gone => return State::Place,
+                Woken::Again => return State::Own(path),
+                Woken::Data => continue,
+            }
+        }
+    }
+
+    /// Writes the latest data if the node does not have it yet. `Err` with the next state
+    /// when the node is gone or the write failed.
+    async fn write_if_newer(&mut self, path: &str) -> std::result::Result<(), State> {
+        let (data, version) = self.shared.data();
+        if version == self.written {
+            return Ok(());
+        }
+        tracing::debug!(path, "persistent node: setData");
+        let written = match self.fw.session().await {
+            Ok(session) => {
+                session.client().set_data(path, &data, None).await.map_err(|e| CuratorError::from_zk(path, e))
+            }
+            Err(err) => Err(err),
+        };
+        match written {
+            Ok(_) => {
+                self.written = version;
+                Ok(())
+            }
+            Err(CuratorError::NoNode { .. }) => Err(State::Place),
+            Err(err) => Err(self.failed(err).await),
+        }
+    }
+
+    /// Waits for another session's node to go.
+    async fn foreign(&mut self, path: String) -> State {
+        let session = match self.fw.session().await {
+            Ok(session) => session,
+            Err(err) => return self.failed(err).await,
+        };
+        tracing::debug!(path = %path, "persistent node: exists+watch of the node in the way");
+        let (stat, watcher) = match session.client().check_and_watch_stat(&path).await {
+            Ok(found) => found,
+            Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
+        };
+        drop(session);
+        if stat.is_none() {
+            return State::Place;
+        }
+        let mut fired = std::pin::pin!(watcher.changed());
+        loop {
+            let woken = tokio::select! {
+                event = &mut fired => match event.event_type {
+                    zk::EventType::NodeDeleted => Woken::Gone,
+                    zk::EventType::Session if event.session_state.is_terminated() => Woken::Gone,
+                    _ => Woken::Again,
+                },
+                woken = self.wait_for_change() => woken,
+            };
+            match woken {
+                Woken::Closing => return State::Stop,
+                Woken::Gone => return State::Place,
+                Woken::Again => return State::Foreign(path),
+                // Kept for when the node is ours.
+                Woken::Data => continue,
+            }
+        }
+    }
+
+    /// Waits for a connection change or new data after an error retrying cannot fix.
+    async fn stuck(&mut self) -> State {
+        match self.wait_for_change().await {
+            Woken::Closing => State::Stop,
+            _ => State::Place,
+        }
+    }
+
+    /// After a failed step: back off and place again, or get stuck.
+    async fn failed(&mut self, err: CuratorError) -> State {
+        if matches!(err, CuratorError::Closed) || self.is_closing() {
+            return State::Stop;
+        }
+        let Some(pause) = self.retry.next_pause(&err) else {
+            tracing::warn!(path = %self.shared.config.path, error = %err, "persistent node: cannot create the node; trying again after the next connection change");
+            *lock(&self.shared.last_error) = Some(err);
+            return State::Stuck;
+        };
+        tracing::debug!(path = %self.shared.config.path, error = %err, ?pause, "persistent node: retrying");
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => State::Place,
+            _ = self.closing.wait_for(|closing| *closing) => State::Stop,
+        }
+    }
+
+    /// Waits for the close, a connection change that needs a look (connected again, or the
+    /// framework closed), or new data.
+    async fn wait_for_change(&mut self) -> Woken {
+        loop {
+            tokio::select! {
+                _ = self.closing.wait_for(|closing| *closing) => return Woken::Closing,
+                changed = self.conn.changed() => {
+                    if changed.is_err() || self.fw.is_closed() {
+                        return Woken::Closing;
+                    }
+                    let state = self.conn.borrow_and_update().state;
+                    match state {
+                        ConnectionState::Connected | ConnectionState::Reconnected => return Woken::Again,
+                        ConnectionState::Closed => return Woken::Closing,
+                        _ => {}
+                    }
+                }
+                // A close also wakes this; the next turn of the keeper sees it.
+                _ = self.shared.wake.notified() => return Woken::Data,
+            }
+        }
+    }
+
+    /// Deletes the node, if it may be ours and the node is meant to go on close.
+    async fn finish(&mut self) {
+        let Some(path) = self.known.clone() else { return };
+        if !self.may_own || !self.shared.config.delete_on_close || self.fw.is_closed() {
+            return;
+        }
+        tracing::debug!(path = %path, "persistent node: delete on close");
+        match self.fw.delete().guaranteed().for_path(&path).await {
+            Ok(()) | Err(CuratorError::NoNode { .. }) => {}
+            Err(err) => {
+                tracing::debug!(path = %path, error = %err, "persistent node: the delete goes on in the background")
+            }
+        }
+    }
+}
+
+/// The mode that re-creates a sequential node under the name it got.
+fn without_sequence(mode: CreateMode) -> CreateMode {
+    match mode {
+        CreateMode::PersistentSequential => CreateMode::Persistent,
+        CreateMode::EphemeralSequential => CreateMode::Ephemeral,
+        CreateMode::PersistentSequentialWithTtl => CreateMode::PersistentWithTtl,
+        other => other,
+    }
+}

@@ -1,0 +1,320 @@
+//! [`PersistentNode`]: a node that stays in place as long as its handle lives.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
+use tokio::sync::{watch, Notify};
+
+use super::keeper;
+
+/// Keeps a node in place "no matter what" (Curator's `PersistentNode`): it is created in the
+/// background, created again when someone deletes it or when the session that owned it ends,
+/// and deleted when the node is closed or dropped. The data given with
+/// [`set_data`](Self::set_data) is kept across re-creates.
+///
+/// ```no_run
+/// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
+/// use std::time::Duration;
+/// use curator_core::CreateMode;
+/// use curator_recipes::nodes::PersistentNode;
+///
+/// let node = PersistentNode::builder(&fw, "/services/web/instance-1")
+///     .mode(CreateMode::Ephemeral)
+///     .data(b"10.0.0.7:8080".to_vec())
+///     .start()?;
+/// if node.wait_for_initial_create(Duration::from_secs(10)).await {
+///     tracing::info!(path = ?node.actual_path(), "registered");
+/// }
+/// node.set_data(b"10.0.0.7:8081".to_vec())?; // written now, and after every re-create
+/// node.close().await; // deletes the node
+/// # Ok(()) }
+/// ```
+///
+/// # What it does when the node is in the way
+/// A create that finds the node already there looks at who owns it:
+/// - a node of the current session (an earlier attempt whose reply was lost), or any node in a
+///   persistent mode, is adopted, and its data is set to ours if it differs (Curator adopts too);
+/// - an ephemeral node of an *earlier session of this `PersistentNode`* is deleted and created
+///   again at once. This is the outage case: a server that restarts after the session timeout
+///   brings back the old session, and its node, for another session timeout; Curator waits
+///   for it to expire, so the member is missing meanwhile, while this node is back as soon as
+///   the client has a session again;
+/// - an ephemeral node of any other session is left alone: it is someone else's (another
+///   process given the same path). The node waits for it to go, then creates its own, so the
+///   path is never held twice.
+///
+/// # Differences from Curator
+/// - `start()` is the builder's last call; there is no separate latent state.
+/// - A reconnection on the same session checks the node with one request and leaves a node
+///   that is still ours alone, instead of writing its data again.
+/// - Dropping the handle closes it: the node is deleted in the background (a guaranteed
+///   delete, which [`CuratorFramework::close`] waits for, a bounded time). Closing the
+///   framework stops the node too; the session's end takes an ephemeral node with it.
+/// - Errors that retrying cannot fix (no permission, a missing parent without parent creation)
+///   are kept in [`last_error`](Self::last_error), and the node tries again after the next
+///   connection change or [`set_data`](Self::set_data), as Curator does after a reconnection.
+pub struct PersistentNode {
+    shared: Arc<Shared>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for PersistentNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersistentNode")
+            .field("path", &self.shared.config.path)
+            .field("mode", &self.shared.config.mode)
+            .field("actual_path", &self.actual_path())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builder of a [`PersistentNode`]; see [`PersistentNode::builder`].
+#[derive(Debug, Clone)]
+pub struct PersistentNodeBuilder {
+    fw: CuratorFramework,
+    config: Config,
+    data: Vec<u8>,
+}
+
+/// What a node is asked to be; fixed at start.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) path: String,
+    pub(crate) mode: CreateMode,
+    pub(crate) protected: bool,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) parents: bool,
+    /// Delete the node on close (a TTL node is left to expire).
+    pub(crate) delete_on_close: bool,
+}
+
+impl PersistentNodeBuilder {
+    /// The create mode (default `Ephemeral`). After the first create, a sequential node is
+    /// created again under the name it got, in the mode without the sequence.
+    pub fn mode(mut self, mode: CreateMode) -> Self {
+        self.config.mode = mode;
+        self
+    }
+
+    /// Protected names (`_c_<uuid>-<name>`, Curator's `withProtection`): a create whose reply
+    /// was lost is found by its name. Recommended with sequential modes, whose name is not known
+    /// until the reply comes.
+    pub fn protection(mut self, protected: bool) -> Self {
+        self.config.protected = protected;
+        self
+    }
+
+    /// The TTL, for the `PersistentWithTtl` and `PersistentSequentialWithTtl` modes (servers
+    /// with `extendedTypesEnabled`).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.config.ttl = Some(ttl);
+        self
+    }
+
+    /// Create missing parents as containers (default `true`, as Curator's
+    /// `useParentCreation`).
+    pub fn creating_parents(mut self, parents: bool) -> Self {
+        self.config.parents = parents;
+        self
+    }
+
+    /// The node's first data (default: empty).
+    pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    pub(crate) fn keep_on_close(mut self) -> Self {
+        self.config.delete_on_close = false;
+        self
+    }
+
+    /// Checks the settings and starts keeping the node, in a task of the framework's. Must be
+    /// called within a tokio runtime.
+    ///
+    /// Fails with a typed error, and creates nothing, for an invalid path (a sequential mode
+    /// allows a trailing `/`), a TTL mode without a TTL (or a TTL without a TTL mode), or data
+    /// over the framework's limit.
+    pub fn start(self) -> Result<PersistentNode> {
+        let config = self.config;
+        if config.mode.is_sequential() {
+            path::validate_sequential(&config.path)?;
+        } else {
+            path::validate(&config.path)?;
+        }
+        if config.path == "/" && !config.protected {
+            return Err(CuratorError::InvalidPath { path: config.path, reason: "cannot keep the root node" });
+        }
+        let reason = match (config.mode.is_ttl(), config.ttl) {
+            (true, None) => Some(format!("{:?} needs a TTL", config.mode)),
+            (false, Some(_)) => Some(format!("a TTL needs a TTL mode, not {:?}", config.mode)),
+            (true, Some(ttl)) if ttl.is_zero() => Some("the TTL must not be zero".to_string()),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            return Err(CuratorError::InvalidArgument { path: config.path, reason });
+        }
+        self.fw.check_data(&config.path, &self.data)?;
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| CuratorError::IllegalState("PersistentNode::start needs a tokio runtime".into()))?;
+        let created = Listeners::new();
+        created.start(runtime.clone());
+        let shared = Arc::new(Shared {
+            fw: self.fw.clone(),
+            config,
+            data: Mutex::new(DataSlot { bytes: self.data, version: 0 }),
+            actual: Mutex::new(None),
+            last_error: Mutex::new(None),
+            created,
+            initial: watch::channel(false).0,
+            closing: watch::channel(false).0,
+            wake: Notify::new(),
+        });
+        // Not `spawn_background`: the framework's close waits for that kind of work, and the
+        // keeper runs as long as the handle lives. Its final delete is a guaranteed delete,
+        // which the framework does track.
+        let task = runtime.spawn(keeper::run(shared.clone()));
+        Ok(PersistentNode { shared, task: Some(task) })
+    }
+}
+
+impl PersistentNode {
+    /// A builder for a node at `path`: ephemeral, unprotected, empty data, parents created.
+    pub fn builder(fw: &CuratorFramework, path: &str) -> PersistentNodeBuilder {
+        PersistentNodeBuilder {
+            fw: fw.clone(),
+            config: Config {
+                path: path.to_string(),
+                mode: CreateMode::Ephemeral,
+                protected: false,
+                ttl: None,
+                parents: true,
+                delete_on_close: true,
+            },
+            data: Vec::new(),
+        }
+    }
+
+    /// Waits up to `timeout` for the first create (or adoption) of the node; true once done.
+    pub async fn wait_for_initial_create(&self, timeout: Duration) -> bool {
+        let mut initial = self.shared.initial.subscribe();
+        let done = tokio::time::timeout(timeout, initial.wait_for(|done| *done)).await;
+        matches!(done, Ok(Ok(_)))
+    }
+
+    /// The node's full path (with its sequence number or protected prefix), once it was first
+    /// created; `None` before.
+    pub fn actual_path(&self) -> Option<String> {
+        self.shared.actual_path()
+    }
+
+    /// The data the node is kept with.
+    pub fn data(&self) -> Vec<u8> {
+        lock(&self.shared.data).bytes.clone()
+    }
+
+    /// Sets the node's data: written at once in the background if the node is there, and used
+    /// for every later re-create. Fails with
+    /// [`DataTooLarge`](CuratorError::DataTooLarge) (and changes nothing) past the framework's
+    /// limit, or [`IllegalState`](CuratorError::IllegalState) after [`close`](Self::close).
+    pub fn set_data(&self, data: impl Into<Vec<u8>>) -> Result<()> {
+        let data = data.into();
+        self.shared.fw.check_data(&self.shared.config.path, &data)?;
+        if *self.shared.closing.borrow() {
+            return Err(CuratorError::IllegalState("the PersistentNode is closed".into()));
+        }
+        {
+            let mut slot = lock(&self.shared.data);
+            slot.bytes = data;
+            slot.version += 1;
+        }
+        self.shared.wake.notify_one();
+        Ok(())
+    }
+
+    /// The last error that retrying cannot fix (no permission, a missing parent with parent
+    /// creation off), cleared by the next successful create. The node tries again after the
+    /// next connection change or `set_data`.
+    pub fn last_error(&self) -> Option<CuratorError> {
+        lock(&self.shared.last_error).clone()
+    }
+
+    /// Calls `listener` with the node's path after each time this node creates it (not when it
+    /// adopts one already there), as Curator's `PersistentNodeListener.nodeCreated`.
+    pub fn add_created_listener(&self, listener: impl Fn(&str) + Send + Sync + 'static) -> ListenerId {
+        self.shared.created.add_callback(Arc::new(move |path: &String| listener(path)))
+    }
+
+    /// Removes a listener added with [`add_created_listener`](Self::add_created_listener).
+    pub fn remove_created_listener(&self, id: ListenerId) -> bool {
+        self.shared.created.remove(id)
+    }
+
+    /// The paths of the creates to come, as a stream.
+    pub fn created_events(&self) -> EventStream<String> {
+        self.shared.created.stream()
+    }
+
+    /// Stops keeping the node and deletes it (a guaranteed delete: if it cannot finish now, it
+    /// goes on in the background until the node is gone, its session has ended or the
+    /// framework closes). Returns once the keeper has stopped and the delete was tried.
+    pub async fn close(mut self) {
+        self.shared.close();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for PersistentNode {
+    /// Closes the node in the background (see [`close`](Self::close)).
+    fn drop(&mut self) {
+        self.shared.close();
+    }
+}
+
+/// The node's data and a count of changes, so the keeper knows whether it wrote the latest.
+#[derive(Debug)]
+pub(crate) struct DataSlot {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) version: u64,
+}
+
+/// What the handle and the keeper share.
+pub(crate) struct Shared {
+    pub(crate) fw: CuratorFramework,
+    pub(crate) config: Config,
+    pub(crate) data: Mutex<DataSlot>,
+    pub(crate) actual: Mutex<Option<String>>,
+    pub(crate) last_error: Mutex<Option<CuratorError>>,
+    pub(crate) created: Listeners<String>,
+    /// True once the node was first created or adopted.
+    pub(crate) initial: watch::Sender<bool>,
+    /// True once the node was closed (or dropped).
+    pub(crate) closing: watch::Sender<bool>,
+    /// Wakes the keeper for new data.
+    pub(crate) wake: Notify,
+}
+
+impl Shared {
+    pub(crate) fn actual_path(&self) -> Option<String> {
+        lock(&self.actual).clone()
+    }
+
+    pub(crate) fn data(&self) -> (Vec<u8>, u64) {
+        let slot = lock(&self.data);
+        (slot.bytes.clone(), slot.version)
+    }
+
+    fn close(&self) {
+        self.closing.send_replace(true);
+        self.wake.notify_one();
+        self.created.close();
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
