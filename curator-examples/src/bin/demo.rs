@@ -3,8 +3,8 @@
 //!
 //! 1. Locking: 30 workers, each its own session, take turns on one `InterProcessMutex` and
 //!    increment a counter node under it.
-//! 2. Membership: workers register as ephemeral members; a `PathChildrenCache` shows joins and
-//!    leaves as they happen, including one whose session is expired on purpose.
+//! 2. Membership: workers join a group with `GroupMember`; a coordinator sees joins and leaves
+//!    as they happen, including one whose session is expired on purpose (it comes back by itself).
 //! 3. Configuration: a read/write lock guards a config node; readers read concurrently, a writer
 //!    updates it, and every reader's `NodeCache` shows the new value.
 //!

@@ -1,12 +1,12 @@
-//! Part 2: workers register as ephemeral members; a PathChildrenCache shows joins and leaves as
-//! they happen, including a member whose session is expired on purpose (it rejoins on its new
-//! session by itself).
+//! Part 2: workers join a group with `GroupMember` (an ephemeral node kept in place by a
+//! `PersistentNode`); a coordinator, itself a member, sees joins and leaves as they happen,
+//! including a member whose session is expired on purpose: its node comes back on its new
+//! session with no code of ours.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, Result};
+use curator_core::{CuratorError, CuratorFramework, Result};
+use curator_recipes::nodes::{GroupMember, MemberEvent};
 use tokio::sync::mpsc;
 
 use super::Checks;
@@ -14,23 +14,22 @@ use super::Checks;
 const MEMBERS: &str = "/members";
 const WORKERS: usize = 6;
 const EXPIRED: usize = 3;
+const COORDINATOR: &str = "coordinator";
 
-/// What the cache told us.
+/// What the coordinator was told.
 #[derive(Debug)]
 enum Seen {
     Joined(String),
     Left(String),
 }
 
-async fn register(fw: &CuratorFramework, worker: usize) -> Result<String> {
-    fw.create()
-        .creating_parents_if_needed()
-        .with_mode(CreateMode::Ephemeral)
-        .for_path(&format!("{MEMBERS}/worker-{worker}"), format!("worker {worker}, pid {}", std::process::id()))
+async fn join(fw: &CuratorFramework, worker: usize) -> Result<GroupMember> {
+    GroupMember::builder(fw, MEMBERS, &format!("worker-{worker}"))
+        .payload(format!("worker {worker}, pid {}", std::process::id()))
+        .start()
         .await
 }
-
-/// Waits for the cache to report `want`, printing what it reports meanwhile.
+/// Waits for the coordinator to be told `want`, printing what it reports meanwhile.
 async fn expect(rx: &mut mpsc::UnboundedReceiver<Seen>, mut want: impl FnMut(&Seen) -> bool) -> bool {
     let wait = async {
         while let Some(seen) = rx.recv().await {
@@ -45,31 +44,26 @@ async fn expect(rx: &mut mpsc::UnboundedReceiver<Seen>, mut want: impl FnMut(&Se
 
 pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> Result<()> {
     let observer = crate::framework(connect, namespace, Duration::from_secs(10)).await?;
-    observer.create().creating_parents_if_needed().for_path(MEMBERS, Vec::new()).await.or_else(|e| match e {
-        CuratorError::NodeExists { .. } => Ok(String::new()),
-        e => Err(e),
-    })?;
-    let cache = Arc::new(PathChildrenCache::new(&observer, MEMBERS, true)?);
+    let coordinator = GroupMember::builder(&observer, MEMBERS, COORDINATOR).start().await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
-    cache.add_listener(move |event: &PathChildrenCacheEvent| match event {
-        PathChildrenCacheEvent::ChildAdded(m) => {
-            let data = m.data().map(String::from_utf8_lossy).unwrap_or_default();
-            tracing::info!("  + joined: {} ({data})", m.name());
-            let _ = tx.send(Seen::Joined(m.name().to_string()));
+    coordinator.add_listener(move |event: &MemberEvent| match event {
+        MemberEvent::Joined { id, data } if id != COORDINATOR => {
+            tracing::info!("  + joined: {id} ({})", String::from_utf8_lossy(data));
+            let _ = tx.send(Seen::Joined(id.clone()));
         }
-        PathChildrenCacheEvent::ChildRemoved(m) => {
-            tracing::info!("  - left:   {}", m.name());
-            let _ = tx.send(Seen::Left(m.name().to_string()));
+        MemberEvent::Left { id } => {
+            tracing::info!("  - left:   {id}");
+            let _ = tx.send(Seen::Left(id.clone()));
         }
         _ => {}
     });
-    cache.start(StartMode::PostInitializedEvent).await?;
 
+    let mut frameworks = Vec::new();
     let mut workers = Vec::new();
     for worker in 0..WORKERS {
         let fw = crate::framework(connect, namespace, Duration::from_secs(10)).await?;
-        register(&fw, worker).await?;
-        workers.push(fw);
+        workers.push(join(&fw, worker).await?);
+        frameworks.push(fw);
     }
     let mut joined = 0;
     let all_joined = expect(&mut rx, |s| {
@@ -77,22 +71,11 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
         joined == WORKERS
     })
     .await;
-    checks.record("the cache saw every member join", all_joined, format!("{WORKERS} members"));
+    checks.record("the coordinator saw every member join", all_joined, format!("{WORKERS} members"));
 
-    // Expire one member's session on purpose: its node goes; the framework opens a new session
-    // and the worker registers again when told so.
-    let victim = workers[EXPIRED].clone();
-    let mut states = victim.connection_state_stream();
-    let rejoin = tokio::spawn(async move {
-        while let Some(e) = states.next().await {
-            if e.state == ConnectionState::Reconnected && e.new_session {
-                tracing::info!("  worker-{EXPIRED}: new session {:#x}, registering again", e.session_id);
-                return register(&victim, EXPIRED).await.map(|_| true);
-            }
-        }
-        Ok(false)
-    });
-    let session = workers[EXPIRED].session().await?;
+    // Expire one member's session on purpose: its node goes with the session, and its
+    // GroupMember puts it back on the framework's new session by itself.
+    let session = frameworks[EXPIRED].session().await?;
     tracing::info!("expiring worker-{EXPIRED}'s session {:#x} on purpose", session.id());
     curator_test::expire_session(connect, session.client().session())
         .await
@@ -101,13 +84,12 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
     let name = format!("worker-{EXPIRED}");
     let left = expect(&mut rx, |s| matches!(s, Seen::Left(n) if *n == name)).await;
     checks.record("the expired member's leave was seen", left, name.clone());
-    let rejoined = rejoin.await.map_err(|e| CuratorError::IllegalState(e.to_string()))??
-        && expect(&mut rx, |s| matches!(s, Seen::Joined(n) if *n == name)).await;
-    checks.record("it rejoined on its new session", rejoined, name);
+    let rejoined = expect(&mut rx, |s| matches!(s, Seen::Joined(n) if *n == name)).await;
+    checks.record("it rejoined on its new session by itself", rejoined, name);
 
     // Two members leave for good.
-    for fw in workers.drain(..2) {
-        fw.close().await;
+    for member in workers.drain(..2) {
+        member.close().await;
     }
     let mut gone = 0;
     let left = expect(&mut rx, |s| {
@@ -119,12 +101,18 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
 
     let mut listed = observer.get_children().for_path(MEMBERS).await?;
     listed.sort();
-    let mut cached: Vec<String> = cache.current_data().iter().map(|m| m.name().to_string()).collect();
-    cached.sort();
-    tracing::info!("members now: {}", cached.join(", "));
-    checks.record("the cache equals the server's listing", cached == listed, format!("{} members", listed.len()));
-    cache.close();
-    for fw in workers {
+    let members: Vec<String> = coordinator.current_members().into_keys().collect();
+    tracing::info!("members now: {}", members.join(", "));
+    checks.record(
+        "the coordinator's view equals the server's listing",
+        members == listed,
+        format!("{} members", listed.len()),
+    );
+    for member in workers {
+        member.close().await;
+    }
+    coordinator.close().await;
+    for fw in frameworks {
         fw.close().await;
     }
     observer.close().await;

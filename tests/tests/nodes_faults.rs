@@ -1,0 +1,290 @@
+//! Nodes that stay, under faults (issue 13, "Must show"): an outage longer than the session
+//! timeout with a server restart that brings the old session back, session expiry, connection
+//! cuts shorter and longer than the session timeout, deletion by someone else, data set while
+//! disconnected, and a node of another session in the way. Each runs under both error policies
+//! and with both the default and a short retry policy.
+
+use std::time::{Duration, Instant};
+
+use curator_core::retry::RetryNTimes;
+use curator_core::{ConnectionState, CreateMode, CuratorFramework, ErrorPolicy};
+use curator_recipes::nodes::{GroupMember, PersistentNode};
+use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use futures::future::join_all;
+use tests::fixture::{builder, connected, wait_for};
+use tests::locks::lock_retry;
+use tests::zk::children;
+use tests::{init_tracing, unique_path};
+
+#[derive(Debug, Clone, Copy)]
+enum Retry {
+    /// The tests' patient policy.
+    Default,
+    /// `RetryNTimes(1, 100ms)`.
+    Short,
+}
+
+const COMBINATIONS: [(ErrorPolicy, Retry); 4] = [
+    (ErrorPolicy::Standard, Retry::Default),
+    (ErrorPolicy::Standard, Retry::Short),
+    (ErrorPolicy::Session, Retry::Default),
+    (ErrorPolicy::Session, Retry::Short),
+];
+
+async fn framework(connect_string: &str, policy: ErrorPolicy, retry: Retry) -> CuratorFramework {
+    framework_with(connect_string, policy, retry, Timing::new().session_timeout()).await
+}
+
+async fn framework_with(
+    connect_string: &str,
+    policy: ErrorPolicy,
+    retry: Retry,
+    session: Duration,
+) -> CuratorFramework {
+    let b = builder(connect_string).connection_state_error_policy(policy).session_timeout(session);
+    let b = match retry {
+        Retry::Default => lock_retry(b),
+        Retry::Short => b.retry_policy(RetryNTimes::new(1, Duration::from_millis(100))),
+    };
+    connected(b).await
+}
+
+/// The owner and data of `path`, or `None` if it is missing.
+async fn read_node(fw: &CuratorFramework, path: &str) -> Option<(i64, Vec<u8>)> {
+    match fw.get_data().for_path_with_stat(path).await {
+        Ok((data, stat)) => Some((stat.ephemeral_owner, data)),
+        Err(_) => None,
+    }
+}
+
+async fn session_id(fw: &CuratorFramework) -> i64 {
+    fw.session().await.expect("a session").id()
+}
+
+/// True once `path` is there, owned by `fw`'s current session, with `data`.
+async fn owned_with(fw: &CuratorFramework, observer: &CuratorFramework, path: &str, data: &[u8]) -> bool {
+    let Ok(session) = fw.session().await else { return false };
+    read_node(observer, path).await.is_some_and(|(owner, d)| owner == session.id() && d == data)
+}
+
+/// The issue's outage: the server stops, the member's client gives its session up, and the
+/// server comes back with the old session (and its node) restored for another session timeout.
+/// The member is back, on its new session, as soon as it has one: well before the old session
+/// could expire. Curator's PersistentNode adopts the old node and waits for its expiry, so the
+/// member is missing for about a session timeout; the hand-written re-registration of the old
+/// demo failed with NodeExists and lost the member for good.
+async fn outage_longer_than_the_session_timeout(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    // Twice the usual session timeout: the old session lives that long after the restart, and
+    // the client's reconnection backoff (up to a few seconds after a long outage) must not eat
+    // the margin that shows the member back before it could expire.
+    let session_timeout = timing.session_timeout() * 2;
+    let mut server = TestingServer::start().await.expect("server");
+    let member_fw = framework_with(&server.connect_string(), policy, retry, session_timeout).await;
+    let observer_fw = framework_with(&server.connect_string(), policy, retry, session_timeout).await;
+    let path = unique_path("members");
+    let member = GroupMember::builder(&member_fw, &path, "m1").payload(b"p1".to_vec()).start().await.expect("member");
+    assert!(member.wait_for_registration(timing.deadline()).await);
+    let observer = GroupMember::builder(&observer_fw, &path, "obs").start().await.expect("observer");
+    assert!(eventually(timing.deadline(), || async { observer.current_members().contains_key("m1") }).await);
+    let old = session_id(&member_fw).await;
+
+    let mut states = member_fw.connection_state_stream();
+    server.stop().await.expect("stop");
+    wait_for(&mut states, ConnectionState::Lost, |_| true).await;
+    server.restart().await.expect("restart");
+    let restarted = Instant::now();
+    wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+    let reconnected = restarted.elapsed();
+
+    let member_path = format!("{path}/m1");
+    let back = eventually(timing.deadline(), || owned_with(&member_fw, &observer_fw, &member_path, b"p1")).await;
+    let took = restarted.elapsed();
+    assert!(back, "{policy:?}/{retry:?}: the member never came back on its new session");
+    assert_ne!(session_id(&member_fw).await, old);
+    assert!(
+        took < session_timeout,
+        "{policy:?}/{retry:?}: back {took:?} after the restart (new session after {reconnected:?}), not before the old session could expire ({session_timeout:?})"
+    );
+    // The observer's view converges, each member once.
+    let converged = eventually(timing.deadline(), || async {
+        let members = observer.current_members();
+        members.len() == 2 && members.get("m1").map(Vec::as_slice) == Some(b"p1".as_slice())
+    })
+    .await;
+    assert!(converged, "{policy:?}/{retry:?}: the observer sees {:?}", observer.current_members().keys());
+
+    member.close().await;
+    observer.close().await;
+    let checker = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    assert!(
+        eventually(timing.deadline(), || async { children(&checker, &path).await.is_empty() }).await,
+        "{policy:?}/{retry:?}: nodes left after close: {:?}",
+        children(&checker, &path).await
+    );
+    for fw in [member_fw, observer_fw, checker] {
+        fw.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn member_is_back_at_once_after_an_outage_longer_than_the_session_timeout() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| outage_longer_than_the_session_timeout(policy, retry))).await;
+}
+
+/// Expiry of the node's session: the node is made again on the new session, with the latest
+/// data (set while the session was being replaced).
+async fn session_expiry(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let path = format!("{}/node", unique_path("expiry"));
+    let node = PersistentNode::builder(&fw, &path).data(b"v1".to_vec()).start().expect("node");
+    assert!(node.wait_for_initial_create(timing.deadline()).await);
+    let info = fw.session().await.expect("session").client().session().clone();
+    let mut states = fw.connection_state_stream();
+    expire_session(&server.connect_string(), &info).await.expect("expire");
+    node.set_data(b"v2".to_vec()).expect("set data");
+    wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+    assert!(
+        eventually(timing.deadline(), || owned_with(&fw, &observer, &path, b"v2")).await,
+        "{policy:?}/{retry:?}: not back with v2: {:?}",
+        read_node(&observer, &path).await
+    );
+    node.close().await;
+    assert!(node_gone(&observer, &path).await, "{policy:?}/{retry:?}: left behind after close");
+    fw.close().await;
+    observer.close().await;
+}
+
+async fn node_gone(observer: &CuratorFramework, path: &str) -> bool {
+    eventually(Timing::new().deadline(), || async { read_node(observer, path).await.is_none() }).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_is_made_again_after_session_expiry_with_the_latest_data() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| session_expiry(policy, retry))).await;
+}
+
+/// A cut through the proxy, with reconnection refused for `outage`: data set meanwhile is on
+/// the node once the client is back, on the same session (short outage) or a new one (longer
+/// than the session timeout).
+async fn cut(policy: ErrorPolicy, retry: Retry, outage: Duration) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let path = format!("{}/node", unique_path("cut"));
+    let node = PersistentNode::builder(&fw, &path)
+        .mode(CreateMode::EphemeralSequential)
+        .protection(true)
+        .data(b"v1".to_vec())
+        .start()
+        .expect("node");
+    assert!(node.wait_for_initial_create(timing.deadline()).await);
+    let first = node.actual_path().expect("a path");
+    let mut states = fw.connection_state_stream();
+    proxy.set_reject(true);
+    proxy.cut();
+    wait_for(&mut states, ConnectionState::Suspended, |_| true).await;
+    node.set_data(b"v2".to_vec()).expect("set data");
+    let until = Instant::now() + outage;
+    if outage > timing.session_timeout() {
+        wait_for(&mut states, ConnectionState::Lost, |_| true).await;
+    }
+    tokio::time::sleep_until(until.into()).await; // the outage itself, not a synchronisation
+    proxy.set_reject(false);
+    wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
+    assert!(
+        eventually(timing.deadline(), || owned_with(&fw, &observer, &first, b"v2")).await,
+        "{policy:?}/{retry:?}/{outage:?}: not back under its name {first} with v2; children: {:?}",
+        children(&observer, curator_core::path::parent(&path)).await
+    );
+    assert_eq!(node.actual_path().as_deref(), Some(first.as_str()), "a sequential node keeps its name");
+    assert_eq!(children(&observer, curator_core::path::parent(&path)).await.len(), 1, "registered once");
+    node.close().await;
+    assert!(node_gone(&observer, &first).await, "{policy:?}/{retry:?}: left behind after close");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_set_during_a_short_cut_is_written_on_the_same_node() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| cut(policy, retry, Duration::from_millis(500)))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_is_made_again_under_its_name_after_a_cut_longer_than_the_session_timeout() {
+    init_tracing();
+    let longer = Timing::new().session_timeout() + Duration::from_secs(1);
+    join_all(COMBINATIONS.map(|(policy, retry)| cut(policy, retry, longer))).await;
+}
+
+/// Someone else deletes the node: it comes back, with the latest data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_deleted_by_someone_else_comes_back() {
+    init_tracing();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&server.connect_string(), policy, retry).await;
+        let other = framework(&server.connect_string(), policy, retry).await;
+        let path = format!("{}/node", unique_path("deleted"));
+        let node = PersistentNode::builder(&fw, &path)
+            .mode(CreateMode::Persistent)
+            .data(b"v1".to_vec())
+            .start()
+            .expect("node");
+        assert!(node.wait_for_initial_create(timing.deadline()).await);
+        let mut created = node.created_events();
+        node.set_data(b"v2".to_vec()).expect("set data");
+        assert!(
+            eventually(timing.deadline(), || async { read_node(&other, &path).await.is_some_and(|(_, d)| d == b"v2") })
+                .await
+        );
+        other.delete().for_path(&path).await.expect("delete");
+        let again = tokio::time::timeout(timing.deadline(), created.next()).await;
+        assert_eq!(again.ok().flatten().as_deref(), Some(path.as_str()), "{policy:?}/{retry:?}: not made again");
+        assert!(
+            eventually(timing.deadline(), || async { read_node(&other, &path).await.is_some_and(|(_, d)| d == b"v2") })
+                .await
+        );
+        node.close().await;
+        assert!(node_gone(&other, &path).await, "{policy:?}/{retry:?}: a persistent node is deleted on close");
+        fw.close().await;
+        other.close().await;
+    }
+}
+
+/// An ephemeral node of another session at the path is not taken over (the path would be
+/// held twice): the node waits for it to go, then makes its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sessions_node_is_waited_for_not_taken() {
+    init_tracing();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let other = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let path = format!("{}/node", unique_path("foreign"));
+    other
+        .create()
+        .creating_parents_if_needed()
+        .with_mode(CreateMode::Ephemeral)
+        .for_path(&path, b"theirs".to_vec())
+        .await
+        .expect("create");
+    let node = PersistentNode::builder(&fw, &path).data(b"ours".to_vec()).start().expect("node");
+    assert!(!node.wait_for_initial_create(Duration::from_millis(500)).await, "took another session's node");
+    assert_eq!(read_node(&other, &path).await.map(|(_, d)| d), Some(b"theirs".to_vec()), "their data was overwritten");
+    other.close().await;
+    assert!(node.wait_for_initial_create(timing.deadline()).await, "never made its own once theirs went");
+    assert!(eventually(timing.deadline(), || owned_with(&fw, &fw, &path, b"ours")).await);
+    node.close().await;
+    assert!(node_gone(&fw, &path).await);
+    fw.close().await;
+}
