@@ -6,10 +6,12 @@
 //! - [`zk`]: reading the server directly: children, listings, raw clients, request counts.
 //! - [`locks`]: the mutual-exclusion checker and the lock tests' frameworks.
 //! - [`caches`]: node edits, event waits and event-log replays for the cache tests.
+//! - [`java`]: the Apache Curator peers of the interop tests.
 
 pub mod caches;
 pub mod chaos;
 pub mod fixture;
+pub mod java;
 pub mod locks;
 pub mod zk;
 

@@ -4,7 +4,6 @@
 //! either way. Missing `javac`
 //! or jars fail the test with a message saying what to install.
 
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -14,60 +13,6 @@ use curator_test::{TestingServer, Timing};
 use tests::locks::{framework, Checker, HoldRecord};
 use tests::{init_tracing, unique_path};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
-
-const JARS: &[&str] = &[
-    "curator-client",
-    "curator-framework",
-    "curator-recipes",
-    "zookeeper",
-    "zookeeper-jute",
-    "guava",
-    "slf4j-api",
-    "slf4j-nop",
-    "netty-handler",
-    "netty-common",
-    "netty-buffer",
-    "netty-transport",
-    "netty-codec",
-    "netty-resolver",
-    "netty-transport-native-epoll",
-    "netty-transport-native-unix-common",
-    "metrics-core",
-    "commons-lang3",
-    "commons-io",
-];
-
-fn classpath() -> String {
-    let dir = Path::new("/usr/share/java");
-    let missing: Vec<&str> = JARS.iter().copied().filter(|j| !dir.join(format!("{j}.jar")).exists()).collect();
-    assert!(
-        missing.is_empty(),
-        "Curator interop needs Debian's jars in /usr/share/java; missing: {missing:?}. \
-         Install: apt-get install libcurator-recipes-java libslf4j-java default-jdk-headless"
-    );
-    JARS.iter().map(|j| format!("/usr/share/java/{j}.jar")).collect::<Vec<_>>().join(":")
-}
-
-/// Compiles the peer once per test binary into a temporary directory.
-fn compiled_peer() -> &'static PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/LockPeer.java");
-        let out = std::env::temp_dir().join(format!("curator-rs-lockpeer-{}", std::process::id()));
-        std::fs::create_dir_all(&out).expect("create the peer's class directory");
-        let status = std::process::Command::new("javac")
-            .args(["-cp", &classpath(), "-d"])
-            .arg(&out)
-            .arg(&source)
-            .status()
-            .unwrap_or_else(|e| {
-                panic!("Curator interop needs `javac` (apt-get install default-jdk-headless): cannot run it: {e}")
-            });
-        assert!(status.success(), "javac failed to compile {}", source.display());
-        out
-    })
-}
 
 /// Runs the Java peer; `rust_side` runs once the peer is connected and starts its cycles at
 /// the same moment. Returns the peer's holds.
@@ -82,12 +27,10 @@ async fn with_java_peer<F>(
 where
     F: std::future::Future<Output = ()>,
 {
-    let cp = format!("{}:{}", compiled_peer().display(), classpath());
-    let mut child = Command::new("java")
-        .args(["-cp", &cp, "LockPeer", connect, mode, path, &cycles.to_string(), &hold_us.to_string()])
+    let mut child = tests::java::peer("LockPeer")
+        .args([connect, mode, path, &cycles.to_string(), &hold_us.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("run java (apt-get install default-jdk-headless)");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
