@@ -327,7 +327,10 @@ impl Task {
         fw.call_with_retry("persistent_watcher_add", path, |session, _| async move {
             if session.generation() <= dead {
                 // The framework has not noticed yet that this session is over.
-                return Err(CuratorError::ConnectionLoss { path: path.to_string(), detail: "waiting for a new session".into() });
+                return Err(CuratorError::ConnectionLoss {
+                    path: path.to_string(),
+                    detail: "waiting for a new session".into(),
+                });
             }
             PersistentWatch::add_on(fw, &session, path, mode).await
         })

@@ -87,7 +87,8 @@ fn is_closed_event(event: &WatchedEvent) -> bool {
 async fn connection_lost(recursive: bool) {
     init_tracing();
     let mut server = TestingServer::start().await.expect("start a TestingServer");
-    let fw = connected(builder(&server.connect_string()).retry_policy(RetryOneTime::new(Duration::from_millis(1)))).await;
+    let fw =
+        connected(builder(&server.connect_string()).retry_policy(RetryOneTime::new(Duration::from_millis(1)))).await;
     let mut states = fw.connection_state_stream();
     let base = format!("{}/main", unique_path("pw-lost"));
     let child = format!("{base}/a");
