@@ -461,3 +461,42 @@ async fn started_before_the_framework() {
     watcher.close();
     fw.close().await;
 }
+
+/// The framework declares its session lost (replies stop; requests still reach the server, so
+/// the server keeps the session) while a clone of the old session's client is still held: that
+/// client reconnects to its live session when replies flow again, and `PersistentWatch::next`
+/// would add the watch again there. The watcher must follow the framework to its new session
+/// (a `NewSession` reset, on a later generation) instead of staying on the session the
+/// framework abandoned; a change is then seen through the new session's watch. (The watcher
+/// leaves on the framework's `Lost`; without that check it still leaves, later, because core's
+/// `register_again` refuses a session of an older generation: checked by removing the check.)
+#[tokio::test]
+async fn follows_the_framework_when_an_abandoned_session_lingers() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = connected(builder(&proxy.connect_string())).await;
+    let mut states = fw.connection_state_stream();
+    let admin = client(&server.connect_string()).await;
+    let base = unique_path("pw-linger");
+    let watcher = PersistentWatcher::new(&fw, &base, true).unwrap();
+    let mut events = watcher.events();
+    let mut resets = watcher.resets();
+    watcher.start().unwrap();
+    let first = next_reset(&mut resets, ResetCause::Started).await;
+    // Keeps the first session's client alive after the framework drops it.
+    let lingering = fw.session().await.unwrap();
+
+    proxy.pause_replies();
+    let lost = wait_for(&mut states, ConnectionState::Lost, |_| true).await;
+    proxy.pass();
+    let lost_generation = lost.last().map(|e| e.generation).unwrap_or_default();
+    let again = next_reset(&mut resets, ResetCause::NewSession).await;
+    assert!(again.generation > lost_generation && again.generation > first.generation, "{again:?} after {first:?}");
+    create(&admin, &base, b"").await;
+    next_event(&mut events, EventType::NodeCreated, &base).await;
+    drop(lingering);
+    watcher.close();
+    fw.close().await;
+    admin.close().await;
+}
