@@ -86,7 +86,9 @@ enum Lifecycle {
 /// [`ResetCause::Reconnected`]. When the session ends (the watch reports it, or the framework
 /// reports it `Lost`, or a newer session is connected), the task adds the watch on the next
 /// session and publishes a [`ResetCause::NewSession`]. If the retry policy gives up, the task
-/// tries again, backing off up to 2 s, and sooner at the next connection-state change.
+/// tries again, backing off up to 2 s, and sooner at the next connection-state change; an error
+/// no retry mends (no permission, say) also goes to the framework's unhandled-error listeners,
+/// once until the watch is in place again.
 ///
 /// # Events
 /// Listeners receive the node events (`NodeCreated`, `NodeDeleted`, `NodeDataChanged`, and for
@@ -170,6 +172,7 @@ impl PersistentWatcher {
             states: self.fw.connection_state_watch(),
             pauses: self.fw.cleanup_retry_loop(),
             dead_generation: 0,
+            reported: false,
         };
         // spawn_detached, not spawn_background: the task lives as long as the watcher, and
         // `CuratorFramework::close` waits (up to `max_close_wait`) for tracked tasks, so a
@@ -276,6 +279,9 @@ struct Task {
     pauses: RetryLoop,
     /// Sessions up to this generation are known to be over: no watch is added on them.
     dead_generation: u64,
+    /// An error no retry mends was reported since the watch was last in place (reported once
+    /// per streak, then only logged at debug level).
+    reported: bool,
 }
 
 impl Task {
@@ -340,6 +346,7 @@ impl Task {
     /// The watch is in place: tells the reset listeners.
     fn announce(&mut self, generation: u64, cause: ResetCause) {
         self.pauses.reset();
+        self.reported = false;
         tracing::debug!(path = %self.path, generation, ?cause, "persistent watcher: watch added");
         self.resets.publish(Reset { generation, cause });
     }
@@ -357,7 +364,12 @@ impl Task {
                 tracing::debug!(path = %self.path, error = %err, "persistent watcher: waiting for the framework");
                 MAX_IDLE_PAUSE
             }
+            None if self.reported => {
+                tracing::debug!(path = %self.path, error = %err, "persistent watcher: could not add the watch; trying again");
+                MAX_IDLE_PAUSE
+            }
             None => {
+                self.reported = true;
                 self.fw.report_unhandled(&format!("persistent watcher could not add its watch on {}", self.path), &err);
                 MAX_IDLE_PAUSE
             }
