@@ -6,8 +6,11 @@
 //! - [`locks`]: `InterProcessMutex`, `InterProcessReadWriteLock`, `InterProcessSemaphoreV2`,
 //!   `InterProcessSemaphoreMutex`, `InterProcessMultiLock`.
 //! - [`nodes`]: `PersistentNode`, `PersistentTtlNode`, `GroupMember`.
+//! - [`watch`]: `PersistentWatcher`, a persistent (optionally recursive) watch that survives
+//!   reconnections and new sessions, with reset notifications.
 #![warn(missing_docs)]
 
 pub mod locks;
 pub mod nodes;
 mod sequential;
+pub mod watch;
