@@ -115,8 +115,23 @@ impl Keeper {
         self.shared.config.mode
     }
 
+    /// The current session, waiting for one (up to the connection timeout) unless the node
+    /// is closed meanwhile (then `Closed`, which stops the keeper).
+    async fn session(&mut self) -> curator_core::Result<curator_core::Session> {
+        let fw = self.fw.clone();
+        tokio::select! {
+            session = fw.session() => session,
+            _ = self.closing.wait_for(|closing| *closing) => Err(CuratorError::Closed),
+        }
+    }
+
     /// Creates the node, or finds out who holds its path.
     async fn place(&mut self) -> State {
+        // Wait for a connection here, where the close can end the wait: the create below is
+        // not cut short (its outcome must be known), so it should start connected.
+        if let Err(err) = self.session().await {
+            return self.failed(err).await;
+        }
         let config = &self.shared.config;
         let (data, version) = self.shared.data();
         let mut create = self.fw.create();
@@ -165,7 +180,7 @@ impl Keeper {
 
     /// The path is taken: adopt the node, clear it away, or wait for it.
     async fn inspect(&mut self, path: String) -> State {
-        let session = match self.fw.session().await {
+        let session = match self.session().await {
             Ok(session) => session,
             Err(err) => return self.failed(err).await,
         };
@@ -195,7 +210,7 @@ impl Keeper {
         let (data, version) = self.shared.data();
         if current != data {
             tracing::debug!(path = %path, "persistent node: setData of the adopted node");
-            let written = match self.fw.session().await {
+            let written = match self.session().await {
                 Ok(session) => session.client().set_data(&path, &data, Some(stat.version)).await,
                 Err(err) => return self.failed(err).await,
             };
@@ -220,7 +235,7 @@ impl Keeper {
 
     /// Watches our node; writes new data; puts it back when it goes.
     async fn own(&mut self, path: String) -> State {
-        let session = match self.fw.session().await {
+        let session = match self.session().await {
             Ok(session) => session,
             Err(err) => return self.failed(err).await,
         };
@@ -267,7 +282,7 @@ impl Keeper {
             return Ok(());
         }
         tracing::debug!(path, "persistent node: setData");
-        let written = match self.fw.session().await {
+        let written = match self.session().await {
             Ok(session) => {
                 session.client().set_data(path, &data, None).await.map_err(|e| CuratorError::from_zk(path, e))
             }
@@ -285,7 +300,7 @@ impl Keeper {
 
     /// Waits for another session's node to go.
     async fn foreign(&mut self, path: String) -> State {
-        let session = match self.fw.session().await {
+        let session = match self.session().await {
             Ok(session) => session,
             Err(err) => return self.failed(err).await,
         };
