@@ -288,3 +288,34 @@ async fn another_sessions_node_is_waited_for_not_taken() {
     assert!(node_gone(&fw, &path).await);
     fw.close().await;
 }
+
+/// Closing during an outage returns while the connection is still refused (it does not wait
+/// for a connection), and the node is deleted once the connection is back: the guaranteed
+/// delete goes on in the background. A persistent node, which no session end would remove.
+async fn close_during_an_outage(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let path = format!("{}/node", unique_path("close-outage"));
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).start().expect("node");
+    assert!(node.wait_for_initial_create(timing.deadline()).await);
+    let mut states = fw.connection_state_stream();
+    proxy.set_reject(true);
+    proxy.cut();
+    wait_for(&mut states, ConnectionState::Suspended, |_| true).await;
+    let closed = tokio::time::timeout(timing.deadline(), node.close()).await;
+    assert!(closed.is_ok(), "{policy:?}/{retry:?}: close() waited for the connection");
+    assert!(read_node(&observer, &path).await.is_some(), "deleted while the connection was refused?");
+    proxy.set_reject(false);
+    assert!(node_gone(&observer, &path).await, "{policy:?}/{retry:?}: the node outlived its close");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_during_an_outage_returns_and_the_node_goes_once_connected() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| close_during_an_outage(policy, retry))).await;
+}
