@@ -776,3 +776,35 @@ async fn bad_input_is_a_typed_error() {
     fw.delete().for_path(&base).await.unwrap();
     fw.close().await;
 }
+
+// ---- beyond Curator's tests ----
+
+/// A node closed while the outcome of its create is unknown (the server applied the create, its
+/// reply was lost and no connection can be had again yet) is still deleted once the connection
+/// is back. Only the short retry policy gets there: the patient one reconnects within the
+/// create's retries and finds the node (and adopts it). Failed before: the keeper's final delete
+/// needed the path a create's reply gives, so the persistent node was left on the server for
+/// good.
+async fn close_after_unknown_create_round(policy: ErrorPolicy) {
+    let connect = shared();
+    let proxy = ChaosProxy::start(&connect).await.unwrap();
+    let fw = framework(&proxy.connect_string(), policy, Retry::Short).await;
+    let observer = client(&connect).await;
+    let path = unique_path("pn-unknown");
+    proxy.set_reject(true);
+    proxy.swallow_next_reply();
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).start().unwrap();
+    assert!(eventually(deadline(), || async { stat(&observer, &path).await.is_some() }).await);
+    node.close().await;
+    proxy.pass();
+    assert!(stat_of_gone(&observer, &path).await, "{policy:?}: the node was left after close");
+    fw.close().await;
+    observer.close().await;
+}
+
+/// See `close_after_unknown_create_round`; both error policies.
+#[tokio::test]
+async fn close_after_a_create_of_unknown_outcome_deletes_the_node() {
+    init_tracing();
+    futures::future::join_all([ErrorPolicy::Standard, ErrorPolicy::Session].map(close_after_unknown_create_round)).await;
+}
