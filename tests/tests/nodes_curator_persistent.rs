@@ -808,3 +808,43 @@ async fn close_after_a_create_of_unknown_outcome_deletes_the_node() {
     init_tracing();
     futures::future::join_all([ErrorPolicy::Standard, ErrorPolicy::Session].map(close_after_unknown_create_round)).await;
 }
+
+/// Ours, on purpose (`PersistentNode`'s rustdoc, "What it does when the node is in the way"):
+/// the server is down past the session timeout, so the client gives its session up as lost; the
+/// restarted server brings the old session, and its ephemeral node, back for another session
+/// timeout. The node is deleted and made again on the new session at once, not a session
+/// timeout later as Curator does. Every error policy and retry policy, on one server.
+#[tokio::test]
+async fn node_of_an_earlier_session_is_replaced_at_once_after_an_outage() {
+    init_tracing();
+    let mut server = TestingServer::start().await.unwrap();
+    let connect = server.connect_string();
+    let mut rounds = Vec::new();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&connect, policy, retry).await;
+        let states = fw.connection_state_stream();
+        let path = format!("{}/foo", unique_path("pn-outage"));
+        let node = PersistentNode::builder(&fw, &path).data(b"mine".to_vec()).start().unwrap();
+        let old = owned_by(&fw, &fw, &created(&node).await).await.ephemeral_owner;
+        rounds.push((policy, retry, fw, states, path, node, old));
+    }
+    server.stop().await.unwrap();
+    for (_, _, _, states, ..) in &mut rounds {
+        wait_for(states, ConnectionState::Lost, |_| true).await;
+    }
+    server.restart().await.unwrap();
+    let observer = client(&connect).await;
+    // Waiting for the old session to expire would take about a session timeout from the restart.
+    let soon = Timing::new().session_timeout() / 2;
+    for (policy, retry, fw, mut states, path, node, old) in rounds {
+        wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
+        let back = tokio::time::Instant::now();
+        let now = owned_by(&observer, &fw, &path).await;
+        assert!(back.elapsed() < soon, "{policy:?} {retry:?}: took {:?}", back.elapsed());
+        assert_ne!(now.ephemeral_owner, old, "{policy:?} {retry:?}");
+        assert_eq!(data_of(&observer, &path).await.as_deref(), Some(&b"mine"[..]));
+        node.close().await;
+        fw.close().await;
+    }
+    observer.close().await;
+}
