@@ -90,12 +90,17 @@ async fn joins_updates_and_leaves_are_member_events() {
     assert!(watcher.wait_for_registration(deadline()).await);
     let mut seen = vec![watcher.current_members()];
     if !seen[0].contains_key("early") {
-        assert_eq!(next_about(&mut events, "early").await, MemberEvent::Joined { id: "early".into(), data: b"e".to_vec() });
+        assert_eq!(
+            next_about(&mut events, "early").await,
+            MemberEvent::Joined { id: "early".into(), data: b"e".to_vec() }
+        );
         seen.push(watcher.current_members());
     }
     assert!(
-        eventually(deadline(), || async { watcher.current_members() == members(&[("early", b"e"), ("watcher", b"w")]) })
-            .await,
+        eventually(deadline(), || async {
+            watcher.current_members() == members(&[("early", b"e"), ("watcher", b"w")])
+        })
+        .await,
         "{seen:?}"
     );
 
@@ -132,7 +137,11 @@ async fn expiry_round(connect: String, policy: ErrorPolicy, short: bool) {
     expire_session(&connect, &info).await.unwrap();
     let context = format!("{policy:?} short={short}");
     assert_eq!(next_about(&mut events, "m").await, MemberEvent::Left { id: "m".into() }, "{context}");
-    assert_eq!(next_about(&mut events, "m").await, MemberEvent::Joined { id: "m".into(), data: b"two".to_vec() }, "{context}");
+    assert_eq!(
+        next_about(&mut events, "m").await,
+        MemberEvent::Joined { id: "m".into(), data: b"two".to_vec() },
+        "{context}"
+    );
     let owner = observer_fw.check_exists().for_path(&format!("{path}/m")).await.unwrap().expect("back").ephemeral_owner;
     assert_eq!(owner, fw.session().await.unwrap().id(), "{context}");
     member.close().await;

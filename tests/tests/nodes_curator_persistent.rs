@@ -156,7 +156,8 @@ async fn creation_with_parent_creation_off() {
     let fw = client(&shared()).await;
     let base = unique_path("pn-noparent");
     let path = format!("{base}/one/two");
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).creating_parents(false).start().unwrap();
+    let node =
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).creating_parents(false).start().unwrap();
     assert!(eventually(deadline(), || async { matches!(node.last_error(), Some(CuratorError::NoNode { .. })) }).await);
     assert!(!node.wait_for_initial_create(Duration::ZERO).await);
     assert!(node.actual_path().is_none());
@@ -615,7 +616,11 @@ async fn updated_data_when_reconnected_round(policy: ErrorPolicy, retry: Retry) 
     wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
     let (data, after) = fw.get_data().for_path_with_stat(&actual).await.unwrap();
     assert_eq!(data, b"Updated", "{policy:?} {retry:?}");
-    assert_eq!((after.version, after.ephemeral_owner), (before.version, before.ephemeral_owner), "{policy:?} {retry:?}");
+    assert_eq!(
+        (after.version, after.ephemeral_owner),
+        (before.version, before.ephemeral_owner),
+        "{policy:?} {retry:?}"
+    );
     node.close().await;
     fw.close().await;
 }
@@ -693,8 +698,8 @@ async fn no_create_permission() {
 async fn no_write_permission() {
     init_tracing();
     let perms = Permission::READ | Permission::CREATE | Permission::DELETE;
-    let fw = connected(builder(&shared()).acl_provider(FixedAclProvider(vec![Acl::new(perms, AuthId::anyone())])))
-        .await;
+    let fw =
+        connected(builder(&shared()).acl_provider(FixedAclProvider(vec![Acl::new(perms, AuthId::anyone())]))).await;
     let dir = unique_path("pen-nowrite");
     let path = format!("{dir}/foo");
     let node = PersistentNode::builder(&fw, &path).start().unwrap();
@@ -806,7 +811,8 @@ async fn close_after_unknown_create_round(policy: ErrorPolicy) {
 #[tokio::test]
 async fn close_after_a_create_of_unknown_outcome_deletes_the_node() {
     init_tracing();
-    futures::future::join_all([ErrorPolicy::Standard, ErrorPolicy::Session].map(close_after_unknown_create_round)).await;
+    futures::future::join_all([ErrorPolicy::Standard, ErrorPolicy::Session].map(close_after_unknown_create_round))
+        .await;
 }
 
 /// Ours, on purpose (`PersistentNode`'s rustdoc, "What it does when the node is in the way"):

@@ -123,7 +123,8 @@ async fn recreation_of_parent_node_with_parent_creation_off() {
     let path = format!("{parent}/two");
     let touch = touch_of(&path);
     fw.create().creating_parents_if_needed().for_path(&parent, Vec::new()).await.unwrap();
-    let node = PersistentTtlNode::builder(&fw, &path, TTL).data(b"hey".to_vec()).creating_parents(false).start().unwrap();
+    let node =
+        PersistentTtlNode::builder(&fw, &path, TTL).data(b"hey".to_vec()).creating_parents(false).start().unwrap();
     assert!(node.wait_for_initial_create(deadline()).await);
     through_touches(&fw, &path, 1).await;
 
