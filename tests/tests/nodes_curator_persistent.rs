@@ -374,13 +374,16 @@ async fn close_consumes_the_node_and_drop_deletes_it() {
 /// TestPersistentEphemeralNode.testDeletesNodeWhenSessionDisconnects,
 /// testRecreatesNodeWhenSessionReconnects and testRecreatesNodeWhenSessionReconnectsMultipleTimes:
 /// the node's session is expired five times in a row; each time an observer sees the node
-/// deleted, and the node comes back at the same path, owned by the new session.
-async fn session_expiry_round(policy: ErrorPolicy, retry: Retry) {
+/// deleted, and the node comes back at the same path, owned by the new session. With
+/// `sequential`, a protected ephemeral-sequential node, which comes back under the name it got.
+async fn session_expiry_round(policy: ErrorPolicy, retry: Retry, sequential: bool) {
     let connect = shared();
     let fw = framework(&connect, policy, retry).await;
     let observer = client(&connect).await;
     let path = format!("{}/foo", unique_path("pen-expire"));
-    let node = PersistentNode::builder(&fw, &path).data(b"kept".to_vec()).start().unwrap();
+    let mode = if sequential { CreateMode::EphemeralSequential } else { CreateMode::Ephemeral };
+    let node =
+        PersistentNode::builder(&fw, &path).mode(mode).protection(sequential).data(b"kept".to_vec()).start().unwrap();
     let actual = created(&node).await;
     let mut owner = owned_by(&observer, &fw, &actual).await.ephemeral_owner;
     for round in 0..5 {
@@ -392,6 +395,8 @@ async fn session_expiry_round(policy: ErrorPolicy, retry: Retry) {
         assert_ne!(stat.ephemeral_owner, owner, "{policy:?} {retry:?} round {round}");
         owner = stat.ephemeral_owner;
         assert_eq!(data_of(&observer, &actual).await.as_deref(), Some(&b"kept"[..]));
+        let parent = curator_core::path::parent(&actual);
+        assert_eq!(children(&observer, parent).await.len(), 1, "{policy:?} {retry:?} round {round}");
     }
     assert_eq!(node.actual_path().as_deref(), Some(&actual[..]));
     node.close().await;
@@ -400,11 +405,14 @@ async fn session_expiry_round(policy: ErrorPolicy, retry: Retry) {
     observer.close().await;
 }
 
-/// See `session_expiry_round`; every error policy and retry policy.
+/// See `session_expiry_round`; every error policy and retry policy, both kinds of node.
 #[tokio::test]
 async fn recreates_node_when_session_expires_multiple_times() {
     init_tracing();
-    futures::future::join_all(COMBINATIONS.iter().map(|&(policy, retry)| session_expiry_round(policy, retry))).await;
+    let rounds = COMBINATIONS
+        .iter()
+        .flat_map(|&(policy, retry)| [false, true].map(|sequential| session_expiry_round(policy, retry, sequential)));
+    futures::future::join_all(rounds).await;
 }
 
 /// TestPersistentEphemeralNode.testDeletesNodeWhenSessionDisconnects with a real disconnection:
