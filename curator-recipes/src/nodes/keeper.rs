@@ -383,7 +383,11 @@ impl Keeper {
 
     /// Deletes the node, if it may be ours and the node is meant to go on close.
     async fn finish(&mut self) {
-        let Some(path) = self.known.clone() else { return };
+        let config = &self.shared.config;
+        // A create whose outcome is unknown may have made the node before any reply gave its
+        // path; without a sequence or protection, that path is the configured one.
+        let unknown = self.may_own && !config.mode.is_sequential() && !config.protected;
+        let Some(path) = self.known.clone().or_else(|| unknown.then(|| config.path.clone())) else { return };
         if !self.may_own || !self.shared.config.delete_on_close || self.fw.is_closed() {
             return;
         }
