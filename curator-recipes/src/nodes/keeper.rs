@@ -391,11 +391,26 @@ impl Keeper {
         if !self.may_own || !self.shared.config.delete_on_close || self.fw.is_closed() {
             return;
         }
+        let delete = self.fw.delete().guaranteed().for_path(&path);
+        if !self.fw.connection_state().is_connected() {
+            // The close does not wait for a connection: the guaranteed delete goes on in the
+            // background until the node is gone (docs/architecture.md, section 7).
+            tracing::debug!(path = %path, "persistent node: delete on close, in the background (not connected)");
+            delete.in_background(|_, _| {});
+            return;
+        }
         tracing::debug!(path = %path, "persistent node: delete on close");
-        match self.fw.delete().guaranteed().for_path(&path).await {
-            Ok(()) | Err(CuratorError::NoNode { .. }) => {}
-            Err(err) => {
+        // Connected: delete now, for no longer than the connection timeout. Past it the delete's
+        // future is dropped, and a guaranteed delete dropped unfinished carries on in the
+        // background (a request sent just as the connection went may otherwise wait for the
+        // connection to come back).
+        match tokio::time::timeout(self.fw.connection_timeout(), delete).await {
+            Ok(Ok(())) | Ok(Err(CuratorError::NoNode { .. })) => {}
+            Ok(Err(err)) => {
                 tracing::debug!(path = %path, error = %err, "persistent node: the delete goes on in the background")
+            }
+            Err(_) => {
+                tracing::debug!(path = %path, "persistent node: the delete goes on in the background (connection timeout)")
             }
         }
     }

@@ -257,9 +257,11 @@ impl PersistentNode {
         self.shared.created.stream()
     }
 
-    /// Stops keeping the node and deletes it (a guaranteed delete: if it cannot finish now, it
-    /// goes on in the background until the node is gone, its session has ended or the
-    /// framework closes). Returns once the keeper has stopped and the delete was tried.
+    /// Stops keeping the node and deletes it with a guaranteed delete. Connected, it returns
+    /// once the node is deleted (or after the connection timeout); not connected, at once. A
+    /// delete that cannot finish goes on in the background until the node is gone, its
+    /// session has ended or the framework closes. A create in flight is finished first, so
+    /// that its outcome is known.
     pub async fn close(mut self) {
         self.shared.close();
         if let Some(task) = self.task.take() {
