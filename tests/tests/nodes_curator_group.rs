@@ -191,3 +191,39 @@ async fn bad_input_is_a_typed_error() {
     member.close().await;
     fw.close().await;
 }
+
+/// Ours: a listener given to the builder is in place before the group is first loaded, so it
+/// hears every member already there as a join (one added after `start` may miss some).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_builder_listener_hears_the_members_already_there() {
+    init_tracing();
+    let path = unique_path("group-builder-listener");
+    let fw = client(&shared()).await;
+    let mut early = Vec::new();
+    for i in 0..5 {
+        let member = GroupMember::builder(&fw, &path, &format!("m{i}")).payload(vec![i]).start().await.expect("join");
+        assert!(member.wait_for_registration(deadline()).await);
+        early.push(member);
+    }
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+    let sink = heard.clone();
+    let late = GroupMember::builder(&fw, &path, "late")
+        .payload(b"l".to_vec())
+        .listener(move |event: &MemberEvent| {
+            if let MemberEvent::Joined { id, data } = event {
+                sink.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), data.clone());
+            }
+        })
+        .start()
+        .await
+        .expect("join");
+    let want: BTreeMap<String, Vec<u8>> =
+        (0..5u8).map(|i| (format!("m{i}"), vec![i])).chain([("late".to_string(), b"l".to_vec())]).collect();
+    let all = eventually(deadline(), || async { *heard.lock().unwrap_or_else(|e| e.into_inner()) == want }).await;
+    assert!(all, "heard {:?}", heard.lock().unwrap_or_else(|e| e.into_inner()).keys());
+    late.close().await;
+    for member in early {
+        member.close().await;
+    }
+    fw.close().await;
+}

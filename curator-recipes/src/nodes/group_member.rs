@@ -79,18 +79,37 @@ impl std::fmt::Debug for GroupMember {
 }
 
 /// Builder of a [`GroupMember`]; see [`GroupMember::builder`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GroupMemberBuilder {
     fw: CuratorFramework,
     path: String,
     id: String,
     payload: Option<Vec<u8>>,
+    listeners: Vec<Arc<dyn Fn(&MemberEvent) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for GroupMemberBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupMemberBuilder")
+            .field("path", &self.path)
+            .field("id", &self.id)
+            .field("listeners", &self.listeners.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl GroupMemberBuilder {
     /// This member's payload (default: this host's address, as Curator).
     pub fn payload(mut self, payload: impl Into<Vec<u8>>) -> Self {
         self.payload = Some(payload.into());
+        self
+    }
+
+    /// A listener in place before the group is first loaded, so that it hears the members
+    /// already there as joins (one added with [`GroupMember::add_listener`] after `start` may
+    /// miss some of them).
+    pub fn listener(mut self, listener: impl Fn(&MemberEvent) + Send + Sync + 'static) -> Self {
+        self.listeners.push(Arc::new(listener));
         self
     }
 
@@ -111,6 +130,9 @@ impl GroupMemberBuilder {
         let events = Arc::new(Listeners::new());
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             events.start(handle);
+        }
+        for listener in self.listeners {
+            events.add_callback(listener);
         }
         let publish = events.clone();
         cache.add_listener(move |event: &PathChildrenCacheEvent| {
@@ -137,7 +159,13 @@ fn member_event(event: &PathChildrenCacheEvent) -> Option<MemberEvent> {
 impl GroupMember {
     /// A builder for member `id` of the group at `path`.
     pub fn builder(fw: &CuratorFramework, path: &str, id: &str) -> GroupMemberBuilder {
-        GroupMemberBuilder { fw: fw.clone(), path: path.to_string(), id: id.to_string(), payload: None }
+        GroupMemberBuilder {
+            fw: fw.clone(),
+            path: path.to_string(),
+            id: id.to_string(),
+            payload: None,
+            listeners: Vec::new(),
+        }
     }
 
     /// The members and their payloads, as the cache sees them, with this member always
@@ -178,8 +206,9 @@ impl GroupMember {
         self.cache.wait_initialized().await
     }
 
-    /// Calls `listener` for every join, leave and payload change, in order (members present at
-    /// start are reported as joins).
+    /// Calls `listener` for every join, leave and payload change from now on, in order. To hear
+    /// the members present at start as joins too, give the listener to the builder
+    /// ([`GroupMemberBuilder::listener`]).
     pub fn add_listener(&self, listener: impl Fn(&MemberEvent) + Send + Sync + 'static) -> ListenerId {
         self.events.add_callback(Arc::new(listener))
     }
