@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
 
 use super::persistent_node::PersistentNode;
@@ -85,7 +85,7 @@ pub struct GroupMemberBuilder {
     path: String,
     id: String,
     payload: Option<Vec<u8>>,
-    listeners: Vec<Arc<dyn Fn(&MemberEvent) + Send + Sync>>,
+    listeners: Vec<Callback<MemberEvent>>,
 }
 
 impl std::fmt::Debug for GroupMemberBuilder {
