@@ -11,7 +11,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use curator_core::retry::RetryNTimes;
 use curator_core::{CuratorFramework, ErrorPolicy};
 use curator_recipes::locks::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease, LockGuard, LockLost,
@@ -36,13 +35,7 @@ pub enum Recipe {
 }
 
 /// The retry policy of the contenders' frameworks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retry {
-    /// The lock tests' patient policy.
-    Default,
-    /// `RetryNTimes(1, 100ms)`.
-    Short,
-}
+pub use crate::policies::Retry;
 
 /// One server or a 3-node ensemble.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,12 +146,7 @@ async fn start_servers(servers: Servers, contenders: usize) -> (Ensemble, Vec<St
 }
 
 async fn framework(connect: &str, scenario: &Scenario) -> CuratorFramework {
-    let b = builder(connect).connection_state_error_policy(scenario.policy);
-    let b = match scenario.retry {
-        Retry::Default => lock_retry(b),
-        Retry::Short => b.retry_policy(RetryNTimes::new(1, Duration::from_millis(100))),
-    };
-    connected(b).await
+    connected(crate::policies::with_policies(builder(connect), scenario.policy, scenario.retry)).await
 }
 
 /// Keeps the framework's current session where the injector can read it without awaiting.

@@ -7,12 +7,14 @@
 //! - [`locks`]: the mutual-exclusion checker and the lock tests' frameworks.
 //! - [`caches`]: node edits, event waits and event-log replays for the cache tests.
 //! - [`java`]: the Apache Curator peers of the interop tests.
+//! - [`policies`]: the error and retry policies every injected fault is tried with.
 
 pub mod caches;
 pub mod chaos;
 pub mod fixture;
 pub mod java;
 pub mod locks;
+pub mod policies;
 pub mod zk;
 
 pub use fixture::{builder, client, connected, init_tracing, proxied_with_states, unique_path, wait_for, Fixture};

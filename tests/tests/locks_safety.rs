@@ -5,41 +5,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use curator_core::retry::RetryNTimes;
 use curator_core::{CuratorFramework, ErrorPolicy};
 use curator_recipes::locks::{
     InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2,
 };
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
-use tests::locks::lock_retry;
-use tests::{builder, children, connected, init_tracing, unique_path};
-
-/// The retry policies every fault here is tried with.
-#[derive(Debug, Clone, Copy)]
-enum Retry {
-    /// The lock tests' patient policy.
-    Default,
-    /// `RetryNTimes(1, 100ms)`.
-    Short,
-}
-
-/// Every combination of error policy and retry policy.
-const COMBINATIONS: [(ErrorPolicy, Retry); 4] = [
-    (ErrorPolicy::Standard, Retry::Default),
-    (ErrorPolicy::Standard, Retry::Short),
-    (ErrorPolicy::Session, Retry::Default),
-    (ErrorPolicy::Session, Retry::Short),
-];
-
-async fn framework(connect_string: &str, policy: ErrorPolicy, retry: Retry) -> CuratorFramework {
-    let b = builder(connect_string).connection_state_error_policy(policy);
-    let b = match retry {
-        Retry::Default => lock_retry(b),
-        Retry::Short => b.retry_policy(RetryNTimes::new(1, Duration::from_millis(100))),
-    };
-    connected(b).await
-}
+use tests::policies::{framework, Retry, COMBINATIONS};
+use tests::{children, init_tracing, unique_path};
 
 /// How the holder is cut off.
 #[derive(Debug, Clone, Copy)]

@@ -21,38 +21,12 @@
 
 use std::time::Duration;
 
-use curator_core::retry::RetryNTimes;
 use curator_core::zk::{self, Acl, AuthId, Permission};
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, ErrorPolicy, FixedAclProvider};
 use curator_recipes::nodes::PersistentNode;
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use tests::policies::{framework, Retry, COMBINATIONS};
 use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};
-
-/// The retry policies every fault here is tried with.
-#[derive(Debug, Clone, Copy)]
-enum Retry {
-    /// The test builder's patient policy.
-    Default,
-    /// `RetryNTimes(1, 100ms)`.
-    Short,
-}
-
-/// Every combination of error policy and retry policy.
-const COMBINATIONS: [(ErrorPolicy, Retry); 4] = [
-    (ErrorPolicy::Standard, Retry::Default),
-    (ErrorPolicy::Standard, Retry::Short),
-    (ErrorPolicy::Session, Retry::Default),
-    (ErrorPolicy::Session, Retry::Short),
-];
-
-async fn framework(connect_string: &str, policy: ErrorPolicy, retry: Retry) -> CuratorFramework {
-    let b = builder(connect_string).connection_state_error_policy(policy);
-    let b = match retry {
-        Retry::Default => b,
-        Retry::Short => b.retry_policy(RetryNTimes::new(1, Duration::from_millis(100))),
-    };
-    connected(b).await
-}
 
 fn shared() -> String {
     TestingServer::shared().connect_string()

@@ -6,34 +6,14 @@
 
 use std::time::{Duration, Instant};
 
-use curator_core::retry::RetryNTimes;
 use curator_core::{ConnectionState, CreateMode, CuratorFramework, ErrorPolicy};
 use curator_recipes::nodes::{GroupMember, PersistentNode};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
 use tests::fixture::{builder, connected, wait_for};
-use tests::locks::lock_retry;
+use tests::policies::{framework, with_policies, Retry, COMBINATIONS};
 use tests::zk::children;
 use tests::{init_tracing, unique_path};
-
-#[derive(Debug, Clone, Copy)]
-enum Retry {
-    /// The tests' patient policy.
-    Default,
-    /// `RetryNTimes(1, 100ms)`.
-    Short,
-}
-
-const COMBINATIONS: [(ErrorPolicy, Retry); 4] = [
-    (ErrorPolicy::Standard, Retry::Default),
-    (ErrorPolicy::Standard, Retry::Short),
-    (ErrorPolicy::Session, Retry::Default),
-    (ErrorPolicy::Session, Retry::Short),
-];
-
-async fn framework(connect_string: &str, policy: ErrorPolicy, retry: Retry) -> CuratorFramework {
-    framework_with(connect_string, policy, retry, Timing::new().session_timeout()).await
-}
 
 async fn framework_with(
     connect_string: &str,
@@ -41,12 +21,7 @@ async fn framework_with(
     retry: Retry,
     session: Duration,
 ) -> CuratorFramework {
-    let b = builder(connect_string).connection_state_error_policy(policy).session_timeout(session);
-    let b = match retry {
-        Retry::Default => lock_retry(b),
-        Retry::Short => b.retry_policy(RetryNTimes::new(1, Duration::from_millis(100))),
-    };
-    connected(b).await
+    connected(with_policies(builder(connect_string).session_timeout(session), policy, retry)).await
 }
 
 /// The owner and data of `path`, or `None` if it is missing.
