@@ -98,8 +98,8 @@ pub(super) async fn run(shared: Arc<Shared>) {
             State::Stop => break,
             _ if keeper.is_closing() => State::Stop,
             State::Place => keeper.place().await,
-            State::Own(path) => keeper.own(path).await,
-            State::Foreign(path) => keeper.foreign(path).await,
+            State::Own(path) => keeper.watch(path, true).await,
+            State::Foreign(path) => keeper.watch(path, false).await,
             State::Stuck => keeper.stuck().await,
         };
     }
@@ -233,13 +233,14 @@ impl Keeper {
         State::Own(path)
     }
 
-    /// Watches our node; writes new data; puts it back when it goes.
-    async fn own(&mut self, path: String) -> State {
+    /// Own (`ours`): watches our node, writes new data, and puts the node back when it goes.
+    /// Foreign (not `ours`): watches another session's node until it goes.
+    async fn watch(&mut self, path: String, ours: bool) -> State {
         let session = match self.session().await {
             Ok(session) => session,
             Err(err) => return self.failed(err).await,
         };
-        tracing::debug!(path = %path, "persistent node: exists+watch");
+        tracing::debug!(path = %path, ours, "persistent node: exists+watch");
         let (stat, watcher) = match session.client().check_and_watch_stat(&path).await {
             Ok(found) => found,
             Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
@@ -248,14 +249,20 @@ impl Keeper {
         drop(session);
         match stat {
             None => return State::Place,
-            Some(stat) if self.mode().is_ephemeral() && stat.ephemeral_owner != session_id => return State::Place,
+            Some(stat) if ours && self.mode().is_ephemeral() && stat.ephemeral_owner != session_id => {
+                return State::Place
+            }
             Some(_) => {}
         }
-        self.retry.reset();
+        if ours {
+            self.retry.reset();
+        }
         let mut fired = std::pin::pin!(watcher.changed());
         loop {
-            if let Err(state) = self.write_if_newer(&path).await {
-                return state;
+            if ours {
+                if let Err(state) = self.write_if_newer(&path).await {
+                    return state;
+                }
             }
             let woken = tokio::select! {
                 event = &mut fired => match event.event_type {
@@ -268,7 +275,9 @@ impl Keeper {
             match woken {
                 Woken::Closing => return State::Stop,
                 Woken::Gone => return State::Place,
-                Woken::Again => return State::Own(path),
+                Woken::Again if ours => return State::Own(path),
+                Woken::Again => return State::Foreign(path),
+                // Written now if ours; kept for when the node is ours if not.
                 Woken::Data => continue,
             }
         }
@@ -295,41 +304,6 @@ impl Keeper {
             }
             Err(CuratorError::NoNode { .. }) => Err(State::Place),
             Err(err) => Err(self.failed(err).await),
-        }
-    }
-
-    /// Waits for another session's node to go.
-    async fn foreign(&mut self, path: String) -> State {
-        let session = match self.session().await {
-            Ok(session) => session,
-            Err(err) => return self.failed(err).await,
-        };
-        tracing::debug!(path = %path, "persistent node: exists+watch of the node in the way");
-        let (stat, watcher) = match session.client().check_and_watch_stat(&path).await {
-            Ok(found) => found,
-            Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
-        };
-        drop(session);
-        if stat.is_none() {
-            return State::Place;
-        }
-        let mut fired = std::pin::pin!(watcher.changed());
-        loop {
-            let woken = tokio::select! {
-                event = &mut fired => match event.event_type {
-                    zk::EventType::NodeDeleted => Woken::Gone,
-                    zk::EventType::Session if event.session_state.is_terminated() => Woken::Gone,
-                    _ => Woken::Again,
-                },
-                woken = self.wait_for_change() => woken,
-            };
-            match woken {
-                Woken::Closing => return State::Stop,
-                Woken::Gone => return State::Place,
-                Woken::Again => return State::Foreign(path),
-                // Kept for when the node is ours.
-                Woken::Data => continue,
-            }
         }
     }
 
