@@ -23,6 +23,9 @@ use super::state::{EveryFailedLoad, Link, NextLoad, SyncState, MAX_PAUSE, MIN_PA
 use super::{EngineConfig, EngineEvent, Shared, Sink};
 use crate::child_data::ChildData;
 
+/// Failed loads with a retryable error logged at debug level before warnings start.
+const QUIET_LOAD_RETRIES: u32 = 3;
+
 mod install;
 
 type ActionFuture = Pin<Box<dyn Future<Output = Action> + Send>>;
@@ -466,7 +469,13 @@ impl Engine {
     }
 
     fn sync_failed(&mut self, err: CuratorError) {
-        tracing::warn!(path = %self.config.scope.root, error = %err, retries = self.retry.retries(), "cache load failed; retrying");
+        // A connection loss or a new session during a load is the normal course of a
+        // recovery: only a streak of them, or another error, is worth a warning.
+        if err.is_retryable() && self.retry.retries() < QUIET_LOAD_RETRIES {
+            tracing::debug!(path = %self.config.scope.root, error = %err, retries = self.retry.retries(), "cache load failed; retrying");
+        } else {
+            tracing::warn!(path = %self.config.scope.root, error = %err, retries = self.retry.retries(), "cache load failed; retrying");
+        }
         for waiter in self.next_load.waiters.drain(..) {
             let _ = waiter.send(Err(err.clone()));
         }

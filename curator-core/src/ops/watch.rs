@@ -198,7 +198,13 @@ impl PersistentWatch {
         match self.register_again().await {
             Ok(()) => self.link = Link::Up,
             Err(err) => {
-                tracing::warn!(path = %self.path, error = %err, "could not add the persistent watch again");
+                // A session that ended meanwhile takes the watch with it: its owner moves to the
+                // next session, so that is no cause for a warning.
+                if matches!(err, CuratorError::SessionExpired { .. }) {
+                    tracing::debug!(path = %self.path, error = %err, "could not add the persistent watch again: its session ended");
+                } else {
+                    tracing::warn!(path = %self.path, error = %err, "could not add the persistent watch again");
+                }
                 self.link = Link::Unregistered;
             }
         }
