@@ -209,3 +209,51 @@ impl<T> ServiceInstanceBuilder<T> {
 fn now_millis() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The builder has Curator's defaults (`ServiceInstance.builder()`): a random UUID id, the
+    /// first local IPv4 address, now as registration time, DYNAMIC, enabled.
+    #[test]
+    fn builder_defaults_are_curators() {
+        let before = now_millis();
+        let a: ServiceInstance = ServiceInstance::builder("svc").build();
+        let b: ServiceInstance = ServiceInstance::builder("svc").build();
+        let after = now_millis();
+        assert_eq!(a.name, "svc");
+        assert!(uuid::Uuid::parse_str(&a.id).is_ok(), "{}", a.id);
+        assert_eq!(a.id.len(), 36);
+        assert_ne!(a.id, b.id);
+        assert_eq!(a.address, local_ipv4_addresses().first().map(|a| a.to_string()));
+        assert!((before..=after).contains(&a.registration_time_utc));
+        assert_eq!(a.service_type, ServiceType::Dynamic);
+        assert!(a.enabled);
+        assert_eq!((a.port, a.ssl_port, a.payload, a.uri_spec), (None, None, None, None));
+    }
+
+    /// Curator's `ServiceType` names and `isDynamic`.
+    #[test]
+    fn service_types() {
+        for (t, name, dynamic) in [
+            (ServiceType::Dynamic, "DYNAMIC", true),
+            (ServiceType::Static, "STATIC", false),
+            (ServiceType::Permanent, "PERMANENT", false),
+            (ServiceType::DynamicSequential, "DYNAMIC_SEQUENTIAL", true),
+        ] {
+            assert_eq!(t.as_str(), name);
+            assert_eq!(t.to_string(), name);
+            assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<ServiceType>(&format!("\"{name}\"")).unwrap(), t);
+            assert_eq!(t.is_dynamic(), dynamic);
+        }
+    }
+
+    /// `build_uri` is `""` without a spec (Curator's `buildUriSpec`).
+    #[test]
+    fn build_uri_without_a_spec_is_empty() {
+        let instance: ServiceInstance = ServiceInstance::builder("svc").port(1u16).build();
+        assert_eq!(instance.build_uri(&HashMap::new()), "");
+    }
+}

@@ -218,3 +218,147 @@ impl FromIterator<Part> for UriSpec {
         UriSpec { parts: parts.into_iter().collect() }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ServiceType;
+
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn check(spec: &UriSpec, expected: &[(&str, bool)]) {
+        let got: Vec<(&str, bool)> = spec.iter().map(|p| (p.value.as_str(), p.variable)).collect();
+        assert_eq!(got, expected);
+    }
+
+    /// Follows Curator's `TestUriSpec.testScheme`: `{scheme}` is `http`, and `https` once the
+    /// instance has an SSL port.
+    #[test]
+    fn scheme_is_https_with_an_ssl_port() {
+        let spec = UriSpec::parse("{scheme}://foo.com").unwrap();
+        let instance: ServiceInstance = ServiceInstance::builder("foo").id("x").port(5).build();
+        assert_eq!(spec.build(&instance, &HashMap::new()), "http://foo.com");
+        let instance: ServiceInstance = ServiceInstance::builder("foo").id("x").port(5).ssl_port(5).build();
+        assert_eq!(spec.build(&instance, &HashMap::new()), "https://foo.com");
+    }
+
+    /// Follows Curator's `TestUriSpec.testFromInstance`: every instance variable, and a given
+    /// variable replacing a predefined one (`scheme`).
+    #[test]
+    fn instance_variables_and_overrides() {
+        let instance: ServiceInstance = ServiceInstance::builder("foo")
+            .address("1.2.3.4")
+            .id("bar")
+            .port(5)
+            .ssl_port(6)
+            .registration_time_utc(789)
+            .service_type(ServiceType::Permanent)
+            .build();
+        let spec =
+            UriSpec::parse("{scheme}://{address}:{port}:{ssl-port}/{name}/{id}/{registration-time-utc}/{service-type}")
+                .unwrap();
+        assert_eq!(spec.build(&instance, &vars(&[("scheme", "test")])), "test://1.2.3.4:5:6/foo/bar/789/permanent");
+    }
+
+    /// Follows Curator's `TestUriSpec.testEscapes`: `{[}` and `{]}` give literal braces.
+    #[test]
+    fn escapes() {
+        let spec = UriSpec::parse("{one}two-three-{[}four{]}-five{six}").unwrap();
+        check(
+            &spec,
+            &[
+                ("one", true),
+                ("two-three-", false),
+                ("[", true),
+                ("four", false),
+                ("]", true),
+                ("-five", false),
+                ("six", true),
+            ],
+        );
+        assert_eq!(spec.build_without_instance(&vars(&[("one", "1"), ("six", "6")])), "1two-three-{four}-five6");
+    }
+
+    /// Follows Curator's `TestUriSpec.testBasic`: adjacent variables and literals.
+    #[test]
+    fn basic_parts() {
+        let spec = UriSpec::parse("{one}{two}three-four-five{six}seven{eight}").unwrap();
+        check(
+            &spec,
+            &[
+                ("one", true),
+                ("two", true),
+                ("three-four-five", false),
+                ("six", true),
+                ("seven", false),
+                ("eight", true),
+            ],
+        );
+    }
+
+    /// Missing instance fields build as empty text, unknown variables as nothing, variable names
+    /// are trimmed, literals are not, and `{}` adds no part (Curator's StringTokenizer).
+    #[test]
+    fn missing_values_and_trimming() {
+        let instance: ServiceInstance = ServiceInstance::builder("svc").no_address().build();
+        let spec = UriSpec::parse("{ scheme }://{address}:{port}{nope}{} /x").unwrap();
+        check(
+            &spec,
+            &[
+                ("scheme", true),
+                ("://", false),
+                ("address", true),
+                (":", false),
+                ("port", true),
+                ("nope", true),
+                (" /x", false),
+            ],
+        );
+        assert_eq!(spec.build(&instance, &HashMap::new()), "http://: /x");
+        assert_eq!(UriSpec::parse("").unwrap(), UriSpec::new());
+    }
+
+    /// Bad templates are typed errors, never panics: the three checks of Curator's constructor.
+    #[test]
+    fn bad_templates_are_errors() {
+        for (template, reason) in [
+            ("{a{b}}", "{ is not allowed inside of a variable specification"),
+            ("a}", "} must be preceded by {"),
+            ("{scheme}://{address", "final variable not closed - expected }"),
+        ] {
+            assert_eq!(
+                template.parse::<UriSpec>(),
+                Err(DiscoveryError::InvalidUriSpec { spec: template.to_string(), reason }),
+                "{template}"
+            );
+        }
+    }
+
+    /// The JSON of a spec is Curator's (`{"parts":[{"value":..,"variable":..}]}`), and parts
+    /// missing a field read with Curator's defaults.
+    #[test]
+    fn json_is_curators() {
+        let spec = UriSpec::parse("{a}/b/{c}").unwrap();
+        let json = serde_json::to_string(&spec).unwrap();
+        assert_eq!(
+            json,
+            r#"{"parts":[{"value":"a","variable":true},{"value":"/b/","variable":false},{"value":"c","variable":true}]}"#
+        );
+        assert_eq!(serde_json::from_str::<UriSpec>(&json).unwrap(), spec);
+        let partial: UriSpec = serde_json::from_str(r#"{"parts":[{"value":"x"},{}]}"#).unwrap();
+        assert_eq!(partial.parts(), &[Part::literal("x"), Part::literal("")]);
+    }
+
+    /// `add` and `remove` edit the parts as Curator's.
+    #[test]
+    fn add_and_remove() {
+        let mut spec = UriSpec::new();
+        spec.add(Part::variable("scheme"));
+        spec.add(Part::literal("://x"));
+        assert_eq!(spec.build_without_instance(&HashMap::new()), "http://x");
+        spec.remove(&Part::variable("scheme"));
+        assert_eq!(spec.parts(), &[Part::literal("://x")]);
+    }
+}
