@@ -74,8 +74,9 @@ fn ipv4_interface_addresses() -> Vec<(String, bool, Ipv4Addr)> {
         if i32::from(family) != libc::AF_INET {
             continue;
         }
-        // SAFETY: the family is AF_INET, so the address is a sockaddr_in.
-        let sin = unsafe { &*(entry.ifa_addr as *const libc::sockaddr_in) };
+        // SAFETY: the family is AF_INET, so the address is a sockaddr_in; read unaligned, as a
+        // sockaddr pointer promises less alignment than a sockaddr_in needs.
+        let sin = unsafe { std::ptr::read_unaligned(entry.ifa_addr as *const libc::sockaddr_in) };
         let address = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
         // SAFETY: ifa_name is a non-null NUL-terminated string owned by the list.
         let name = unsafe { std::ffi::CStr::from_ptr(entry.ifa_name) }.to_string_lossy().into_owned();
