@@ -28,6 +28,10 @@ const JARS: &[&str] = &[
     "metrics-core",
     "commons-lang3",
     "commons-io",
+    "curator-x-discovery",
+    "jackson-core",
+    "jackson-databind",
+    "jackson-annotations",
 ];
 
 /// Curator's jars and their dependencies, as a class path.
@@ -37,7 +41,7 @@ pub fn classpath() -> String {
     assert!(
         missing.is_empty(),
         "Curator interop needs Debian's jars in /usr/share/java; missing: {missing:?}. \
-         Install: apt-get install libcurator-recipes-java libslf4j-java default-jdk-headless"
+         Install: apt-get install libcurator-recipes-java libcurator-discovery-java libslf4j-java default-jdk-headless"
     );
     JARS.iter().map(|j| format!("/usr/share/java/{j}.jar")).collect::<Vec<_>>().join(":")
 }

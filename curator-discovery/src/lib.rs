@@ -1,0 +1,55 @@
+//! # curator-discovery
+//!
+//! The data model of Apache Curator's service discovery (`curator-x-discovery` 5.x), with the
+//! JSON Curator 5.4 reads and writes, byte for byte, so that a Rust service and a Java service
+//! using Curator can find each other:
+//!
+//! - [`ServiceInstance`]: one instance of a service (name, id, address, ports, payload,
+//!   registration time, [`ServiceType`], [`UriSpec`], enabled), with a builder that has
+//!   Curator's defaults ([`ServiceInstance::builder`]).
+//! - [`UriSpec`]: a URI template such as `{scheme}://{address}:{port}`, built for an instance.
+//! - [`JsonInstanceSerializer`]: the instance's JSON, as Curator's `JsonInstanceSerializer`
+//!   (field order, `null`s, Jackson's `"@class"` on payloads, `enabled` only when asked for),
+//!   behind the [`InstanceSerializer`] trait.
+//! - [`DiscoveryError`]: the one error of the model; bad bytes never panic.
+//!
+//! This crate holds the model only: nothing here talks to ZooKeeper.
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use curator_discovery::{InstanceSerializer, JsonInstanceSerializer, ServiceInstance, UriSpec};
+//! use serde_json::json;
+//!
+//! let instance = ServiceInstance::builder("search")
+//!     .id("3f5e7a0c-0000-4000-8000-000000000001")
+//!     .address("10.0.0.7")
+//!     .port(8080)
+//!     .payload(json!({"zone": "eu-1"}))
+//!     .registration_time_utc(1_700_000_000_000)
+//!     .uri_spec(UriSpec::parse("{scheme}://{address}:{port}/{name}")?)
+//!     .build();
+//! assert_eq!(instance.build_uri(&HashMap::new()), "http://10.0.0.7:8080/search");
+//!
+//! // As Curator 5.4 writes it; Java reads the payload as a com.example.Zone.
+//! let serializer = JsonInstanceSerializer::new().payload_class("com.example.Zone");
+//! let bytes = serializer.serialize(&instance)?;
+//! assert!(bytes.starts_with(br#"{"name":"search","id":"3f5e7a0c-0000-4000-8000-000000000001","address":"10.0.0.7","port":8080,"sslPort":null,"payload":{"@class":"com.example.Zone","zone":"eu-1"},"#));
+//!
+//! // Reading drops "@class"; any payload reads as a serde_json::Value.
+//! let read: ServiceInstance = serializer.deserialize(&bytes)?;
+//! assert_eq!(read, instance);
+//! # Ok::<(), curator_discovery::DiscoveryError>(())
+//! ```
+#![warn(missing_docs)]
+
+mod address;
+mod error;
+pub mod instance;
+pub mod json;
+pub mod uri_spec;
+
+pub use address::local_ipv4_addresses;
+pub use error::DiscoveryError;
+pub use instance::{ServiceInstance, ServiceInstanceBuilder, ServiceType};
+pub use json::{InstanceSerializer, JsonInstanceSerializer};
+pub use uri_spec::{Part, UriSpec};
