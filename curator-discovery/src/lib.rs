@@ -12,8 +12,12 @@
 //!   (field order, `null`s, Jackson's `"@class"` on payloads, `enabled` only when asked for),
 //!   behind the [`InstanceSerializer`] trait.
 //! - [`DiscoveryError`]: the one error of the model; bad bytes never panic.
+//! - [`ServiceProvider`] (module [`provider`]): picks one instance for a single use from an
+//!   [`InstanceProvider`], through [`InstanceFilter`]s and the [`DownInstancePolicy`], with a
+//!   [`ProviderStrategy`] ([`RoundRobinStrategy`], [`RandomStrategy`], [`StickyStrategy`]),
+//!   as Curator's `ServiceProvider`.
 //!
-//! This crate holds the model only: nothing here talks to ZooKeeper.
+//! Nothing of the above talks to ZooKeeper.
 //!
 //! ```
 //! use std::collections::HashMap;

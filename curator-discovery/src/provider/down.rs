@@ -200,7 +200,7 @@ mod tests {
     use super::*;
 
     fn instance(id: &str) -> ServiceInstance<()> {
-        ServiceInstance::builder("hey").id(id).build()
+        ServiceInstance::builder("hey").id(id).registration_time_utc(1).build()
     }
 
     /// Curator's `debugDownInstancePolicy` (1 s, 1 error) and `debugMultiDownInstancePolicy`

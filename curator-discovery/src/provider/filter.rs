@@ -31,31 +31,17 @@ where
     }
 }
 
-/// The filter every [`ServiceProvider`](crate::ServiceProvider) applies last, as Curator's
-/// provider does: only instances marked [`enabled`](ServiceInstance::enabled).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct EnabledFilter;
-
-impl<T> InstanceFilter<T> for EnabledFilter {
-    fn accept(&self, instance: &ServiceInstance<T>) -> bool {
-        instance.enabled
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A closure is a filter; `EnabledFilter` passes only enabled instances (the last filter of
-    /// Curator's `ServiceProviderImpl`, `ServiceInstance::isEnabled`).
+    /// A closure is a filter.
     #[test]
-    fn closures_and_the_enabled_filter() {
+    fn a_closure_is_a_filter() {
         let on: ServiceInstance<()> = ServiceInstance::builder("s").id("1").build();
         let off: ServiceInstance<()> = ServiceInstance::builder("s").id("2").enabled(false).build();
         let odd = |i: &ServiceInstance<()>| i.id == "1";
         assert!(odd.accept(&on));
         assert!(!odd.accept(&off));
-        assert!(EnabledFilter.accept(&on));
-        assert!(!EnabledFilter.accept(&off));
     }
 }

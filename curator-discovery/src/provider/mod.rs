@@ -17,7 +17,6 @@ pub use strategy::{ProviderStrategy, RandomStrategy, RoundRobinStrategy, StickyS
 
 use crate::{InstanceProvider, ServiceInstance};
 use down::Clock;
-use filter::EnabledFilter;
 
 /// Locks a mutex of this module; a panic of another holder leaves nothing half done here, so
 /// a poisoned lock is used as it is.
@@ -103,9 +102,7 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
     pub fn all_instances(&self) -> Vec<ServiceInstance<T>> {
         let mut instances = self.source.instances();
         instances.retain(|instance| {
-            self.filters.iter().all(|f| f.accept(instance))
-                && self.down.accept(instance)
-                && InstanceFilter::<T>::accept(&EnabledFilter, instance)
+            self.filters.iter().all(|f| f.accept(instance)) && self.down.accept(instance) && instance.enabled
         });
         instances
     }
@@ -113,6 +110,10 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
     /// Notes an error using `instance` (Curator's `noteError`): once it has had the
     /// [`DownInstancePolicy`]'s number of errors, the provider leaves it out until the
     /// policy's timeout has passed since the first of them.
+    ///
+    /// Pass the instance the provider returned (or an equal one): instances are told apart by
+    /// every field, as Curator's `equals`, so an instance whose registration has changed since
+    /// starts with no errors.
     pub fn note_error(&self, instance: &ServiceInstance<T>) {
         self.down.note_error(instance);
     }
@@ -236,8 +237,15 @@ mod tests {
         source
     }
 
+    /// The same instance on every call for the same id (a fixed registration time: equality
+    /// covers every field).
     fn instance(id: &str) -> ServiceInstance<String> {
-        ServiceInstance::builder("test").id(id).payload("thing".to_owned()).port(10064).build()
+        ServiceInstance::builder("test")
+            .id(id)
+            .payload("thing".to_owned())
+            .port(10064)
+            .registration_time_utc(1_700_000_000_000)
+            .build()
     }
 
     fn ids(instances: &[ServiceInstance<String>]) -> Vec<&str> {

@@ -154,7 +154,9 @@ mod tests {
     /// `qty` instances of service "foo" with ids `starting_at`.., as Curator's
     /// `TestStrategies.TestInstanceProvider`.
     fn instances(qty: usize, starting_at: usize) -> Vec<ServiceInstance<()>> {
-        (0..qty).map(|i| ServiceInstance::builder("foo").id((i + starting_at).to_string()).build()).collect()
+        (0..qty)
+            .map(|i| ServiceInstance::builder("foo").id((i + starting_at).to_string()).registration_time_utc(1).build())
+            .collect()
     }
 
     /// Follows Curator's `TestStrategies.testRandom`: 1,000 picks among 10 instances are spread
