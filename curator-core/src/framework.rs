@@ -264,6 +264,15 @@ impl CuratorFramework {
         }
     }
 
+    /// Resolves once [`close`](Self::close) is about to end the session (after it has waited
+    /// for pending background work), and at once if it already has. A task that keeps a clone
+    /// of a session's client across waits (a cache pipelining its reads) must drop it then:
+    /// the session ends only once every clone is dropped.
+    pub async fn closing(&self) {
+        let mut shutdown = self.inner.shutdown.subscribe();
+        let _ = shutdown.wait_for(|closing| *closing).await;
+    }
+
     /// True once [`close`](Self::close) has begun.
     pub fn is_closed(&self) -> bool {
         *self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) == Lifecycle::Closed

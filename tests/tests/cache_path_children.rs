@@ -414,3 +414,28 @@ async fn post_initialized_event_for_an_empty_path() {
     cache.close();
     fw.close().await;
 }
+
+/// Closing a framework with a cache still running ends its session within the close: its
+/// ephemeral nodes are gone when `close()` returns. Before, the cache kept a clone of the
+/// session's client for its pipelined reads, so `close()` gave up waiting after 2 s with the
+/// session still open, and the nodes went only when the cache was dropped (the GroupMember
+/// benchmark saw every leave by session end 2 s late).
+#[tokio::test]
+async fn closing_the_framework_with_a_cache_running_ends_the_session() {
+    tests::init_tracing();
+    let server = TestingServer::shared();
+    let fw = client(&server.connect_string()).await;
+    let observer = client(&server.connect_string()).await;
+    let path = unique_path("pcc-close");
+    let cache = PathChildrenCache::new(&fw, &path, true).expect("cache");
+    cache.start(StartMode::BuildInitialCache).await.expect("start");
+    let member = format!("{path}/member");
+    fw.create().with_mode(curator_core::CreateMode::Ephemeral).for_path(&member, Vec::new()).await.expect("create");
+    let mut session = fw.session().await.expect("session").client().state_watcher();
+    fw.close().await;
+    let state = session.state();
+    assert!(state.is_terminated(), "the session outlived close(): {state:?}");
+    assert!(!exists(&observer, &member).await, "its ephemeral node outlived close()");
+    drop(cache);
+    observer.close().await;
+}

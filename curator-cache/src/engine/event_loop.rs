@@ -157,6 +157,7 @@ impl Engine {
                 let rebuilds: Vec<_> = self.node_rebuilds.drain().map(|(_, reply)| reply).collect();
                 self.next_load.waiters.extend(rebuilds);
                 let mut shutdown = self.shutdown.clone();
+                let fw = self.fw.clone();
                 // A connection change abandons a load: it is reported first, and the load
                 // starts over on whatever session is current (loads are cheap, changes rare).
                 let end = {
@@ -165,6 +166,8 @@ impl Engine {
                     tokio::select! {
                         biased;
                         _ = shutdown_signal(&mut shutdown) => SyncEnd::Stop,
+                        // The framework is ending its session: let go of our client at once.
+                        _ = fw.closing() => SyncEnd::Stop,
                         result = &mut sync => SyncEnd::Done(result),
                         state = states.next() => state.map_or(SyncEnd::Stop, SyncEnd::Abandoned),
                     }
@@ -206,6 +209,9 @@ impl Engine {
         tokio::select! {
             biased;
             _ = shutdown_signal(&mut self.shutdown) => Wake::Shutdown,
+            // The framework is ending its session: stop, which drops our clone of its client
+            // (held for pipelined reads), so that the session ends with the close.
+            _ = self.fw.closing() => Wake::Shutdown,
             state = states.next() => Wake::State(state),
             command = self.commands.recv() => Wake::Command(command),
             action = next_action(pending) => Wake::Action(action),
