@@ -17,6 +17,15 @@ pub(crate) struct Args {
     pub current_thread: bool,
     /// Ours: `waiters` with `--mode queued` uses a QueuedMutex.
     pub mode: String,
+    /// Ours: `group_leave`'s members (`--members`, 100 by default).
+    pub members: usize,
+    /// Ours: `group_leave`'s observers (`--observers`, 5 by default).
+    pub observers: usize,
+    /// Ours: how `group_leave`'s members leave (`--leave session`, the default: the member's
+    /// framework closes; `--leave member`: `GroupMember::close()` deletes its node).
+    pub leave: String,
+    /// Ours: `serve`'s server fsyncs its log (`--force-sync yes|no`, yes by default).
+    pub force_sync: bool,
 }
 
 impl Args {
@@ -34,6 +43,10 @@ impl Args {
             adds: 1000,
             current_thread: false,
             mode: String::new(),
+            members: 100,
+            observers: 5,
+            force_sync: true,
+            leave: "session".into(),
         };
         while let Some(key) = it.next() {
             let Some(value) = it.next() else { return Err(format!("{key} needs a value")) };
@@ -51,6 +64,10 @@ impl Args {
                 "--adds" => a.adds = num(&value)?,
                 "--runtime" => a.current_thread = value == "current",
                 "--mode" => a.mode = value,
+                "--members" => a.members = num(&value)?.max(1),
+                "--observers" => a.observers = num(&value)?.max(1),
+                "--leave" => a.leave = value,
+                "--force-sync" => a.force_sync = value != "no",
                 _ => {}
             }
         }

@@ -6,10 +6,15 @@
 //!
 //! Scenarios: `raw_sync`, `raw_async`, `lock`, `rwlock`, `children_cache`, `tree_cache` (the
 //! harness's), and ours: `waiters` (one framework, `--clients N` acquirers of one mutex as
-//! tasks) and `cache_memory` (resident memory with `--children C` cached).
+//! tasks), `cache_memory` (resident memory with `--children C` cached) and `group_leave`
+//! (`--members M --observers O` GroupMembers, each its own session: from a member's session
+//! ending to every observer's leave event; see group.rs). Not a scenario: `--scenario serve
+//! [--force-sync no]` starts a throwaway ZooKeeper (curator-test's `TestingServer`), prints its
+//! connect string and stops it when stdin closes (scripts/bench-group uses it).
 
 mod args;
 mod cache;
+mod group;
 mod locks;
 mod raw;
 mod report;
@@ -60,6 +65,8 @@ fn main() -> ExitCode {
             "children_cache" => cache::children_cache(&args).await.map(Some),
             "tree_cache" => cache::tree_cache(&args).await.map(Some),
             "cache_memory" => cache::cache_memory(&args).await.map(Some),
+            "group_leave" => group::group_leave(&args).await.map(Some),
+            "serve" => serve(&args).await.map(|()| Some(Vec::new())),
             _ => Ok(None),
         }
     });
@@ -79,6 +86,28 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Starts a standalone ZooKeeper like the shared harness's (`tickTime=2000`, fsync unless
+/// `--force-sync no`), prints its connect string, and stops it once stdin is closed.
+async fn serve(args: &Args) -> Result<()> {
+    let mut server = curator_test::TestingServer::builder()
+        .tick_time(Duration::from_secs(2))
+        .force_sync(args.force_sync)
+        .start()
+        .await
+        .map_err(|e| curator_core::CuratorError::IllegalState(format!("no ZooKeeper: {e}")))?;
+    println!("{}", server.connect_string());
+    eprintln!(
+        "curator-bench: ZooKeeper at {} (forceSync={}), pid {:?}",
+        server.connect_string(),
+        args.force_sync,
+        server.pid()
+    );
+    let mut sink = Vec::new();
+    let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+    let _ = server.stop().await;
+    Ok(())
 }
 
 /// A started, connected framework: one session, as each benchmark client is.
