@@ -45,11 +45,13 @@
 mod address;
 mod error;
 pub mod instance;
+mod instance_provider;
 pub mod json;
 pub mod uri_spec;
 
 pub use address::local_ipv4_addresses;
 pub use error::DiscoveryError;
 pub use instance::{ServiceInstance, ServiceInstanceBuilder, ServiceType};
+pub use instance_provider::InstanceProvider;
 pub use json::{InstanceSerializer, JsonInstanceSerializer};
 pub use uri_spec::{Part, UriSpec};
