@@ -4,7 +4,7 @@ use crate::ServiceInstance;
 
 /// A source of the current instances of one service, as Curator's `InstanceProvider`.
 ///
-/// The service cache (`ServiceCache`) implements it from
+/// The service cache ([`ServiceCache`](crate::ServiceCache)) implements it from
 /// its in-memory view, so reading is cheap and never talks to ZooKeeper; a service provider
 /// picks among what it returns (round robin, random, sticky, filters). A test can implement
 /// it over a fixed list.
