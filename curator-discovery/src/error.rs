@@ -2,11 +2,15 @@
 
 /// What went wrong reading or writing a service instance, or parsing a URI spec.
 ///
-/// The model has its own error rather than `curator_core::CuratorError`: its failures are about
-/// bytes and templates, not about ZooKeeper operations, so they have no path, no retry class and
-/// no unknown outcome. Whoever reads instances from nodes (the service discovery built on this
-/// model) adds the node's path when it reports one. New variants may be added.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// The model's failures are about bytes and templates; the service discovery's
+/// ([`ServiceDiscovery`](crate::ServiceDiscovery), [`ServiceCache`](crate::ServiceCache)) add
+/// those of ZooKeeper, wrapped whole in [`DiscoveryError::Curator`] (so the path, the retry
+/// class and an unknown outcome stay readable), and those of their own use
+/// ([`DiscoveryError::BadNode`], [`DiscoveryError::NotRegistered`],
+/// [`DiscoveryError::InvalidInstance`]). One error type for the crate, so that `?` works across
+/// the model and the registry. Not `PartialEq`, as `CuratorError` is not: match on the variant.
+/// New variants may be added.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum DiscoveryError {
     /// The bytes are not a service instance: empty, not JSON, not a JSON object, or a field of
@@ -37,5 +41,33 @@ pub enum DiscoveryError {
         spec: String,
         /// What is wrong with it.
         reason: &'static str,
+    },
+    /// A ZooKeeper operation of the service discovery failed.
+    #[error(transparent)]
+    Curator(#[from] curator_core::CuratorError),
+    /// The node at `path` does not hold a service instance (returned by
+    /// [`ServiceDiscovery::query_for_instance`](crate::ServiceDiscovery::query_for_instance);
+    /// the queries of many instances and the caches skip such nodes instead).
+    #[error("node {path:?} is not a service instance: {source}")]
+    BadNode {
+        /// The node's path.
+        path: String,
+        /// What reading it said ([`BadJson`](Self::BadJson) or [`BadPayload`](Self::BadPayload)).
+        source: Box<DiscoveryError>,
+    },
+    /// `update` of an instance this discovery has not registered (or has unregistered).
+    #[error("service instance {id:?} is not registered")]
+    NotRegistered {
+        /// The instance's id.
+        id: String,
+    },
+    /// The instance cannot be registered as given: a name or id that is not one node name, or
+    /// an `update` that changes the name or the service type of a registration.
+    #[error("invalid service instance {id:?}: {reason}")]
+    InvalidInstance {
+        /// The instance's id.
+        id: String,
+        /// What is wrong with it.
+        reason: String,
     },
 }

@@ -19,8 +19,9 @@ pub enum ServiceType {
     Dynamic,
     /// Registered until unregistered (a persistent node).
     Static,
-    /// Registered until unregistered, and left in place when the discovery closes (a persistent
-    /// node).
+    /// Registered until unregistered (a persistent node). The service discovery treats it as
+    /// `Static` (its `close` unregisters it too, as Curator 5's); only Curator's discovery
+    /// server tells them apart (it purges `Static` instances after a while).
     Permanent,
     /// As `Dynamic`, with a sequence number added to the node name (an ephemeral sequential
     /// node).

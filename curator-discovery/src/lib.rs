@@ -1,6 +1,6 @@
 //! # curator-discovery
 //!
-//! The data model of Apache Curator's service discovery (`curator-x-discovery` 5.x), with the
+//! Apache Curator's service discovery (`curator-x-discovery` 5.x), with the
 //! JSON Curator 5.4 reads and writes, byte for byte, so that a Rust service and a Java service
 //! using Curator can find each other:
 //!
@@ -11,13 +11,18 @@
 //! - [`JsonInstanceSerializer`]: the instance's JSON, as Curator's `JsonInstanceSerializer`
 //!   (field order, `null`s, Jackson's `"@class"` on payloads, `enabled` only when asked for),
 //!   behind the [`InstanceSerializer`] trait.
-//! - [`DiscoveryError`]: the one error of the model; bad bytes never panic.
+//! - [`DiscoveryError`]: the one error of the crate; bad bytes never panic.
+//! - [`ServiceDiscovery`]: registers instances at `base/<name>/<id>`, each kept by a
+//!   `curator_recipes::nodes::PersistentNode` through new sessions and outages, and queries
+//!   them.
+//! - [`ServiceCache`]: the instances of one service in memory, on a `PathChildrenCache`, with
+//!   [`ServiceCacheEvent`]s; it is an [`InstanceProvider`].
 //! - [`ServiceProvider`] (module [`provider`]): picks one instance for a single use from an
 //!   [`InstanceProvider`], through [`InstanceFilter`]s and the [`DownInstancePolicy`], with a
 //!   [`ProviderStrategy`] ([`RoundRobinStrategy`], [`RandomStrategy`], [`StickyStrategy`]),
 //!   as Curator's `ServiceProvider`.
 //!
-//! Nothing of the above talks to ZooKeeper.
+//! Nodes that do not hold an instance are skipped with a warning and counted, never a panic.
 //!
 //! ```
 //! use std::collections::HashMap;
@@ -47,6 +52,8 @@
 #![warn(missing_docs)]
 
 mod address;
+pub mod cache;
+pub mod discovery;
 mod error;
 pub mod instance;
 pub mod instance_provider;
@@ -55,6 +62,8 @@ pub mod provider;
 pub mod uri_spec;
 
 pub use address::local_ipv4_addresses;
+pub use cache::{ServiceCache, ServiceCacheBuilder, ServiceCacheEvent};
+pub use discovery::{ServiceDiscovery, ServiceDiscoveryBuilder};
 pub use error::DiscoveryError;
 pub use instance::{ServiceInstance, ServiceInstanceBuilder, ServiceType};
 pub use instance_provider::InstanceProvider;

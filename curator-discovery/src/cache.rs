@@ -1,0 +1,292 @@
+//! [`ServiceCache`]: the instances of one service, kept in memory by a [`PathChildrenCache`]
+//! of `base/<name>`, as Curator's `ServiceCache`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use curator_cache::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
+use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use curator_core::CuratorError;
+
+use crate::discovery::Inner;
+use crate::{DiscoveryError, InstanceProvider, InstanceSerializer, ServiceInstance};
+
+/// A change in a [`ServiceCache`].
+///
+/// Curator's `ServiceCacheListener` has one `cacheChanged()` for any change plus the
+/// connection's states; here the change says what it is: an instance that appeared, changed or
+/// went away (any of the three is Curator's `cacheChanged`), and the cache's connection
+/// changes (Curator's `stateChanged`, as the cache sees them). The instances present when the
+/// cache starts are not reported (as Curator: `start` returns with them loaded).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServiceCacheEvent<T> {
+    /// An instance appeared.
+    Added(ServiceInstance<T>),
+    /// An instance's data changed; this is the new instance.
+    Updated(ServiceInstance<T>),
+    /// The instance with this id (its node's name) went away, or its node no longer holds an
+    /// instance.
+    Removed {
+        /// The instance's id (its node's name).
+        id: String,
+    },
+    /// The connection is suspended: changes may be missed until it is back.
+    ConnectionSuspended,
+    /// Connected again; changes made meanwhile follow as `Added`, `Updated`, `Removed`.
+    ConnectionReconnected,
+    /// The session was lost; the cache catches up on the next one.
+    ConnectionLost,
+}
+
+/// The instances of one service, kept in memory and up to date, as Curator's `ServiceCache`;
+/// made by [`ServiceDiscovery::service_cache_builder`](crate::ServiceDiscovery::service_cache_builder).
+///
+/// It is a [`PathChildrenCache`] of `base/<name>`: its first load reads every instance with
+/// multi-reads, and each later change costs one read. [`instances`](Self::instances) reads
+/// only memory, so a service provider may call it for every request (it implements
+/// [`InstanceProvider`]). A node that is not an instance (empty, not JSON, fields of the wrong
+/// type) is left out with a warning and counted in [`skipped_nodes`](Self::skipped_nodes);
+/// Curator's cache threw from its event thread (CURATOR-452/453).
+///
+/// ```no_run
+/// # async fn f(discovery: curator_discovery::ServiceDiscovery) -> Result<(), curator_discovery::DiscoveryError> {
+/// use curator_discovery::ServiceCacheEvent;
+///
+/// let cache = discovery.service_cache_builder("search").build()?;
+/// cache.add_listener(|event: &ServiceCacheEvent<serde_json::Value>| match event {
+///     ServiceCacheEvent::Added(instance) => tracing::info!(id = %instance.id, "up"),
+///     ServiceCacheEvent::Removed { id } => tracing::info!(%id, "down"),
+///     _ => {}
+/// });
+/// cache.start().await?; // returns once the instances present are loaded
+/// for instance in cache.instances() {
+///     tracing::info!(id = %instance.id, address = ?instance.address, "instance");
+/// }
+/// cache.close();
+/// # Ok(()) }
+/// ```
+pub struct ServiceCache<T = serde_json::Value> {
+    cache: PathChildrenCache,
+    path: String,
+    shared: Arc<CacheShared<T>>,
+    events: Arc<Listeners<ServiceCacheEvent<T>>>,
+    initialized: tokio::sync::watch::Receiver<bool>,
+}
+
+impl<T> std::fmt::Debug for ServiceCache<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceCache").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// Builder of a [`ServiceCache`]; see
+/// [`ServiceDiscovery::service_cache_builder`](crate::ServiceDiscovery::service_cache_builder).
+#[must_use = "a builder does nothing until build() is called"]
+pub struct ServiceCacheBuilder<T> {
+    discovery: Arc<Inner<T>>,
+    name: String,
+}
+
+impl<T> std::fmt::Debug for ServiceCacheBuilder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceCacheBuilder").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// A node's version (`mzxid`) and the instance it holds, if it is one.
+type Parsed<T> = (i64, Option<ServiceInstance<T>>);
+
+/// What the cache's event handler and its handle share: the instances read so far, by node
+/// path, with the `mzxid` of the version read, so each version of a node is read once.
+struct CacheShared<T> {
+    serializer: Arc<dyn InstanceSerializer<T>>,
+    parsed: Mutex<HashMap<String, Parsed<T>>>,
+    skipped: AtomicU64,
+}
+
+impl<T: Clone> CacheShared<T> {
+    /// The instance in `child`, from the parsed versions or read now (a node that is not an
+    /// instance is logged and counted once per version).
+    fn instance(&self, child: &ChildData) -> Option<ServiceInstance<T>> {
+        let mzxid = child.stat().mzxid;
+        let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((seen, instance)) = parsed.get(child.path()) {
+            if *seen == mzxid {
+                return instance.clone();
+            }
+        }
+        let instance = match self.serializer.deserialize(child.data().unwrap_or_default()) {
+            Ok(instance) => Some(instance),
+            Err(e) => {
+                self.skipped.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(path = %child.path(), error = %e, "skipping a node that is not a service instance");
+                None
+            }
+        };
+        let newer = parsed.get(child.path()).map_or(true, |(seen, _)| *seen < mzxid);
+        if newer {
+            parsed.insert(child.path().to_string(), (mzxid, instance.clone()));
+        }
+        instance
+    }
+
+    /// Forgets a node deleted at or after the version last read.
+    fn forget(&self, child: &ChildData) {
+        let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if parsed.get(child.path()).is_some_and(|(seen, _)| *seen <= child.stat().mzxid) {
+            parsed.remove(child.path());
+        }
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
+    pub(crate) fn new(discovery: Arc<Inner<T>>, name: &str) -> Self {
+        ServiceCacheBuilder { discovery, name: name.to_string() }
+    }
+
+    /// Makes the cache; nothing is read before [`start`](ServiceCache::start).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name.
+    pub fn build(self) -> Result<ServiceCache<T>, DiscoveryError> {
+        let path = self.discovery.service_path(&self.name)?;
+        let cache = PathChildrenCache::builder(&self.discovery.fw, &path).create_parent_containers(true).build()?;
+        let shared = Arc::new(CacheShared {
+            serializer: self.discovery.serializer.clone(),
+            parsed: Mutex::new(HashMap::new()),
+            skipped: AtomicU64::new(0),
+        });
+        let events = Arc::new(Listeners::new());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            events.start(handle);
+        }
+        let (initialized_tx, initialized) = tokio::sync::watch::channel(false);
+        // The cache calls its listeners one at a time, in event order; the lock only lets the
+        // handler keep its state.
+        let handler = Mutex::new(Handler {
+            shared: shared.clone(),
+            events: events.clone(),
+            good: HashMap::new(),
+            initialized_tx,
+        });
+        cache.add_listener(move |event: &PathChildrenCacheEvent| {
+            handler.lock().unwrap_or_else(|p| p.into_inner()).handle(event);
+        });
+        Ok(ServiceCache { cache, path, shared, events, initialized })
+    }
+}
+
+/// Turns the cache's child events into [`ServiceCacheEvent`]s, in order.
+struct Handler<T> {
+    shared: Arc<CacheShared<T>>,
+    events: Arc<Listeners<ServiceCacheEvent<T>>>,
+    /// Node name -> whether its last version seen (in event order) was an instance.
+    good: HashMap<String, bool>,
+    initialized_tx: tokio::sync::watch::Sender<bool>,
+}
+
+impl<T: Clone + Send + Sync + 'static> Handler<T> {
+    fn handle(&mut self, event: &PathChildrenCacheEvent) {
+        // Before the first load is done, only learn the instances present: not reported.
+        let report = *self.initialized_tx.borrow();
+        let publish = |event: ServiceCacheEvent<T>| {
+            if report {
+                self.events.publish(event);
+            }
+        };
+        match event {
+            PathChildrenCacheEvent::ChildAdded(child) | PathChildrenCacheEvent::ChildUpdated(child) => {
+                let id = child.name().to_string();
+                let was_good = self.good.get(&id).copied().unwrap_or(false);
+                match self.shared.instance(child) {
+                    Some(instance) => {
+                        self.good.insert(id, true);
+                        publish(if was_good {
+                            ServiceCacheEvent::Updated(instance)
+                        } else {
+                            ServiceCacheEvent::Added(instance)
+                        });
+                    }
+                    None => {
+                        self.good.insert(id.clone(), false);
+                        if was_good {
+                            publish(ServiceCacheEvent::Removed { id });
+                        }
+                    }
+                }
+            }
+            PathChildrenCacheEvent::ChildRemoved(child) => {
+                self.shared.forget(child);
+                if self.good.remove(child.name()) == Some(true) {
+                    publish(ServiceCacheEvent::Removed { id: child.name().to_string() });
+                }
+            }
+            PathChildrenCacheEvent::Initialized(_) => {
+                self.initialized_tx.send_replace(true);
+            }
+            PathChildrenCacheEvent::ConnectionSuspended => publish(ServiceCacheEvent::ConnectionSuspended),
+            PathChildrenCacheEvent::ConnectionReconnected => publish(ServiceCacheEvent::ConnectionReconnected),
+            PathChildrenCacheEvent::ConnectionLost => publish(ServiceCacheEvent::ConnectionLost),
+        }
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
+    /// Starts the cache (making `base/<name>` as a container if missing) and returns once the
+    /// instances present are loaded (Curator's `start`). Listeners hear the changes after that.
+    ///
+    /// # Errors
+    /// `IllegalState` when already started or closed; the first load's error.
+    pub async fn start(&self) -> Result<(), DiscoveryError> {
+        self.cache.start(StartMode::PostInitializedEvent).await?;
+        self.cache.wait_initialized().await?;
+        let mut initialized = self.initialized.clone();
+        initialized.wait_for(|done| *done).await.map_err(|_| CuratorError::Closed)?;
+        Ok(())
+    }
+
+    /// The service's instances now, sorted by id; nodes that are not instances are left out.
+    /// Reads memory only.
+    pub fn instances(&self) -> Vec<ServiceInstance<T>> {
+        self.cache.current_data().iter().filter_map(|child| self.shared.instance(child)).collect()
+    }
+
+    /// How many node versions this cache read that were not instances (each logged once).
+    pub fn skipped_nodes(&self) -> u64 {
+        self.shared.skipped.load(Ordering::Relaxed)
+    }
+
+    /// The cached node path, `base/<name>`.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Calls `listener` for each change from now on, in order, on the blocking pool.
+    pub fn add_listener(&self, listener: impl Fn(&ServiceCacheEvent<T>) + Send + Sync + 'static) -> ListenerId {
+        self.events.add_callback(Arc::new(listener))
+    }
+
+    /// Removes a listener. False if it was not there.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.events.remove(id)
+    }
+
+    /// The changes from now on, as an ordered stream.
+    pub fn events(&self) -> EventStream<ServiceCacheEvent<T>> {
+        self.events.stream()
+    }
+
+    /// Stops the cache and its watch; listener streams end after the events already queued.
+    pub fn close(&self) {
+        self.cache.close();
+        self.events.close();
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> InstanceProvider<T> for ServiceCache<T> {
+    fn instances(&self) -> Vec<ServiceInstance<T>> {
+        ServiceCache::instances(self)
+    }
+}

@@ -1,0 +1,448 @@
+//! [`ServiceDiscovery`]: registering instances of services and querying them, as Curator's
+//! `ServiceDiscovery`, with every registration kept by a [`PersistentNode`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use curator_core::{path, CreateMode, CuratorError, CuratorFramework};
+use curator_recipes::nodes::PersistentNode;
+
+use crate::cache::ServiceCacheBuilder;
+use crate::{DiscoveryError, InstanceSerializer, JsonInstanceSerializer, ServiceInstance, ServiceType};
+
+type Result<T> = std::result::Result<T, DiscoveryError>;
+
+/// Registers instances of services in ZooKeeper and finds them, as Curator's
+/// `ServiceDiscovery`; Java's `ServiceDiscovery` on the same base path sees the same
+/// instances, and this one sees Java's.
+///
+/// # Node layout
+/// Instance `id` of service `name` is the node `base/<name>/<id>`, whose data is the instance's
+/// JSON (see [`JsonInstanceSerializer`]); `base` and `base/<name>` are made as containers when
+/// missing. The node's mode comes from the instance's [`ServiceType`]: `Dynamic` is
+/// ephemeral, `DynamicSequential` ephemeral sequential (`base/<name>/<id><seq>`), `Static` and
+/// `Permanent` persistent.
+///
+/// # How registrations are kept
+/// Each registration is a [`PersistentNode`]: it is created in the background, made again
+/// after a new session or an outage (with the instance's *current* data: [`update`](Self::update)
+/// sets the node's data, which every re-create uses), adopted when already there, and left
+/// alone while the connection flaps on the same session (one check per reconnection, no
+/// delete and create). [`unregister`](Self::unregister) and [`close`](Self::close) delete the
+/// nodes with a guaranteed delete, which goes on in the background when the connection is down.
+///
+/// ```no_run
+/// # async fn f(fw: curator_core::CuratorFramework) -> Result<(), curator_discovery::DiscoveryError> {
+/// use curator_discovery::{ServiceDiscovery, ServiceInstance};
+/// use serde_json::json;
+///
+/// let me = ServiceInstance::builder("search").port(8080).payload(json!({"zone": "eu-1"})).build();
+/// let discovery = ServiceDiscovery::builder(&fw, "/services").this_instance(me.clone()).build()?;
+/// discovery.start().await?; // registers `me`
+///
+/// let mut moved = me.clone();
+/// moved.port = Some(8081);
+/// discovery.update(moved)?; // kept across new sessions from now on
+///
+/// for instance in discovery.query_for_instances("search").await? {
+///     tracing::info!(id = %instance.id, port = ?instance.port, "found");
+/// }
+/// discovery.close().await; // deletes `me`
+/// # Ok(()) }
+/// ```
+///
+/// # Differences from Curator
+/// - [`register`](Self::register) of an id already registered updates it (Curator creates the
+///   node again); one that changes its name or service type fails.
+/// - [`query_for_instances`](Self::query_for_instances) skips a node that is not an instance
+///   (empty, not JSON, fields of the wrong type) with a warning, and counts it in
+///   [`skipped_nodes`](Self::skipped_nodes); Curator fails the whole query (CURATOR-452/453).
+/// - [`query_for_names`](Self::query_for_names) of a missing base path is empty (Curator throws
+///   `NoNodeException`).
+/// - There is no `watchInstances` (Curator's option to take into a registration the changes
+///   others make to its node): a registration's node holds the data given here.
+/// - `close` deletes every instance registered here, `Permanent` ones included, as Curator 5
+///   does; `Permanent` differs from `Static` only for Curator's discovery server.
+pub struct ServiceDiscovery<T = serde_json::Value> {
+    inner: Arc<Inner<T>>,
+}
+
+/// What the discovery and its caches share.
+pub(crate) struct Inner<T> {
+    pub(crate) fw: CuratorFramework,
+    pub(crate) base_path: String,
+    pub(crate) serializer: Arc<dyn InstanceSerializer<T>>,
+    state: Mutex<State<T>>,
+    skipped: AtomicU64,
+}
+
+struct State<T> {
+    this_instance: Option<ServiceInstance<T>>,
+    closed: bool,
+    registrations: HashMap<String, Registration<T>>,
+}
+
+/// One registered instance and the node that keeps it.
+struct Registration<T> {
+    instance: ServiceInstance<T>,
+    node: Arc<PersistentNode>,
+}
+
+impl<T> std::fmt::Debug for ServiceDiscovery<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceDiscovery").field("base_path", &self.inner.base_path).finish_non_exhaustive()
+    }
+}
+
+/// Builder of a [`ServiceDiscovery`]; see [`ServiceDiscovery::builder`].
+#[must_use = "a builder does nothing until build() is called"]
+pub struct ServiceDiscoveryBuilder<T> {
+    fw: CuratorFramework,
+    base_path: String,
+    serializer: Arc<dyn InstanceSerializer<T>>,
+    this_instance: Option<ServiceInstance<T>>,
+}
+
+impl<T> std::fmt::Debug for ServiceDiscoveryBuilder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceDiscoveryBuilder").field("base_path", &self.base_path).finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> ServiceDiscoveryBuilder<T> {
+    /// The serializer of the instances (default: [`JsonInstanceSerializer::new`]); give a
+    /// [`JsonInstanceSerializer`] with a [`payload_class`](JsonInstanceSerializer::payload_class)
+    /// for payloads Java must read as a class of its own.
+    pub fn serializer(mut self, serializer: impl InstanceSerializer<T> + 'static) -> Self {
+        self.serializer = Arc::new(serializer);
+        self
+    }
+
+    /// An instance registered by [`start`](ServiceDiscovery::start) (Curator's `thisInstance`).
+    pub fn this_instance(mut self, instance: ServiceInstance<T>) -> Self {
+        self.this_instance = Some(instance);
+        self
+    }
+
+    /// Checks the base path and makes the discovery; nothing is sent before
+    /// [`start`](ServiceDiscovery::start) or [`register`](ServiceDiscovery::register).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Curator`] with `InvalidPath` for an invalid base path;
+    /// [`DiscoveryError::InvalidInstance`] for a `this_instance` whose name or id is not one node
+    /// name.
+    pub fn build(self) -> Result<ServiceDiscovery<T>> {
+        path::validate(&self.base_path)?;
+        if let Some(instance) = &self.this_instance {
+            instance_path(&self.base_path, instance)?;
+        }
+        Ok(ServiceDiscovery {
+            inner: Arc::new(Inner {
+                fw: self.fw,
+                base_path: self.base_path,
+                serializer: self.serializer,
+                state: Mutex::new(State {
+                    this_instance: self.this_instance,
+                    closed: false,
+                    registrations: HashMap::new(),
+                }),
+                skipped: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
+    /// A builder for a discovery under `base_path`, with Curator's JSON.
+    pub fn builder(fw: &CuratorFramework, base_path: &str) -> ServiceDiscoveryBuilder<T>
+    where
+        JsonInstanceSerializer: InstanceSerializer<T>,
+    {
+        ServiceDiscoveryBuilder {
+            fw: fw.clone(),
+            base_path: base_path.to_string(),
+            serializer: Arc::new(JsonInstanceSerializer::new()),
+            this_instance: None,
+        }
+    }
+
+    /// The base path.
+    pub fn base_path(&self) -> &str {
+        &self.inner.base_path
+    }
+
+    /// Registers the builder's [`this_instance`](ServiceDiscoveryBuilder::this_instance), if
+    /// any, as [`register`](Self::register) does. A second call does nothing.
+    ///
+    /// # Errors
+    /// As [`register`](Self::register); the registration is kept even when this fails.
+    pub async fn start(&self) -> Result<()> {
+        let this = self.inner.lock().this_instance.take();
+        match this {
+            Some(instance) => self.register(instance).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Registers `instance` at `base/<name>/<id>` and keeps it registered until
+    /// [`unregister`](Self::unregister) or [`close`](Self::close), through new sessions and
+    /// outages. Returns once the node is first created (or adopted), or after the framework's
+    /// connection timeout. An id already registered here is updated instead
+    /// ([`update`](Self::update)).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::InvalidInstance`] for a name or id that is not one node name,
+    /// a serializer's error, `DataTooLarge` for JSON over the framework's limit, `IllegalState`
+    /// after [`close`](Self::close): nothing is registered then. `Timeout` when the node was not
+    /// created within the connection timeout: the registration is kept and made as soon as it
+    /// can be (Curator also keeps it, to register again after reconnecting).
+    pub async fn register(&self, instance: ServiceInstance<T>) -> Result<()> {
+        let path = instance_path(&self.inner.base_path, &instance)?;
+        let bytes = self.inner.serializer.serialize(&instance)?;
+        let node = {
+            let mut state = self.inner.lock();
+            if state.closed {
+                return Err(closed());
+            }
+            if let Some(existing) = state.registrations.get_mut(&instance.id) {
+                check_same_registration(&existing.instance, &instance)?;
+                existing.node.set_data(bytes)?;
+                existing.instance = instance;
+                return Ok(());
+            }
+            let mode = match instance.service_type {
+                ServiceType::Dynamic => CreateMode::Ephemeral,
+                ServiceType::DynamicSequential => CreateMode::EphemeralSequential,
+                ServiceType::Static | ServiceType::Permanent => CreateMode::Persistent,
+            };
+            tracing::debug!(%path, ?mode, "registering a service instance");
+            let node = Arc::new(PersistentNode::builder(&self.inner.fw, &path).mode(mode).data(bytes).start()?);
+            state.registrations.insert(instance.id.clone(), Registration { instance, node: node.clone() });
+            node
+        };
+        if node.wait_for_initial_create(self.inner.fw.connection_timeout()).await {
+            tracing::debug!(path = ?node.actual_path(), "registered a service instance");
+            Ok(())
+        } else {
+            let error = node.last_error().unwrap_or(CuratorError::Timeout { path });
+            Err(error.into())
+        }
+    }
+
+    /// Replaces the data of the registered instance with `instance`'s id: written now in the
+    /// background if the node is there (also when the connection is down: then once it is
+    /// back), and used by every later re-registration (CURATOR-181: Curator re-registered the
+    /// first data after a new session).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::NotRegistered`] for an id not registered here;
+    /// [`DiscoveryError::InvalidInstance`] for a change of name or service type; the
+    /// serializer's error, or `DataTooLarge`: then nothing changes.
+    pub fn update(&self, instance: ServiceInstance<T>) -> Result<()> {
+        let bytes = self.inner.serializer.serialize(&instance)?;
+        let mut state = self.inner.lock();
+        let Some(existing) = state.registrations.get_mut(&instance.id) else {
+            return Err(DiscoveryError::NotRegistered { id: instance.id });
+        };
+        check_same_registration(&existing.instance, &instance)?;
+        tracing::debug!(path = ?existing.node.actual_path(), id = %instance.id, "updating a service instance");
+        existing.node.set_data(bytes)?;
+        existing.instance = instance;
+        Ok(())
+    }
+
+    /// Unregisters the instance with `instance`'s id: stops keeping its node and deletes it
+    /// with a guaranteed delete. Connected, it returns once the node is deleted; not connected,
+    /// at once, and the delete is made once the connection is back (CURATOR-617: Curator's
+    /// unregister failed after a connection loss). An id not registered here is nothing to do
+    /// (idempotent).
+    pub async fn unregister(&self, instance: &ServiceInstance<T>) {
+        self.unregister_id(&instance.id).await
+    }
+
+    /// As [`unregister`](Self::unregister), by id.
+    pub async fn unregister_id(&self, id: &str) {
+        let registration = self.inner.lock().registrations.remove(id);
+        if let Some(registration) = registration {
+            tracing::debug!(path = ?registration.node.actual_path(), %id, "unregistering a service instance");
+            close_node(registration.node).await;
+        }
+    }
+
+    /// The instances registered here, with their current data.
+    pub fn registered(&self) -> Vec<ServiceInstance<T>> {
+        self.inner.lock().registrations.values().map(|r| r.instance.clone()).collect()
+    }
+
+    /// The names of the services under the base path, sorted; empty when the base path does not
+    /// exist.
+    ///
+    /// # Errors
+    /// The read's [`DiscoveryError::Curator`] error.
+    pub async fn query_for_names(&self) -> Result<Vec<String>> {
+        let base = &self.inner.base_path;
+        tracing::debug!(path = %base, "querying service names");
+        match self.inner.fw.get_children().for_path(base).await {
+            Ok(mut names) => {
+                names.sort();
+                Ok(names)
+            }
+            Err(CuratorError::NoNode { .. }) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The instances of service `name`, sorted by id: one listing and then all the reads
+    /// pipelined. A node that is not an instance (empty, not JSON, fields of the wrong type) is
+    /// skipped with a warning and counted in [`skipped_nodes`](Self::skipped_nodes); one
+    /// deleted meanwhile is left out.
+    ///
+    /// # Errors
+    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name, or a read's
+    /// [`DiscoveryError::Curator`] error.
+    pub async fn query_for_instances(&self, name: &str) -> Result<Vec<ServiceInstance<T>>> {
+        let parent = self.inner.service_path(name)?;
+        tracing::debug!(path = %parent, "querying service instances");
+        let ids = match self.inner.fw.get_children().for_path(&parent).await {
+            Ok(ids) => ids,
+            Err(CuratorError::NoNode { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let reads = ids.iter().map(|id| {
+            let path = path::make_path(&parent, id);
+            let read = self.inner.fw.get_data().for_path(&path);
+            async move { (path, read.await) }
+        });
+        let mut instances = Vec::with_capacity(ids.len());
+        for (path, read) in futures::future::join_all(reads).await {
+            match read {
+                Ok(bytes) => {
+                    if let Some(instance) = self.inner.read_instance(&path, &bytes) {
+                        instances.push(instance);
+                    }
+                }
+                Err(CuratorError::NoNode { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        instances.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(instances)
+    }
+
+    /// The instance `id` of service `name`, or `None` when there is no such node.
+    ///
+    /// # Errors
+    /// [`DiscoveryError::BadNode`] (also counted in [`skipped_nodes`](Self::skipped_nodes))
+    /// when the node is not an instance; [`DiscoveryError::InvalidInstance`] for a name or id
+    /// that is not one node name; the read's [`DiscoveryError::Curator`] error.
+    pub async fn query_for_instance(&self, name: &str, id: &str) -> Result<Option<ServiceInstance<T>>> {
+        let parent = self.inner.service_path(name)?;
+        let path = node_path(&parent, id)?;
+        tracing::debug!(%path, "querying a service instance");
+        match self.inner.fw.get_data().for_path(&path).await {
+            Ok(bytes) => match self.inner.serializer.deserialize(&bytes) {
+                Ok(instance) => Ok(Some(instance)),
+                Err(e) => {
+                    self.inner.skipped.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%path, error = %e, "not a service instance");
+                    Err(DiscoveryError::BadNode { path, source: Box::new(e) })
+                }
+            },
+            Err(CuratorError::NoNode { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// How many nodes the queries of this discovery found that were not instances (each read
+    /// of such a node counts once).
+    pub fn skipped_nodes(&self) -> u64 {
+        self.inner.skipped.load(Ordering::Relaxed)
+    }
+
+    /// A builder for a [`ServiceCache`](crate::ServiceCache) of service `name`.
+    pub fn service_cache_builder(&self, name: &str) -> ServiceCacheBuilder<T> {
+        ServiceCacheBuilder::new(self.inner.clone(), name)
+    }
+
+    /// Unregisters every instance registered here (`Permanent` ones too, as Curator), each as
+    /// [`unregister`](Self::unregister) does, and refuses registrations from then on. Caches
+    /// made from this discovery are the caller's to close.
+    pub async fn close(&self) {
+        let registrations: Vec<Registration<T>> = {
+            let mut state = self.inner.lock();
+            state.closed = true;
+            state.registrations.drain().map(|(_, r)| r).collect()
+        };
+        futures::future::join_all(registrations.into_iter().map(|r| close_node(r.node))).await;
+    }
+}
+
+impl<T> Inner<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `base/<name>`, for a name that is one node name.
+    pub(crate) fn service_path(&self, name: &str) -> Result<String> {
+        node_path(&self.base_path, name)
+    }
+
+    /// The instance in `bytes`, or `None` (logged and counted) when they are not one.
+    fn read_instance(&self, path: &str, bytes: &[u8]) -> Option<ServiceInstance<T>> {
+        match self.serializer.deserialize(bytes) {
+            Ok(instance) => Some(instance),
+            Err(e) => {
+                self.skipped.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%path, error = %e, "skipping a node that is not a service instance");
+                None
+            }
+        }
+    }
+}
+
+/// Stops keeping a registration's node and deletes it: waits for the delete if no
+/// `register` still waits on the node, else leaves it to the node's drop (the same delete, in
+/// the background).
+async fn close_node(node: Arc<PersistentNode>) {
+    if let Ok(node) = Arc::try_unwrap(node) {
+        node.close().await;
+    }
+}
+
+fn closed() -> DiscoveryError {
+    CuratorError::IllegalState("the service discovery is closed".to_string()).into()
+}
+
+/// `parent/<child>`, for a child that is one node name.
+pub(crate) fn node_path(parent: &str, child: &str) -> Result<String> {
+    if child.is_empty() || child.contains('/') || child == "." || child == ".." {
+        return Err(DiscoveryError::InvalidInstance {
+            id: child.to_string(),
+            reason: format!("{child:?} is not one node name"),
+        });
+    }
+    let path = path::make_path(parent, child);
+    path::validate(&path)?;
+    Ok(path)
+}
+
+/// `base/<name>/<id>` for `instance`.
+fn instance_path<T>(base: &str, instance: &ServiceInstance<T>) -> Result<String> {
+    let invalid = |reason: String| DiscoveryError::InvalidInstance { id: instance.id.clone(), reason };
+    let parent =
+        node_path(base, &instance.name).map_err(|_| invalid(format!("bad service name {:?}", instance.name)))?;
+    node_path(&parent, &instance.id).map_err(|_| invalid("the id is not one node name".to_string()))
+}
+
+/// An update keeps the node: same name (same parent) and same service type (same mode).
+fn check_same_registration<T>(registered: &ServiceInstance<T>, new: &ServiceInstance<T>) -> Result<()> {
+    let reason = if registered.name != new.name {
+        format!("registered as service {:?}, not {:?}; unregister it first", registered.name, new.name)
+    } else if registered.service_type != new.service_type {
+        format!("registered as {}, not {}; unregister it first", registered.service_type, new.service_type)
+    } else {
+        return Ok(());
+    };
+    Err(DiscoveryError::InvalidInstance { id: new.id.clone(), reason })
+}
