@@ -365,6 +365,29 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         ServiceCacheBuilder::new(self.inner.clone(), name)
     }
 
+    /// A provider of service `name` (Curator's `serviceProviderBuilder().serviceName(name)`,
+    /// then `build()` and `start()`): a [`ServiceCache`](crate::ServiceCache) of the service,
+    /// started (its first load done when this returns), under a
+    /// [`ServiceProvider`](crate::ServiceProvider) configured by `provider` (its strategy,
+    /// filters and down-instance policy). The cache lives as long as the provider: dropping the
+    /// provider closes it.
+    ///
+    /// # Errors
+    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name; the cache's
+    /// start errors.
+    pub async fn service_provider(
+        &self,
+        name: &str,
+        provider: crate::ServiceProviderBuilder<T>,
+    ) -> Result<crate::ServiceProvider<T>>
+    where
+        T: PartialEq,
+    {
+        let cache = Arc::new(self.service_cache_builder(name).build()?);
+        cache.start().await?;
+        Ok(provider.build(cache))
+    }
+
     /// Unregisters every instance registered here (`Permanent` ones too, as Curator), each as
     /// [`unregister`](Self::unregister) does, and refuses registrations from then on. Caches
     /// made from this discovery are the caller's to close.

@@ -507,3 +507,52 @@ async fn a_static_node_of_an_earlier_run_is_adopted_with_the_current_data() {
     assert!(gone(&fw, &path).await);
     fw.close().await;
 }
+
+/// Follows Curator's TestServiceProvider.testBasic, with three instances each in a process of
+/// its own (a framework each): a round-robin provider hands out each in turn; once one
+/// instance's process dies (its framework closes, so its session ends), the provider stops
+/// returning it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_round_robin_drops_an_instance_whose_process_died() {
+    init_tracing();
+    let connect = TestingServer::shared().connect_string();
+    let base = unique_path("discovery-provider");
+    let mut processes = Vec::new();
+    let mut instances = Vec::new();
+    for port in [9001, 9002, 9003] {
+        let fw = tests::client(&connect).await;
+        let registry = discovery(&fw, &base).await;
+        let instance = instance("web", port, "p");
+        registry.register(instance.clone()).await.expect("register");
+        instances.push(instance);
+        processes.push((fw, registry));
+    }
+    let client = tests::client(&connect).await;
+    let lookup = discovery(&client, &base).await;
+    let provider =
+        lookup.service_provider("web", curator_discovery::ServiceProvider::builder()).await.expect("provider");
+    assert!(eventually(Timing::new().deadline(), || async { provider.all_instances().len() == 3 }).await);
+    let mut ports: Vec<i32> = (0..6).filter_map(|_| provider.instance()).filter_map(|i| i.port).collect();
+    assert_eq!(&ports[..3], &ports[3..], "round robin repeats its order");
+    ports.truncate(3);
+    ports.sort();
+    assert_eq!(ports, vec![9001, 9002, 9003], "each instance once per round");
+
+    // The process of the second instance dies: its session ends with no unregister.
+    let (dead_fw, dead_registry) = processes.remove(1);
+    dead_fw.close().await;
+    drop(dead_registry);
+    let dropped = eventually(Timing::new().deadline(), || async {
+        (0..6).filter_map(|_| provider.instance()).all(|i| i.port != Some(9002))
+    })
+    .await;
+    assert!(dropped, "the provider still returns the instance of a dead process");
+    assert_eq!(provider.all_instances().len(), 2);
+    drop(provider);
+    lookup.close().await;
+    client.close().await;
+    for (fw, registry) in processes {
+        registry.close().await;
+        fw.close().await;
+    }
+}
