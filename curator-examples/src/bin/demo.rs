@@ -1,4 +1,4 @@
-//! The demo: what the framework is for, in three short parts, on a ZooKeeper it starts itself
+//! The demo: what the framework is for, in four short parts, on a ZooKeeper it starts itself
 //! (or the one `--connect host:port` or `ZK_CONNECT` names).
 //!
 //! 1. Locking: 30 workers, each its own session, take turns on one `InterProcessMutex` and
@@ -7,6 +7,8 @@
 //!    as they happen, including one whose session is expired on purpose (it comes back by itself).
 //! 3. Configuration: a read/write lock guards a config node; readers read concurrently, a writer
 //!    updates it, and every reader's `NodeCache` shows the new value.
+//! 4. Service discovery: three instances register, a client's provider hands them out round
+//!    robin, one instance's process dies and the provider stops returning it.
 //!
 //! Every check is printed; the exit code is 0 only if all of them held. Everything it creates is
 //! under one namespace, deleted at the end.
@@ -21,12 +23,12 @@ use curator_examples::{connect_arg, Zookeeper};
 
 mod demo_parts;
 
-use demo_parts::{config, locking, membership, Checks};
+use demo_parts::{config, discovery, locking, membership, Checks};
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        "info,zookeeper_client=off,curator_core=warn,curator_test=warn,curator_recipes=warn,curator_cache=warn".into()
+        "info,zookeeper_client=off,curator_core=warn,curator_test=warn,curator_recipes=warn,curator_cache=warn,curator_discovery=warn".into()
     });
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).without_time().compact().try_init();
 
@@ -77,6 +79,8 @@ async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> Result<()> 
     membership::run(connect, namespace, checks).await?;
     tracing::info!("── 3. configuration ──");
     config::run(connect, namespace, checks).await?;
+    tracing::info!("── 4. service discovery ──");
+    discovery::run(connect, namespace, checks).await?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
-//! The demo's three parts and its list of checks.
+//! The demo's four parts and its list of checks.
 
 pub(crate) mod config;
+pub(crate) mod discovery;
 pub(crate) mod locking;
 pub(crate) mod membership;
 
