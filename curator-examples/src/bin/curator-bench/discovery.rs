@@ -72,7 +72,7 @@ pub(crate) async fn discovery_cache(args: &Args) -> Result<Vec<String>> {
     let registrar_fw = crate::client(args).await?;
     let registrar = discovery(&registrar_fw, &base)?;
     {
-        use futures::stream::{StreamExt, TryStreamExt};
+        use futures::stream::TryStreamExt;
         futures::stream::iter((0..n).map(|i| Ok::<_, CuratorError>(instance(i))))
             .map_ok(|inst| {
                 let registrar = &registrar;
