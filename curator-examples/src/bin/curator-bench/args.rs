@@ -26,6 +26,10 @@ pub(crate) struct Args {
     pub leave: String,
     /// Ours: `serve`'s server fsyncs its log (`--force-sync yes|no`, yes by default).
     pub force_sync: bool,
+    /// Ours: `discovery_cache`'s instances registered up front (`--instances`, 1000 by default).
+    pub instances: usize,
+    /// Ours: `discovery_cache`'s caches (`--caches`, 5 by default).
+    pub caches: usize,
 }
 
 impl Args {
@@ -47,6 +51,8 @@ impl Args {
             observers: 5,
             force_sync: true,
             leave: "session".into(),
+            instances: 1000,
+            caches: 5,
         };
         while let Some(key) = it.next() {
             let Some(value) = it.next() else { return Err(format!("{key} needs a value")) };
@@ -68,6 +74,8 @@ impl Args {
                 "--observers" => a.observers = num(&value)?.max(1),
                 "--leave" => a.leave = value,
                 "--force-sync" => a.force_sync = value != "no",
+                "--instances" => a.instances = num(&value)?.max(1),
+                "--caches" => a.caches = num(&value)?.max(1),
                 _ => {}
             }
         }

@@ -6,14 +6,17 @@
 //!
 //! Scenarios: `raw_sync`, `raw_async`, `lock`, `rwlock`, `children_cache`, `tree_cache` (the
 //! harness's), and ours: `waiters` (one framework, `--clients N` acquirers of one mutex as
-//! tasks), `cache_memory` (resident memory with `--children C` cached) and `group_leave`
+//! tasks), `cache_memory` (resident memory with `--children C` cached), `group_leave`
 //! (`--members M --observers O` GroupMembers, each its own session: from a member's session
-//! ending to every observer's leave event; see group.rs). Not a scenario: `--scenario serve
-//! [--force-sync no]` starts a throwaway ZooKeeper (curator-test's `TestingServer`), prints its
-//! connect string and stops it when stdin closes (scripts/bench-group uses it).
+//! ending to every observer's leave event; see group.rs) and `discovery_cache` (`--instances N
+//! --caches C --adds A`: a `ServiceCache`'s first load of N instances, and a registration's way
+//! to every cache; see discovery.rs). Not a scenario: `--scenario serve [--force-sync no]`
+//! starts a throwaway ZooKeeper (curator-test's `TestingServer`), prints its connect string and
+//! stops it when stdin closes (scripts/bench-group and scripts/bench-discovery use it).
 
 mod args;
 mod cache;
+mod discovery;
 mod group;
 mod locks;
 mod raw;
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
             "tree_cache" => cache::tree_cache(&args).await.map(Some),
             "cache_memory" => cache::cache_memory(&args).await.map(Some),
             "group_leave" => group::group_leave(&args).await.map(Some),
+            "discovery_cache" => discovery::discovery_cache(&args).await.map(Some),
             "serve" => serve(&args).await.map(|()| Some(Vec::new())),
             _ => Ok(None),
         }
