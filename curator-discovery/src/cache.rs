@@ -149,7 +149,8 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
     /// Makes the cache; nothing is read before [`start`](ServiceCache::start).
     ///
     /// # Errors
-    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name.
+    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name; an
+    /// `IllegalState` [`CuratorError`] outside a tokio runtime.
     pub fn build(self) -> Result<ServiceCache<T>, DiscoveryError> {
         let path = self.discovery.service_path(&self.name)?;
         let cache = PathChildrenCache::builder(&self.discovery.fw, &path).create_parent_containers(true).build()?;
@@ -163,16 +164,18 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
             events.start(handle);
         }
         let (initialized_tx, initialized) = tokio::sync::watch::channel(false);
-        // The cache calls its listeners one at a time, in event order; the lock only lets the
-        // handler keep its state.
-        let handler = Mutex::new(Handler {
-            shared: shared.clone(),
-            events: events.clone(),
-            good: HashMap::new(),
-            initialized_tx,
-        });
-        cache.add_listener(move |event: &PathChildrenCacheEvent| {
-            handler.lock().unwrap_or_else(|p| p.into_inner()).handle(event);
+        let mut handler =
+            Handler { shared: shared.clone(), events: events.clone(), good: HashMap::new(), initialized_tx };
+        // The cache's events, in order, handled in a task of their own rather than by a
+        // callback: a callback runs on the blocking pool, one more thread hop per event before
+        // our own listeners get it. The stream ends when the cache closes.
+        let mut stream = cache.events();
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| CuratorError::IllegalState("ServiceCache needs a tokio runtime".into()))?;
+        runtime.spawn(async move {
+            while let Some(event) = stream.next().await {
+                handler.handle(&event);
+            }
         });
         Ok(ServiceCache { cache, path, shared, events, initialized })
     }
