@@ -125,7 +125,7 @@ public class DiscoveryBench {
         StringBuilder perInit = new StringBuilder("[");
         long initSum = 0, initMax = 0;
         for (int j = 0; j < c; j++) {
-            perInit.append(j > 0 ? "," : "").append(us(inits[j]));
+            perInit.append(j > 0 ? "," : "").append(BenchStats.us(inits[j]));
             initSum += inits[j];
             initMax = Math.max(initMax, inits[j]);
         }
@@ -137,8 +137,8 @@ public class DiscoveryBench {
                 "{\"impl\":\"%s\",\"scenario\":\"discovery_cache_init\",\"clients\":%d,\"ops\":%d,\"ops_per_s\":%.1f,"
                         + "\"p50_us\":%s,\"p99_us\":%s,\"instances\":%d,\"caches\":%d,\"per_cache_init_us\":%s],"
                         + "\"init_max_us\":%s}",
-                IMPL, c + 1, n, n / initMean, us(pct(initSorted, 50)), us(pct(initSorted, 99)), n, c, perInit,
-                us(initMax));
+                IMPL, c + 1, n, n / initMean, BenchStats.us(BenchStats.pct(initSorted, 50)), BenchStats.us(BenchStats.pct(initSorted, 99)), n, c, perInit,
+                BenchStats.us(initMax));
 
         // The additions, one at a time.
         long[] all = new long[adds], first = new long[adds], registers = new long[adds];
@@ -166,13 +166,8 @@ public class DiscoveryBench {
             last = max;
         }
         double seconds = (last - started) / 1e9;
-        StringBuilder per50 = new StringBuilder("["), per99 = new StringBuilder("[");
-        for (int j = 0; j < c; j++) {
-            long[] s = perCache[j].clone();
-            Arrays.sort(s);
-            per50.append(j > 0 ? "," : "").append(us(pct(s, 50)));
-            per99.append(j > 0 ? "," : "").append(us(pct(s, 99)));
-        }
+        String[] per = BenchStats.perClient(perCache);
+        String per50 = per[0], per99 = per[1];
         Arrays.sort(all);
         Arrays.sort(first);
         Arrays.sort(registers);
@@ -180,10 +175,10 @@ public class DiscoveryBench {
                 "{\"impl\":\"%s\",\"scenario\":\"discovery_cache_event\",\"clients\":%d,\"ops\":%d,\"ops_per_s\":%.1f,"
                         + "\"p50_us\":%s,\"p99_us\":%s,\"instances\":%d,\"caches\":%d,"
                         + "\"first_cache_p50_us\":%s,\"first_cache_p99_us\":%s,"
-                        + "\"per_cache_p50_us\":%s],\"per_cache_p99_us\":%s],"
+                        + "\"per_cache_p50_us\":%s,\"per_cache_p99_us\":%s,"
                         + "\"register_p50_us\":%s,\"register_p99_us\":%s}",
-                IMPL, c + 1, adds, adds / seconds, us(pct(all, 50)), us(pct(all, 99)), n, c,
-                us(pct(first, 50)), us(pct(first, 99)), per50, per99, us(pct(registers, 50)), us(pct(registers, 99)));
+                IMPL, c + 1, adds, adds / seconds, BenchStats.us(BenchStats.pct(all, 50)), BenchStats.us(BenchStats.pct(all, 99)), n, c,
+                BenchStats.us(BenchStats.pct(first, 50)), BenchStats.us(BenchStats.pct(first, 99)), per50, per99, BenchStats.us(BenchStats.pct(registers, 50)), BenchStats.us(BenchStats.pct(registers, 99)));
         System.out.println(initLine);
         System.out.println(eventLine);
         System.out.flush();
@@ -225,14 +220,4 @@ public class DiscoveryBench {
         return client;
     }
 
-    /** Nearest rank of sorted nanosecond samples. */
-    static long pct(long[] sorted, double p) {
-        int rank = (int) Math.ceil(p / 100.0 * sorted.length);
-        return sorted[Math.max(1, Math.min(sorted.length, rank)) - 1];
-    }
-
-    /** Nanoseconds as microseconds with one decimal. */
-    static String us(long ns) {
-        return String.format(Locale.ROOT, "%.1f", Math.round(ns / 100.0) / 10.0);
-    }
 }

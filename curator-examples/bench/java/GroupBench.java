@@ -126,13 +126,8 @@ public class GroupBench {
         }
         double seconds = (last - started) / 1e9;
 
-        StringBuilder per50 = new StringBuilder("["), per99 = new StringBuilder("[");
-        for (int j = 0; j < o; j++) {
-            long[] s = perObserver[j].clone();
-            Arrays.sort(s);
-            per50.append(j > 0 ? "," : "").append(us(pct(s, 50)));
-            per99.append(j > 0 ? "," : "").append(us(pct(s, 99)));
-        }
+        String[] per = BenchStats.perClient(perObserver);
+        String per50 = per[0], per99 = per[1];
         Arrays.sort(all);
         Arrays.sort(first);
         Arrays.sort(closes);
@@ -140,10 +135,10 @@ public class GroupBench {
                 "{\"impl\":\"%s\",\"scenario\":\"group_leave\",\"clients\":%d,\"ops\":%d,\"ops_per_s\":%.1f,"
                         + "\"p50_us\":%s,\"p99_us\":%s,\"members\":%d,\"observers\":%d,\"leave\":\"%s\","
                         + "\"first_observer_p50_us\":%s,\"first_observer_p99_us\":%s,"
-                        + "\"per_observer_p50_us\":%s],\"per_observer_p99_us\":%s],"
+                        + "\"per_observer_p50_us\":%s,\"per_observer_p99_us\":%s,"
                         + "\"close_p50_us\":%s,\"close_p99_us\":%s}",
-                IMPL, m + o, m, m / seconds, us(pct(all, 50)), us(pct(all, 99)), m, o, leave,
-                us(pct(first, 50)), us(pct(first, 99)), per50, per99, us(pct(closes, 50)), us(pct(closes, 99))));
+                IMPL, m + o, m, m / seconds, BenchStats.us(BenchStats.pct(all, 50)), BenchStats.us(BenchStats.pct(all, 99)), m, o, leave,
+                BenchStats.us(BenchStats.pct(first, 50)), BenchStats.us(BenchStats.pct(first, 99)), per50, per99, BenchStats.us(BenchStats.pct(closes, 50)), BenchStats.us(BenchStats.pct(closes, 99))));
         System.out.flush();
 
         for (CuratorCache cache : caches) cache.close();
@@ -169,14 +164,4 @@ public class GroupBench {
         return true;
     }
 
-    /** Nearest rank of sorted nanosecond samples. */
-    static long pct(long[] sorted, double p) {
-        int rank = (int) Math.ceil(p / 100.0 * sorted.length);
-        return sorted[Math.max(1, Math.min(sorted.length, rank)) - 1];
-    }
-
-    /** Nanoseconds as microseconds with one decimal. */
-    static String us(long ns) {
-        return String.format(Locale.ROOT, "%.1f", Math.round(ns / 100.0) / 10.0);
-    }
 }
