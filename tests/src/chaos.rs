@@ -346,8 +346,7 @@ async fn contender(
             _ = lost.wait_for(|l| l.is_some()) => {}
         }
         if exclusive && held.is_held() {
-            checker.write_counter(value + 1);
-            checker.increment_done();
+            checker.increment(hold, value);
         }
         checker.end_hold(hold);
         target.set_holding(false);

@@ -15,6 +15,7 @@ pub(crate) struct Findings {
     pub(crate) token_inversions: u64,
     pub(crate) hung_acquirers: u64,
     pub(crate) slow_acquires: u64,
+    pub(crate) excused_lost_increments: u64,
     pub(crate) longest_wait: Duration,
     pub(crate) longest_wait_described: Option<String>,
     /// The first few violations, in words.
@@ -35,7 +36,45 @@ pub(crate) fn analyse(ledger: &Ledger, now: Instant, hung_after: Duration, calm_
     overlaps(ledger, &by_grant, now, &mut findings);
     inversions(ledger, &by_grant, &mut findings);
     waits(ledger, now, hung_after, calm_since, &mut findings);
+    lost_increments(ledger, now, &mut findings);
     findings
+}
+
+/// Holds that read the same counter value each lost an increment to the one before (in grant
+/// order). Excused when the earlier holder's session was expired by force before the later
+/// grant and it had not been told by then; described either way.
+fn lost_increments(ledger: &Ledger, now: Instant, findings: &mut Findings) {
+    let mut by_value: std::collections::BTreeMap<u64, Vec<usize>> = std::collections::BTreeMap::new();
+    for (i, h) in ledger.holds.iter().enumerate() {
+        if let Some((read, _)) = h.increment {
+            by_value.entry(read).or_default().push(i);
+        }
+    }
+    for (value, mut holds) in by_value.into_iter().filter(|(_, holds)| holds.len() > 1) {
+        holds.sort_by_key(|&i| (ledger.holds[i].start, i));
+        for pair in holds.windows(2) {
+            let (earlier, later) = (&ledger.holds[pair[0]], &ledger.holds[pair[1]]);
+            let end = earlier.end.unwrap_or(now);
+            let forced = ledger
+                .expiries
+                .iter()
+                .any(|&(c, at)| c == earlier.contender && at >= earlier.start && at <= end && at <= later.start);
+            let told = earlier.lost.is_some_and(|at| at <= later.start);
+            let excused = forced && !told;
+            if excused {
+                findings.excused_lost_increments += 1;
+            }
+            findings.describe(|| {
+                format!(
+                    "{}: {} and {} both read {value}{}",
+                    if excused { "excused lost increment" } else { "lost increment" },
+                    describe_hold(ledger, pair[0]),
+                    describe_hold(ledger, pair[1]),
+                    if forced { "; the earlier one's session was expired by force before the later grant" } else { "" },
+                )
+            });
+        }
+    }
 }
 
 /// Hung acquirers (open `hung_after` past the calm), slow ones (a wait longer than

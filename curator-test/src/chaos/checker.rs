@@ -24,6 +24,8 @@ pub(crate) struct HoldEntry {
     pub(crate) start: Instant,
     pub(crate) lost: Option<Instant>,
     pub(crate) end: Option<Instant>,
+    /// The counter value this hold read for its increment, and when it wrote it plus one.
+    pub(crate) increment: Option<(u64, Instant)>,
 }
 
 #[derive(Clone, Debug)]
@@ -103,7 +105,7 @@ impl Checker {
     /// [`begin_hold`](Self::begin_hold) granted at `at`.
     pub fn begin_hold_at(&self, contender: usize, token: i64, exclusive: bool, at: Instant) -> HoldId {
         let mut ledger = self.ledger();
-        ledger.holds.push(HoldEntry { contender, token, exclusive, start: at, lost: None, end: None });
+        ledger.holds.push(HoldEntry { contender, token, exclusive, start: at, lost: None, end: None, increment: None });
         HoldId(ledger.holds.len() - 1)
     }
 
@@ -147,6 +149,20 @@ impl Checker {
     /// One read-modify-write of the counter is complete (call it after the write).
     pub fn increment_done(&self) {
         self.ledger().increments += 1;
+    }
+
+    /// The write of a read-modify-write by `hold`, which read `read`: sets the counter to
+    /// `read + 1` and counts the increment, as [`write_counter`](Self::write_counter) and
+    /// [`increment_done`](Self::increment_done) do, and notes both in the hold, so that the
+    /// report can say which holds lost an increment and whether a forced expiry excuses it.
+    pub fn increment(&self, hold: HoldId, read: u64) {
+        let mut ledger = self.ledger();
+        ledger.counter = read + 1;
+        ledger.increments += 1;
+        match ledger.holds.get_mut(hold.0) {
+            Some(h) => h.increment = Some((read, Instant::now())),
+            None => tracing::warn!(?hold, "Checker::increment of an unknown hold"),
+        }
     }
 
     /// `contender` starts asking for the lock now.
@@ -209,7 +225,11 @@ impl Checker {
     ///   signalled by then, neither by [`lost`](Self::lost) nor by a forced expiry of its
     ///   contender during the hold. Overlaps whose earlier hold was signalled in time are
     ///   counted apart (`signalled_overlaps`): the holder was told, and should have stopped.
-    /// - **lost increments**: increments done minus the counter's final value.
+    /// - **lost increments**: increments done minus the counter's final value, less those
+    ///   excused: two holds that read the same value (both noted with
+    ///   [`increment`](Self::increment)) where the earlier one's session was expired by force
+    ///   before the later grant and its holder had not been told (no client can be warned of
+    ///   that: the server revokes at once). Each lost increment is described.
     /// - **token inversions**: exclusive grants, in grant order, whose token is not greater
     ///   than every earlier exclusive grant's.
     /// - **hung acquirers**: attempts still open `inputs.hung_after` after the faults stopped
@@ -231,7 +251,11 @@ impl Checker {
             signalled_overlaps: findings.signalled_overlaps,
             increments: ledger.increments,
             counter: ledger.counter,
-            lost_increments: ledger.increments.saturating_sub(ledger.counter),
+            lost_increments: ledger
+                .increments
+                .saturating_sub(ledger.counter)
+                .saturating_sub(findings.excused_lost_increments),
+            excused_lost_increments: findings.excused_lost_increments,
             token_inversions: findings.token_inversions,
             acquires: count(ledger.acquires.len()),
             hung_acquirers: findings.hung_acquirers,

@@ -267,3 +267,36 @@ fn reports_render_as_text_json_and_key_values() {
     assert!(clean.to_string().starts_with("chaos CLEAN: overlaps=0"));
     assert!(clean.to_json().starts_with("{\"seed\":null,\"clean\":true,"));
 }
+
+#[test]
+fn a_lost_increment_is_excused_only_by_a_forced_expiry_its_holder_was_not_told_of() {
+    // Hold a reads 0, its session is expired by force, b is granted and reads 0 too, then both
+    // write 1: one increment is lost, and the forced expiry excuses it.
+    let (c, t) = setup();
+    let a = c.begin_hold_at(0, 1, true, t);
+    c.forced_expiry(0, t + ms(10));
+    let b = c.begin_hold_at(1, 2, true, t + ms(20));
+    c.increment(b, 0);
+    c.end_hold_at(b, t + ms(30));
+    c.increment(a, 0);
+    c.end_hold_at(a, t + ms(40));
+    let r = report(&c);
+    assert_eq!((r.increments, r.counter, r.lost_increments, r.excused_lost_increments), (2, 1, 0, 1));
+    assert!(r.is_clean(), "{r:#}");
+    assert!(r.violations.iter().any(|v| v.starts_with("excused lost increment: hold 0")), "{:?}", r.violations);
+
+    // The same, but a's holder had been told before b's grant: it wrote anyway, a violation.
+    let (c, t) = setup();
+    let a = c.begin_hold_at(0, 1, true, t);
+    c.forced_expiry(0, t + ms(10));
+    c.lost(a, t + ms(15));
+    let b = c.begin_hold_at(1, 2, true, t + ms(20));
+    c.increment(b, 0);
+    c.end_hold_at(b, t + ms(30));
+    c.increment(a, 0);
+    c.end_hold_at(a, t + ms(40));
+    let r = report(&c);
+    assert_eq!((r.lost_increments, r.excused_lost_increments), (1, 0));
+    assert!(!r.is_clean());
+    assert!(r.violations.iter().any(|v| v.starts_with("lost increment: hold 0")), "{:?}", r.violations);
+}

@@ -53,8 +53,12 @@ pub struct Report {
     pub increments: u64,
     /// The counter's final value.
     pub counter: u64,
-    /// `increments - counter`: increments overwritten by a concurrent holder.
+    /// Increments overwritten by a concurrent holder (`increments - counter`), less the
+    /// excused ones.
     pub lost_increments: u64,
+    /// Increments overwritten by a holder whose session had been expired by force, unknown to
+    /// it, before the other's grant (see [`Checker::report`](super::Checker::report)).
+    pub excused_lost_increments: u64,
     /// Exclusive grants whose token was not above every earlier exclusive grant's.
     pub token_inversions: u64,
     /// Acquire attempts reported.
@@ -107,11 +111,12 @@ impl Report {
     }
 
     /// The counts that describe the run.
-    fn volume(&self) -> [(&'static str, u64); 9] {
+    fn volume(&self) -> [(&'static str, u64); 10] {
         [
             ("holds", self.holds),
             ("exclusive_holds", self.exclusive_holds),
             ("signalled_overlaps", self.signalled_overlaps),
+            ("excused_lost_increments", self.excused_lost_increments),
             ("increments", self.increments),
             ("counter", self.counter),
             ("acquires", self.acquires),
