@@ -154,16 +154,7 @@ impl Keeper {
         tracing::debug!(path = %path, ?mode, "persistent node: create");
         match create.for_path_with_stat(&path, data).await {
             Ok((created, stat)) => {
-                self.may_own = true;
-                self.written = version;
-                if stat.ephemeral_owner != 0 && !self.sessions.contains(&stat.ephemeral_owner) {
-                    self.sessions.push(stat.ephemeral_owner);
-                }
-                self.known = Some(created.clone());
-                *lock(&self.shared.actual) = Some(created.clone());
-                *lock(&self.shared.last_error) = None;
-                self.retry.reset();
-                self.shared.initial.send_replace(true);
+                self.took(&created, stat.ephemeral_owner, version);
                 self.shared.created.publish(created.clone());
                 tracing::debug!(path = %created, "persistent node: created");
                 State::Own(created)
@@ -206,31 +197,33 @@ impl Keeper {
             }
             tracing::warn!(path = %path, "persistent node: a persistent node is in the way of an ephemeral one; adopting it, as Curator does");
         }
-        drop(session);
         let (data, version) = self.shared.data();
         if current != data {
             tracing::debug!(path = %path, "persistent node: setData of the adopted node");
-            let written = match self.session().await {
-                Ok(session) => session.client().set_data(&path, &data, Some(stat.version)).await,
-                Err(err) => return self.failed(err).await,
-            };
-            match written {
+            match session.client().set_data(&path, &data, Some(stat.version)).await {
                 Ok(_) => {}
                 Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => return State::Place,
                 Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
             }
         }
-        self.written = version;
+        drop(session);
+        self.took(&path, owner, version);
+        State::Own(path)
+    }
+
+    /// The node at `path` is ours now, made or adopted: owned by session `owner` (0 for a
+    /// persistent node), holding data version `version`.
+    fn took(&mut self, path: &str, owner: i64, version: u64) {
         self.may_own = true;
+        self.written = version;
         if owner != 0 && !self.sessions.contains(&owner) {
             self.sessions.push(owner);
         }
-        self.known = Some(path.clone());
-        *lock(&self.shared.actual) = Some(path.clone());
+        self.known = Some(path.to_string());
+        *lock(&self.shared.actual) = Some(path.to_string());
         *lock(&self.shared.last_error) = None;
         self.retry.reset();
         self.shared.initial.send_replace(true);
-        State::Own(path)
     }
 
     /// Own (`ours`): watches our node, writes new data, and puts the node back when it goes.
