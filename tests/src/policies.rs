@@ -40,3 +40,13 @@ pub fn with_policies(b: CuratorFrameworkBuilder, policy: ErrorPolicy, retry: Ret
 pub async fn framework(connect_string: &str, policy: ErrorPolicy, retry: Retry) -> CuratorFramework {
     connected(with_policies(builder(connect_string), policy, retry)).await
 }
+
+/// As [`framework`], with the session timeout `session`.
+pub async fn framework_with(
+    connect_string: &str,
+    policy: ErrorPolicy,
+    retry: Retry,
+    session: Duration,
+) -> CuratorFramework {
+    connected(with_policies(builder(connect_string).session_timeout(session), policy, retry)).await
+}

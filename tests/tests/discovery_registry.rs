@@ -11,8 +11,8 @@ use curator_core::{ConnectionState, CreateMode, CuratorFramework, ErrorPolicy};
 use curator_discovery::{DiscoveryError, ServiceCacheEvent, ServiceDiscovery, ServiceInstance, ServiceType};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
-use tests::fixture::{builder, connected, wait_for};
-use tests::policies::{framework, with_policies, Retry, COMBINATIONS};
+use tests::fixture::wait_for;
+use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
 use tests::zk::children;
 use tests::{init_tracing, unique_path};
 
@@ -271,15 +271,6 @@ async fn bad_nodes_are_skipped_and_counted() {
     cache.close();
     discovery.close().await;
     fw.close().await;
-}
-
-async fn framework_with(
-    connect_string: &str,
-    policy: ErrorPolicy,
-    retry: Retry,
-    session: Duration,
-) -> CuratorFramework {
-    connected(with_policies(builder(connect_string).session_timeout(session), policy, retry)).await
 }
 
 /// The outage (as Curator's TestServiceDiscovery.testCrashedServerMultiInstances, with

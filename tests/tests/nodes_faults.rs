@@ -10,19 +10,10 @@ use curator_core::{ConnectionState, CreateMode, CuratorFramework, ErrorPolicy};
 use curator_recipes::nodes::{GroupMember, PersistentNode};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
-use tests::fixture::{builder, connected, wait_for};
-use tests::policies::{framework, with_policies, Retry, COMBINATIONS};
+use tests::fixture::wait_for;
+use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
 use tests::zk::children;
 use tests::{init_tracing, unique_path};
-
-async fn framework_with(
-    connect_string: &str,
-    policy: ErrorPolicy,
-    retry: Retry,
-    session: Duration,
-) -> CuratorFramework {
-    connected(with_policies(builder(connect_string).session_timeout(session), policy, retry)).await
-}
 
 /// The owner and data of `path`, or `None` if it is missing.
 async fn read_node(fw: &CuratorFramework, path: &str) -> Option<(i64, Vec<u8>)> {
