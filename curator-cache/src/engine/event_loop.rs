@@ -88,6 +88,9 @@ pub(super) struct Engine {
     sink: Sink,
     commands: mpsc::UnboundedReceiver<Command>,
     shutdown: watch::Receiver<bool>,
+    /// Resolves when the framework starts ending its session (`CuratorFramework::closing`),
+    /// made once so that waiting on it costs nothing per wake-up.
+    fw_closing: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
     live: Option<Live>,
     /// Sessions up to this generation are known to be over.
     dead_generation: u64,
@@ -122,8 +125,10 @@ impl Engine {
         commands: mpsc::UnboundedReceiver<Command>,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
+        let closing_fw = fw.clone();
         Self {
             fw: fw.clone(),
+            fw_closing: Box::pin(async move { closing_fw.closing().await }),
             create_path: config.create_path,
             config,
             shared,
@@ -211,7 +216,7 @@ impl Engine {
             _ = shutdown_signal(&mut self.shutdown) => Wake::Shutdown,
             // The framework is ending its session: stop, which drops our clone of its client
             // (held for pipelined reads), so that the session ends with the close.
-            _ = self.fw.closing() => Wake::Shutdown,
+            _ = &mut self.fw_closing => Wake::Shutdown,
             state = states.next() => Wake::State(state),
             command = self.commands.recv() => Wake::Command(command),
             action = next_action(pending) => Wake::Action(action),
