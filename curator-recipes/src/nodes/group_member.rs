@@ -116,8 +116,8 @@ impl GroupMemberBuilder {
     /// Joins the group: registers this member's node in the background and starts the cache
     /// of the group (loaded in the background too: see
     /// [`wait_initialized`](GroupMember::wait_initialized)). Fails with a typed error for an
-    /// invalid path, an id that is not one node name, or a payload over the framework's
-    /// limit.
+    /// invalid path, an id that is not one node name, a payload over the framework's
+    /// limit, or outside a tokio runtime.
     pub async fn start(self) -> Result<GroupMember> {
         path::validate(&self.path)?;
         let node_path = path::make_path(&self.path, &self.id);
@@ -127,17 +127,22 @@ impl GroupMemberBuilder {
         path::validate(&node_path)?;
         let payload = self.payload.unwrap_or_else(|| curator_core::local_address().into_bytes());
         let cache = PathChildrenCache::new(&self.fw, &self.path, true)?;
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| CuratorError::IllegalState("GroupMember::start needs a tokio runtime".into()))?;
         let events = Arc::new(Listeners::new());
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            events.start(handle);
-        }
+        events.start(runtime.clone());
         for listener in self.listeners {
             events.add_callback(listener);
         }
-        let publish = events.clone();
-        cache.add_listener(move |event: &PathChildrenCacheEvent| {
-            if let Some(member) = member_event(event) {
-                publish.publish(member);
+        // The cache's events, in order, turned into member events in a task of their own, as
+        // the service cache does: a callback would run on the blocking pool, one more thread
+        // hop per event. The stream ends when the cache closes.
+        let (mut stream, publish) = (cache.events(), events.clone());
+        runtime.spawn(async move {
+            while let Some(event) = stream.next().await {
+                if let Some(member) = member_event(&event) {
+                    publish.publish(member);
+                }
             }
         });
         let node = PersistentNode::builder(&self.fw, &node_path).mode(CreateMode::Ephemeral).data(payload).start()?;
