@@ -279,10 +279,7 @@ impl Keeper {
     /// Writes the latest data if the node does not have it yet. `Err` with the next state
     /// when the node is gone or the write failed.
     async fn write_if_newer(&mut self, path: &str) -> std::result::Result<(), State> {
-        let (data, version) = self.shared.data();
-        if version == self.written {
-            return Ok(());
-        }
+        let Some((data, version)) = self.shared.data_after(self.written) else { return Ok(()) };
         tracing::debug!(path, "persistent node: setData");
         let written = match self.session().await {
             Ok(session) => {

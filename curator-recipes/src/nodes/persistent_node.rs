@@ -310,6 +310,12 @@ impl Shared {
         (slot.bytes.clone(), slot.version)
     }
 
+    /// The data and its version if the version is not `written`; no copy otherwise.
+    pub(crate) fn data_after(&self, written: u64) -> Option<(Vec<u8>, u64)> {
+        let slot = lock(&self.data);
+        (slot.version != written).then(|| (slot.bytes.clone(), slot.version))
+    }
+
     fn close(&self) {
         self.closing.send_replace(true);
         self.wake.notify_one();
