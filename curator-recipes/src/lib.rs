@@ -5,11 +5,14 @@
 //!
 //! - [`locks`]: `InterProcessMutex`, `InterProcessReadWriteLock`, `InterProcessSemaphoreV2`,
 //!   `InterProcessSemaphoreMutex`, `InterProcessMultiLock`.
+//! - [`leader`]: `LeaderLatch` and `LeaderSelector`, with fenced leaderships and an observer
+//!   stream for processes that do not take part.
 //! - [`nodes`]: `PersistentNode`, `PersistentTtlNode`, `GroupMember`.
 //! - [`watch`]: `PersistentWatcher`, a persistent (optionally recursive) watch that survives
 //!   reconnections and new sessions, with reset notifications.
 #![warn(missing_docs)]
 
+pub mod leader;
 pub mod locks;
 pub mod nodes;
 mod sequential;

@@ -15,6 +15,10 @@ pub const MUTEX_LOCK_NAME: &str = "lock-";
 pub const READ_LOCK_NAME: &str = "__READ__";
 /// The lock name of write-lock nodes: `P/_c_<uuid>-__WRIT__<seq>`.
 pub const WRITE_LOCK_NAME: &str = "__WRIT__";
+/// The name of [`LeaderLatch`](crate::leader::LeaderLatch) nodes: `P/_c_<uuid>-latch-<seq>`.
+/// (A [`LeaderSelector`](crate::leader::LeaderSelector) is a mutex: its nodes are named with
+/// [`MUTEX_LOCK_NAME`].)
+pub const LEADER_LATCH_NAME: &str = "latch-";
 /// The data a [`Revoker`](crate::locks::Revoker) writes into a holder's node.
 pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 /// Child of a semaphore's path holding the mutex that serialises lease takers.

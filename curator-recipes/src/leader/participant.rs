@@ -1,0 +1,64 @@
+//! [`Participant`]: who takes part in an election, read from the election's nodes.
+
+use curator_core::{zk, CuratorError, Result};
+
+use crate::sequential::ContenderGroup;
+
+/// One participant of an election, as its node announces it (Curator's `Participant`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Participant {
+    /// The id the participant gave (the data of its node, as UTF-8; invalid bytes are
+    /// replaced).
+    pub id: String,
+    /// Whether it is the leader: its node is the first in line.
+    pub is_leader: bool,
+}
+
+/// The participants of the election `group`, in line order (the leader first), from one listing
+/// and one pipelined round of reads. A node deleted between the listing and its read is left
+/// out; the first node still there is the leader, as in Curator's `getParticipants()`.
+pub(crate) async fn read_participants(group: &ContenderGroup) -> Result<Vec<Participant>> {
+    let nodes = group.participant_nodes(None).await?;
+    if nodes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let base = group.base_path().to_string();
+    let datas = group
+        .framework()
+        .call_with_retry("election-participants", &base, |session, _| {
+            let nodes = nodes.clone();
+            async move {
+                let client = session.client();
+                // Every read is queued before any is awaited: one round trip (section 2.1).
+                let reads: Vec<_> = nodes
+                    .iter()
+                    .map(|node| {
+                        tracing::debug!(path = %node, "getData (participant)");
+                        client.get_data(node)
+                    })
+                    .collect();
+                let mut datas = Vec::with_capacity(reads.len());
+                for (read, node) in futures::future::join_all(reads).await.into_iter().zip(&nodes) {
+                    match read {
+                        Ok((data, _)) => datas.push(Some(data)),
+                        Err(zk::Error::NoNode) => datas.push(None),
+                        Err(e) => return Err(CuratorError::from_zk(node, e)),
+                    }
+                }
+                Ok(datas)
+            }
+        })
+        .await?;
+    let mut participants = Vec::with_capacity(datas.len());
+    for data in datas.into_iter().flatten() {
+        let is_leader = participants.is_empty();
+        participants.push(Participant { id: String::from_utf8_lossy(&data).into_owned(), is_leader });
+    }
+    Ok(participants)
+}
+
+/// The leader of the election `group`: the first participant whose node is still there, `None`
+/// when nobody takes part. Curator answers a dummy participant with an empty id instead.
+pub(crate) async fn read_leader(group: &ContenderGroup) -> Result<Option<Participant>> {
+    Ok(read_participants(group).await?.into_iter().next())
+}
