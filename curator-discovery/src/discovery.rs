@@ -197,8 +197,11 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     /// after [`close`](Self::close): nothing is registered then. `Timeout` when the node was not
     /// created within the connection timeout: the registration is kept and made as soon as it
     /// can be (Curator also keeps it, to register again after reconnecting).
+    /// [`DiscoveryError::NotRegistered`] when the instance was unregistered (or the discovery
+    /// closed) before its node was first made.
     pub async fn register(&self, instance: ServiceInstance<T>) -> Result<()> {
         let path = instance_path(&self.inner.base_path, &instance)?;
+        let instance_id = instance.id.clone();
         let bytes = self.inner.serializer.serialize(&instance)?;
         let node = {
             let mut state = self.inner.lock();
@@ -224,9 +227,13 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         if node.wait_for_initial_create(self.inner.fw.connection_timeout()).await {
             tracing::debug!(path = ?node.actual_path(), "registered a service instance");
             Ok(())
-        } else {
-            let error = node.last_error().unwrap_or(CuratorError::Timeout { path });
+        } else if let Some(error) = node.last_error() {
             Err(error.into())
+        } else if !self.inner.lock().registrations.get(&instance_id).is_some_and(|r| Arc::ptr_eq(&r.node, &node)) {
+            // Unregistered (or the discovery closed) before the node was first made.
+            Err(DiscoveryError::NotRegistered { id: instance_id })
+        } else {
+            Err(CuratorError::Timeout { path }.into())
         }
     }
 
@@ -428,9 +435,8 @@ impl<T> Inner<T> {
 /// `register` still waits on the node, else leaves it to the node's drop (the same delete, in
 /// the background).
 async fn close_node(node: Arc<PersistentNode>) {
-    if let Ok(node) = Arc::try_unwrap(node) {
-        node.close().await;
-    }
+    // Also when a register still waiting for the node's create holds a clone.
+    node.close().await;
 }
 
 fn closed() -> DiscoveryError {

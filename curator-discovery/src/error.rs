@@ -55,7 +55,9 @@ pub enum DiscoveryError {
         /// What reading it said ([`BadJson`](Self::BadJson) or [`BadPayload`](Self::BadPayload)).
         source: Box<DiscoveryError>,
     },
-    /// `update` of an instance this discovery has not registered (or has unregistered).
+    /// `update` of an instance this discovery has not registered (or has unregistered), or a
+    /// `register` whose instance was unregistered (or whose discovery was closed) before its
+    /// node was first made.
     #[error("service instance {id:?} is not registered")]
     NotRegistered {
         /// The instance's id.

@@ -161,6 +161,45 @@ async fn unregister_is_idempotent() {
     fw.close().await;
 }
 
+/// An unregister that races a register still in flight waits for the node to go: once it
+/// returns, the instance is not on the server. Before, the pending register held the node's
+/// handle, so unregister returned at once and the node was deleted only when that register
+/// ended (the node was still there when unregister returned).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unregister_racing_a_pending_register_returns_once_the_node_is_gone() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let base = unique_path("discovery");
+    let discovery = std::sync::Arc::new(discovery(&fw, &base).await);
+    for round in 0..20 {
+        let me = instance("test", 10_000 + round, "racing");
+        let path = format!("{base}/test/{}", me.id);
+        let registering = {
+            let (discovery, me) = (discovery.clone(), me.clone());
+            tokio::spawn(async move { discovery.register(me).await })
+        };
+        // Unregister as soon as the registration is known, while its create may be in flight.
+        assert!(
+            eventually(Timing::new().deadline(), || async { !discovery.registered().is_empty() }).await,
+            "round {round}: the registration never showed"
+        );
+        discovery.unregister(&me).await;
+        assert_eq!(
+            fw.check_exists().for_path(&path).await.expect("exists"),
+            None,
+            "round {round}: the node is still there after unregister returned"
+        );
+        // Either its node was made (and is now deleted), or the unregister came first.
+        match registering.await.expect("register task") {
+            Ok(()) | Err(DiscoveryError::NotRegistered { .. }) => {}
+            Err(e) => panic!("round {round}: register failed with {e}"),
+        }
+        assert!(discovery.registered().is_empty());
+    }
+    fw.close().await;
+}
+
 /// Follows Curator's TestServiceCache.testInitialLoad and testCache: a started cache hears each
 /// registration of its service (and none of another service); a second cache starts with all
 /// of them loaded.

@@ -17,6 +17,6 @@
 mod leadership;
 mod participant;
 
+pub use crate::sequential::{LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
 pub use leadership::Leadership;
 pub use participant::Participant;
-pub use crate::sequential::{LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};

@@ -57,7 +57,8 @@ use super::keeper;
 ///   connection change or [`set_data`](Self::set_data), as Curator does after a reconnection.
 pub struct PersistentNode {
     shared: Arc<Shared>,
-    task: Option<tokio::task::JoinHandle<()>>,
+    /// Turns true when the keeper's task has ended (its sender is dropped if the task panics).
+    finished: watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for PersistentNode {
@@ -175,8 +176,13 @@ impl PersistentNodeBuilder {
         // Not `spawn_background`: the framework's close waits for that kind of work, and the
         // keeper runs as long as the handle lives. Its final delete is a guaranteed delete,
         // which the framework does track.
-        let task = runtime.spawn(keeper::run(shared.clone()));
-        Ok(PersistentNode { shared, task: Some(task) })
+        let (finish, finished) = watch::channel(false);
+        let keeper = keeper::run(shared.clone());
+        runtime.spawn(async move {
+            keeper.await;
+            let _ = finish.send(true);
+        });
+        Ok(PersistentNode { shared, finished })
     }
 }
 
@@ -198,10 +204,26 @@ impl PersistentNode {
     }
 
     /// Waits up to `timeout` for the first create (or adoption) of the node; true once done.
+    /// False at once when the node is closed before it was first created.
     pub async fn wait_for_initial_create(&self, timeout: Duration) -> bool {
         let mut initial = self.shared.initial.subscribe();
-        let done = tokio::time::timeout(timeout, initial.wait_for(|done| *done)).await;
-        matches!(done, Ok(Ok(_)))
+        let mut closing = self.shared.closing.subscribe();
+        let mut finished = self.finished.clone();
+        let created = async {
+            let made = async { initial.wait_for(|done| *done).await.is_ok() };
+            let closed = async { closing.wait_for(|closed| *closed).await.is_ok() };
+            tokio::select! {
+                made = made => made,
+                // Closed: a create in flight is finished before the keeper ends, so wait for the
+                // keeper and then look.
+                _ = closed => {
+                    let _ = finished.wait_for(|done| *done).await.is_ok();
+                    let created = *self.shared.initial.borrow();
+                    created
+                }
+            }
+        };
+        tokio::time::timeout(timeout, created).await.unwrap_or(false)
     }
 
     /// The node's full path (with its sequence number or protected prefix), once it was first
@@ -262,11 +284,15 @@ impl PersistentNode {
     /// delete that cannot finish goes on in the background until the node is gone, its
     /// session has ended or the framework closes. A create in flight is finished first, so
     /// that its outcome is known.
-    pub async fn close(mut self) {
+    ///
+    /// Takes `&self`, so that a node shared between tasks (an `Arc`) can be closed while
+    /// another task still uses it (a service registration still waiting for its create): every
+    /// caller returns once the node is closed as described.
+    pub async fn close(&self) {
         self.shared.close();
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
+        let mut finished = self.finished.clone();
+        // An error means the keeper's task ended without saying so (it panicked): closed too.
+        let _ = finished.wait_for(|done| *done).await;
     }
 }
 
