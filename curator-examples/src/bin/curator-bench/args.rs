@@ -30,6 +30,9 @@ pub(crate) struct Args {
     pub instances: usize,
     /// Ours: `discovery_cache`'s caches (`--caches`, 5 by default).
     pub caches: usize,
+    /// Ours: how `discovery_cache` hears a cache's events (`--listen callback`, the default: a
+    /// listener callback; `--listen stream`: a task reading `ServiceCache::events()`).
+    pub listen: String,
 }
 
 impl Args {
@@ -53,6 +56,7 @@ impl Args {
             leave: "session".into(),
             instances: 1000,
             caches: 5,
+            listen: "callback".into(),
         };
         while let Some(key) = it.next() {
             let Some(value) = it.next() else { return Err(format!("{key} needs a value")) };
@@ -76,6 +80,7 @@ impl Args {
                 "--force-sync" => a.force_sync = value != "no",
                 "--instances" => a.instances = num(&value)?.max(1),
                 "--caches" => a.caches = num(&value)?.max(1),
+                "--listen" => a.listen = value,
                 _ => {}
             }
         }
