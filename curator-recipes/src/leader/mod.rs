@@ -16,7 +16,9 @@
 
 mod leadership;
 mod participant;
+mod selector;
+pub use selector::{LeaderSelector, LeaderSelectorBuilder, SelectorEvent, TermEnd};
 
+pub use crate::sequential::{LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
 pub use leadership::Leadership;
 pub use participant::Participant;
-pub use crate::sequential::{LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
