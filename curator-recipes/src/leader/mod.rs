@@ -16,6 +16,8 @@
 
 mod leadership;
 mod participant;
+mod selector;
+pub use selector::{LeaderSelector, LeaderSelectorBuilder, SelectorEvent, TermEnd};
 
 pub use crate::sequential::{LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
 pub use leadership::Leadership;
