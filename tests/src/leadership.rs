@@ -252,13 +252,9 @@ impl LeadershipChecker {
         let describe = |t: &Term, origin: Instant| {
             let ms = |at: Instant| at.saturating_duration_since(origin).as_secs_f64() * 1000.0;
             match &t.end {
-                Some((end, why)) => format!(
-                    "{} (token {}) {:.1}..{:.1} ms ({why})",
-                    t.participant,
-                    t.token,
-                    ms(t.start),
-                    ms(*end)
-                ),
+                Some((end, why)) => {
+                    format!("{} (token {}) {:.1}..{:.1} ms ({why})", t.participant, t.token, ms(t.start), ms(*end))
+                }
                 None => format!("{} (token {}) {:.1} ms.. (open)", t.participant, t.token, ms(t.start)),
             }
         };
@@ -271,7 +267,8 @@ impl LeadershipChecker {
                 if told_before {
                     continue;
                 }
-                let forced = ledger.expiries.iter().any(|(who, at)| *who == a.participant && *at >= a.start && *at <= b.start);
+                let forced =
+                    ledger.expiries.iter().any(|(who, at)| *who == a.participant && *at >= a.start && *at <= b.start);
                 if forced {
                     report.excused += 1;
                 } else {

@@ -197,7 +197,16 @@ impl Election {
     async fn spawn_child(&self) -> ChildProcess {
         let id = "child".to_string();
         let out = std::env::temp_dir().join(format!("curator-rs-leader-child-{:016x}", fastrand::u64(..)));
-        let spec = format!("{:?}|{:?}|{:?}|{}|{}|{}|{}", self.recipe, self.policy, self.retry, self.direct, self.path, id, out.display());
+        let spec = format!(
+            "{:?}|{:?}|{:?}|{}|{}|{}|{}",
+            self.recipe,
+            self.policy,
+            self.retry,
+            self.direct,
+            self.path,
+            id,
+            out.display()
+        );
         let child = tokio::process::Command::new(std::env::current_exe().expect("this binary"))
             .args(["--ignored", "--exact", "child_participant", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, spec)
@@ -220,7 +229,10 @@ impl Election {
     }
 
     fn index_of(&self, id: &str) -> usize {
-        self.contenders.iter().position(|c| c.id == id).unwrap_or_else(|| panic!("{}: no participant {id}", self.name()))
+        self.contenders
+            .iter()
+            .position(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{}: no participant {id}", self.name()))
     }
 
     /// Once the faults stopped: exactly one leader within [`calm_bound`], stable for
@@ -330,7 +342,8 @@ impl Election {
         let report = self.checker.verify();
         eprintln!("{}: {report}", self.name());
         let observer = connected(builder(&self.direct)).await;
-        let empty = eventually(Timing::new().deadline(), || async { children(&observer, &self.path).await.is_empty() }).await;
+        let empty =
+            eventually(Timing::new().deadline(), || async { children(&observer, &self.path).await.is_empty() }).await;
         let left = children(&observer, &self.path).await;
         observer.close().await;
         assert!(empty, "{}: nodes left after everyone closed: {left:?}", self.name());
