@@ -3,7 +3,7 @@
 //! leadership checker (`tests::leadership`). Each fault runs under every combination of error
 //! policy and retry policy (`tests::policies::COMBINATIONS`), the four combinations at once on
 //! one fixture: the leader's session expires; its connection is cut for less and for more than
-//! the session timeout; the server restarts; a 3-node ensemble loses its leader; participants
+//! the session timeout, or goes silent (a partition) for more; the server restarts; a 3-node ensemble loses its leader; participants
 //! close and rejoin; a participant's process is killed.
 //!
 //! After each fault: exactly one leader within [`calm_bound`] that stays so (the checker, each
@@ -57,8 +57,12 @@ enum Fault {
     Expiry,
     /// The leader's connection is cut, and reconnections refused, for half a session timeout.
     ShortCut,
-    /// As `ShortCut`, for 1.75 session timeouts: the session expires on the server.
+    /// A cut the client recovers from at once, then as `ShortCut` for 1.75 session timeouts:
+    /// the session expires on the server.
     LongCut,
+    /// The leader's connection goes silent (the proxy passes nothing either way, nothing is
+    /// closed) for 1.75 session timeouts: the client learns only from its own timers.
+    LongPartition,
     /// The server restarts (one server of the test's own for every election).
     Restart,
     /// A 3-node ensemble loses its leader (one ensemble for every election).
@@ -180,7 +184,7 @@ impl Election {
         if fault == Fault::Kill {
             election.child = Some(election.spawn_child().await);
         }
-        let proxied = matches!(fault, Fault::ShortCut | Fault::LongCut | Fault::Expiry);
+        let proxied = matches!(fault, Fault::ShortCut | Fault::LongCut | Fault::LongPartition | Fault::Expiry);
         for i in 0..PARTICIPANTS {
             let proxy = if proxied { Some(ChaosProxy::start(direct).await.expect("proxy")) } else { None };
             let connect = proxy.as_ref().map_or_else(|| direct.to_string(), |p| p.connect_string());
@@ -297,11 +301,23 @@ impl Election {
             Fault::ShortCut | Fault::LongCut => {
                 let outage = if fault == Fault::ShortCut { session / 2 } else { session * 7 / 4 };
                 let proxy = self.contenders[leader].proxy.as_ref().expect("a proxy");
+                if fault == Fault::LongCut {
+                    // First a cut the client recovers from at once (on the same session), as
+                    // a flaky link would: what it re-arms then must not wait on the next one.
+                    self.blip(leader).await;
+                }
                 proxy.set_reject(true);
                 proxy.cut();
                 // The outage itself (not a synchronisation): how long the server is unreachable.
                 tokio::time::sleep(outage).await;
                 proxy.set_reject(false);
+            }
+            Fault::LongPartition => {
+                let proxy = self.contenders[leader].proxy.as_ref().expect("a proxy");
+                proxy.pause();
+                // The partition itself (not a synchronisation).
+                tokio::time::sleep(session * 7 / 4).await;
+                proxy.pass();
             }
             Fault::CloseRejoin => {
                 self.close_and_rejoin(leader, CloseMode::Silent).await;
@@ -314,6 +330,27 @@ impl Election {
             Fault::Kill => {}
             Fault::Restart | Fault::EnsembleLeader => unreachable!("applied to the fixture"),
         }
+    }
+
+    /// Cuts contender `i`'s connection once and waits until it is connected again.
+    async fn blip(&self, i: usize) {
+        let c = &self.contenders[i];
+        let proxy = c.proxy.as_ref().expect("a proxy");
+        let mut states = c.fw.connection_state_watch();
+        states.borrow_and_update();
+        proxy.cut();
+        let back = tokio::time::timeout(Timing::new().deadline(), async {
+            loop {
+                if states.changed().await.is_err() {
+                    return;
+                }
+                if states.borrow_and_update().state.is_connected() && proxy.connections() > 0 {
+                    return;
+                }
+            }
+        })
+        .await;
+        assert!(back.is_ok(), "{}: {} did not reconnect after a cut", self.name(), c.id);
     }
 
     /// While the child leads (before the local participants could): kills it.
@@ -339,7 +376,8 @@ impl Election {
         for c in &self.contenders {
             c.fw.close().await;
         }
-        let report = self.checker.verify();
+        let report = self.checker.report();
+        assert!(report.is_clean(), "{}: {report:#}", self.name());
         eprintln!("{}: {report}", self.name());
         let observer = connected(builder(&self.direct)).await;
         let empty =
@@ -434,6 +472,18 @@ async fn latch_leader_connection_cut_longer_than_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_leader_connection_cut_longer_than_session() {
     run(&[Recipe::Selector], Fault::LongCut).await;
+}
+
+/// The leader partitioned silently past its session: it must be told (by its own timers)
+/// before the server expires its session and another participant leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latch_leader_partitioned_longer_than_session() {
+    run(&[Recipe::Latch], Fault::LongPartition).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selector_leader_partitioned_longer_than_session() {
+    run(&[Recipe::Selector], Fault::LongPartition).await;
 }
 
 /// Follows Curator's `TestLeaderSelector.testKillServerThenCloseShouldElectNewLeader` (the
