@@ -110,10 +110,7 @@ async fn get_children_hits_no_node() {
     assert!(matches!(next_event(&mut events0).await, LatchEvent::NotLeader(_)));
     let both = [latch0.clone(), latch1.clone()];
     assert!(
-        eventually(deadline(), || async {
-            leaders(&both).len() == 1 && children(&fw0, &path).await.len() == 2
-        })
-        .await,
+        eventually(deadline(), || async { leaders(&both).len() == 1 && children(&fw0, &path).await.len() == 2 }).await,
         "one leader among the two on the new server"
     );
     latch1.close().await.unwrap();

@@ -111,10 +111,7 @@ async fn fencing_tokens_grow_with_each_new_leader() {
     // Listener queues drain after the closes: every IsLeader (with its token) was seen, and
     // each latch alternated.
     assert!(
-        eventually(deadline(), || async {
-            log.lock().unwrap().iter().filter(|e| e.1).count() == tokens.len()
-        })
-        .await
+        eventually(deadline(), || async { log.lock().unwrap().iter().filter(|e| e.1).count() == tokens.len() }).await
     );
     let log = log.lock().unwrap().clone();
     for i in 0..5 {
@@ -150,7 +147,10 @@ async fn lost_resolves_on_expiry_under_every_policy() {
         let reason = tokio::time::timeout(deadline(), term.lost()).await.expect("lost() resolves");
         match policy {
             ErrorPolicy::Standard => {
-                assert!(matches!(reason, LockLost::Suspended | LockLost::SessionLost), "{policy:?} {retry:?}: {reason:?}")
+                assert!(
+                    matches!(reason, LockLost::Suspended | LockLost::SessionLost),
+                    "{policy:?} {retry:?}: {reason:?}"
+                )
             }
             ErrorPolicy::Session => assert_eq!(reason, LockLost::SessionLost, "{retry:?}"),
         }
