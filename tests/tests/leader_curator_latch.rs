@@ -5,9 +5,9 @@
 //!
 //! Our behaviour, on purpose: a leader whose term may be lost (a suspension under
 //! `ErrorPolicy::Standard`) deletes its node and joins again with a new one once reconnected,
-//! where Curator 5.x keeps its node and claims leadership again with it; the rule of the issue
-//! (a new term, a new node, a larger fencing token). `session_error_policy` shows the
-//! difference.
+//! where Curator 5.4+ keeps its node and claims leadership again with it (Curator up to 5.3
+//! reset, as we do); the rule of the issue (a new term, a new node, a larger fencing token).
+//! `session_error_policy` shows the difference.
 //!
 //! Ported without Curator's test hooks (`debugCheckLeaderShipLatch`,
 //! `debugResetWaitLatch`, `debugHandleReconnectedLatch`: latches that stop Curator's callbacks
