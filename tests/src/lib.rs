@@ -7,12 +7,14 @@
 //! - [`locks`]: the mutual-exclusion checker and the lock tests' frameworks.
 //! - [`caches`]: node edits, event waits and event-log replays for the cache tests.
 //! - [`java`]: the Apache Curator peers of the interop tests.
+//! - [`leadership`]: the leadership checker every election test uses, and recording participants.
 //! - [`policies`]: the error and retry policies every injected fault is tried with.
 
 pub mod caches;
 pub mod chaos;
 pub mod fixture;
 pub mod java;
+pub mod leadership;
 pub mod locks;
 pub mod policies;
 pub mod zk;

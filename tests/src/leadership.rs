@@ -1,0 +1,446 @@
+//! The leadership checker every election test uses (issue 15), and participants that record
+//! into it.
+//!
+//! Participants record each term of leadership: who, its fencing token, the moment the
+//! participant was told it leads, and the moment it was told the term is over or may be
+//! (`NotLeader`, `Ended`, [`Leadership::lost`]), with the reason. A term ends at the *first*
+//! such signal: from then on its holder knows, and must stop acting as leader.
+//!
+//! [`LeadershipChecker::report`] then counts:
+//! - **overlaps**: a term that began while an earlier one had not been told it was over;
+//! - **excused** overlaps, counted apart: the earlier holder's session was expired by force
+//!   ([`curator_test::expire_session`], noted with [`LeadershipChecker::forced_expiry`]) during
+//!   its term and before the later term began, and it had not been told by then. Nobody can warn
+//!   a client of that in advance: the server revokes at once (as `excused_lost_increments` in
+//!   [`crate::chaos`]'s report for locks);
+//! - **token inversions**: a term (in order of start) whose fencing token is not greater than
+//!   every earlier term's;
+//! - **terms**, and **leaders after calm**: what [`LeadershipChecker::await_one_leader`] saw
+//!   once the faults stopped (exactly one leader, who stayed so, is what every test wants).
+//!
+//! [`latch`] and [`selector`] build a `LeaderLatch` or a `LeaderSelector` that records into a
+//! checker; [`LeadershipChecker::stopping`] records the end of a term that the participant
+//! itself ends without being told (a silent close).
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use curator_core::CuratorFramework;
+use curator_recipes::leader::{LatchEvent, LeaderLatch, LeaderSelector, Leadership, SelectorEvent};
+
+/// One term of leadership, as recorded.
+#[derive(Debug, Clone)]
+pub struct Term {
+    /// The participant's id.
+    pub participant: String,
+    /// The term's fencing token.
+    pub token: i64,
+    /// When the participant was told it leads.
+    pub start: Instant,
+    /// When it was first told the term is over or may be, and why; `None` while it leads.
+    pub end: Option<(Instant, String)>,
+}
+
+/// A term, as [`LeadershipChecker::began`] returns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TermId(usize);
+
+#[derive(Debug, Default)]
+struct Ledger {
+    terms: Vec<Term>,
+    /// Forced session expiries: participant, when.
+    expiries: Vec<(String, Instant)>,
+    /// What the last [`LeadershipChecker::await_one_leader`] saw: open terms at its end.
+    leaders_after_calm: Option<usize>,
+}
+
+/// What [`LeadershipChecker::report`] found.
+#[derive(Debug, Clone, Default)]
+pub struct LeadershipReport {
+    /// Terms recorded.
+    pub terms: usize,
+    /// Terms that began while an earlier term's holder had not been told it was over (excused
+    /// ones not included).
+    pub overlaps: usize,
+    /// Overlaps whose earlier holder's session had been expired by force, untold.
+    pub excused: usize,
+    /// Terms whose token is not greater than every earlier term's.
+    pub token_inversions: usize,
+    /// Leaders (open terms) when [`LeadershipChecker::await_one_leader`] last returned; `None`
+    /// if it was not called.
+    pub leaders_after_calm: Option<usize>,
+    /// Forced expiries noted.
+    pub forced_expiries: usize,
+    /// Every finding, in words (excused overlaps too).
+    pub findings: Vec<String>,
+}
+
+impl LeadershipReport {
+    /// No unexcused overlap, no token inversion, and exactly one leader after the calm if that
+    /// was asked.
+    pub fn is_clean(&self) -> bool {
+        self.overlaps == 0 && self.token_inversions == 0 && self.leaders_after_calm.map_or(true, |n| n == 1)
+    }
+}
+
+impl fmt::Display for LeadershipReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "terms={} overlaps={} excused={} token_inversions={} leaders_after_calm={} forced_expiries={}",
+            self.terms,
+            self.overlaps,
+            self.excused,
+            self.token_inversions,
+            self.leaders_after_calm.map_or_else(|| "-".to_string(), |n| n.to_string()),
+            self.forced_expiries,
+        )?;
+        if f.alternate() {
+            for finding in &self.findings {
+                write!(f, "\n  {finding}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Records terms of leadership and checks them; see the module docs. Cheap to clone (shared).
+#[derive(Debug, Clone, Default)]
+pub struct LeadershipChecker {
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+impl LeadershipChecker {
+    /// An empty checker.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `participant` was told now that it leads, with fencing token `token`.
+    pub fn began(&self, participant: &str, token: i64) -> TermId {
+        self.began_at(participant, token, Instant::now())
+    }
+
+    /// As [`began`](Self::began), at `at`.
+    pub fn began_at(&self, participant: &str, token: i64, at: Instant) -> TermId {
+        let mut ledger = self.ledger();
+        ledger.terms.push(Term { participant: participant.to_string(), token, start: at, end: None });
+        TermId(ledger.terms.len() - 1)
+    }
+
+    /// The holder of `term` was told now that it is over or may be, because of `reason`. Only
+    /// the first signal of a term counts (the holder knew from then on).
+    pub fn ended(&self, term: TermId, reason: impl fmt::Display) {
+        self.ended_at(term, reason, Instant::now());
+    }
+
+    /// As [`ended`](Self::ended), at `at`.
+    pub fn ended_at(&self, term: TermId, reason: impl fmt::Display, at: Instant) {
+        let mut ledger = self.ledger();
+        if let Some(t) = ledger.terms.get_mut(term.0) {
+            match &t.end {
+                Some((earlier, _)) if *earlier <= at => {}
+                _ => t.end = Some((at, reason.to_string())),
+            }
+        }
+    }
+
+    /// `participant`'s open term (its latest, if still open) is over: it was told now, because
+    /// of `reason`. For signals that do not name the term (a latch's `NotLeader`). Nothing if
+    /// it does not lead.
+    pub fn ended_current(&self, participant: &str, reason: impl fmt::Display) {
+        let at = Instant::now();
+        if let Some(term) = self.open_term_of(participant) {
+            self.ended_at(term, reason, at);
+        }
+    }
+
+    /// `participant` is about to end its own term (a silent close, a step down, a process
+    /// killed): recorded as told now.
+    pub fn stopping(&self, participant: &str, reason: impl fmt::Display) {
+        self.ended_current(participant, reason);
+    }
+
+    fn open_term_of(&self, participant: &str) -> Option<TermId> {
+        let ledger = self.ledger();
+        ledger.terms.iter().rposition(|t| t.participant == participant && t.end.is_none()).map(TermId)
+    }
+
+    /// Records the end of `term` when `leadership` says it is over or may be
+    /// ([`Leadership::lost_watch`]), from a task of its own.
+    pub fn watch(&self, term: TermId, leadership: &Leadership) {
+        let mut lost = leadership.lost_watch();
+        let checker = self.clone();
+        tokio::spawn(async move {
+            if let Ok(reason) = lost.wait_for(|l| l.is_some()).await {
+                let reason = *reason;
+                if let Some(reason) = reason {
+                    checker.ended(term, format!("lost(): {reason}"));
+                }
+            }
+        });
+    }
+
+    /// `participant`'s session is being expired by force (call it just before
+    /// [`curator_test::expire_session`]).
+    pub fn forced_expiry(&self, participant: &str) {
+        self.ledger().expiries.push((participant.to_string(), Instant::now()));
+    }
+
+    /// Every term so far, in the order recorded.
+    pub fn terms(&self) -> Vec<Term> {
+        self.ledger().terms.clone()
+    }
+
+    /// The participants whose term is open now.
+    pub fn leaders(&self) -> Vec<String> {
+        self.ledger().terms.iter().filter(|t| t.end.is_none()).map(|t| t.participant.clone()).collect()
+    }
+
+    /// Once the faults have stopped: waits (up to `deadline`) until exactly one participant
+    /// leads and stays the same leader, in the same term, for `stable`. Returns its id, or
+    /// `None` if that never happened; either way the number of leaders it last saw goes into the
+    /// report as "leaders after calm".
+    pub async fn await_one_leader(&self, deadline: Duration, stable: Duration) -> Option<String> {
+        let end = Instant::now() + deadline;
+        let mut since: Option<(TermId, Instant)> = None;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            let (open, count) = {
+                let ledger = self.ledger();
+                let open: Vec<usize> = (0..ledger.terms.len()).filter(|&i| ledger.terms[i].end.is_none()).collect();
+                (open.first().copied().map(TermId), open.len())
+            };
+            let now = Instant::now();
+            match (count, open) {
+                (1, Some(term)) => match since {
+                    Some((t, from)) if t == term => {
+                        if now.duration_since(from) >= stable {
+                            self.ledger().leaders_after_calm = Some(1);
+                            return Some(self.ledger().terms[term.0].participant.clone());
+                        }
+                    }
+                    _ => since = Some((term, now)),
+                },
+                _ => since = None,
+            }
+            if now >= end {
+                self.ledger().leaders_after_calm = Some(count);
+                return None;
+            }
+            tokio::time::sleep(pause.min(end - now)).await;
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    /// Counts what is described in the module docs.
+    pub fn report(&self) -> LeadershipReport {
+        let ledger = self.ledger();
+        let mut order: Vec<usize> = (0..ledger.terms.len()).collect();
+        order.sort_by_key(|&i| ledger.terms[i].start);
+        let mut report = LeadershipReport {
+            terms: ledger.terms.len(),
+            leaders_after_calm: ledger.leaders_after_calm,
+            forced_expiries: ledger.expiries.len(),
+            ..LeadershipReport::default()
+        };
+        let describe = |t: &Term, origin: Instant| {
+            let ms = |at: Instant| at.saturating_duration_since(origin).as_secs_f64() * 1000.0;
+            match &t.end {
+                Some((end, why)) => {
+                    format!("{} (token {}) {:.1}..{:.1} ms ({why})", t.participant, t.token, ms(t.start), ms(*end))
+                }
+                None => format!("{} (token {}) {:.1} ms.. (open)", t.participant, t.token, ms(t.start)),
+            }
+        };
+        let origin = order.first().map_or_else(Instant::now, |&i| ledger.terms[i].start);
+        for (k, &i) in order.iter().enumerate() {
+            let a = &ledger.terms[i];
+            for &j in &order[k + 1..] {
+                let b = &ledger.terms[j];
+                let told_before = a.end.as_ref().is_some_and(|(end, _)| *end <= b.start);
+                if told_before {
+                    continue;
+                }
+                let forced =
+                    ledger.expiries.iter().any(|(who, at)| *who == a.participant && *at >= a.start && *at <= b.start);
+                if forced {
+                    report.excused += 1;
+                } else {
+                    report.overlaps += 1;
+                }
+                report.findings.push(format!(
+                    "{}: {} and {}",
+                    if forced { "excused overlap (forced expiry, not told)" } else { "overlap" },
+                    describe(a, origin),
+                    describe(b, origin)
+                ));
+            }
+        }
+        let mut highest: Option<(i64, usize)> = None;
+        for &i in &order {
+            let t = &ledger.terms[i];
+            if let Some((top, at)) = highest {
+                if t.token <= top {
+                    report.token_inversions += 1;
+                    report.findings.push(format!(
+                        "token inversion: {} after {}",
+                        describe(t, origin),
+                        describe(&ledger.terms[at], origin)
+                    ));
+                }
+            }
+            if highest.map_or(true, |(top, _)| t.token > top) {
+                highest = Some((t.token, i));
+            }
+        }
+        report
+    }
+
+    /// The report; panics with it unless it [is clean](LeadershipReport::is_clean).
+    pub fn verify(&self) -> LeadershipReport {
+        let report = self.report();
+        assert!(report.is_clean(), "leadership checker: {report:#}");
+        report
+    }
+}
+
+/// A `LeaderLatch` on `path` for participant `id`, recording into `checker`: `IsLeader`
+/// begins a term (and [`LeadershipChecker::watch`]es its `lost()`), `NotLeader` ends it. A
+/// silent close publishes nothing: call [`LeadershipChecker::stopping`] before it.
+pub fn latch(checker: &LeadershipChecker, fw: &CuratorFramework, path: &str, id: &str) -> LeaderLatch {
+    let (checker, who) = (checker.clone(), id.to_string());
+    LeaderLatch::builder(fw, path)
+        .id(id)
+        .listener(move |event| match event {
+            LatchEvent::IsLeader(leadership) => {
+                let term = checker.began(&who, leadership.fencing_token());
+                checker.watch(term, leadership);
+            }
+            LatchEvent::NotLeader(reason) => checker.ended_current(&who, format!("NotLeader({reason})")),
+        })
+        .build()
+        .expect("a valid latch")
+}
+
+/// Ends its term when dropped (the selector drops the leadership function's future when the
+/// term ends).
+struct EndOnDrop {
+    checker: LeadershipChecker,
+    term: TermId,
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.checker.ended(self.term, "leadership future dropped");
+    }
+}
+
+/// An auto-requeueing `LeaderSelector` on `path` for participant `id`, recording into
+/// `checker`: its leadership function begins a term when called (and watches its `lost()`),
+/// and leads until the selector drops it, which ends the term; `Ended` ends it too, with the
+/// selector's reason.
+pub fn selector(checker: &LeadershipChecker, fw: &CuratorFramework, path: &str, id: &str) -> LeaderSelector {
+    let (lead_checker, lead_who) = (checker.clone(), id.to_string());
+    let (checker, who) = (checker.clone(), id.to_string());
+    LeaderSelector::builder(fw, path, move |leadership: Leadership| {
+        let (checker, who) = (lead_checker.clone(), lead_who.clone());
+        async move {
+            let term = checker.began(&who, leadership.fencing_token());
+            checker.watch(term, &leadership);
+            let _end = EndOnDrop { checker, term };
+            std::future::pending::<()>().await;
+        }
+    })
+    .id(id)
+    .auto_requeue(true)
+    .listener(move |event| {
+        if let SelectorEvent::Ended { end, .. } = event {
+            checker.ended_current(&who, format!("Ended({end:?})"));
+        }
+    })
+    .build()
+    .expect("a valid selector")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn handover_after_being_told_is_clean() {
+        let (c, t) = (LeadershipChecker::new(), Instant::now());
+        let a = c.began_at("a", 10, t);
+        c.ended_at(a, "NotLeader", t + ms(5));
+        c.ended_at(a, "later signal", t + ms(9));
+        c.began_at("b", 20, t + ms(6));
+        let r = c.report();
+        assert!(r.is_clean() && r.terms == 2 && r.overlaps == 0, "{r:#}");
+        assert_eq!(c.terms()[0].end.as_ref().map(|e| e.1.as_str()), Some("NotLeader"), "the first signal counts");
+    }
+
+    #[test]
+    fn a_term_begun_before_the_last_was_told_is_an_overlap() {
+        let (c, t) = (LeadershipChecker::new(), Instant::now());
+        let a = c.began_at("a", 10, t);
+        c.began_at("b", 20, t + ms(5));
+        c.ended_at(a, "NotLeader", t + ms(6));
+        let r = c.report();
+        assert_eq!((r.overlaps, r.excused), (1, 0), "{r:#}");
+        assert!(!r.is_clean());
+    }
+
+    #[test]
+    fn an_untold_forced_expiry_excuses_the_overlap() {
+        let (c, t) = (LeadershipChecker::new(), Instant::now());
+        let a = c.began_at("a", 10, t);
+        c.ledger().expiries.push(("a".into(), t + ms(2)));
+        c.began_at("b", 20, t + ms(5));
+        c.ended_at(a, "lost(): SessionLost", t + ms(8));
+        let r = c.report();
+        assert_eq!((r.overlaps, r.excused), (0, 1), "{r:#}");
+        assert!(r.is_clean());
+        // An expiry after the next term began excuses nothing.
+        let (c, t) = (LeadershipChecker::new(), Instant::now());
+        c.began_at("a", 10, t);
+        c.began_at("b", 20, t + ms(5));
+        c.ledger().expiries.push(("a".into(), t + ms(6)));
+        assert_eq!(c.report().overlaps, 1);
+    }
+
+    #[test]
+    fn tokens_must_grow_with_every_new_leader() {
+        let (c, t) = (LeadershipChecker::new(), Instant::now());
+        let a = c.began_at("a", 20, t);
+        c.ended_at(a, "x", t + ms(1));
+        let b = c.began_at("b", 10, t + ms(2));
+        c.ended_at(b, "x", t + ms(3));
+        c.began_at("a", 30, t + ms(4));
+        let r = c.report();
+        assert_eq!(r.token_inversions, 1, "{r:#}");
+        assert!(!r.is_clean());
+    }
+
+    #[tokio::test]
+    async fn await_one_leader_wants_one_stable_leader() {
+        let c = LeadershipChecker::new();
+        assert_eq!(c.await_one_leader(ms(50), ms(10)).await, None);
+        assert_eq!(c.report().leaders_after_calm, Some(0));
+        c.began("a", 1);
+        c.began("b", 2);
+        assert_eq!(c.await_one_leader(ms(50), ms(10)).await, None);
+        assert_eq!(c.report().leaders_after_calm, Some(2));
+        c.ended_current("a", "x");
+        assert_eq!(c.await_one_leader(ms(500), ms(10)).await.as_deref(), Some("b"));
+        assert_eq!(c.report().leaders_after_calm, Some(1));
+    }
+}
