@@ -16,7 +16,15 @@
 
 mod leadership;
 mod participant;
+mod selector;
+pub use selector::{LeaderSelector, LeaderSelectorBuilder, SelectorEvent, TermEnd};
 
+pub use crate::sequential::{LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
 pub use leadership::Leadership;
 pub use participant::Participant;
-pub use crate::sequential::{LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
+
+// The latch and the observer (issue 15, branch `latch`).
+mod latch;
+mod observe;
+pub use latch::{CloseMode, LatchEvent, LatchState, LeaderLatch, LeaderLatchBuilder};
+pub use observe::{observe, Leader, LeaderObserver};

@@ -92,6 +92,9 @@ pub(super) struct Acquire<'a> {
     predicate: Predicate,
     cleanup: Cleanup,
     parent_attempts: u32,
+    /// Told the path of our node whenever it becomes known (a latch's `our_path()` while it
+    /// waits in line).
+    report: Option<&'a tokio::sync::watch::Sender<Option<String>>>,
 }
 
 impl<'a> Acquire<'a> {
@@ -111,6 +114,21 @@ impl<'a> Acquire<'a> {
             kind,
             predicate,
             parent_attempts: 0,
+            report: None,
+        }
+    }
+
+    /// Tells `report` the path of our node whenever it becomes known.
+    pub(super) fn reporting(mut self, report: &'a tokio::sync::watch::Sender<Option<String>>) -> Self {
+        self.report = Some(report);
+        self
+    }
+
+    /// Our node exists at `path`: the cleanup deletes that one, and the reporter is told.
+    fn known(&mut self, path: &str) {
+        self.cleanup.known(path);
+        if let Some(report) = self.report {
+            report.send_replace(Some(path.to_string()));
         }
     }
 
@@ -169,7 +187,7 @@ impl<'a> Acquire<'a> {
             Ok((stat, sequence)) => {
                 let (path, sequence) = self.kind.created(&self.create_path, sequence.into_i64());
                 let node = LockNode::ours(path, sequence, &stat, self.kind, session);
-                self.cleanup.known(&node.path);
+                self.known(&node.path);
                 match listed {
                     Ok(children) => Ok(Step::Next(Phase::Decide(node, children))),
                     Err(e) => Err((CuratorError::from_zk(self.base_path, e), Phase::List(node))),
@@ -213,7 +231,7 @@ impl<'a> Acquire<'a> {
         match sequence_in(&name, self.sort_names) {
             Some(sequence) if stat.ephemeral_owner == session.id() => {
                 let node = LockNode::ours(found, sequence, &stat, self.kind, session);
-                self.cleanup.known(&node.path);
+                self.known(&node.path);
                 Ok(Step::Next(Phase::Decide(node, children)))
             }
             _ => {

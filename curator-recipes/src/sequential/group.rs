@@ -82,4 +82,17 @@ impl ContenderGroup {
         let span = tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name);
         Acquire::new(self, data, kind, predicate).run().instrument(span).await
     }
+
+    /// As [`acquire`](Self::acquire), telling `ours` the path of our node as soon as it is
+    /// known (and again if the acquire has to make a new one).
+    pub(crate) async fn acquire_reporting(
+        &self,
+        data: &[u8],
+        kind: NodeKind,
+        predicate: Predicate,
+        ours: &tokio::sync::watch::Sender<Option<String>>,
+    ) -> Result<Granted> {
+        let span = tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name);
+        Acquire::new(self, data, kind, predicate).reporting(ours).run().instrument(span).await
+    }
 }

@@ -43,8 +43,8 @@ pub(crate) use group::ContenderGroup;
 pub(crate) use hold::Hold;
 pub use hold::LockLost;
 pub use names::{
-    LEADER_LATCH_NAME, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT,
-    WRITE_LOCK_NAME,
+    LEADER_LATCH_NAME, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT,
+    SEMAPHORE_LOCK_PARENT, WRITE_LOCK_NAME,
 };
 pub use node::LockNode;
 pub(crate) use node::NodeKind;

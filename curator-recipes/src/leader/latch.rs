@@ -1,0 +1,646 @@
+//! [`LeaderLatch`]: Curator's leader latch, on the sequential-node core.
+//!
+//! A latch that is started runs one task (module docs of [`run`]) that goes through the
+//! phases of [`Phase`]: join the line (the core's acquire, with `Predicate::Leases(1)`), lead
+//! (until the term may be lost, the latch steps down or closes), wait after a failed join, done.
+//! The handle talks to it through commands and reads what it publishes: its [`Status`], our
+//! node's path, and the listener events.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use curator_core::background::spawn_detached;
+use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
+use curator_core::{CuratorError, CuratorFramework, Result};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::leadership::Leadership;
+use super::participant::{read_leader, read_participants, Participant};
+use crate::sequential::{ContenderGroup, Hold, LockLost, NodeKind, Predicate, LEADER_LATCH_NAME};
+
+/// How long the latch waits before joining again after a join failed while connected (an
+/// error that retrying did not fix, such as a missing permission).
+const REJOIN_PAUSE: Duration = Duration::from_secs(1);
+
+/// Whether closing a latch tells its listeners that leadership ended (Curator's
+/// `LeaderLatch.CloseMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CloseMode {
+    /// Closing publishes nothing, even when the latch leads (the default, as in Curator).
+    #[default]
+    Silent,
+    /// Closing a latch that leads publishes [`LatchEvent::NotLeader`] with
+    /// [`LockLost::Released`].
+    NotifyLeader,
+}
+
+/// What a [`LeaderLatch`] tells its listeners, in order: `IsLeader` and `NotLeader`
+/// alternate, starting with `IsLeader` (never two `IsLeader` without a `NotLeader` between).
+#[derive(Debug, Clone)]
+pub enum LatchEvent {
+    /// This latch became the leader: the term and its fencing token.
+    IsLeader(Leadership),
+    /// The term is over, or may be: the reason ([`LockLost::Released`] for a
+    /// [`step_down`](LeaderLatch::step_down) or a close with [`CloseMode::NotifyLeader`]).
+    NotLeader(LockLost),
+}
+
+/// The life of a [`LeaderLatch`] (Curator's `LeaderLatch.State`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LatchState {
+    /// Built, not started.
+    Latent,
+    /// Started: taking part in the election.
+    Started,
+    /// Closed: out of the election for good.
+    Closed,
+}
+
+/// What the latch's task is doing, as the handle sees it.
+#[derive(Debug, Clone)]
+enum Status {
+    /// Not started.
+    Latent,
+    /// In line (or on the way there).
+    Joining,
+    /// Leading, with this term.
+    Leading(Leadership),
+    /// A join failed; the task tries again after the connection comes back (or a pause).
+    Retrying,
+    /// The task ended (the latch or the framework was closed).
+    Ended,
+}
+
+/// What the handle asks of the task; each command is answered once it is carried out.
+#[derive(Debug)]
+enum Command {
+    StepDown(oneshot::Sender<()>),
+    Close(CloseMode, oneshot::Sender<()>),
+}
+
+/// The handle's side of the lifecycle.
+#[derive(Debug)]
+enum Lifecycle {
+    Latent,
+    /// Started; dropping the sender (with the last handle) closes the latch silently.
+    Started(mpsc::UnboundedSender<Command>),
+    Closed,
+}
+
+/// What the handle and its task share.
+#[derive(Debug)]
+struct Shared {
+    group: ContenderGroup,
+    id: Arc<str>,
+    events: Listeners<LatchEvent>,
+    status: watch::Sender<Status>,
+    /// The path of our node, once known (also while waiting in line).
+    ours: watch::Sender<Option<String>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    shared: Arc<Shared>,
+    close_mode: CloseMode,
+    lifecycle: Mutex<Lifecycle>,
+}
+
+/// A leader latch, wire compatible with Curator 5.x's `LeaderLatch`: each participant makes an
+/// ephemeral sequential node `P/_c_<uuid>-latch-<seq>` whose data is its id (UTF-8), and the
+/// first in line leads until it closes, [steps down](Self::step_down) or may have lost its
+/// term. Rust and Java latches on one path elect one leader between them.
+///
+/// Past Curator, a term of leadership is a [`Leadership`]: a fencing token (the czxid of our
+/// node, growing from one leader to the next) to stamp writes with, and
+/// [`lost`](Leadership::lost), which resolves before anyone else can be made leader.
+///
+/// Leadership is given up as the framework's
+/// [`ErrorPolicy`](curator_core::ErrorPolicy) says, as the locks do: under `Standard` on a
+/// suspension, under `Session` when the session is lost. The latch then publishes
+/// [`LatchEvent::NotLeader`] with the reason *first*, deletes its node (a guaranteed delete,
+/// as Curator does on a new session) and joins again at the end of the line, with a new node.
+/// A node left by a session that is no longer ours never makes us leader (Curator 5.7's
+/// CURATOR-696 rule): the core decides only on a node of the current session, and a term whose
+/// session changed before it was announced is given back unannounced.
+///
+/// Closing or dropping the latch (the last clone) leaves no node behind; a node whose create
+/// was in flight is found and deleted by its protected prefix.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use curator_core::CuratorFramework;
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::leader::{LatchEvent, LeaderLatch};
+///
+/// let latch = LeaderLatch::builder(&fw, "/services/indexer/leader")
+///     .id("indexer-1")
+///     .listener(|event: &LatchEvent| match event {
+///         LatchEvent::IsLeader(term) => tracing::info!(token = term.fencing_token(), "leading"),
+///         LatchEvent::NotLeader(reason) => tracing::info!(%reason, "not leading"),
+///     })
+///     .build()?;
+/// latch.start().await?;
+/// let term = latch.await_leadership().await?; // alone on the path: at once
+/// assert!(latch.has_leadership());
+/// assert_eq!(latch.leader().await?.map(|p| p.id), Some("indexer-1".to_string()));
+/// // Stamp writes with term.fencing_token(); stop when term.lost() resolves.
+/// assert!(term.fencing_token() > 0);
+/// latch.close().await?;
+/// assert!(!latch.has_leadership());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct LeaderLatch {
+    inner: Arc<Inner>,
+}
+
+/// Builder of a [`LeaderLatch`]; see [`LeaderLatch::builder`].
+pub struct LeaderLatchBuilder {
+    fw: CuratorFramework,
+    path: String,
+    id: String,
+    close_mode: CloseMode,
+    listeners: Vec<Callback<LatchEvent>>,
+}
+
+impl std::fmt::Debug for LeaderLatchBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderLatchBuilder")
+            .field("path", &self.path)
+            .field("id", &self.id)
+            .field("close_mode", &self.close_mode)
+            .field("listeners", &self.listeners.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeaderLatchBuilder {
+    /// The participant id, written as our node's data (default: empty, as in Curator).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// How [`close`](LeaderLatch::close) treats the listeners (default [`CloseMode::Silent`]).
+    pub fn close_mode(mut self, mode: CloseMode) -> Self {
+        self.close_mode = mode;
+        self
+    }
+
+    /// A listener in place from the start (see [`LeaderLatch::add_listener`]).
+    pub fn listener(mut self, listener: impl Fn(&LatchEvent) + Send + Sync + 'static) -> Self {
+        self.listeners.push(Arc::new(listener));
+        self
+    }
+
+    /// Checks the path and the id and builds the latch (not started; nothing is sent).
+    ///
+    /// # Errors
+    /// [`CuratorError::InvalidPath`] for a path ZooKeeper would refuse;
+    /// [`CuratorError::DataTooLarge`] for an id longer than the framework's data limit.
+    pub fn build(self) -> Result<LeaderLatch> {
+        let group = ContenderGroup::new(&self.fw, &self.path, LEADER_LATCH_NAME, &[LEADER_LATCH_NAME])?;
+        self.fw.check_data(&self.path, self.id.as_bytes())?;
+        let events = Listeners::new();
+        for listener in self.listeners {
+            events.add_callback(listener);
+        }
+        let shared = Arc::new(Shared {
+            group,
+            id: Arc::from(self.id),
+            events,
+            status: watch::channel(Status::Latent).0,
+            ours: watch::channel(None).0,
+        });
+        Ok(LeaderLatch {
+            inner: Arc::new(Inner { shared, close_mode: self.close_mode, lifecycle: Mutex::new(Lifecycle::Latent) }),
+        })
+    }
+}
+
+impl LeaderLatch {
+    /// A latch on `path` for participant `id`, closing silently. Nothing is sent before
+    /// [`start`](Self::start).
+    ///
+    /// # Errors
+    /// As [`LeaderLatchBuilder::build`].
+    pub fn new(fw: &CuratorFramework, path: &str, id: impl Into<String>) -> Result<Self> {
+        Self::builder(fw, path).id(id).build()
+    }
+
+    /// A builder for a latch on `path` (id empty, [`CloseMode::Silent`], no listener).
+    pub fn builder(fw: &CuratorFramework, path: &str) -> LeaderLatchBuilder {
+        LeaderLatchBuilder {
+            fw: fw.clone(),
+            path: path.to_string(),
+            id: String::new(),
+            close_mode: CloseMode::Silent,
+            listeners: Vec::new(),
+        }
+    }
+
+    fn lifecycle(&self) -> MutexGuard<'_, Lifecycle> {
+        self.inner.lifecycle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
+    /// Joins the election: starts the latch's task, and returns once our node exists (so that
+    /// latches started one after another are in line in that order), or once the first attempt
+    /// to make it failed (no connection within the retry policy, say): the latch then keeps
+    /// trying in the background, as Curator's does, and leads once it can.
+    ///
+    /// # Errors
+    /// [`CuratorError::IllegalState`] when the latch was already started or closed, or outside
+    /// a tokio runtime.
+    pub async fn start(&self) -> Result<()> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| CuratorError::IllegalState("LeaderLatch::start needs a tokio runtime".into()))?;
+        let commands = {
+            let mut lifecycle = self.lifecycle();
+            match *lifecycle {
+                Lifecycle::Latent => {}
+                _ => return Err(CuratorError::IllegalState("the latch cannot be started more than once".into())),
+            }
+            let (tx, rx) = mpsc::unbounded_channel();
+            *lifecycle = Lifecycle::Started(tx);
+            rx
+        };
+        let shared = self.inner.shared.clone();
+        shared.events.start(runtime);
+        shared.status.send_replace(Status::Joining);
+        let mut status = shared.status.subscribe();
+        let mut ours = shared.ours.subscribe();
+        tracing::debug!(path = %shared.group.base_path(), id = %shared.id, "leader latch started");
+        // Detached, not tracked: the task lives as long as the latch and ends by itself when the
+        // latch or the framework closes. The deletes it makes are tracked by the framework.
+        spawn_detached(run(shared, commands));
+        loop {
+            if ours.borrow_and_update().is_some() || !matches!(*status.borrow_and_update(), Status::Joining) {
+                return Ok(());
+            }
+            tokio::select! {
+                r = status.changed() => if r.is_err() { return Ok(()) },
+                r = ours.changed() => if r.is_err() { return Ok(()) },
+            }
+        }
+    }
+
+    /// The latch's state.
+    pub fn state(&self) -> LatchState {
+        match *self.lifecycle() {
+            Lifecycle::Latent => LatchState::Latent,
+            Lifecycle::Started(_) => LatchState::Started,
+            Lifecycle::Closed => LatchState::Closed,
+        }
+    }
+
+    /// Whether this latch leads now: started, and its term still holds (judging the connection
+    /// now, so a suspension under `ErrorPolicy::Standard` makes it false at once). Costs no
+    /// request.
+    pub fn has_leadership(&self) -> bool {
+        self.leadership().is_some()
+    }
+
+    /// The current term, while this latch leads (see [`has_leadership`](Self::has_leadership)).
+    pub fn leadership(&self) -> Option<Leadership> {
+        if self.state() != LatchState::Started {
+            return None;
+        }
+        match &*self.shared().status.borrow() {
+            Status::Leading(term) if term.is_held() => Some(term.clone()),
+            _ => None,
+        }
+    }
+
+    /// Waits until this latch leads and returns the term (at once if it leads already).
+    ///
+    /// # Errors
+    /// [`CuratorError::IllegalState`] before [`start`](Self::start);
+    /// [`CuratorError::Closed`] once the latch (or its framework) is closed, also while waiting.
+    pub async fn await_leadership(&self) -> Result<Leadership> {
+        let mut status = self.shared().status.subscribe();
+        loop {
+            match self.state() {
+                LatchState::Latent => return Err(CuratorError::IllegalState("the latch is not started".into())),
+                LatchState::Closed => return Err(CuratorError::Closed),
+                LatchState::Started => {}
+            }
+            match &*status.borrow_and_update() {
+                Status::Leading(term) if term.is_held() => return Ok(term.clone()),
+                Status::Ended => return Err(CuratorError::Closed),
+                _ => {}
+            }
+            if status.changed().await.is_err() {
+                return Err(CuratorError::Closed);
+            }
+        }
+    }
+
+    /// As [`await_leadership`](Self::await_leadership), giving up after `timeout`
+    /// (`Ok(None)`). `Duration::ZERO` asks without waiting.
+    ///
+    /// # Errors
+    /// As [`await_leadership`](Self::await_leadership).
+    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<Option<Leadership>> {
+        match tokio::time::timeout(timeout, self.await_leadership()).await {
+            Ok(result) => result.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Calls `listener` with every [`LatchEvent`] from now on, in order, on the blocking pool
+    /// (the framework's one listener queue). To hear the first `IsLeader` for sure, add it
+    /// before [`start`](Self::start) (or give it to the builder).
+    pub fn add_listener(&self, listener: impl Fn(&LatchEvent) + Send + Sync + 'static) -> ListenerId {
+        self.shared().events.add_callback(Arc::new(listener))
+    }
+
+    /// Removes a listener; false if it was not there.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.shared().events.remove(id)
+    }
+
+    /// The events from now on, as a stream; it ends once the latch is closed.
+    pub fn events(&self) -> EventStream<LatchEvent> {
+        self.shared().events.stream()
+    }
+
+    /// This participant's id.
+    pub fn id(&self) -> &str {
+        &self.inner.shared.id
+    }
+
+    /// The path of our node while we have one (in line or leading), `None` before it is made
+    /// and after the latch closes. For reference only: the latch replaces it after a loss or a
+    /// step down.
+    pub fn our_path(&self) -> Option<String> {
+        self.shared().ours.borrow().clone()
+    }
+
+    /// The participants, in line order (the leader first), read from the server: one listing
+    /// and one pipelined round of reads of their ids. It may disagree for a moment with
+    /// [`has_leadership`](Self::has_leadership), which is local.
+    ///
+    /// # Errors
+    /// The listing's or the reads' error once the retry policy gives up.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        read_participants(&self.shared().group).await
+    }
+
+    /// The current leader, read from the server (`None` when nobody takes part; Curator
+    /// returns a participant with an empty id instead).
+    ///
+    /// # Errors
+    /// As [`participants`](Self::participants).
+    pub async fn leader(&self) -> Result<Option<Participant>> {
+        read_leader(&self.shared().group).await
+    }
+
+    fn commands(&self) -> Result<mpsc::UnboundedSender<Command>> {
+        match &*self.lifecycle() {
+            Lifecycle::Started(tx) => Ok(tx.clone()),
+            Lifecycle::Latent => Err(CuratorError::IllegalState("the latch is not started".into())),
+            Lifecycle::Closed => Err(CuratorError::IllegalState("the latch is closed".into())),
+        }
+    }
+
+    /// Gives up leadership without leaving the election: publishes
+    /// [`LatchEvent::NotLeader`] ([`LockLost::Released`]), deletes our node and joins again at
+    /// the end of the line with a new one (when alone, this latch leads again at once, with a
+    /// new term and a larger token). Returns once the old node is deleted. A latch that does not
+    /// lead keeps its place.
+    ///
+    /// # Errors
+    /// [`CuratorError::IllegalState`] when the latch is not started or is closed.
+    pub async fn step_down(&self) -> Result<()> {
+        let commands = self.commands()?;
+        let (tx, rx) = oneshot::channel();
+        if commands.send(Command::StepDown(tx)).is_err() {
+            return Err(CuratorError::Closed);
+        }
+        rx.await.map_err(|_| CuratorError::Closed)
+    }
+
+    /// Leaves the election with the builder's [`CloseMode`]: see [`close_with`](Self::close_with).
+    ///
+    /// # Errors
+    /// As [`close_with`](Self::close_with).
+    pub async fn close(&self) -> Result<()> {
+        self.close_with(self.inner.close_mode).await
+    }
+
+    /// Leaves the election: a leader publishes [`LatchEvent::NotLeader`] first if `mode` is
+    /// [`CloseMode::NotifyLeader`], then our node is deleted (guaranteed: without a
+    /// connection the delete goes on in the background), then the listeners end. Returns once
+    /// the node is deleted, or its delete was left to the background.
+    ///
+    /// # Errors
+    /// [`CuratorError::IllegalState`] when the latch was not started or is already closed, as
+    /// in Curator.
+    pub async fn close_with(&self, mode: CloseMode) -> Result<()> {
+        let commands = {
+            let mut lifecycle = self.lifecycle();
+            match std::mem::replace(&mut *lifecycle, Lifecycle::Closed) {
+                Lifecycle::Started(tx) => tx,
+                other => {
+                    *lifecycle = other;
+                    return Err(CuratorError::IllegalState("the latch is closed or was not started".into()));
+                }
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        if commands.send(Command::Close(mode, tx)).is_ok() {
+            // Err: the task had ended already (the framework was closed).
+            let _ = rx.await;
+        }
+        self.shared().events.close();
+        Ok(())
+    }
+}
+
+/// The phases of a latch's task.
+enum Phase {
+    /// Join the line and wait to lead.
+    Join,
+    /// Lead with this term.
+    Lead(Leadership),
+    /// A join failed with this error: wait, then join again.
+    Retry(CuratorError),
+    /// Done; answer the close, if one asked.
+    Done(Option<oneshot::Sender<()>>),
+}
+
+/// The latch's task: runs the phases until the latch or its framework closes.
+async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiver<Command>) {
+    let mut phase = Phase::Join;
+    let reply = loop {
+        phase = match phase {
+            Phase::Join => join(&shared, &mut commands).await,
+            Phase::Lead(term) => lead(&shared, &mut commands, term).await,
+            Phase::Retry(err) => retry(&shared, &mut commands, err).await,
+            Phase::Done(reply) => break reply,
+        };
+    };
+    shared.ours.send_replace(None);
+    shared.status.send_replace(Status::Ended);
+    tracing::debug!(path = %shared.group.base_path(), id = %shared.id, "leader latch ended");
+    if let Some(reply) = reply {
+        let _ = reply.send(());
+    }
+}
+
+/// Join: our node, then the wait until it is first. A close while waiting drops the acquire,
+/// whose cleanup deletes our node; a step down while waiting changes nothing.
+async fn join(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>) -> Phase {
+    shared.status.send_replace(Status::Joining);
+    let granted = {
+        let acquire = shared.group.acquire_reporting(
+            shared.id.as_bytes(),
+            NodeKind::Sequential,
+            Predicate::Leases(1),
+            &shared.ours,
+        );
+        tokio::pin!(acquire);
+        loop {
+            tokio::select! {
+                granted = &mut acquire => break granted,
+                command = commands.recv() => match command {
+                    Some(Command::StepDown(reply)) => {
+                        let _ = reply.send(());
+                    }
+                    Some(Command::Close(_, reply)) => {
+                        drop(acquire);
+                        forget_node(shared).await;
+                        return Phase::Done(Some(reply));
+                    }
+                    None => {
+                        drop(acquire);
+                        forget_node(shared).await;
+                        return Phase::Done(None);
+                    }
+                },
+            }
+        }
+    };
+    let fw = shared.group.framework();
+    match granted {
+        Ok(granted) => {
+            let hold = Hold::new(fw, granted);
+            if let Some(reason) = hold.lost_reason() {
+                // Granted on a session that is gone by now (CURATOR-696): never announced.
+                tracing::debug!(path = %hold.node().path, %reason, "leadership granted on a lost session: joining again");
+                release(shared, &hold).await;
+                return Phase::Join;
+            }
+            let term = Leadership::new(hold, shared.id.clone());
+            tracing::debug!(path = %term.path(), token = term.fencing_token(), id = %shared.id, "leader latch: is leader");
+            shared.status.send_replace(Status::Leading(term.clone()));
+            shared.events.publish(LatchEvent::IsLeader(term.clone()));
+            Phase::Lead(term)
+        }
+        Err(CuratorError::Closed) => Phase::Done(None),
+        Err(err) => Phase::Retry(err),
+    }
+}
+
+/// Lead: until the term may be lost, or the latch steps down or closes. In every case the
+/// leadership is taken back (status, then `NotLeader`) before our node is deleted.
+async fn lead(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, term: Leadership) -> Phase {
+    let (reason, next) = tokio::select! {
+        reason = term.lost() => (Some(reason), Phase::Join),
+        command = commands.recv() => match command {
+            Some(Command::StepDown(reply)) => {
+                end_term(shared, &term, Some(LockLost::Released)).await;
+                let _ = reply.send(());
+                return Phase::Join;
+            }
+            Some(Command::Close(mode, reply)) => {
+                let notify = (mode == CloseMode::NotifyLeader).then_some(LockLost::Released);
+                (notify, Phase::Done(Some(reply)))
+            }
+            None => (None, Phase::Done(None)),
+        },
+    };
+    end_term(shared, &term, reason).await;
+    next
+}
+
+/// Ends a term: no longer leading, `NotLeader(reason)` published if given, then our node
+/// deleted.
+async fn end_term(shared: &Shared, term: &Leadership, reason: Option<LockLost>) {
+    shared.status.send_replace(Status::Joining);
+    if let Some(reason) = reason {
+        tracing::debug!(path = %term.path(), %reason, id = %shared.id, "leader latch: not leader");
+        shared.events.publish(LatchEvent::NotLeader(reason));
+    }
+    release(shared, term.hold()).await;
+}
+
+/// Deletes the node of `hold` (guaranteed) and forgets its path.
+async fn release(shared: &Shared, hold: &Hold) {
+    if let Err(err) = hold.release().await {
+        shared.group.framework().report_unhandled(&format!("could not delete latch node {}", hold.node().path), &err);
+    }
+    shared.ours.send_if_modified(|ours| {
+        let mine = ours.as_deref() == Some(hold.node().path.as_str());
+        if mine {
+            *ours = None;
+        }
+        mine
+    });
+}
+
+/// After a join was abandoned (closed while waiting in line): the acquire's cleanup deletes
+/// our node in the background; the close waits for that delete too when the path is known.
+async fn forget_node(shared: &Shared) {
+    let known = shared.ours.send_replace(None);
+    if let Some(path) = known {
+        tracing::debug!(path = %path, "delete (leader latch closed while in line)");
+        match shared.group.framework().delete().guaranteed().quietly().for_path(&path).await {
+            Ok(()) => {}
+            Err(err) if err.outcome_unknown() => {}
+            Err(err) => shared.group.framework().report_unhandled(&format!("could not delete latch node {path}"), &err),
+        }
+    }
+}
+
+/// After a failed join: wait until connected again (or, when connected, a pause), then join
+/// again. Commands are answered meanwhile.
+async fn retry(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, err: CuratorError) -> Phase {
+    let fw = shared.group.framework();
+    shared.ours.send_replace(None);
+    shared.status.send_replace(Status::Retrying);
+    let mut states = fw.connection_state_watch();
+    let connected = states.borrow_and_update().state.is_connected();
+    if err.is_retryable() {
+        tracing::warn!(path = %shared.group.base_path(), error = %err, "leader latch could not join; joining again once connected");
+    } else {
+        fw.report_unhandled(&format!("leader latch on {} could not join; trying again", shared.group.base_path()), &err);
+    }
+    let wait = async {
+        if connected {
+            tokio::time::sleep(REJOIN_PAUSE).await;
+        } else {
+            let _ = states.wait_for(|s| s.state.is_connected() || fw.is_closed()).await;
+        }
+    };
+    tokio::pin!(wait);
+    loop {
+        tokio::select! {
+            () = &mut wait => return Phase::Join,
+            command = commands.recv() => match command {
+                Some(Command::StepDown(reply)) => {
+                    let _ = reply.send(());
+                }
+                Some(Command::Close(_, reply)) => return Phase::Done(Some(reply)),
+                None => return Phase::Done(None),
+            },
+        }
+    }
+}

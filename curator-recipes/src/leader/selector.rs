@@ -1,0 +1,616 @@
+//! [`LeaderSelector`]: leadership that lasts while the leader's function runs (Curator's
+//! `LeaderSelector`), written as a lock plus a run loop.
+//!
+//! # The run loop
+//!
+//! One task per started selector (spawned with `spawn_detached`: it ends by itself when the
+//! selector is closed or dropped, or the framework closes), driven by the selector's [`State`]:
+//!
+//! ```text
+//! Latent ─start─► Queued ─grant─► Leading ─term ends─► Queued (auto-requeue) / Idle
+//!                   ▲  │                                          │
+//!                   │  └─ grant already lost: release, stay Queued │
+//!                   └───────────────── requeue ───────────────────┘
+//! Idle / Queued / Leading ─close or drop─► Closing ─► Closed      (the framework closed: ─► Closed)
+//! ```
+//!
+//! - **Queued**: acquire through the sequential-node core as a mutex (`P/_c_<uuid>-lock-<seq>`,
+//!   data = the participant id, `Predicate::Leases(1)`). An acquire the framework's retry policy
+//!   gave up on a connection error is tried again (the cleanup loop's backoff, or the next
+//!   connection change): a selector in line stays in line while the session is down. Any other
+//!   error is reported to the framework's unhandled-error listeners and leaves the selector Idle,
+//!   unless it auto-requeues.
+//! - **Leading**: publish [`SelectorEvent::Took`], then run the user's future against
+//!   [`Leadership::lost`] and the selector's own stop (interrupt, close). Whichever comes first
+//!   ends the term: the future is dropped at once, the state moves on,
+//!   [`SelectorEvent::Ended`] is published, and only then is our node deleted (a guaranteed
+//!   delete; in the background when the term was lost), so the leader is told before anyone
+//!   else can be granted.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_core::background::spawn_detached;
+use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
+use curator_core::{ConnectionState, CuratorError, CuratorFramework, Result};
+use futures::FutureExt;
+use tokio::sync::watch;
+
+use super::leadership::Leadership;
+use super::participant::{read_leader, read_participants, Participant};
+use crate::sequential::{ContenderGroup, Hold, LockLost, NodeKind, Predicate, MUTEX_LOCK_NAME};
+
+/// The longest pause between two attempts of an auto-requeued acquire that keeps failing with an
+/// error the cleanup loop would not retry (no permission, say).
+const MAX_REQUEUE_PAUSE: Duration = Duration::from_secs(2);
+
+/// Why a term of leadership ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TermEnd {
+    /// The leadership function returned (or panicked: the panic is logged).
+    Returned,
+    /// [`LeaderSelector::interrupt_leadership`], [`LeaderSelector::close`] or dropping the
+    /// selector ended it.
+    Interrupted,
+    /// Leadership may have been lost, for this reason (see [`Leadership::lost`]): the connection
+    /// was suspended (under [`ErrorPolicy::Standard`](curator_core::ErrorPolicy::Standard)),
+    /// the session was lost, our node was deleted, or the framework was closed.
+    Lost(LockLost),
+}
+
+impl std::fmt::Display for TermEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TermEnd::Returned => f.write_str("the leadership function returned"),
+            TermEnd::Interrupted => f.write_str("the term was interrupted"),
+            TermEnd::Lost(reason) => write!(f, "leadership may be lost: {reason}"),
+        }
+    }
+}
+
+/// What a [`LeaderSelector`] tells its listeners, in order: each `Took` is followed by its
+/// `Ended` before the next `Took`.
+#[derive(Debug, Clone)]
+pub enum SelectorEvent {
+    /// A term began: the leadership function is about to run with this leadership.
+    Took(Leadership),
+    /// A term ended; the function's future has been dropped (or had returned).
+    Ended {
+        /// The fencing token of the term that ended.
+        token: i64,
+        /// Why it ended.
+        end: TermEnd,
+    },
+}
+
+/// The leadership function, boxed.
+type LeaderFn = Arc<dyn Fn(Leadership) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// Where a selector stands (the run loop's state machine; see the module docs).
+#[derive(Debug, Clone)]
+enum State {
+    /// Built, not started.
+    Latent,
+    /// Started and not in line: a term ended without auto-requeue, or an acquire failed.
+    Idle,
+    /// In line: the run loop is acquiring.
+    Queued,
+    /// Leading: the leadership function runs. `interrupted` once it was asked to stop.
+    Leading { leadership: Leadership, interrupted: bool },
+    /// Close (or drop) asked the run loop to end.
+    Closing,
+    /// The run loop has ended (or never started).
+    Closed,
+}
+
+/// Elects one leader at a time among the selectors on one path, and runs the leader's async
+/// function for as long as it leads (Curator's `LeaderSelector`). It is a mutex: nodes
+/// `P/_c_<uuid>-lock-<seq>`, ephemeral sequential, with the participant id as data, so Java
+/// `LeaderSelector`s on the same path take part in the same election.
+///
+/// A term of leadership lasts while the function's future runs. It ends when the future
+/// returns, when [`interrupt_leadership`](Self::interrupt_leadership), [`close`](Self::close)
+/// or dropping the selector ends it, or when leadership may be lost
+/// ([`Leadership::lost`]: the connection was suspended under
+/// [`ErrorPolicy::Standard`](curator_core::ErrorPolicy::Standard), the session was lost, our
+/// node was deleted, the framework was closed). In every case the future is dropped at once
+/// (the function must not rely on finishing what it started: stamp writes with
+/// [`Leadership::fencing_token`]), [`SelectorEvent::Ended`] says why, and only then is our node
+/// deleted, so a term that may be lost is over on our side before anyone else can be granted.
+/// After a term the selector is idle until [`requeue`](Self::requeue), or in line again at once
+/// with [auto-requeue](LeaderSelectorBuilder::auto_requeue).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use curator_core::CuratorFramework;
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::leader::{LeaderSelector, Leadership, SelectorEvent, TermEnd};
+///
+/// let selector = LeaderSelector::builder(&fw, "/jobs/leader", |leadership: Leadership| async move {
+///     // Lead: stamp what we write with the token. Returning gives leadership up; the future
+///     // is dropped at once if leadership may be lost.
+///     tracing::info!(token = leadership.fencing_token(), "leading");
+/// })
+/// .id("worker-1")
+/// .build()?;
+/// let mut events = selector.events();
+/// selector.start().await?;
+/// let Some(SelectorEvent::Took(term)) = events.next().await else { unreachable!() };
+/// assert_eq!(term.participant_id(), "worker-1");
+/// let Some(SelectorEvent::Ended { token, end }) = events.next().await else { unreachable!() };
+/// assert_eq!((token, end), (term.fencing_token(), TermEnd::Returned));
+/// selector.close().await?; // leaves no node behind
+/// # Ok(()) }
+/// ```
+///
+/// # Differences from Curator
+/// - The leadership function is async and is cancelled by dropping its future; there is no
+///   thread to interrupt and no `CancelLeadershipException`: the connection states that end a
+///   term are the framework's error policy's, as for a held lock.
+/// - A suspension ends a term but not a wait in line: a selector waiting for leadership stays in
+///   line through connection trouble (Curator's adapter cancels the wait as well).
+/// - A grant that is already lost when it comes (the connection was suspended as it was
+///   granted) does not start a term: the function is not called, the node is released and the
+///   selector stays in line.
+/// - [`close`](Self::close) waits until the running term has ended and our node is deleted; it
+///   may be called more than once, and before [`start`](Self::start).
+pub struct LeaderSelector {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LeaderSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderSelector")
+            .field("path", &self.shared.group.base_path())
+            .field("id", &self.shared.id)
+            .field("state", &*self.shared.state.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builder of a [`LeaderSelector`]; see [`LeaderSelector::builder`].
+pub struct LeaderSelectorBuilder {
+    fw: CuratorFramework,
+    path: String,
+    leader: LeaderFn,
+    id: Option<String>,
+    auto_requeue: bool,
+    listeners: Vec<Callback<SelectorEvent>>,
+}
+
+impl std::fmt::Debug for LeaderSelectorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderSelectorBuilder")
+            .field("path", &self.path)
+            .field("id", &self.id)
+            .field("auto_requeue", &self.auto_requeue)
+            .field("listeners", &self.listeners.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeaderSelectorBuilder {
+    /// The participant id, stored as our node's data (UTF-8) and read back by
+    /// [`participants`](LeaderSelector::participants). Default: the framework's default node
+    /// data (this host's address, as in Curator).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Whether to get back in line after every term (default `false`; Curator's
+    /// `autoRequeue()`).
+    pub fn auto_requeue(mut self, auto_requeue: bool) -> Self {
+        self.auto_requeue = auto_requeue;
+        self
+    }
+
+    /// A listener in place from the start, so that it hears every event.
+    pub fn listener(mut self, listener: impl Fn(&SelectorEvent) + Send + Sync + 'static) -> Self {
+        self.listeners.push(Arc::new(listener));
+        self
+    }
+
+    /// Checks the settings and builds the selector; nothing is sent until
+    /// [`start`](LeaderSelector::start). Fails with a typed error for an invalid path or an id
+    /// over the framework's data limit.
+    pub fn build(self) -> Result<LeaderSelector> {
+        let group = ContenderGroup::new(&self.fw, &self.path, MUTEX_LOCK_NAME, &[MUTEX_LOCK_NAME])?;
+        let id = self.id.unwrap_or_else(|| String::from_utf8_lossy(self.fw.default_data()).into_owned());
+        self.fw.check_data(&self.path, id.as_bytes())?;
+        let events = Listeners::new();
+        for listener in self.listeners {
+            events.add_callback(listener);
+        }
+        let shared = Arc::new(Shared {
+            group,
+            id: id.into(),
+            leader: self.leader,
+            auto_requeue: AtomicBool::new(self.auto_requeue),
+            events,
+            state: watch::channel(State::Latent).0,
+        });
+        Ok(LeaderSelector { shared })
+    }
+}
+
+impl LeaderSelector {
+    /// A builder for a selector on `path` whose leader runs `leader` with each term's
+    /// [`Leadership`].
+    pub fn builder<F, Fut>(fw: &CuratorFramework, path: &str, leader: F) -> LeaderSelectorBuilder
+    where
+        F: Fn(Leadership) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let leader: LeaderFn = Arc::new(move |leadership| Box::pin(leader(leadership)));
+        LeaderSelectorBuilder {
+            fw: fw.clone(),
+            path: path.to_string(),
+            leader,
+            id: None,
+            auto_requeue: false,
+            listeners: Vec::new(),
+        }
+    }
+
+    /// Gets in line for leadership, in the background (the run loop is a task of its own):
+    /// returns at once. [`CuratorError::IllegalState`] if already started or closed (use
+    /// [`requeue`](Self::requeue) to get in line again), or outside a tokio runtime.
+    pub async fn start(&self) -> Result<()> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| CuratorError::IllegalState("LeaderSelector::start needs a tokio runtime".into()))?;
+        let mut refused = None;
+        self.shared.state.send_if_modified(|state| match state {
+            State::Latent => {
+                *state = State::Queued;
+                true
+            }
+            State::Closing | State::Closed => {
+                refused = Some("the LeaderSelector is closed");
+                false
+            }
+            _ => {
+                refused = Some("the LeaderSelector was already started; use requeue()");
+                false
+            }
+        });
+        if let Some(reason) = refused {
+            return Err(CuratorError::IllegalState(reason.into()));
+        }
+        self.shared.events.start(runtime);
+        tracing::debug!(path = %self.shared.group.base_path(), id = %self.shared.id, "leader selector started");
+        // Untracked: the run loop ends by itself once the selector closes (or is dropped) or the
+        // framework closes; the node deletes it makes are tracked by the framework.
+        spawn_detached(run(self.shared.clone()));
+        Ok(())
+    }
+
+    /// From now on, get back in line after every term (Curator's `autoRequeue()`). A selector
+    /// that is idle now is not queued by this: call [`requeue`](Self::requeue).
+    pub fn auto_requeue(&self) {
+        self.shared.auto_requeue.store(true, Ordering::Release);
+    }
+
+    /// Gets back in line after a term ended (Curator's `requeue()`): `Ok(true)` if queued,
+    /// `Ok(false)` if already in line or leading. While the session is down the attempt waits
+    /// for it, as an acquire does. [`CuratorError::IllegalState`] before
+    /// [`start`](Self::start) or after [`close`](Self::close).
+    pub fn requeue(&self) -> Result<bool> {
+        let mut outcome = Ok(false);
+        self.shared.state.send_if_modified(|state| match state {
+            State::Idle => {
+                *state = State::Queued;
+                outcome = Ok(true);
+                true
+            }
+            State::Queued | State::Leading { .. } => false,
+            State::Latent => {
+                outcome = Err(CuratorError::IllegalState("the LeaderSelector is not started".into()));
+                false
+            }
+            State::Closing | State::Closed => {
+                outcome = Err(CuratorError::IllegalState("the LeaderSelector is closed".into()));
+                false
+            }
+        });
+        outcome
+    }
+
+    /// Ends the running term, if any (Curator's `interruptLeadership()`): the function's future
+    /// is dropped and [`SelectorEvent::Ended`] says [`TermEnd::Interrupted`]. The selector then
+    /// gets back in line only with auto-requeue.
+    pub fn interrupt_leadership(&self) {
+        self.shared.state.send_if_modified(|state| match state {
+            State::Leading { interrupted, .. } if !*interrupted => {
+                *interrupted = true;
+                true
+            }
+            _ => false,
+        });
+    }
+
+    /// Whether this selector leads now: its function runs and its leadership is not known to
+    /// be lost. Costs no request.
+    pub fn has_leadership(&self) -> bool {
+        self.leadership().is_some_and(|leadership| leadership.is_held())
+    }
+
+    /// The running term's leadership, if a term runs.
+    pub fn leadership(&self) -> Option<Leadership> {
+        match &*self.shared.state.borrow() {
+            State::Leading { leadership, .. } => Some(leadership.clone()),
+            _ => None,
+        }
+    }
+
+    /// Adds a callback listener (run on the blocking pool, in order; section 6.2 of the
+    /// architecture notes).
+    pub fn add_listener(&self, listener: impl Fn(&SelectorEvent) + Send + Sync + 'static) -> ListenerId {
+        self.shared.events.add_callback(Arc::new(listener))
+    }
+
+    /// Removes a listener; false if it was not there.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.shared.events.remove(id)
+    }
+
+    /// The events from now on, as a stream; it ends once the selector is closed.
+    pub fn events(&self) -> EventStream<SelectorEvent> {
+        self.shared.events.stream()
+    }
+
+    /// This participant's id (the data of its node).
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// The participants of the election, in line order (the leader first), read from the
+    /// server (Curator's `getParticipants()`).
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        read_participants(&self.shared.group).await
+    }
+
+    /// The leader of the election, read from the server; `None` when nobody takes part
+    /// (Curator's `getLeader()` answers a dummy participant instead).
+    pub async fn leader(&self) -> Result<Option<Participant>> {
+        read_leader(&self.shared.group).await
+    }
+
+    /// Leaves the election: a running term ends (its future is dropped,
+    /// [`TermEnd::Interrupted`]) and our node is deleted before this returns (when connected; a
+    /// delete that cannot finish goes on in the background). A wait in line is abandoned and its
+    /// node deleted in the background. The event streams end. Closing again does nothing.
+    pub async fn close(&self) -> Result<()> {
+        self.shared.begin_close();
+        let mut state = self.shared.state.subscribe();
+        let _ = state.wait_for(|s| matches!(s, State::Closed)).await;
+        Ok(())
+    }
+}
+
+impl Drop for LeaderSelector {
+    /// Closes the selector in the background (see [`close`](LeaderSelector::close)).
+    fn drop(&mut self) {
+        self.shared.begin_close();
+    }
+}
+
+/// What the handle and the run loop share.
+struct Shared {
+    group: ContenderGroup,
+    id: Arc<str>,
+    leader: LeaderFn,
+    auto_requeue: AtomicBool,
+    events: Listeners<SelectorEvent>,
+    state: watch::Sender<State>,
+}
+
+/// How a turn in line ended.
+enum Turn {
+    /// Granted: a term begins with this leadership.
+    Lead(Leadership),
+    /// The acquire failed and the selector is idle now.
+    GaveUp,
+    /// Closing, or the framework closed.
+    Stop,
+}
+
+impl Shared {
+    fn framework(&self) -> &CuratorFramework {
+        self.group.framework()
+    }
+
+    fn auto_requeue(&self) -> bool {
+        self.auto_requeue.load(Ordering::Acquire)
+    }
+
+    /// Asks the run loop to end (a selector never started is closed at once).
+    fn begin_close(&self) {
+        let mut closed_now = false;
+        self.state.send_if_modified(|state| match state {
+            State::Latent => {
+                *state = State::Closed;
+                closed_now = true;
+                true
+            }
+            State::Idle | State::Queued | State::Leading { .. } => {
+                *state = State::Closing;
+                true
+            }
+            State::Closing | State::Closed => false,
+        });
+        if closed_now {
+            self.events.close();
+        }
+    }
+
+    /// Queued: acquire until granted, closing, or an error that ends the turn.
+    async fn take_turn(&self, state: &mut watch::Receiver<State>) -> Turn {
+        let fw = self.framework();
+        let mut backoff = fw.cleanup_retry_loop();
+        loop {
+            let acquire = self.group.acquire(self.id.as_bytes(), NodeKind::Sequential, Predicate::Leases(1));
+            let outcome = tokio::select! {
+                // Dropping the acquire deletes whatever node it made (in the background).
+                _ = stop_asked(state, false) => return Turn::Stop,
+                outcome = acquire => outcome,
+            };
+            let err = match outcome {
+                Ok(granted) => {
+                    let leadership = Leadership::new(Hold::new(fw, granted), self.id.clone());
+                    return Turn::Lead(leadership);
+                }
+                Err(_) if fw.is_closed() => return Turn::Stop,
+                Err(err) => err,
+            };
+            if !err.is_retryable() && !self.auto_requeue() {
+                fw.report_unhandled(
+                    &format!("leader selector {}: could not get in line", self.group.base_path()),
+                    &err,
+                );
+                let mut idle = false;
+                self.state.send_if_modified(|s| {
+                    idle = matches!(s, State::Queued);
+                    if idle {
+                        *s = State::Idle;
+                    }
+                    idle
+                });
+                return if idle { Turn::GaveUp } else { Turn::Stop };
+            }
+            let pause = backoff.next_pause(&err).unwrap_or(MAX_REQUEUE_PAUSE);
+            tracing::warn!(path = %self.group.base_path(), error = %err, ?pause, "leader selector: acquire failed; trying again");
+            let mut connection = fw.connection_state_watch();
+            tokio::select! {
+                _ = stop_asked(state, false) => return Turn::Stop,
+                _ = connection.changed() => {}
+                _ = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+
+    /// Leading: runs the function until the term ends, and says why.
+    async fn lead(&self, leadership: &Leadership, state: &mut watch::Receiver<State>) -> TermEnd {
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| (self.leader)(leadership.clone())));
+        let Ok(work) = started else {
+            tracing::error!(path = %leadership.path(), "the leadership function panicked");
+            return TermEnd::Returned;
+        };
+        tokio::select! {
+            // In this order: a term that may be lost ends as lost even if the function is done.
+            biased;
+            reason = leadership.lost() => TermEnd::Lost(reason),
+            _ = stop_asked(state, true) => TermEnd::Interrupted,
+            done = AssertUnwindSafe(work).catch_unwind() => {
+                if done.is_err() {
+                    tracing::error!(path = %leadership.path(), "the leadership function panicked");
+                }
+                TermEnd::Returned
+            }
+        }
+    }
+
+    /// After a term: the state moves on, the listeners are told, then our node goes.
+    async fn end_term(&self, leadership: Leadership, end: TermEnd) {
+        let requeue = self.auto_requeue();
+        self.state.send_if_modified(|s| {
+            let leading = matches!(s, State::Leading { .. });
+            if leading {
+                *s = if requeue { State::Queued } else { State::Idle };
+            }
+            leading
+        });
+        let token = leadership.fencing_token();
+        match end {
+            TermEnd::Lost(_) => tracing::warn!(path = %leadership.path(), token, %end, "leadership ended"),
+            _ => tracing::debug!(path = %leadership.path(), token, %end, "leadership ended"),
+        }
+        self.events.publish(SelectorEvent::Ended { token, end });
+        self.release(leadership, matches!(end, TermEnd::Lost(_))).await;
+    }
+
+    /// Deletes our node (a guaranteed delete): awaited, or in the background when the term was
+    /// lost (the connection may be down; the next turn waits for it anyway).
+    async fn release(&self, leadership: Leadership, background: bool) {
+        let hold = leadership.hold().clone();
+        if background {
+            hold.release_in_background();
+        } else if let Err(err) = hold.release().await {
+            let path = leadership.path().to_string();
+            self.framework().report_unhandled(&format!("leader selector: could not delete {path}"), &err);
+        }
+    }
+}
+
+/// Resolves once the selector is asked to stop: closing, or (when `interrupt`) the running term
+/// was interrupted.
+async fn stop_asked(state: &mut watch::Receiver<State>, interrupt: bool) {
+    let _ = state
+        .wait_for(|s| match s {
+            State::Closing | State::Closed => true,
+            State::Leading { interrupted, .. } => interrupt && *interrupted,
+            _ => false,
+        })
+        .await;
+}
+
+/// Resolves once the framework is closed.
+async fn framework_closed(fw: &CuratorFramework) {
+    let mut connection = fw.connection_state_watch();
+    let _ = connection.wait_for(|event| event.state == ConnectionState::Closed).await;
+}
+
+/// The run loop of one started selector (see the module docs).
+async fn run(shared: Arc<Shared>) {
+    let mut state = shared.state.subscribe();
+    let path = shared.group.base_path().to_string();
+    loop {
+        // Idle until queued (start, requeue, auto-requeue) or closing.
+        let queued = tokio::select! {
+            wanted = state.wait_for(|s| matches!(s, State::Queued | State::Closing | State::Closed)) => {
+                matches!(wanted.as_deref(), Ok(State::Queued))
+            }
+            _ = framework_closed(shared.framework()) => false,
+        };
+        if !queued {
+            break;
+        }
+        let leadership = match shared.take_turn(&mut state).await {
+            Turn::Lead(leadership) => leadership,
+            Turn::GaveUp => continue,
+            Turn::Stop => break,
+        };
+        if let Some(reason) = leadership.hold().lost_reason() {
+            tracing::info!(path = %leadership.path(), %reason, "granted, but already lost: staying in line");
+            shared.release(leadership, true).await;
+            continue;
+        }
+        let mut leading = false;
+        shared.state.send_if_modified(|s| {
+            leading = matches!(s, State::Queued);
+            if leading {
+                *s = State::Leading { leadership: leadership.clone(), interrupted: false };
+            }
+            leading
+        });
+        if !leading {
+            // Closing since the grant: no term.
+            shared.release(leadership, false).await;
+            break;
+        }
+        tracing::debug!(path = %leadership.path(), token = leadership.fencing_token(), "leadership taken");
+        shared.events.publish(SelectorEvent::Took(leadership.clone()));
+        let end = shared.lead(&leadership, &mut state).await;
+        shared.end_term(leadership, end).await;
+    }
+    shared.state.send_replace(State::Closed);
+    shared.events.close();
+    tracing::debug!(path = %path, "leader selector closed");
+}
