@@ -30,6 +30,10 @@ pub(crate) struct Args {
     pub instances: usize,
     /// Ours: `discovery_cache`'s caches (`--caches`, 5 by default).
     pub caches: usize,
+    /// Ours: `leader_failover`'s participants (`--participants`, 2 by default).
+    pub participants: usize,
+    /// Ours: `leader_failover`'s handoffs (`--handoffs`, 100 by default).
+    pub handoffs: usize,
 }
 
 impl Args {
@@ -53,6 +57,8 @@ impl Args {
             leave: "session".into(),
             instances: 1000,
             caches: 5,
+            participants: 2,
+            handoffs: 100,
         };
         while let Some(key) = it.next() {
             let Some(value) = it.next() else { return Err(format!("{key} needs a value")) };
@@ -76,6 +82,8 @@ impl Args {
                 "--force-sync" => a.force_sync = value != "no",
                 "--instances" => a.instances = num(&value)?.max(1),
                 "--caches" => a.caches = num(&value)?.max(1),
+                "--participants" => a.participants = num(&value)?.max(2),
+                "--handoffs" => a.handoffs = num(&value)?.max(1),
                 _ => {}
             }
         }
