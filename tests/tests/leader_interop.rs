@@ -254,13 +254,15 @@ async fn assert_views(joined: &[Joined], java: &mut JavaPeer, want: &str, line: 
             };
             seen.push((p.id().to_string(), leader, participants));
         }
-        let agree = seen.iter().all(|(_, leader, participants)| {
-            leader.as_deref() == Some(want) && *participants == expected
-        });
+        let agree =
+            seen.iter().all(|(_, leader, participants)| leader.as_deref() == Some(want) && *participants == expected);
         if agree {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "the sides disagree: want {want} leading {expected:?}, saw {seen:#?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sides disagree: want {want} leading {expected:?}, saw {seen:#?}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await; // poll interval
     }
 }
