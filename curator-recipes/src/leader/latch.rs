@@ -500,13 +500,13 @@ async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiver<Command>
 async fn join(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>) -> Phase {
     shared.status.send_replace(Status::Joining);
     let granted = {
-        let acquire = shared.group.acquire_reporting(
+        // Boxed, not pinned on the stack, so that dropping it (on a close) runs its cleanup now.
+        let mut acquire = Box::pin(shared.group.acquire_reporting(
             shared.id.as_bytes(),
             NodeKind::Sequential,
             Predicate::Leases(1),
             &shared.ours,
-        );
-        tokio::pin!(acquire);
+        ));
         loop {
             tokio::select! {
                 granted = &mut acquire => break granted,
@@ -621,7 +621,10 @@ async fn retry(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>,
     if err.is_retryable() {
         tracing::warn!(path = %shared.group.base_path(), error = %err, "leader latch could not join; joining again once connected");
     } else {
-        fw.report_unhandled(&format!("leader latch on {} could not join; trying again", shared.group.base_path()), &err);
+        fw.report_unhandled(
+            &format!("leader latch on {} could not join; trying again", shared.group.base_path()),
+            &err,
+        );
     }
     let wait = async {
         if connected {

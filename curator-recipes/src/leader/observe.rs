@@ -33,7 +33,7 @@ pub struct LeaderObserver {
 
 /// Follows the leader of the election at `path`: a [`LeaderLatch`](super::LeaderLatch)'s
 /// (`latch-` nodes) or a mutex-based election's, such as a
-/// [`LeaderSelector`](super::LeaderSelector)'s (`lock-` nodes). The leader is the node with the
+/// `LeaderSelector`'s (`lock-` nodes). The leader is the node with the
 /// lowest sequence number among both kinds; it is updated on every change, from a
 /// [`PathChildrenCache`] of `path` (one persistent watch; one read per new node, none per
 /// deletion). The path need not exist yet: it is followed once someone makes it; the observer

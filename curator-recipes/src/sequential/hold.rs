@@ -233,27 +233,49 @@ async fn monitor(
         let watcher: Option<NodeWatch> = if let Some(w) = armed.take() {
             Some(w)
         } else if now.state.is_connected() {
-            match fw.session().await {
-                Ok(s) if s.generation() != node.generation => {
-                    mark(LockLost::SessionLost);
-                    return;
-                }
-                Ok(s) => {
-                    tracing::debug!(path = %node.path, "exists+watch (lock monitor)");
-                    match s.client().check_and_watch_stat(&node.path).await {
-                        Ok((None, _)) => {
-                            mark(node_gone());
-                            return;
+            // Raced against the connection state and the hold's end: a request sent on a
+            // connection that has just gone silent is answered only when the client gives up on
+            // it (7/5 of the session timeout), after the framework may have declared the session
+            // lost; the monitor must see that declaration when it comes.
+            let arm = async {
+                match fw.session().await {
+                    Ok(s) if s.generation() != node.generation => Err(LockLost::SessionLost),
+                    Ok(s) => {
+                        tracing::debug!(path = %node.path, "exists+watch (lock monitor)");
+                        match s.client().check_and_watch_stat(&node.path).await {
+                            Ok((None, _)) => Err(node_gone()),
+                            Ok((Some(_), w)) => {
+                                let w: NodeWatch = Box::pin(w.changed());
+                                Ok(Some(w))
+                            }
+                            Err(_) => Ok(None),
                         }
-                        Ok((Some(_), w)) => Some(Box::pin(w.changed())),
-                        Err(_) => None,
                     }
+                    Err(CuratorError::Closed) => Err(LockLost::Closed),
+                    Err(_) => Ok(None),
                 }
-                Err(CuratorError::Closed) => {
-                    mark(LockLost::Closed);
-                    return;
+            };
+            tokio::select! {
+                armed = arm => match armed {
+                    Ok(w) => w,
+                    Err(reason) => {
+                        mark(reason);
+                        return;
+                    }
+                },
+                r = conn.changed() => {
+                    if r.is_err() {
+                        mark(LockLost::Closed);
+                        return;
+                    }
+                    continue;
                 }
-                Err(_) => None,
+                r = lost.changed() => {
+                    if r.is_err() {
+                        return;
+                    }
+                    continue;
+                }
             }
         } else {
             None

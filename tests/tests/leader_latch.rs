@@ -1,0 +1,473 @@
+//! Our own `LeaderLatch` and `observe()` tests, past Curator's: fencing tokens across leaders,
+//! `lost()` under every error and retry policy, 100 latches on one framework without a herd,
+//! the CURATOR-696 rule on an expired session, an observer following the leader, and bad input.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_core::listeners::EventStream;
+use curator_core::{CuratorError, CuratorFramework, ErrorPolicy};
+use curator_recipes::leader::{observe, LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
+use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
+use tests::{builder, children, client, connected, init_tracing, packets_received, unique_path, Fixture};
+
+fn shared() -> String {
+    TestingServer::shared().connect_string()
+}
+
+fn deadline() -> Duration {
+    Timing::new().deadline()
+}
+
+/// The next latch event, within the deadline.
+async fn next_event(events: &mut EventStream<LatchEvent>) -> LatchEvent {
+    tokio::time::timeout(deadline(), events.next())
+        .await
+        .expect("no latch event within the deadline")
+        .expect("the latch's event stream ended")
+}
+
+async fn next_term(events: &mut EventStream<LatchEvent>) -> Leadership {
+    match next_event(events).await {
+        LatchEvent::IsLeader(term) => term,
+        other => panic!("expected IsLeader, got {other:?}"),
+    }
+}
+
+async fn next_loss(events: &mut EventStream<LatchEvent>) -> LockLost {
+    match next_event(events).await {
+        LatchEvent::NotLeader(reason) => reason,
+        other => panic!("expected NotLeader, got {other:?}"),
+    }
+}
+
+/// Waits until the observer shows a leader for which `check` holds; returns it.
+async fn observed(observer: &mut LeaderObserver, check: impl Fn(&Option<Leader>) -> bool) -> Option<Leader> {
+    tokio::time::timeout(deadline(), async {
+        loop {
+            let now = observer.current();
+            if check(&now) {
+                return now;
+            }
+            observer.changed().await.expect("the observer runs");
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the observer never showed the expected leader; last {:?}", observer.current()))
+}
+
+/// Five latches on five sessions hand leadership on, by closing and by stepping down, 15
+/// times: every new term's fencing token is larger than the last, the terms never overlap
+/// (each `IsLeader` comes after the previous leader's term ended), and the events of each
+/// latch alternate `IsLeader` / `NotLeader`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_grow_with_each_new_leader() {
+    init_tracing();
+    let path = unique_path("tokens");
+    let mut fws = Vec::new();
+    let mut latches = Vec::new();
+    for i in 0..5 {
+        let fw = client(&shared()).await;
+        let latch = LeaderLatch::new(&fw, &path, format!("p{i}")).unwrap();
+        fws.push(fw);
+        latches.push(latch);
+    }
+    let log: Arc<std::sync::Mutex<Vec<(usize, bool, i64)>>> = Arc::default();
+    for (i, latch) in latches.iter().enumerate() {
+        let log = log.clone();
+        latch.add_listener(move |event| {
+            let entry = match event {
+                LatchEvent::IsLeader(term) => (i, true, term.fencing_token()),
+                LatchEvent::NotLeader(_) => (i, false, 0),
+            };
+            log.lock().unwrap().push(entry);
+        });
+        latch.start().await.unwrap();
+    }
+    let mut tokens = Vec::new();
+    let mut open: Vec<bool> = vec![true; 5];
+    for round in 0..15 {
+        let live: Vec<usize> = (0..5).filter(|&i| open[i]).collect();
+        assert!(eventually(deadline(), || async { live.iter().any(|&i| latches[i].has_leadership()) }).await);
+        let leader = *live.iter().find(|&&i| latches[i].has_leadership()).expect("someone leads");
+        let term = latches[leader].leadership().expect("it leads");
+        assert_eq!(live.iter().filter(|&&i| latches[i].has_leadership()).count(), 1, "one leader");
+        assert_eq!(term.participant_id(), format!("p{leader}"));
+        tokens.push(term.fencing_token());
+        if round % 3 == 2 && live.len() > 1 {
+            latches[leader].close().await.unwrap();
+            open[leader] = false;
+        } else {
+            latches[leader].step_down().await.unwrap();
+        }
+    }
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens grow: {tokens:?}");
+    for (i, latch) in latches.iter().enumerate() {
+        if open[i] {
+            latch.close().await.unwrap();
+        }
+    }
+    // Listener queues drain after the closes: every IsLeader (with its token) was seen, and
+    // each latch alternated.
+    assert!(
+        eventually(deadline(), || async { log.lock().unwrap().iter().filter(|e| e.1).count() == tokens.len() }).await
+    );
+    let log = log.lock().unwrap().clone();
+    for i in 0..5 {
+        let mine: Vec<bool> = log.iter().filter(|e| e.0 == i).map(|e| e.1).collect();
+        assert!(mine.windows(2).all(|w| w[0] != w[1]), "latch {i} alternates: {mine:?}");
+        assert!(mine.first().copied().unwrap_or(true), "latch {i} starts with IsLeader");
+    }
+    let leader_tokens: Vec<i64> = log.iter().filter(|e| e.1).map(|e| e.2).collect();
+    let mut sorted = leader_tokens.clone();
+    sorted.sort();
+    assert_eq!(sorted, tokens);
+    for fw in fws {
+        fw.close().await;
+    }
+}
+
+/// `Leadership::lost()` resolves, and `NotLeader` is published with the same reason, when the
+/// leader's session expires, under every error and retry policy (policies.rs). Under
+/// `Standard` the reason may be `Suspended` (the connection dropped first); under `Session` it
+/// is `SessionLost`. The latch then leads again on its new session, with a larger token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_resolves_on_expiry_under_every_policy() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let runs = COMBINATIONS.iter().map(|&(policy, retry)| async move {
+        let fw = framework(&server.connect_string(), policy, retry).await;
+        let latch = LeaderLatch::new(&fw, &unique_path("lost-expiry"), "me").unwrap();
+        let mut events = latch.events();
+        latch.start().await.unwrap();
+        let term = next_term(&mut events).await;
+        let info = fw.session().await.unwrap().client().session().clone();
+        expire_session(&server.connect_string(), &info).await.unwrap();
+        let reason = tokio::time::timeout(deadline(), term.lost()).await.expect("lost() resolves");
+        match policy {
+            ErrorPolicy::Standard => {
+                assert!(
+                    matches!(reason, LockLost::Suspended | LockLost::SessionLost),
+                    "{policy:?} {retry:?}: {reason:?}"
+                )
+            }
+            ErrorPolicy::Session => assert_eq!(reason, LockLost::SessionLost, "{retry:?}"),
+        }
+        assert!(!term.is_held());
+        assert_eq!(next_loss(&mut events).await, reason);
+        let again = next_term(&mut events).await;
+        assert!(again.fencing_token() > term.fencing_token(), "{policy:?} {retry:?}");
+        assert_ne!(again.path(), term.path());
+        latch.close().await.unwrap();
+        fw.close().await;
+    });
+    futures::future::join_all(runs).await;
+}
+
+/// A cut connection (the session survives): under `Standard` the term ends (`Suspended`) and
+/// the latch leads again once reconnected, with a new node; under `Session` nothing happens.
+/// A connection silent for longer than the session timeout ends the term under both policies
+/// (`Suspended` first under `Standard`, `SessionLost` under `Session`), and the latch leads
+/// again on a new session. Every error and retry policy combination.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_resolves_on_cut_under_every_policy() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let runs = COMBINATIONS.iter().map(|&(policy, retry)| async move {
+        let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+        let fw = framework_with(&proxy.connect_string(), policy, retry, Timing::new().session_timeout()).await;
+        let path = unique_path("lost-cut");
+        let latch = LeaderLatch::new(&fw, &path, "me").unwrap();
+        let mut events = latch.events();
+        latch.start().await.unwrap();
+        let term = next_term(&mut events).await;
+
+        // A short cut.
+        proxy.cut();
+        match policy {
+            ErrorPolicy::Standard => {
+                let reason = tokio::time::timeout(deadline(), term.lost()).await.expect("lost() resolves");
+                assert_eq!(reason, LockLost::Suspended, "{retry:?}");
+                assert_eq!(next_loss(&mut events).await, LockLost::Suspended);
+                let again = next_term(&mut events).await;
+                assert!(again.fencing_token() > term.fencing_token());
+                assert!(eventually(deadline(), || async { children(&fw, &path).await.len() == 1 }).await);
+            }
+            ErrorPolicy::Session => {
+                // The reconnection is on the same session: the term goes on.
+                assert!(
+                    eventually(deadline(), || async { fw.connection_state().is_connected() }).await,
+                    "{retry:?}: reconnected"
+                );
+                assert!(tokio::time::timeout(Duration::from_millis(300), term.lost()).await.is_err());
+                assert!(latch.has_leadership());
+            }
+        }
+
+        // Silence for longer than the session timeout.
+        let term = latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
+        proxy.pause();
+        let reason = tokio::time::timeout(deadline(), term.lost()).await.expect("lost() resolves");
+        let expected = if policy == ErrorPolicy::Standard { LockLost::Suspended } else { LockLost::SessionLost };
+        assert_eq!(reason, expected, "{policy:?} {retry:?}");
+        assert_eq!(next_loss(&mut events).await, expected);
+        assert!(!latch.has_leadership());
+        proxy.pass();
+        let again = next_term(&mut events).await;
+        assert!(again.fencing_token() > term.fencing_token());
+        latch.close().await.unwrap();
+        fw.close().await;
+    });
+    futures::future::join_all(runs).await;
+}
+
+/// Curator 5.7's rule (CURATOR-696): a node left by an expired session never makes a leader.
+/// The test deletes nothing: the leader's session expires while the latch leads, and the
+/// latch joins again on its new session. Its node from the old session never yields a second
+/// `IsLeader`: the next term is on a new node (new path, larger token), and the old node is
+/// gone from the server by then. The latch's events alternate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_session_node_never_makes_a_leader() {
+    init_tracing();
+    let fx = Fixture::shared_with(|b| b.connection_state_error_policy(ErrorPolicy::Session)).await;
+    let path = unique_path("curator-696");
+    let latch = LeaderLatch::new(&fx.fw, &path, "me").unwrap();
+    let mut events = latch.events();
+    latch.start().await.unwrap();
+    let old = next_term(&mut events).await;
+    let watcher = client(&fx.connect_string()).await;
+    let info = fx.fw.session().await.unwrap().client().session().clone();
+    expire_session(&fx.connect_string(), &info).await.unwrap();
+    assert_eq!(next_loss(&mut events).await, LockLost::SessionLost);
+    let new = next_term(&mut events).await;
+    assert_ne!(new.path(), old.path(), "the old node never leads again");
+    assert!(new.fencing_token() > old.fencing_token());
+    assert_eq!(new.node().session_id, fx.fw.session().await.unwrap().id(), "the term is on the current session");
+    assert!(watcher.check_exists().for_path(old.path()).await.unwrap().is_none(), "the old node is gone");
+    assert_eq!(children(&watcher, &path).await.len(), 1);
+    assert!(tokio::time::timeout(Duration::from_millis(300), events.next()).await.is_err(), "nothing more");
+    latch.close().await.unwrap();
+    watcher.close().await;
+    fx.close().await;
+}
+
+/// 100 latches, each in a task of its own, on one framework: exactly one leads; when it closes,
+/// the next in start order leads, and so on for 30 handoffs. No herd: a handoff costs a few
+/// requests (the leader's delete, the next one's listing and its watch on its own node, at
+/// most), counted by the server, not one per waiter. (The core's waiters watch only their
+/// predecessor, or every node ahead when at most 8 are: section 8.3 of the architecture.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundred_latches_hand_over_in_order_without_a_herd() {
+    init_tracing();
+    let fx = Fixture::own().await;
+    let fw = fx.fw.clone();
+    let path = unique_path("hundred");
+    let mut latches = Vec::new();
+    for i in 0..100 {
+        let latch = LeaderLatch::new(&fw, &path, format!("{i:03}")).unwrap();
+        latch.start().await.unwrap();
+        latches.push(latch);
+    }
+    // Each latch waits in a task of its own.
+    let waits: Vec<_> = latches
+        .iter()
+        .cloned()
+        .map(|latch| tokio::spawn(async move { latch.await_leadership().await.map(|t| t.fencing_token()) }))
+        .collect();
+    let leaders = |latches: &[LeaderLatch]| latches.iter().filter(|l| l.has_leadership()).count();
+    assert!(eventually(deadline(), || async { latches[0].has_leadership() }).await);
+    assert_eq!(leaders(&latches), 1);
+    // Let every waiter set its watches before counting.
+    assert!(eventually(deadline(), || async { children(&fw, &path).await.len() == 100 }).await);
+    // ... that is, until the server's request count stands still (pings aside).
+    let last = std::sync::atomic::AtomicU64::new(0);
+    let connect = fx.connect_string();
+    assert!(
+        eventually(deadline(), || async {
+            let now = packets_received(&connect).await;
+            now.saturating_sub(last.swap(now, std::sync::atomic::Ordering::SeqCst)) <= 1
+        })
+        .await
+    );
+    const HANDOFFS: usize = 30;
+    let before = packets_received(&fx.connect_string()).await;
+    for i in 0..HANDOFFS {
+        latches[i].close().await.unwrap();
+        let next = latches[i + 1].clone();
+        assert!(
+            eventually(deadline(), || async { next.has_leadership() }).await,
+            "latch {} leads after {i} closed",
+            i + 1
+        );
+        assert_eq!(leaders(&latches[i + 1..]), 1, "exactly one leader after handoff {i}");
+    }
+    let after = packets_received(&fx.connect_string()).await;
+    let per_handoff = (after - before) as f64 / HANDOFFS as f64;
+    eprintln!("{per_handoff:.2} requests per handoff with {} waiters", 100 - HANDOFFS);
+    // A herd would be one listing per waiter (about 70 to 100 per handoff). Pings add a few.
+    assert!(per_handoff <= 5.0, "{per_handoff} requests per handoff");
+    let mut tokens = Vec::new();
+    for (i, wait) in waits.into_iter().enumerate().take(HANDOFFS + 1) {
+        tokens.push(wait.await.unwrap().unwrap_or_else(|e| panic!("latch {i}: {e}")));
+    }
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens grow in start order");
+    for latch in &latches[HANDOFFS..] {
+        latch.close().await.unwrap();
+    }
+    assert!(children(&fw, &path).await.is_empty(), "no node left behind");
+    fx.close().await;
+}
+
+/// `observe()` follows the leader through a close, a step down and a session expiry, for a
+/// latch election and for a mutex-based one (`lock-` nodes), with the leader's id and token;
+/// it shows `None` when nobody takes part, and starts on a path that does not exist yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observer_follows_close_step_down_and_expiry() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let watcher_fw = client(&server.connect_string()).await;
+    let path = unique_path("observe");
+    let mut observer = observe(&watcher_fw, &path).unwrap();
+    assert_eq!(observed(&mut observer, |l| l.is_none()).await, None);
+
+    let fw_a = client(&server.connect_string()).await;
+    let fw_b = connected(builder(&server.connect_string()).connection_state_error_policy(ErrorPolicy::Session)).await;
+    let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
+    let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
+    a.start().await.unwrap();
+    let term_a = a.await_leadership_timeout(deadline()).await.unwrap().expect("a leads");
+    b.start().await.unwrap();
+    let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "a")).await.unwrap();
+    assert_eq!(seen, Leader { id: "a".into(), token: term_a.fencing_token(), path: term_a.path().to_string() });
+
+    // Step down: b leads, then a again after b's expiry.
+    a.step_down().await.unwrap();
+    let term_b = b.await_leadership_timeout(deadline()).await.unwrap().expect("b leads");
+    let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "b")).await.unwrap();
+    assert_eq!(seen.token, term_b.fencing_token());
+
+    // Expiry of b's session: a leads; b joins again behind it.
+    let info = fw_b.session().await.unwrap().client().session().clone();
+    expire_session(&server.connect_string(), &info).await.unwrap();
+    let term_a2 = a.await_leadership_timeout(deadline()).await.unwrap().expect("a leads again");
+    let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "a")).await.unwrap();
+    assert_eq!(seen.token, term_a2.fencing_token());
+    assert!(seen.token > term_b.fencing_token());
+
+    // Close: b leads; close b too: nobody.
+    assert!(eventually(deadline(), || async { children(&watcher_fw, &path).await.len() == 2 }).await);
+    a.close().await.unwrap();
+    let term_b2 = b.await_leadership_timeout(deadline()).await.unwrap().expect("b leads");
+    let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "b")).await.unwrap();
+    assert_eq!(seen.token, term_b2.fencing_token());
+    b.close().await.unwrap();
+    assert_eq!(observed(&mut observer, |l| l.is_none()).await, None);
+
+    // A mutex-based election on the same path (lock- nodes, as a LeaderSelector's).
+    let mutex = curator_recipes::locks::InterProcessMutex::new(&fw_a, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let seen = observed(&mut observer, |l| l.is_some()).await.unwrap();
+    assert_eq!(seen.token, guard.fencing_token());
+    assert!(seen.path.contains("-lock-"));
+    guard.release().await.unwrap();
+    assert_eq!(observed(&mut observer, |l| l.is_none()).await, None);
+
+    observer.close().await;
+    for fw in [fw_a, fw_b, watcher_fw] {
+        fw.close().await;
+    }
+}
+
+/// Bad input is a typed error, never a panic: bad paths (latch and observer), an id over the
+/// data limit, and calls out of order (start twice, close or step down before start, wait
+/// before start or after close).
+#[tokio::test]
+async fn bad_input_is_a_typed_error() {
+    init_tracing();
+    let fw: CuratorFramework = client(&shared()).await;
+    for bad in ["", "relative", "/trailing/", "/a//b", "/a/./b", "/nul\u{0}"] {
+        assert!(
+            matches!(LeaderLatch::new(&fw, bad, "id"), Err(CuratorError::InvalidPath { .. })),
+            "latch path {bad:?}"
+        );
+        assert!(matches!(observe(&fw, bad), Err(CuratorError::InvalidPath { .. })), "observer path {bad:?}");
+    }
+    let huge = "x".repeat(2 * 1024 * 1024);
+    assert!(matches!(LeaderLatch::new(&fw, "/ok", huge), Err(CuratorError::DataTooLarge { .. })));
+
+    let latch = LeaderLatch::new(&fw, &unique_path("bad-input"), "id").unwrap();
+    assert!(matches!(latch.close().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(latch.step_down().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(latch.await_leadership().await, Err(CuratorError::IllegalState(_))));
+    assert!(!latch.has_leadership());
+    latch.start().await.unwrap();
+    assert!(matches!(latch.start().await, Err(CuratorError::IllegalState(_))));
+    latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
+    latch.close().await.unwrap();
+    assert!(matches!(latch.close().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(latch.await_leadership().await, Err(CuratorError::Closed)));
+    assert!(matches!(latch.step_down().await, Err(CuratorError::IllegalState(_))));
+    assert!(latch.leadership().is_none());
+    assert_eq!(latch.our_path(), None);
+    fw.close().await;
+}
+
+/// Dropping the last handle of a latch (leading or in line) leaves no node behind; so does
+/// dropping a `start()` before it returns.
+#[tokio::test]
+async fn dropping_leaves_no_node() {
+    init_tracing();
+    let fw = client(&shared()).await;
+    let path = unique_path("drop");
+    let leader = LeaderLatch::new(&fw, &path, "leader").unwrap();
+    leader.start().await.unwrap();
+    leader.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
+    let waiter = LeaderLatch::new(&fw, &path, "waiter").unwrap();
+    waiter.start().await.unwrap();
+    assert_eq!(children(&fw, &path).await.len(), 2);
+    drop(waiter);
+    drop(leader);
+    let starting = LeaderLatch::new(&fw, &path, "starting").unwrap();
+    let mut start = Box::pin(starting.start());
+    assert!(futures::FutureExt::now_or_never(&mut start).is_none());
+    drop(start);
+    drop(starting);
+    assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
+    fw.close().await;
+}
+
+/// A participant's id and the leader read through `participants()` / `leader()`: ids from node
+/// data, in line order, the leader first.
+#[tokio::test]
+async fn participants_in_line_order() {
+    init_tracing();
+    let fw = client(&shared()).await;
+    let path = unique_path("participants");
+    let mut latches = Vec::new();
+    for id in ["one", "two", "three"] {
+        let latch = LeaderLatch::new(&fw, &path, id).unwrap();
+        latch.start().await.unwrap();
+        latches.push(latch);
+    }
+    latches[0].await_leadership_timeout(deadline()).await.unwrap().expect("leads");
+    let participants = latches[2].participants().await.unwrap();
+    let ids: Vec<(&str, bool)> = participants.iter().map(|p| (p.id.as_str(), p.is_leader)).collect();
+    assert_eq!(ids, vec![("one", true), ("two", false), ("three", false)]);
+    assert_eq!(latches[1].leader().await.unwrap().map(|p| p.id), Some("one".to_string()));
+    for latch in &latches {
+        assert!(latch.our_path().is_some_and(|p| p.contains("-latch-")));
+        latch.close().await.unwrap();
+    }
+    fw.close().await;
+}
+
+#[allow(dead_code)]
+fn assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<LeaderLatch>();
+    is::<Leadership>();
+    is::<LeaderObserver>();
+    is::<LatchEvent>();
+    let _ = Retry::Default;
+}

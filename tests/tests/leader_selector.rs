@@ -1,0 +1,464 @@
+//! `LeaderSelector` (issue 15): the leadership function's future is dropped when the term may be
+//! lost (session expiry, a cut connection, under both error policies) and the leader is told
+//! before anyone else leads; fencing tokens grow; auto-requeue, interrupt, close and drop; bad
+//! input. Tests that expire something use a server of their own; proxies sit in front of the
+//! shared one.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
+use curator_recipes::leader::{LeaderSelector, Leadership, LockLost, SelectorEvent, TermEnd};
+use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use futures::future::BoxFuture;
+use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
+use tests::{children, init_tracing, unique_path, wait_for, Fixture};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+/// What a leadership function reports: its start, and (from a drop guard) the moment its
+/// future was dropped or returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Note {
+    Started { who: String, token: i64, at: Instant },
+    Dropped { who: String, token: i64, at: Instant },
+}
+
+/// Sends [`Note::Dropped`] when the leadership function's future goes.
+struct DropGuard {
+    tx: UnboundedSender<Note>,
+    who: String,
+    token: i64,
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Note::Dropped { who: self.who.clone(), token: self.token, at: Instant::now() });
+    }
+}
+
+/// A leadership function that reports its start and runs until its future is dropped.
+fn until_dropped(who: &str, tx: UnboundedSender<Note>) -> impl Fn(Leadership) -> BoxFuture<'static, ()> + Send + Sync {
+    let who = who.to_string();
+    move |leadership: Leadership| {
+        let (tx, who) = (tx.clone(), who.clone());
+        Box::pin(async move {
+            let token = leadership.fencing_token();
+            let _guard = DropGuard { tx: tx.clone(), who: who.clone(), token };
+            let _ = tx.send(Note::Started { who, token, at: Instant::now() });
+            std::future::pending::<()>().await;
+        })
+    }
+}
+
+/// A selector with id `who` on `path` running [`until_dropped`].
+fn selector(fw: &CuratorFramework, path: &str, who: &str, tx: &UnboundedSender<Note>) -> LeaderSelector {
+    LeaderSelector::builder(fw, path, until_dropped(who, tx.clone())).id(who).build().unwrap()
+}
+
+async fn next_event(events: &mut curator_core::listeners::EventStream<SelectorEvent>) -> SelectorEvent {
+    tokio::time::timeout(Timing::new().deadline(), events.next())
+        .await
+        .expect("an event within the deadline")
+        .expect("the stream is open")
+}
+
+async fn expect_took(events: &mut curator_core::listeners::EventStream<SelectorEvent>) -> Leadership {
+    match next_event(events).await {
+        SelectorEvent::Took(leadership) => leadership,
+        other => panic!("expected Took, got {other:?}"),
+    }
+}
+
+async fn expect_ended(events: &mut curator_core::listeners::EventStream<SelectorEvent>) -> (i64, TermEnd) {
+    match next_event(events).await {
+        SelectorEvent::Ended { token, end } => (token, end),
+        other => panic!("expected Ended, got {other:?}"),
+    }
+}
+
+async fn next_note(notes: &mut UnboundedReceiver<Note>) -> Note {
+    tokio::time::timeout(Timing::new().deadline(), notes.recv()).await.expect("a note within the deadline").unwrap()
+}
+
+/// The notes sent so far.
+fn drain(notes: &mut UnboundedReceiver<Note>) -> Vec<Note> {
+    std::iter::from_fn(|| notes.try_recv().ok()).collect()
+}
+
+async fn wait_children(fw: &CuratorFramework, path: &str, n: usize) {
+    assert!(
+        eventually(Timing::new().deadline(), || async { children(fw, path).await.len() == n }).await,
+        "{path} never had {n} children: {:?}",
+        children(fw, path).await
+    );
+}
+
+/// The leader's session expires, under each error policy: its function's future is dropped,
+/// `Ended` says the term may be lost (under `Session`: `SessionLost`), and the waiting
+/// participant leads with a larger fencing token. (A forced expiry deletes the node on the
+/// server at once, so no client can be told first: the order of the two participants is checked
+/// with the connection cuts below, where the session outlives the warning.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn future_dropped_when_the_session_expires() {
+    init_tracing();
+    let server = TestingServer::start().await.unwrap();
+    for policy in [ErrorPolicy::Standard, ErrorPolicy::Session] {
+        let path = unique_path("sel-expiry");
+        let a_fw = framework(&server.connect_string(), policy, Retry::Default).await;
+        let b_fw = framework(&server.connect_string(), policy, Retry::Default).await;
+        let (tx, mut notes) = unbounded_channel();
+        let a = selector(&a_fw, &path, "a", &tx);
+        let mut a_events = a.events();
+        a.start().await.unwrap();
+        let term = expect_took(&mut a_events).await;
+        assert!(matches!(next_note(&mut notes).await, Note::Started { who, .. } if who == "a"));
+        let b = selector(&b_fw, &path, "b", &tx);
+        let mut b_events = b.events();
+        b.start().await.unwrap();
+        wait_children(&a_fw, &path, 2).await;
+
+        let info = a_fw.session().await.unwrap().client().session().clone();
+        expire_session(&server.connect_string(), &info).await.unwrap();
+
+        let (token, end) = expect_ended(&mut a_events).await;
+        assert_eq!(token, term.fencing_token());
+        match policy {
+            ErrorPolicy::Standard => {
+                assert!(matches!(end, TermEnd::Lost(LockLost::Suspended | LockLost::SessionLost)), "{end:?}")
+            }
+            ErrorPolicy::Session => assert_eq!(end, TermEnd::Lost(LockLost::SessionLost)),
+        }
+        // The guard went with the future, before Ended was published. (b may have started
+        // already: the server deleted a's node at the forced expiry.)
+        let seen = drain(&mut notes);
+        assert!(
+            seen.iter().any(|n| matches!(n, Note::Dropped { who, token: t, .. } if who == "a" && *t == token)),
+            "{seen:?}"
+        );
+        assert!(!a.has_leadership());
+        assert!(!term.is_held());
+        let next = expect_took(&mut b_events).await;
+        assert!(next.fencing_token() > token, "the token grows across the handover");
+        if !seen.iter().any(|n| matches!(n, Note::Started { who, .. } if who == "b")) {
+            assert!(matches!(next_note(&mut notes).await, Note::Started { who, .. } if who == "b"));
+        }
+        a.close().await.unwrap();
+        b.close().await.unwrap();
+        wait_children(&b_fw, &path, 0).await;
+        a_fw.close().await;
+        b_fw.close().await;
+    }
+}
+
+/// The leader's connection is cut, under every combination of error and retry policy.
+/// A short cut (the client reconnects at once to the same session): under `Standard` the
+/// function's future is dropped at the suspension (`Lost(Suspended)`) and the other participant
+/// leads once our node is deleted; under `Session` the term goes on. A cut long enough for the
+/// session to expire: the future is dropped (at the suspension under `Standard`, at the loss
+/// under `Session`) before the other participant's function starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn future_dropped_when_the_connection_is_cut() {
+    init_tracing();
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let path = unique_path("sel-cut");
+        let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+        let a_fw = framework_with(&proxy.connect_string(), policy, retry, Duration::from_secs(2)).await;
+        let b_fw = framework(&server.connect_string(), policy, retry).await;
+        let mut a_states = a_fw.connection_state_stream();
+        let (tx, mut notes) = unbounded_channel();
+        let a = selector(&a_fw, &path, "a", &tx);
+        let mut a_events = a.events();
+        a.start().await.unwrap();
+        let mut term = expect_took(&mut a_events).await;
+        assert!(matches!(next_note(&mut notes).await, Note::Started { who, .. } if who == "a"));
+        let b = selector(&b_fw, &path, "b", &tx);
+        let mut b_events = b.events();
+        b.start().await.unwrap();
+        wait_children(&b_fw, &path, 2).await;
+
+        // A short cut.
+        proxy.cut();
+        wait_for(&mut a_states, ConnectionState::Reconnected, |e| !e.new_session).await;
+        match policy {
+            ErrorPolicy::Standard => {
+                let (token, end) = expect_ended(&mut a_events).await;
+                assert_eq!(
+                    (token, end),
+                    (term.fencing_token(), TermEnd::Lost(LockLost::Suspended)),
+                    "{policy:?} {retry:?}"
+                );
+                assert!(matches!(notes.try_recv(), Ok(Note::Dropped { who, .. }) if who == "a"));
+                assert!(!a.has_leadership());
+                // Our node is deleted once reconnected: the other participant leads.
+                let b_term = expect_took(&mut b_events).await;
+                assert!(b_term.fencing_token() > token);
+                assert!(matches!(next_note(&mut notes).await, Note::Started { who, .. } if who == "b"));
+                // Back to a leading `a` for the long cut.
+                assert!(a.requeue().unwrap());
+                b.interrupt_leadership();
+                assert_eq!(expect_ended(&mut b_events).await.1, TermEnd::Interrupted);
+                assert!(matches!(next_note(&mut notes).await, Note::Dropped { who, .. } if who == "b"));
+                term = expect_took(&mut a_events).await;
+                assert!(term.fencing_token() > b_term.fencing_token());
+                assert!(matches!(next_note(&mut notes).await, Note::Started { who, .. } if who == "a"));
+                assert!(b.requeue().unwrap());
+                wait_children(&b_fw, &path, 2).await;
+            }
+            ErrorPolicy::Session => {
+                assert!(a.has_leadership(), "the Session policy keeps the term through a short cut");
+                assert!(a_events.try_next().is_none());
+                assert!(notes.try_recv().is_err(), "the future still runs");
+            }
+        }
+
+        // A cut until the session is gone.
+        proxy.set_reject(true);
+        proxy.cut();
+        let (token, end) = expect_ended(&mut a_events).await;
+        let expected = match policy {
+            ErrorPolicy::Standard => LockLost::Suspended,
+            ErrorPolicy::Session => LockLost::SessionLost,
+        };
+        assert_eq!((token, end), (term.fencing_token(), TermEnd::Lost(expected)), "{policy:?} {retry:?}");
+        let seen = drain(&mut notes);
+        let [Note::Dropped { who, at: dropped_at, .. }] = seen.as_slice() else {
+            panic!("{policy:?} {retry:?}: a's future was dropped: {seen:?}")
+        };
+        assert_eq!(who, "a");
+        let b_term = expect_took(&mut b_events).await;
+        assert!(b_term.fencing_token() > token);
+        let Note::Started { who, at: started_at, .. } = next_note(&mut notes).await else { panic!("b started") };
+        assert_eq!(who, "b");
+        assert!(*dropped_at < started_at, "a's future was dropped before b's function started");
+        proxy.pass();
+        a.close().await.unwrap();
+        b.close().await.unwrap();
+        wait_children(&b_fw, &path, 0).await;
+        a_fw.close().await;
+        b_fw.close().await;
+    }
+}
+
+/// Terms never overlap and fencing tokens grow with every term: three auto-requeuing
+/// selectors on three sessions record their terms from inside the leadership function.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_grow_and_terms_never_overlap() {
+    init_tracing();
+    let fx = Fixture::shared().await;
+    let path = unique_path("sel-tokens");
+    let inside = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicBool::new(false));
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let mut fws = Vec::new();
+    let mut selectors = Vec::new();
+    for i in 0..3 {
+        let fw = fx.client().await;
+        let (inside, overlaps, tokens) = (inside.clone(), overlaps.clone(), tokens.clone());
+        let s = LeaderSelector::builder(&fw, &path, move |leadership: Leadership| {
+            let (inside, overlaps, tokens) = (inside.clone(), overlaps.clone(), tokens.clone());
+            async move {
+                if inside.swap(true, Ordering::SeqCst) {
+                    overlaps.store(true, Ordering::SeqCst);
+                }
+                tokens.lock().unwrap().push(leadership.fencing_token());
+                tokio::task::yield_now().await;
+                inside.store(false, Ordering::SeqCst);
+            }
+        })
+        .id(format!("p{i}"))
+        .auto_requeue(true)
+        .build()
+        .unwrap();
+        s.start().await.unwrap();
+        selectors.push(s);
+        fws.push(fw);
+    }
+    assert!(eventually(Timing::new().deadline(), || async { tokens.lock().unwrap().len() >= 30 }).await);
+    for s in &selectors {
+        s.close().await.unwrap();
+    }
+    let tokens = tokens.lock().unwrap().clone();
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens grow: {tokens:?}");
+    assert!(!overlaps.load(Ordering::SeqCst), "two terms overlapped");
+    wait_children(&fx.fw, &path, 0).await;
+    for fw in fws {
+        fw.close().await;
+    }
+    fx.close().await;
+}
+
+/// Auto-requeue takes leadership again after every term, whether set on the builder or later
+/// with `auto_requeue()`; without it the selector is idle after a term until `requeue()`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_requeue_takes_leadership_again() {
+    init_tracing();
+    let fx = Fixture::shared().await;
+    let path = unique_path("sel-requeue");
+    let s = LeaderSelector::builder(&fx.fw, &path, |_leadership: Leadership| async {}).build().unwrap();
+    let mut events = s.events();
+    s.start().await.unwrap();
+    let first = expect_took(&mut events).await;
+    assert_eq!(expect_ended(&mut events).await, (first.fencing_token(), TermEnd::Returned));
+    // Idle now: a requeue is taken.
+    assert!(s.requeue().unwrap());
+    let second = expect_took(&mut events).await;
+    assert!(second.fencing_token() > first.fencing_token());
+    assert_eq!(expect_ended(&mut events).await.1, TermEnd::Returned);
+    s.auto_requeue();
+    assert!(s.requeue().unwrap());
+    let mut last = second.fencing_token();
+    for _ in 0..3 {
+        let term = expect_took(&mut events).await;
+        assert!(term.fencing_token() > last);
+        last = term.fencing_token();
+        assert_eq!(expect_ended(&mut events).await, (last, TermEnd::Returned));
+    }
+    s.close().await.unwrap();
+    wait_children(&fx.fw, &path, 0).await;
+
+    let built =
+        LeaderSelector::builder(&fx.fw, &path, |_leadership: Leadership| async {}).auto_requeue(true).build().unwrap();
+    let mut events = built.events();
+    built.start().await.unwrap();
+    for _ in 0..3 {
+        expect_took(&mut events).await;
+        assert_eq!(expect_ended(&mut events).await.1, TermEnd::Returned);
+    }
+    built.close().await.unwrap();
+    wait_children(&fx.fw, &path, 0).await;
+    fx.close().await;
+}
+
+/// `interrupt_leadership` drops the running future (`Ended { Interrupted }`) and deletes our
+/// node; the selector is idle until requeued; an interrupt while not leading does nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_drops_the_future() {
+    init_tracing();
+    let fx = Fixture::shared().await;
+    let path = unique_path("sel-interrupt");
+    let (tx, mut notes) = unbounded_channel();
+    let s = selector(&fx.fw, &path, "a", &tx);
+    let mut events = s.events();
+    s.interrupt_leadership(); // not started: nothing to interrupt
+    s.start().await.unwrap();
+    let term = expect_took(&mut events).await;
+    assert!(matches!(next_note(&mut notes).await, Note::Started { .. }));
+    assert!(s.has_leadership());
+    assert_eq!(s.leadership().map(|l| l.fencing_token()), Some(term.fencing_token()));
+    s.interrupt_leadership();
+    assert_eq!(expect_ended(&mut events).await, (term.fencing_token(), TermEnd::Interrupted));
+    assert!(matches!(notes.try_recv(), Ok(Note::Dropped { .. })));
+    assert!(!s.has_leadership());
+    assert!(s.leadership().is_none());
+    wait_children(&fx.fw, &path, 0).await;
+    // Ended is published before the node goes; the term's own watch says Released after.
+    assert_eq!(term.lost_watch().borrow().as_ref(), Some(&LockLost::Released));
+    s.interrupt_leadership(); // idle: nothing happens
+    assert!(s.requeue().unwrap());
+    let again = expect_took(&mut events).await;
+    assert!(again.fencing_token() > term.fencing_token());
+    s.close().await.unwrap();
+    assert_eq!(expect_ended(&mut events).await.1, TermEnd::Interrupted);
+    fx.close().await;
+}
+
+/// `close()` while leading drops the future and has deleted our node when it returns; while
+/// waiting in line it abandons the wait and leaves no node; dropping a leading selector does
+/// the same in the background. Event streams end after close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_and_drop_leave_no_node() {
+    init_tracing();
+    let fx = Fixture::shared().await;
+    let other = fx.client().await;
+    let path = unique_path("sel-close");
+    let (tx, mut notes) = unbounded_channel();
+    let a = selector(&fx.fw, &path, "a", &tx);
+    let mut a_events = a.events();
+    a.start().await.unwrap();
+    expect_took(&mut a_events).await;
+    let b = selector(&other, &path, "b", &tx);
+    b.start().await.unwrap();
+    wait_children(&fx.fw, &path, 2).await;
+
+    // Waiting in line.
+    b.close().await.unwrap();
+    wait_children(&fx.fw, &path, 1).await;
+    assert!(a.has_leadership());
+    b.close().await.unwrap(); // again: nothing to do
+    assert!(matches!(b.requeue(), Err(CuratorError::IllegalState(_))));
+
+    // Leading.
+    assert!(matches!(next_note(&mut notes).await, Note::Started { .. }));
+    a.close().await.unwrap();
+    assert_eq!(expect_ended(&mut a_events).await.1, TermEnd::Interrupted);
+    assert!(a_events.next().await.is_none(), "the stream ends with the selector");
+    assert!(matches!(notes.try_recv(), Ok(Note::Dropped { .. })));
+    assert!(children(&fx.fw, &path).await.is_empty(), "the node is gone when close returns");
+
+    // Dropped while leading.
+    let c = selector(&other, &path, "c", &tx);
+    let mut c_events = c.events();
+    c.start().await.unwrap();
+    expect_took(&mut c_events).await;
+    assert!(matches!(next_note(&mut notes).await, Note::Started { .. }));
+    drop(c);
+    assert_eq!(expect_ended(&mut c_events).await.1, TermEnd::Interrupted);
+    assert!(matches!(next_note(&mut notes).await, Note::Dropped { who, .. } if who == "c"));
+    wait_children(&fx.fw, &path, 0).await;
+
+    // Closed before it started.
+    let d = selector(&other, &path, "d", &tx);
+    d.close().await.unwrap();
+    assert!(matches!(d.start().await, Err(CuratorError::IllegalState(_))));
+    other.close().await;
+    fx.close().await;
+}
+
+/// A leadership function that panics ends its term as if it returned: the node is deleted and
+/// an auto-requeuing selector leads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_function_ends_its_term() {
+    init_tracing();
+    let fx = Fixture::shared().await;
+    let path = unique_path("sel-panic");
+    let s = LeaderSelector::builder(&fx.fw, &path, |_leadership: Leadership| async { panic!("the leader fails") })
+        .auto_requeue(true)
+        .build()
+        .unwrap();
+    let mut events = s.events();
+    s.start().await.unwrap();
+    for _ in 0..2 {
+        let term = expect_took(&mut events).await;
+        assert_eq!(expect_ended(&mut events).await, (term.fencing_token(), TermEnd::Returned));
+    }
+    s.close().await.unwrap();
+    wait_children(&fx.fw, &path, 0).await;
+    fx.close().await;
+}
+
+/// Bad input gives a typed error: invalid paths, an id over the data limit, starting twice,
+/// requeueing before start.
+#[tokio::test]
+async fn bad_input_is_a_typed_error() {
+    init_tracing();
+    let fx = Fixture::shared().await;
+    for bad in ["", "no-slash", "/trailing/", "/a//b", "/a/./b"] {
+        let built = LeaderSelector::builder(&fx.fw, bad, |_l: Leadership| async {}).build();
+        assert!(matches!(built, Err(CuratorError::InvalidPath { .. })), "{bad:?}: {built:?}");
+    }
+    let huge = "x".repeat(2 << 20);
+    let built = LeaderSelector::builder(&fx.fw, "/ok", |_l: Leadership| async {}).id(huge).build();
+    assert!(matches!(built, Err(CuratorError::DataTooLarge { .. })), "{built:?}");
+
+    let path = unique_path("sel-bad");
+    let s = LeaderSelector::builder(&fx.fw, &path, |_l: Leadership| async {}).id("x").build().unwrap();
+    assert!(matches!(s.requeue(), Err(CuratorError::IllegalState(_))));
+    assert_eq!(s.id(), "x");
+    s.start().await.unwrap();
+    assert!(matches!(s.start().await, Err(CuratorError::IllegalState(_))));
+    s.close().await.unwrap();
+    assert!(matches!(s.requeue(), Err(CuratorError::IllegalState(_))));
+    fx.close().await;
+}
