@@ -26,6 +26,5 @@ pub use participant::Participant;
 // The latch and the observer (issue 15, branch `latch`).
 mod latch;
 mod observe;
-pub use crate::sequential::{LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
 pub use latch::{CloseMode, LatchEvent, LatchState, LeaderLatch, LeaderLatchBuilder};
 pub use observe::{observe, Leader, LeaderObserver};
