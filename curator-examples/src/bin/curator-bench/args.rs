@@ -33,6 +33,10 @@ pub(crate) struct Args {
     /// Ours: how `discovery_cache` hears a cache's events (`--listen callback`, the default: a
     /// listener callback; `--listen stream`: a task reading `ServiceCache::events()`).
     pub listen: String,
+    /// Ours: `leader_failover`'s participants (`--participants`, 2 by default).
+    pub participants: usize,
+    /// Ours: `leader_failover`'s handoffs (`--handoffs`, 100 by default).
+    pub handoffs: usize,
 }
 
 impl Args {
@@ -57,6 +61,8 @@ impl Args {
             instances: 1000,
             caches: 5,
             listen: "callback".into(),
+            participants: 2,
+            handoffs: 100,
         };
         while let Some(key) = it.next() {
             let Some(value) = it.next() else { return Err(format!("{key} needs a value")) };
@@ -81,6 +87,8 @@ impl Args {
                 "--instances" => a.instances = num(&value)?.max(1),
                 "--caches" => a.caches = num(&value)?.max(1),
                 "--listen" => a.listen = value,
+                "--participants" => a.participants = num(&value)?.max(2),
+                "--handoffs" => a.handoffs = num(&value)?.max(1),
                 _ => {}
             }
         }

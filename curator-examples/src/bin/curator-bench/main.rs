@@ -10,14 +10,18 @@
 //! (`--members M --observers O` GroupMembers, each its own session: from a member's session
 //! ending to every observer's leave event; see group.rs) and `discovery_cache` (`--instances N
 //! --caches C --adds A`: a `ServiceCache`'s first load of N instances, and a registration's way
-//! to every cache; see discovery.rs). Not a scenario: `--scenario serve [--force-sync no]`
+//! to every cache; see discovery.rs) and `leader_failover` (`--participants N --handoffs H`
+//! `LeaderLatch`es, each its own session: from the leader's `close()` to the next leader's
+//! is-leader event; see leader.rs). Not a scenario: `--scenario serve [--force-sync no]`
 //! starts a throwaway ZooKeeper (curator-test's `TestingServer`), prints its connect string and
-//! stops it when stdin closes (scripts/bench-group and scripts/bench-discovery use it).
+//! stops it when stdin closes (scripts/bench-group, scripts/bench-discovery and
+//! scripts/bench-leader use it).
 
 mod args;
 mod cache;
 mod discovery;
 mod group;
+mod leader;
 mod locks;
 mod raw;
 mod report;
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
             "cache_memory" => cache::cache_memory(&args).await.map(Some),
             "group_leave" => group::group_leave(&args).await.map(Some),
             "discovery_cache" => discovery::discovery_cache(&args).await.map(Some),
+            "leader_failover" => leader::leader_failover(&args).await.map(Some),
             "serve" => serve(&args).await.map(|()| Some(Vec::new())),
             _ => Ok(None),
         }

@@ -1,0 +1,423 @@
+//! Interop with Apache Curator 5.4's `LeaderLatch` and `LeaderSelector` (Debian's jars): Java
+//! participants (tests/java/LeaderPeer.java, each on a session of its own) and Rust participants
+//! take turns in one election on one path. As the leaders close one by one, alternating between
+//! the sides, exactly one leads at a time (the leadership intervals, taken from both processes on
+//! the same clock, do not overlap, and their fencing tokens grow), every participant leads once,
+//! in the order they joined, and both sides name the same leader and list the same participants
+//! in the same order. Missing `javac` or jars fail the test with a message saying what to install.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use curator_core::CuratorFramework;
+use curator_recipes::leader::{LatchEvent, LeaderLatch, LeaderSelector, Participant, SelectorEvent, TermEnd};
+use curator_test::{eventually, TestingServer, Timing};
+use tests::locks::{now_us, Checker, HoldRecord};
+use tests::{client, init_tracing, unique_path};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::mpsc;
+
+/// A participant's view of the line: (id, is leader), leader first.
+type View = Vec<(String, bool)>;
+
+/// Becoming leader and ceasing to be, as either side reported it, in microseconds since the
+/// epoch (the clock both processes read).
+#[derive(Debug, Clone, Default)]
+struct Log(Arc<Mutex<Vec<(String, bool, u64)>>>);
+
+impl Log {
+    fn push(&self, who: &str, elected: bool, at_us: u64) {
+        self.0.lock().unwrap().push((who.to_string(), elected, at_us));
+    }
+
+    /// Whether `who` has been elected.
+    fn elected(&self, who: &str) -> bool {
+        self.0.lock().unwrap().iter().any(|(w, elected, _)| w == who && *elected)
+    }
+
+    /// Each participant's terms as [start, end] pairs, in the order reported; panics on a term
+    /// that never ended or an end without a start.
+    fn terms(&self) -> BTreeMap<String, Vec<(u64, u64)>> {
+        let mut open: BTreeMap<String, u64> = BTreeMap::new();
+        let mut terms: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+        for (who, elected, at) in self.0.lock().unwrap().iter() {
+            if *elected {
+                assert!(open.insert(who.clone(), *at).is_none(), "{who} elected twice without an end between");
+            } else {
+                let start = open.remove(who).unwrap_or_else(|| panic!("{who}'s term ended before it began"));
+                terms.entry(who.clone()).or_default().push((start, *at));
+            }
+        }
+        assert!(open.is_empty(), "terms that never ended: {open:?}");
+        terms
+    }
+
+    /// The order in which participants were first elected.
+    fn leaders(&self) -> Vec<String> {
+        self.0.lock().unwrap().iter().filter(|(_, elected, _)| *elected).map(|(w, _, _)| w.clone()).collect()
+    }
+}
+
+/// Curator `LeaderLatch` or `LeaderSelector` participants in a Java process.
+struct JavaPeer {
+    child: Child,
+    stdin: ChildStdin,
+    answers: mpsc::UnboundedReceiver<String>,
+}
+
+impl JavaPeer {
+    /// Starts the peer with a client per id (`kind`: `latch` or `selector`); its ELECTED and
+    /// DEPOSED lines go to `log`.
+    async fn start(connect: &str, kind: &str, path: &str, ids: &[&str], log: Log) -> JavaPeer {
+        let mut child = tests::java::peer("LeaderPeer")
+            .args([connect, kind, path])
+            .args(ids)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run java (apt-get install default-jdk-headless)");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let (tx, mut answers) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                match words.as_slice() {
+                    ["ELECTED", who, at] => log.push(who, true, at.parse().expect("micros")),
+                    ["DEPOSED", who, at] => log.push(who, false, at.parse().expect("micros")),
+                    _ => {
+                        let _ = tx.send(line);
+                    }
+                }
+            }
+        });
+        let ready = tokio::time::timeout(Timing::new().deadline(), answers.recv()).await;
+        assert_eq!(ready.expect("the java peer starts in time").as_deref(), Some("READY"));
+        let stdin = child.stdin.take().expect("stdin");
+        JavaPeer { child, stdin, answers }
+    }
+
+    /// Sends `line` and returns the answer; panics on ERROR or silence.
+    async fn command(&mut self, line: &str) -> String {
+        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the java peer");
+        self.stdin.flush().await.expect("flush");
+        let answer = tokio::time::timeout(Timing::new().deadline(), self.answers.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the java peer did not answer {line:?} in time"))
+            .expect("the java peer's output ended");
+        assert!(!answer.starts_with("ERROR"), "the java peer failed {line:?}: {answer}");
+        answer
+    }
+
+    /// The leader's id as Curator's `getLeader()` of participant `id` names it.
+    async fn leader(&mut self, id: &str) -> Option<String> {
+        let answer = self.command(&format!("LEADER {id}")).await;
+        let words: Vec<&str> = answer.split_whitespace().collect();
+        match words.as_slice() {
+            ["LEADER", "-", _] => None,
+            ["LEADER", leader, "true"] => Some(leader.to_string()),
+            _ => panic!("getLeader() of {id}: {answer}"),
+        }
+    }
+
+    /// Curator's `getParticipants()` as participant `id` sees them.
+    async fn participants(&mut self, id: &str) -> View {
+        let answer = self.command(&format!("PARTICIPANTS {id}")).await;
+        answer
+            .split_whitespace()
+            .skip(1)
+            .map(|p| {
+                let (id, leader) = p.rsplit_once(':').expect("id:isLeader");
+                (id.to_string(), leader == "true")
+            })
+            .collect()
+    }
+
+    /// The czxid of participant `id`'s node.
+    async fn token(&mut self, id: &str) -> i64 {
+        let answer = self.command(&format!("TOKEN {id}")).await;
+        answer.rsplit(' ').next().and_then(|t| t.parse().ok()).expect("a token")
+    }
+
+    async fn quit(mut self) {
+        self.stdin.write_all(b"QUIT\n").await.expect("write QUIT");
+        self.stdin.flush().await.expect("flush");
+        let bye = tokio::time::timeout(Timing::new().deadline(), self.answers.recv()).await;
+        assert_eq!(bye.expect("the java peer answers QUIT").as_deref(), Some("BYE"));
+        let status = tokio::time::timeout(Timing::new().deadline(), self.child.wait()).await;
+        assert!(status.expect("the java peer exits").expect("wait").success());
+    }
+}
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One Rust participant, latch or selector, behind one interface.
+trait RustParticipant: Send + Sync {
+    fn id(&self) -> &str;
+    /// The fencing token of the current term, if it leads.
+    fn token(&self) -> Option<i64>;
+    fn leader(&self) -> BoxFuture<'_, Option<String>>;
+    fn participants(&self) -> BoxFuture<'_, View>;
+    /// Closes it; `log` gets the end of a term that closing ends without an event.
+    fn close(&self, log: &Log) -> BoxFuture<'_, ()>;
+}
+
+fn view(participants: curator_core::Result<Vec<Participant>>) -> View {
+    participants.expect("participants").into_iter().map(|p| (p.id, p.is_leader)).collect()
+}
+
+impl RustParticipant for LeaderLatch {
+    fn id(&self) -> &str {
+        LeaderLatch::id(self)
+    }
+    fn token(&self) -> Option<i64> {
+        self.leadership().map(|l| l.fencing_token())
+    }
+    fn leader(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move { LeaderLatch::leader(self).await.expect("leader").map(|p| p.id) })
+    }
+    fn participants(&self) -> BoxFuture<'_, View> {
+        Box::pin(async move { view(LeaderLatch::participants(self).await) })
+    }
+    fn close(&self, log: &Log) -> BoxFuture<'_, ()> {
+        let log = log.clone();
+        Box::pin(async move {
+            // A silent close publishes nothing: the term ends as we decide to close.
+            let end = now_us();
+            let leading = self.has_leadership();
+            LeaderLatch::close(self).await.expect("close the latch");
+            if leading {
+                log.push(self.id(), false, end);
+            }
+        })
+    }
+}
+
+impl RustParticipant for LeaderSelector {
+    fn id(&self) -> &str {
+        LeaderSelector::id(self)
+    }
+    fn token(&self) -> Option<i64> {
+        self.leadership().map(|l| l.fencing_token())
+    }
+    fn leader(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move { LeaderSelector::leader(self).await.expect("leader").map(|p| p.id) })
+    }
+    fn participants(&self) -> BoxFuture<'_, View> {
+        Box::pin(async move { view(LeaderSelector::participants(self).await) })
+    }
+    fn close(&self, log: &Log) -> BoxFuture<'_, ()> {
+        let log = log.clone();
+        Box::pin(async move {
+            // The term ends as we decide to close; the Ended event it brings (Interrupted)
+            // reaches the listener later and is not a term's end of its own.
+            let end = now_us();
+            let leading = self.has_leadership();
+            LeaderSelector::close(self).await.expect("close the selector");
+            if leading {
+                log.push(self.id(), false, end);
+            }
+        })
+    }
+}
+
+/// Who joined, in line order: a Rust participant or a Java one (by id).
+enum Joined {
+    Rust(Box<dyn RustParticipant>),
+    Java(String),
+}
+
+impl Joined {
+    fn id(&self) -> &str {
+        match self {
+            Joined::Rust(p) => p.id(),
+            Joined::Java(id) => id,
+        }
+    }
+}
+
+/// The election with everybody in line: every participant still open names `want` as the
+/// leader and lists `line` (ids in order, the first one leading). Polls until they agree or
+/// the deadline passes, then asserts.
+async fn assert_views(joined: &[Joined], java: &mut JavaPeer, want: &str, line: &[&str]) {
+    let expected: View = line.iter().enumerate().map(|(i, id)| (id.to_string(), i == 0)).collect();
+    let deadline = std::time::Instant::now() + Timing::new().deadline();
+    loop {
+        let mut seen = Vec::new();
+        for p in joined {
+            let (leader, participants) = match p {
+                Joined::Rust(r) => (r.leader().await, r.participants().await),
+                Joined::Java(id) => (java.leader(id).await, java.participants(id).await),
+            };
+            seen.push((p.id().to_string(), leader, participants));
+        }
+        let agree =
+            seen.iter().all(|(_, leader, participants)| leader.as_deref() == Some(want) && *participants == expected);
+        if agree {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sides disagree: want {want} leading {expected:?}, saw {seen:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await; // poll interval
+    }
+}
+
+/// The shared scenario: `joined` (alternating Rust and Java, already in line in this order) lead
+/// one after the other; each leader is checked from both sides and then closed.
+async fn take_turns(mut joined: Vec<Joined>, java: &mut JavaPeer, log: &Log) -> BTreeMap<String, i64> {
+    let mut tokens = BTreeMap::new();
+    while !joined.is_empty() {
+        let leader = joined[0].id().to_string();
+        let elected = eventually(Timing::new().deadline(), || async { log.elected(&leader) }).await;
+        assert!(elected, "{leader} never became leader; leaders so far: {:?}", log.leaders());
+        let line: Vec<String> = joined.iter().map(|p| p.id().to_string()).collect();
+        let line: Vec<&str> = line.iter().map(String::as_str).collect();
+        assert_views(&joined, java, &leader, &line).await;
+        let token = match &joined[0] {
+            Joined::Rust(r) => r.token().expect("the Rust leader has a term"),
+            Joined::Java(id) => java.token(id).await,
+        };
+        tokens.insert(leader.clone(), token);
+        match joined.remove(0) {
+            Joined::Rust(r) => r.close(log).await,
+            Joined::Java(id) => assert_eq!(java.command(&format!("CLOSE {id}")).await, format!("CLOSED {id}")),
+        }
+    }
+    tokens
+}
+
+/// The verdict: every participant led once, in `order`; no two terms overlapped; tokens grew.
+fn verify(log: &Log, tokens: &BTreeMap<String, i64>, order: &[&str]) {
+    let terms = log.terms();
+    let leaders = log.leaders();
+    assert_eq!(leaders, order, "the order of leaders");
+    let checker = Checker::new();
+    for (who, terms) in &terms {
+        assert_eq!(terms.len(), 1, "{who} led more than once: {terms:?}");
+        let (start_us, end_us) = terms[0];
+        assert!(start_us <= end_us, "{who}'s term ends before it starts: {terms:?}");
+        checker.record_external(HoldRecord {
+            who: who.clone(),
+            start_us,
+            end_us,
+            token: tokens.get(who).copied(),
+            shared: false,
+        });
+    }
+    checker.verify(order.len());
+}
+
+async fn rust_frameworks(connect: &str, n: usize) -> Vec<CuratorFramework> {
+    let mut fws = Vec::new();
+    for _ in 0..n {
+        fws.push(client(connect).await);
+    }
+    fws
+}
+
+/// Curator's `LeaderLatch` (Java, a session each) and our `LeaderLatch` on one path: the latches
+/// join alternately, then the leaders close one by one, alternating sides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_latches_elect_one_leader_at_a_time() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let path = unique_path("interop-latch");
+    let log = Log::default();
+    let mut java = JavaPeer::start(&connect, "latch", &path, &["java-0", "java-1", "java-2"], log.clone()).await;
+    let fws = rust_frameworks(&connect, 3).await;
+
+    let mut joined = Vec::new();
+    for (i, fw) in fws.iter().enumerate() {
+        let id = format!("rust-{i}");
+        let events = log.clone();
+        let latch = LeaderLatch::builder(fw, &path)
+            .id(id.clone())
+            .listener(move |event: &LatchEvent| match event {
+                LatchEvent::IsLeader(_) => events.push(&id, true, now_us()),
+                LatchEvent::NotLeader(_) => events.push(&id, false, now_us()),
+            })
+            .build()
+            .expect("latch");
+        latch.start().await.expect("start"); // returns once our node is in line
+        joined.push(Joined::Rust(Box::new(latch)));
+        let java_id = format!("java-{i}");
+        assert_eq!(java.command(&format!("START {java_id}")).await, format!("STARTED {java_id}"));
+        joined.push(Joined::Java(java_id));
+    }
+    let order: Vec<String> = joined.iter().map(|p| p.id().to_string()).collect();
+
+    let tokens = take_turns(joined, &mut java, &log).await;
+    let order: Vec<&str> = order.iter().map(String::as_str).collect();
+    verify(&log, &tokens, &order);
+
+    java.quit().await;
+    assert!(tests::children(&fws[0], &path).await.is_empty(), "nodes left behind");
+    for fw in fws {
+        fw.close().await;
+    }
+}
+
+/// Curator's `LeaderSelector` (Java, whose `takeLeadership` blocks until interrupted) and our
+/// `LeaderSelector` (whose leadership function never returns) on one path: the selectors join
+/// alternately, then the leaders close one by one, alternating sides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_selectors_elect_one_leader_at_a_time() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let path = unique_path("interop-selector");
+    let log = Log::default();
+    let mut java = JavaPeer::start(&connect, "selector", &path, &["java-0", "java-1", "java-2"], log.clone()).await;
+    let fws = rust_frameworks(&connect, 3).await;
+
+    let mut joined = Vec::new();
+    for (i, fw) in fws.iter().enumerate() {
+        let id = format!("rust-{i}");
+        let events = log.clone();
+        let listener_id = id.clone();
+        let selector = LeaderSelector::builder(fw, &path, |_term| futures::future::pending::<()>())
+            .id(id.clone())
+            .listener(move |event: &SelectorEvent| match event {
+                SelectorEvent::Took(_) => events.push(&listener_id, true, now_us()),
+                SelectorEvent::Ended { end: TermEnd::Interrupted, .. } => {} // by our close: logged there
+                SelectorEvent::Ended { .. } => events.push(&listener_id, false, now_us()),
+            })
+            .build()
+            .expect("selector");
+        selector.start().await.expect("start"); // in line in the background
+        let in_line = eventually(Timing::new().deadline(), || async {
+            selector.participants().await.map(|ps| ps.iter().any(|p| p.id == id)).unwrap_or(false)
+        })
+        .await;
+        assert!(in_line, "{id}'s node never appeared");
+        joined.push(Joined::Rust(Box::new(selector)));
+        let java_id = format!("java-{i}");
+        assert_eq!(java.command(&format!("START {java_id}")).await, format!("STARTED {java_id}"));
+        joined.push(Joined::Java(java_id));
+    }
+    let order: Vec<String> = joined.iter().map(|p| p.id().to_string()).collect();
+
+    let tokens = take_turns(joined, &mut java, &log).await;
+    // A Java selector's term ends (its DEPOSED line) when takeLeadership, interrupted by
+    // close(), returns: possibly after CLOSED.
+    let ended = eventually(Timing::new().deadline(), || async {
+        let events = log.0.lock().unwrap().clone();
+        events.iter().filter(|(_, elected, _)| *elected).count() == events.iter().filter(|(_, e, _)| !*e).count()
+    })
+    .await;
+    assert!(ended, "a term never ended: {:?}", log.0.lock().unwrap());
+    let order: Vec<&str> = order.iter().map(String::as_str).collect();
+    verify(&log, &tokens, &order);
+
+    java.quit().await;
+    assert!(tests::children(&fws[0], &path).await.is_empty(), "nodes left behind");
+    for fw in fws {
+        fw.close().await;
+    }
+}
