@@ -412,3 +412,61 @@ async fn guard_bound_to_underscore_releases_at_once() {
     fw.close().await;
     other_fw.close().await;
 }
+
+/// Total watches the server holds (`wchs`: "... Total watches:N").
+async fn server_watches(connect_string: &str) -> u64 {
+    let wchs = curator_test::four_letter_word(connect_string, "wchs").await.expect("wchs");
+    wchs.rsplit(':').next().and_then(|n| n.trim().parse().ok()).expect("Total watches in wchs")
+}
+
+/// Requests the server received for `release`, plus one read on `fw` after it so that
+/// everything the release sent has reached the server (the `mntr` readings counted out).
+async fn requests_for(
+    server: &TestingServer,
+    fw: &curator_core::CuratorFramework,
+    release: impl std::future::Future,
+) -> u64 {
+    let before = tests::packets_received(&server.connect_string()).await;
+    release.await;
+    fw.check_exists().for_path("/").await.expect("a read after the release");
+    let after = tests::packets_received(&server.connect_string()).await;
+    // One `mntr` reading is counted between the two, and the read after the release.
+    after - before - 2
+}
+
+/// A release costs one request, the delete, whether the holder's monitor watches its node
+/// (`lost()` was used) or the acquire left a watch on it (a grant after a wait confirms itself
+/// with one): the deletion fires those watches. Before, they were dropped unfired, and
+/// zookeeper-client sends a RemoveWatches request for such a watch: 2 or 3 requests per release
+/// (found measuring leader handoffs, issue 15).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_costs_one_request() {
+    init_tracing();
+    let server = TestingServer::start().await.expect("server");
+    let (fw1, fw2) = (framework(&server.connect_string()).await, framework(&server.connect_string()).await);
+    let path = unique_path("release-requests");
+    let (m1, m2) = (InterProcessMutex::new(&fw1, &path).unwrap(), InterProcessMutex::new(&fw2, &path).unwrap());
+
+    // A holder whose monitor watches its node.
+    let guard = m1.acquire().await.unwrap();
+    let _lost = guard.lost_watch();
+    let armed =
+        eventually(Timing::new().deadline(), || async { server_watches(&server.connect_string()).await >= 1 }).await;
+    assert!(armed, "the monitor never watched the node");
+    assert_eq!(requests_for(&server, &fw1, guard.release()).await, 1, "a monitored hold's release");
+
+    // A holder granted after a wait, which armed a watch on its own node.
+    let first = m1.acquire().await.unwrap();
+    let waiting = tokio::spawn(async move { m2.acquire().await.map(|g| (m2, g)) });
+    let queued = eventually(Timing::new().deadline(), || async { children(&fw1, &path).await.len() == 2 }).await;
+    assert!(queued, "the waiter never queued");
+    // Its watches (getData on the holder's node, exists on its own) are set once both are listed.
+    let watching =
+        eventually(Timing::new().deadline(), || async { server_watches(&server.connect_string()).await >= 2 }).await;
+    assert!(watching, "the waiter never watched");
+    first.release().await.unwrap();
+    let (_m2, second) = waiting.await.unwrap().unwrap();
+    assert_eq!(requests_for(&server, &fw2, second.release()).await, 1, "a release after a granted wait");
+    fw1.close().await;
+    fw2.close().await;
+}

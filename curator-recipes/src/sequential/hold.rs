@@ -16,6 +16,18 @@ use super::node::LockNode;
 /// How long the monitor waits before trying again to watch the node when it could not.
 const REARM_PAUSE: Duration = Duration::from_millis(200);
 
+/// How long a watch on our node is kept, once we release, for the deletion to fire it.
+/// zookeeper-client sends a RemoveWatches request for a watch dropped before it fired, so
+/// dropping it at the release would cost one request per release (two when both the acquire's
+/// and the monitor's were armed); the deletion fires it a moment after the delete is sent.
+const RELEASED_WATCH_WAIT: Duration = Duration::from_secs(2);
+
+/// Keeps `watch` until it fires (our delete fires it), at most [`RELEASED_WATCH_WAIT`], so that
+/// it ends without a RemoveWatches request.
+async fn let_fire(watch: NodeWatch) {
+    let _ = tokio::time::timeout(RELEASED_WATCH_WAIT, watch).await;
+}
+
 /// Why a held lock may no longer be held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LockLost {
@@ -178,9 +190,18 @@ impl Hold {
     /// Deletes our node (guaranteed: continues in the background after a connection loss).
     pub(crate) async fn release(&self) -> Result<()> {
         self.mark(LockLost::Released);
+        // The acquire's watch on our node, if the monitor never took it over.
+        let armed = self.armed.lock().unwrap_or_else(|e| e.into_inner()).take();
         tracing::debug!(path = %self.node.path, "delete (release)");
         match self.fw.delete().guaranteed().quietly().for_path(&self.node.path).await {
-            Ok(()) | Err(CuratorError::Closed) => Ok(()),
+            Ok(()) => {
+                if let Some(watch) = armed {
+                    // Fired already: the server sends the event before the delete's reply.
+                    let_fire(watch).await;
+                }
+                Ok(())
+            }
+            Err(CuratorError::Closed) => Ok(()),
             Err(e) if e.outcome_unknown() => {
                 // The guaranteed delete continues in the background; a lost session took the
                 // node anyway.
@@ -281,11 +302,21 @@ async fn monitor(
             None
         };
         match watcher {
-            Some(w) => {
+            Some(mut w) => {
                 tokio::select! {
-                    r = lost.changed() => if r.is_err() { return },
+                    r = lost.changed() => {
+                        let released = r.is_ok() && *lost.borrow() == Some(LockLost::Released);
+                        if released {
+                            // Our delete is on its way: let it fire the watch.
+                            let_fire(w).await;
+                            return;
+                        }
+                        if r.is_err() {
+                            return;
+                        }
+                    }
                     r = conn.changed() => if r.is_err() { mark(LockLost::Closed); return },
-                    ev = w => {
+                    ev = &mut w => {
                         if ev.event_type == zk::EventType::NodeDeleted {
                             mark(node_gone());
                             return;
