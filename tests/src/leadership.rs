@@ -14,7 +14,8 @@
 //!   a client of that in advance: the server revokes at once (as `excused_lost_increments` in
 //!   [`crate::chaos`]'s report for locks);
 //! - **token inversions**: a term (in order of start) whose fencing token is not greater than
-//!   every earlier term's;
+//!   every earlier term's, unless it is the same participant's node leading again (a latch that
+//!   kept its node through a suspension: nobody led in between);
 //! - **terms**, and **leaders after calm**: what [`LeadershipChecker::await_one_leader`] saw
 //!   once the faults stopped (exactly one leader, who stayed so, is what every test wants).
 //!
@@ -286,7 +287,11 @@ impl LeadershipChecker {
         for &i in &order {
             let t = &ledger.terms[i];
             if let Some((top, at)) = highest {
-                if t.token <= top {
+                // The same node leading again: a latch back on its session after a suspension
+                // under the Standard policy keeps its node, first in line all along, so nobody
+                // led in between.
+                let same_node = t.token == top && ledger.terms[at].participant == t.participant;
+                if t.token <= top && !same_node {
                     report.token_inversions += 1;
                     report.findings.push(format!(
                         "token inversion: {} after {}",
@@ -428,6 +433,18 @@ mod tests {
         let r = c.report();
         assert_eq!(r.token_inversions, 1, "{r:#}");
         assert!(!r.is_clean());
+    }
+
+    #[test]
+    fn the_same_node_may_lead_again_but_not_after_another_leader() {
+        let (c, t) = (LeadershipChecker::new(), Instant::now());
+        let a = c.began_at("a", 20, t);
+        c.ended_at(a, "suspended", t + ms(1));
+        let a2 = c.began_at("a", 20, t + ms(2));
+        c.ended_at(a2, "closed", t + ms(3));
+        assert!(c.report().is_clean(), "{:#}", c.report());
+        c.began_at("b", 20, t + ms(4));
+        assert_eq!(c.report().token_inversions, 1, "another participant with the same token");
     }
 
     #[tokio::test]
