@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod chaos;
+mod child;
 mod cluster;
 mod error;
 mod four;
@@ -53,6 +54,7 @@ mod server;
 mod session;
 mod timing;
 
+pub use child::child_test_command;
 pub use cluster::TestingCluster;
 pub use error::TestingError;
 pub use four::four_letter_word;

@@ -4,7 +4,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::init_tracing;
@@ -22,13 +21,7 @@ fn alive(pid: u32) -> bool {
 
 /// Runs `test` of this binary in a child process with a pid file to report java's pid.
 fn spawn_child(test: &str, pid_file: &Path) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", test, "--nocapture", "--test-threads=1"])
-        .env(PID_FILE_ENV, pid_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    curator_test::child_test_command(test).env(PID_FILE_ENV, pid_file).spawn().unwrap()
 }
 
 /// Reads `pid data_dir` lines that the child wrote.

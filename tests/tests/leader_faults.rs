@@ -211,14 +211,10 @@ impl Election {
             id,
             out.display()
         );
-        let child = tokio::process::Command::new(std::env::current_exe().expect("this binary"))
-            .args(["--ignored", "--exact", "child_participant", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, spec)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn the child participant");
+        let mut command = curator_test::child_test_command("child_participant");
+        command.env(CHILD_ENV, spec);
+        let child =
+            tokio::process::Command::from(command).kill_on_drop(true).spawn().expect("spawn the child participant");
         let mut token = None;
         let leads = eventually(Timing::new().deadline(), || {
             token = std::fs::read_to_string(&out).ok().and_then(|t| t.strip_suffix('\n')?.parse::<i64>().ok());
