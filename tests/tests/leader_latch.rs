@@ -6,11 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::listeners::EventStream;
-use curator_core::{CuratorError, CuratorFramework, ErrorPolicy};
+use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::leader::{observe, LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
-use tests::{builder, children, client, connected, init_tracing, packets_received, unique_path, Fixture};
+use tests::{
+    builder, children, client, connected, init_tracing, packets_received, proxied_with_states, unique_path, wait_for,
+    Fixture,
+};
 
 fn shared() -> String {
     TestingServer::shared().connect_string()
@@ -220,6 +223,102 @@ async fn lost_resolves_on_cut_under_every_policy() {
         fw.close().await;
     });
     futures::future::join_all(runs).await;
+}
+
+/// Under `ErrorPolicy::Standard`, a leader whose connection is cut for less than the session
+/// timeout hears `NotLeader(Suspended)` and, reconnected on the same session, leads again with
+/// the same node: the same path and fencing token (its node stayed first, so nobody else led
+/// meanwhile). A second latch on the path never leads meanwhile; it leads once the first
+/// closes. Curator 5.4+ does the same (CURATOR-644/645: `LeaderLatch.handleStateChange` keeps
+/// its node on `RECONNECTED` and checks again). Before, the latch deleted its node at the
+/// suspension and joined again at the end of the line: the second latch led, and the first
+/// heard no `IsLeader` (this test timed out waiting for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_cut_leads_again_with_the_same_node() {
+    init_tracing();
+    let (proxy, fw_a, mut states) = proxied_with_states().await;
+    let fw_b = client(&shared()).await;
+    let path = unique_path("short-cut");
+    let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
+    let mut events_a = a.events();
+    a.start().await.unwrap();
+    let first = next_term(&mut events_a).await;
+    let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
+    let mut events_b = b.events();
+    b.start().await.unwrap();
+    let session = fw_a.session().await.unwrap().id();
+
+    // Cut, and keep the server out of reach until the leader has heard of the suspension.
+    proxy.set_reject(true);
+    proxy.cut();
+    assert_eq!(next_loss(&mut events_a).await, LockLost::Suspended);
+    assert!(!a.has_leadership());
+    assert_eq!(a.our_path().as_deref(), Some(first.path()), "the node is kept while suspended");
+    proxy.set_reject(false);
+    wait_for(&mut states, ConnectionState::Reconnected, |e| !e.new_session).await;
+
+    let again = next_term(&mut events_a).await;
+    assert_eq!(again.path(), first.path());
+    assert_eq!(again.fencing_token(), first.fencing_token());
+    assert_eq!(again.node().session_id, session);
+    assert!(again.is_held() && !first.is_held(), "a new term; the old one stays lost");
+    assert!(a.has_leadership());
+    assert!(!b.has_leadership());
+    // The node was never deleted (same czxid), so b's node was never first.
+    let stat = fw_b.check_exists().for_path(first.path()).await.unwrap().expect("the leader's node exists");
+    assert_eq!(stat.czxid, first.fencing_token());
+    assert_eq!(children(&fw_b, &path).await.len(), 2);
+    assert!(tokio::time::timeout(Duration::from_millis(300), events_b.next()).await.is_err(), "b never led");
+
+    a.close().await.unwrap();
+    let term_b = next_term(&mut events_b).await;
+    assert!(term_b.fencing_token() > again.fencing_token());
+    b.close().await.unwrap();
+    fw_b.close().await;
+    fw_a.close().await;
+}
+
+/// Under `ErrorPolicy::Standard`, a leader whose connection is silent for longer than the
+/// session timeout hears `NotLeader(Suspended)`; its session expires on the server, so the
+/// other latch leads, with a larger token. Once the connection is back (on a new session) the
+/// first latch joins again with a new node, behind the new leader (its old node is gone), and
+/// leads with a still larger token when that one closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_cut_lets_the_next_latch_lead() {
+    init_tracing();
+    let (proxy, fw_a, mut states) = proxied_with_states().await;
+    let fw_b = client(&shared()).await;
+    let path = unique_path("long-cut");
+    let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
+    let mut events_a = a.events();
+    a.start().await.unwrap();
+    let first = next_term(&mut events_a).await;
+    let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
+    let mut events_b = b.events();
+    b.start().await.unwrap();
+
+    proxy.pause();
+    assert_eq!(next_loss(&mut events_a).await, LockLost::Suspended);
+    // The server expires a's session: its node goes, and b leads.
+    let term_b = next_term(&mut events_b).await;
+    assert!(term_b.fencing_token() > first.fencing_token());
+    proxy.pass();
+    wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+
+    assert!(eventually(deadline(), || async { a.our_path().is_some_and(|p| p != first.path()) }).await);
+    assert!(eventually(deadline(), || async { children(&fw_b, &path).await.len() == 2 }).await);
+    assert!(fw_b.check_exists().for_path(first.path()).await.unwrap().is_none(), "the old node is gone");
+    assert!(b.has_leadership());
+    assert!(!a.has_leadership());
+    assert!(tokio::time::timeout(Duration::from_millis(300), events_a.next()).await.is_err(), "a waits in line");
+
+    b.close().await.unwrap();
+    let again = next_term(&mut events_a).await;
+    assert_eq!(a.our_path().as_deref(), Some(again.path()));
+    assert!(again.fencing_token() > term_b.fencing_token());
+    a.close().await.unwrap();
+    fw_b.close().await;
+    fw_a.close().await;
 }
 
 /// Curator 5.7's rule (CURATOR-696): a node left by an expired session never makes a leader.
