@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::listeners::EventStream;
+use curator_core::retry::RetryNTimes;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::leader::{observe, LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
-use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingServer, Timing};
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
 use tests::{
     builder, children, client, connected, init_tracing, packets_received, proxied_with_states, unique_path, wait_for,
@@ -43,6 +44,15 @@ async fn next_loss(events: &mut EventStream<LatchEvent>) -> LockLost {
         LatchEvent::NotLeader(reason) => reason,
         other => panic!("expected NotLeader, got {other:?}"),
     }
+}
+
+/// Waits until the server lists a watch on `node` (`wchp`): the leader's lock monitor has sent
+/// its exists+watch. A test that cuts the connection waits for this first: a request that
+/// zookeeper-client has queued but not written when its connection drops is answered only when
+/// the session ends, and a monitor waiting on it hears of the suspension that late.
+async fn watched(connect_string: &str, node: &str) {
+    let listed = || async { four_letter_word(connect_string, "wchp").await.expect("wchp").contains(node) };
+    assert!(eventually(deadline(), listed).await, "no watch on {node}");
 }
 
 /// Waits until the observer shows a leader for which `check` holds; returns it.
@@ -186,6 +196,7 @@ async fn lost_resolves_on_cut_under_every_policy() {
         let mut events = latch.events();
         latch.start().await.unwrap();
         let term = next_term(&mut events).await;
+        watched(&server.connect_string(), term.path()).await;
 
         // A short cut.
         proxy.cut();
@@ -251,6 +262,7 @@ async fn short_cut_leads_again_with_the_same_node() {
     let mut events_a = a.events();
     a.start().await.unwrap();
     let first = next_term(&mut events_a).await;
+    watched(&shared(), first.path()).await;
     let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
     let mut events_b = b.events();
     b.start().await.unwrap();
@@ -286,6 +298,38 @@ async fn short_cut_leads_again_with_the_same_node() {
     fw_a.close().await;
 }
 
+/// While a suspended latch waits for the connection with its node kept (under `Standard`),
+/// `step_down()` changes nothing (it does not lead: it keeps its place) and `close()` deletes
+/// the node: the close returns once the retry policy (a short one here) gives up on the
+/// connection, and the guaranteed delete finishes in the background once it is back. Nothing
+/// is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_down_and_close_while_suspended() {
+    init_tracing();
+    let proxy = ChaosProxy::start(&shared()).await.unwrap();
+    let fw_a =
+        connected(builder(&proxy.connect_string()).retry_policy(RetryNTimes::new(1, Duration::from_millis(100)))).await;
+    let fw_b = client(&shared()).await;
+    let path = unique_path("suspended-close");
+    let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
+    let mut events = a.events();
+    a.start().await.unwrap();
+    let first = next_term(&mut events).await;
+    watched(&shared(), first.path()).await;
+    proxy.set_reject(true);
+    proxy.cut();
+    assert_eq!(next_loss(&mut events).await, LockLost::Suspended);
+    a.step_down().await.unwrap();
+    assert_eq!(a.our_path().as_deref(), Some(first.path()), "a step down keeps the node");
+    a.close().await.unwrap();
+    assert_eq!(a.our_path(), None);
+    proxy.set_reject(false);
+    assert!(eventually(deadline(), || async { children(&fw_b, &path).await.is_empty() }).await);
+    assert!(tokio::time::timeout(deadline(), events.next()).await.unwrap().is_none(), "nothing more: the stream ends");
+    fw_b.close().await;
+    fw_a.close().await;
+}
+
 /// Under `ErrorPolicy::Standard`, a leader whose connection is silent for longer than the
 /// session timeout hears `NotLeader(Suspended)`; its session expires on the server, so the
 /// other latch leads, with a larger token. Once the connection is back (on a new session) the
@@ -301,6 +345,7 @@ async fn long_cut_lets_the_next_latch_lead() {
     let mut events_a = a.events();
     a.start().await.unwrap();
     let first = next_term(&mut events_a).await;
+    watched(&shared(), first.path()).await;
     let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
     let mut events_b = b.events();
     b.start().await.unwrap();
