@@ -382,8 +382,8 @@ impl LeaderLatch {
     }
 
     /// The path of our node while we have one (in line or leading), `None` before it is made
-    /// and after the latch closes. For reference only: the latch replaces it after a loss or a
-    /// step down.
+    /// and after the latch closes. For reference only: the latch replaces it after a step down
+    /// or when the node or its session is lost (a suspension alone keeps it).
     pub fn our_path(&self) -> Option<String> {
         self.shared().ours.borrow().clone()
     }
