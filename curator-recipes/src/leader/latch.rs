@@ -627,7 +627,7 @@ async fn suspended(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Comma
             })
             .await;
         // Err: the framework is gone, and the session with it.
-        now.map_or(false, |s| s.state.is_connected() && s.generation == generation)
+        now.is_ok_and(|s| s.state.is_connected() && s.generation == generation)
     };
     tokio::pin!(back);
     loop {
