@@ -6,11 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::listeners::EventStream;
-use curator_core::{CuratorError, CuratorFramework, ErrorPolicy};
+use curator_core::retry::RetryNTimes;
+use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::leader::{observe, LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
-use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingServer, Timing};
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
-use tests::{builder, children, client, connected, init_tracing, packets_received, unique_path, Fixture};
+use tests::{
+    builder, children, client, connected, init_tracing, packets_received, proxied_with_states, unique_path, wait_for,
+    Fixture,
+};
 
 fn shared() -> String {
     TestingServer::shared().connect_string()
@@ -40,6 +44,15 @@ async fn next_loss(events: &mut EventStream<LatchEvent>) -> LockLost {
         LatchEvent::NotLeader(reason) => reason,
         other => panic!("expected NotLeader, got {other:?}"),
     }
+}
+
+/// Waits until the server lists a watch on `node` (`wchp`): the leader's lock monitor has sent
+/// its exists+watch. A test that cuts the connection waits for this first: a request that
+/// zookeeper-client has queued but not written when its connection drops is answered only when
+/// the session ends, and a monitor waiting on it hears of the suspension that late.
+async fn watched(connect_string: &str, node: &str) {
+    let listed = || async { four_letter_word(connect_string, "wchp").await.expect("wchp").contains(node) };
+    assert!(eventually(deadline(), listed).await, "no watch on {node}");
 }
 
 /// Waits until the observer shows a leader for which `check` holds; returns it.
@@ -166,7 +179,8 @@ async fn lost_resolves_on_expiry_under_every_policy() {
 }
 
 /// A cut connection (the session survives): under `Standard` the term ends (`Suspended`) and
-/// the latch leads again once reconnected, with a new node; under `Session` nothing happens.
+/// the latch leads again once reconnected, with the same node (as Curator 5.4+); under
+/// `Session` nothing happens.
 /// A connection silent for longer than the session timeout ends the term under both policies
 /// (`Suspended` first under `Standard`, `SessionLost` under `Session`), and the latch leads
 /// again on a new session. Every error and retry policy combination.
@@ -182,6 +196,7 @@ async fn lost_resolves_on_cut_under_every_policy() {
         let mut events = latch.events();
         latch.start().await.unwrap();
         let term = next_term(&mut events).await;
+        watched(&server.connect_string(), term.path()).await;
 
         // A short cut.
         proxy.cut();
@@ -191,8 +206,9 @@ async fn lost_resolves_on_cut_under_every_policy() {
                 assert_eq!(reason, LockLost::Suspended, "{retry:?}");
                 assert_eq!(next_loss(&mut events).await, LockLost::Suspended);
                 let again = next_term(&mut events).await;
-                assert!(again.fencing_token() > term.fencing_token());
-                assert!(eventually(deadline(), || async { children(&fw, &path).await.len() == 1 }).await);
+                assert_eq!(again.path(), term.path(), "{retry:?}: the same node leads again");
+                assert_eq!(again.fencing_token(), term.fencing_token());
+                assert_eq!(children(&fw, &path).await.len(), 1);
             }
             ErrorPolicy::Session => {
                 // The reconnection is on the same session: the term goes on.
@@ -213,13 +229,149 @@ async fn lost_resolves_on_cut_under_every_policy() {
         assert_eq!(reason, expected, "{policy:?} {retry:?}");
         assert_eq!(next_loss(&mut events).await, expected);
         assert!(!latch.has_leadership());
+        // The client presumes the session lost after a session timeout without a connection
+        // (under `Standard`, the latch keeps its node until then).
+        let mut states = fw.connection_state_watch();
+        let lost = states.wait_for(|s| s.state == ConnectionState::Lost);
+        tokio::time::timeout(deadline(), lost).await.expect("the session is lost").expect("framework open");
         proxy.pass();
         let again = next_term(&mut events).await;
         assert!(again.fencing_token() > term.fencing_token());
+        assert_ne!(again.path(), term.path());
         latch.close().await.unwrap();
         fw.close().await;
     });
     futures::future::join_all(runs).await;
+}
+
+/// Under `ErrorPolicy::Standard`, a leader whose connection is cut for less than the session
+/// timeout hears `NotLeader(Suspended)` and, reconnected on the same session, leads again with
+/// the same node: the same path and fencing token (its node stayed first, so nobody else led
+/// meanwhile). A second latch on the path never leads meanwhile; it leads once the first
+/// closes. Curator 5.4+ does the same (CURATOR-644/645: `LeaderLatch.handleStateChange` keeps
+/// its node on `RECONNECTED` and checks again). Before, the latch deleted its node at the
+/// suspension and joined again at the end of the line: the second latch led, and the first
+/// heard no `IsLeader` (this test timed out waiting for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_cut_leads_again_with_the_same_node() {
+    init_tracing();
+    let (proxy, fw_a, mut states) = proxied_with_states().await;
+    let fw_b = client(&shared()).await;
+    let path = unique_path("short-cut");
+    let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
+    let mut events_a = a.events();
+    a.start().await.unwrap();
+    let first = next_term(&mut events_a).await;
+    watched(&shared(), first.path()).await;
+    let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
+    let mut events_b = b.events();
+    b.start().await.unwrap();
+    let session = fw_a.session().await.unwrap().id();
+
+    // Cut, and keep the server out of reach until the leader has heard of the suspension.
+    proxy.set_reject(true);
+    proxy.cut();
+    assert_eq!(next_loss(&mut events_a).await, LockLost::Suspended);
+    assert!(!a.has_leadership());
+    assert_eq!(a.our_path().as_deref(), Some(first.path()), "the node is kept while suspended");
+    proxy.set_reject(false);
+    wait_for(&mut states, ConnectionState::Reconnected, |e| !e.new_session).await;
+
+    let again = next_term(&mut events_a).await;
+    assert_eq!(again.path(), first.path());
+    assert_eq!(again.fencing_token(), first.fencing_token());
+    assert_eq!(again.node().session_id, session);
+    assert!(again.is_held() && !first.is_held(), "a new term; the old one stays lost");
+    assert!(a.has_leadership());
+    assert!(!b.has_leadership());
+    // The node was never deleted (same czxid), so b's node was never first.
+    let stat = fw_b.check_exists().for_path(first.path()).await.unwrap().expect("the leader's node exists");
+    assert_eq!(stat.czxid, first.fencing_token());
+    assert_eq!(children(&fw_b, &path).await.len(), 2);
+    assert!(tokio::time::timeout(Duration::from_millis(300), events_b.next()).await.is_err(), "b never led");
+
+    a.close().await.unwrap();
+    let term_b = next_term(&mut events_b).await;
+    assert!(term_b.fencing_token() > again.fencing_token());
+    b.close().await.unwrap();
+    fw_b.close().await;
+    fw_a.close().await;
+}
+
+/// While a suspended latch waits for the connection with its node kept (under `Standard`),
+/// `step_down()` changes nothing (it does not lead: it keeps its place) and `close()` deletes
+/// the node: the close returns once the retry policy (a short one here) gives up on the
+/// connection, and the guaranteed delete finishes in the background once it is back. Nothing
+/// is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_down_and_close_while_suspended() {
+    init_tracing();
+    let proxy = ChaosProxy::start(&shared()).await.unwrap();
+    let fw_a =
+        connected(builder(&proxy.connect_string()).retry_policy(RetryNTimes::new(1, Duration::from_millis(100)))).await;
+    let fw_b = client(&shared()).await;
+    let path = unique_path("suspended-close");
+    let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
+    let mut events = a.events();
+    a.start().await.unwrap();
+    let first = next_term(&mut events).await;
+    watched(&shared(), first.path()).await;
+    proxy.set_reject(true);
+    proxy.cut();
+    assert_eq!(next_loss(&mut events).await, LockLost::Suspended);
+    a.step_down().await.unwrap();
+    assert_eq!(a.our_path().as_deref(), Some(first.path()), "a step down keeps the node");
+    a.close().await.unwrap();
+    assert_eq!(a.our_path(), None);
+    proxy.set_reject(false);
+    assert!(eventually(deadline(), || async { children(&fw_b, &path).await.is_empty() }).await);
+    assert!(tokio::time::timeout(deadline(), events.next()).await.unwrap().is_none(), "nothing more: the stream ends");
+    fw_b.close().await;
+    fw_a.close().await;
+}
+
+/// Under `ErrorPolicy::Standard`, a leader whose connection is silent for longer than the
+/// session timeout hears `NotLeader(Suspended)`; its session expires on the server, so the
+/// other latch leads, with a larger token. Once the connection is back (on a new session) the
+/// first latch joins again with a new node, behind the new leader (its old node is gone), and
+/// leads with a still larger token when that one closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_cut_lets_the_next_latch_lead() {
+    init_tracing();
+    let (proxy, fw_a, mut states) = proxied_with_states().await;
+    let fw_b = client(&shared()).await;
+    let path = unique_path("long-cut");
+    let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
+    let mut events_a = a.events();
+    a.start().await.unwrap();
+    let first = next_term(&mut events_a).await;
+    watched(&shared(), first.path()).await;
+    let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
+    let mut events_b = b.events();
+    b.start().await.unwrap();
+
+    proxy.pause();
+    assert_eq!(next_loss(&mut events_a).await, LockLost::Suspended);
+    // The server expires a's session: its node goes, and b leads.
+    let term_b = next_term(&mut events_b).await;
+    assert!(term_b.fencing_token() > first.fencing_token());
+    proxy.pass();
+    wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+
+    assert!(eventually(deadline(), || async { a.our_path().is_some_and(|p| p != first.path()) }).await);
+    assert!(eventually(deadline(), || async { children(&fw_b, &path).await.len() == 2 }).await);
+    assert!(fw_b.check_exists().for_path(first.path()).await.unwrap().is_none(), "the old node is gone");
+    assert!(b.has_leadership());
+    assert!(!a.has_leadership());
+    assert!(tokio::time::timeout(Duration::from_millis(300), events_a.next()).await.is_err(), "a waits in line");
+
+    b.close().await.unwrap();
+    let again = next_term(&mut events_a).await;
+    assert_eq!(a.our_path().as_deref(), Some(again.path()));
+    assert!(again.fencing_token() > term_b.fencing_token());
+    a.close().await.unwrap();
+    fw_b.close().await;
+    fw_a.close().await;
 }
 
 /// Curator 5.7's rule (CURATOR-696): a node left by an expired session never makes a leader.
@@ -270,7 +422,7 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
         latches.push(latch);
     }
     // Each latch waits in a task of its own.
-    let waits: Vec<_> = latches
+    let mut waits: Vec<_> = latches
         .iter()
         .cloned()
         .map(|latch| tokio::spawn(async move { latch.await_leadership().await.map(|t| t.fencing_token()) }))
@@ -292,7 +444,13 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
     );
     const HANDOFFS: usize = 30;
     let before = packets_received(&fx.connect_string()).await;
+    let mut tokens = Vec::new();
+    let mut token_of = |i: usize, wait: Result<Result<i64, CuratorError>, _>| {
+        tokens.push(wait.expect("the wait task runs").unwrap_or_else(|e| panic!("latch {i}: {e}")));
+    };
     for i in 0..HANDOFFS {
+        // The leader's own wait has seen its term before it closes (else it would see the close).
+        token_of(i, (&mut waits[i]).await);
         latches[i].close().await.unwrap();
         let next = latches[i + 1].clone();
         assert!(
@@ -307,10 +465,7 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
     eprintln!("{per_handoff:.2} requests per handoff with {} waiters", 100 - HANDOFFS);
     // A herd would be one listing per waiter (about 70 to 100 per handoff). Pings add a few.
     assert!(per_handoff <= 5.0, "{per_handoff} requests per handoff");
-    let mut tokens = Vec::new();
-    for (i, wait) in waits.into_iter().enumerate().take(HANDOFFS + 1) {
-        tokens.push(wait.await.unwrap().unwrap_or_else(|e| panic!("latch {i}: {e}")));
-    }
+    token_of(HANDOFFS, (&mut waits[HANDOFFS]).await);
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens grow in start order");
     for latch in &latches[HANDOFFS..] {
         latch.close().await.unwrap();

@@ -2,7 +2,8 @@
 //!
 //! A latch that is started runs one task (module docs of [`run`]) that goes through the
 //! phases of [`Phase`]: join the line (the core's acquire, with `Predicate::Leases(1)`), lead
-//! (until the term may be lost, the latch steps down or closes), wait after a failed join, done.
+//! (until the term may be lost, the latch steps down or closes), wait for the connection with
+//! our node kept (after a suspension), wait after a failed join, done.
 //! The handle talks to it through commands and reads what it publishes: its [`Status`], our
 //! node's path, and the listener events.
 
@@ -11,12 +12,12 @@ use std::time::Duration;
 
 use curator_core::background::spawn_detached;
 use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
-use curator_core::{CuratorError, CuratorFramework, Result};
+use curator_core::{ConnectionState, CuratorError, CuratorFramework, Result};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::leadership::Leadership;
 use super::participant::{read_leader, read_participants, Participant};
-use crate::sequential::{ContenderGroup, Hold, LockLost, NodeKind, Predicate, LEADER_LATCH_NAME};
+use crate::sequential::{ContenderGroup, Hold, LockLost, LockNode, NodeKind, Predicate, LEADER_LATCH_NAME};
 
 /// How long the latch waits before joining again after a join failed while connected (an
 /// error that retrying did not fix, such as a missing permission).
@@ -117,8 +118,12 @@ struct Inner {
 /// Leadership is given up as the framework's
 /// [`ErrorPolicy`](curator_core::ErrorPolicy) says, as the locks do: under `Standard` on a
 /// suspension, under `Session` when the session is lost. The latch then publishes
-/// [`LatchEvent::NotLeader`] with the reason *first*, deletes its node (a guaranteed delete,
-/// as Curator does on a new session) and joins again at the end of the line, with a new node.
+/// [`LatchEvent::NotLeader`] with the reason *first*. After a suspension it keeps its node and
+/// waits for the connection, as Curator 5.4+ does: back on the same session, it checks its
+/// place again with that node, and if it is still first (so nobody else led meanwhile) it
+/// leads again, a new [`Leadership`] with the same node and fencing token. When the session
+/// was lost (or the node is gone), it deletes its node (a guaranteed delete, as Curator does on
+/// a new session) and joins again at the end of the line, with a new node.
 /// A node left by a session that is no longer ours never makes us leader (Curator 5.7's
 /// CURATOR-696 rule): the core decides only on a node of the current session, and a term whose
 /// session changed before it was announced is given back unannounced.
@@ -377,8 +382,8 @@ impl LeaderLatch {
     }
 
     /// The path of our node while we have one (in line or leading), `None` before it is made
-    /// and after the latch closes. For reference only: the latch replaces it after a loss or a
-    /// step down.
+    /// and after the latch closes. For reference only: the latch replaces it after a step down
+    /// or when the node or its session is lost (a suspension alone keeps it).
     pub fn our_path(&self) -> Option<String> {
         self.shared().ours.borrow().clone()
     }
@@ -466,10 +471,14 @@ impl LeaderLatch {
 
 /// The phases of a latch's task.
 enum Phase {
-    /// Join the line and wait to lead.
-    Join,
+    /// Join the line and wait to lead: with a new node, or with this node of ours, kept through
+    /// a suspension on its session.
+    Join(Option<LockNode>),
     /// Lead with this term.
     Lead(Leadership),
+    /// The connection was suspended (under `ErrorPolicy::Standard`): wait for it, keeping the
+    /// node of this hold.
+    Suspended(Arc<Hold>),
     /// A join failed with this error: wait, then join again.
     Retry(CuratorError),
     /// Done; answer the close, if one asked.
@@ -478,11 +487,12 @@ enum Phase {
 
 /// The latch's task: runs the phases until the latch or its framework closes.
 async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiver<Command>) {
-    let mut phase = Phase::Join;
+    let mut phase = Phase::Join(None);
     let reply = loop {
         phase = match phase {
-            Phase::Join => join(&shared, &mut commands).await,
+            Phase::Join(kept) => join(&shared, &mut commands, kept).await,
             Phase::Lead(term) => lead(&shared, &mut commands, term).await,
+            Phase::Suspended(hold) => suspended(&shared, &mut commands, hold).await,
             Phase::Retry(err) => retry(&shared, &mut commands, err).await,
             Phase::Done(reply) => break reply,
         };
@@ -495,18 +505,19 @@ async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiver<Command>
     }
 }
 
-/// Join: our node, then the wait until it is first. A close while waiting drops the acquire,
-/// whose cleanup deletes our node; a step down while waiting changes nothing.
-async fn join(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>) -> Phase {
+/// Join: our node (a new one, or the one `kept` through a suspension), then the wait until it
+/// is first. A close while waiting drops the acquire, whose cleanup deletes our node; a step
+/// down while waiting changes nothing.
+async fn join(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, kept: Option<LockNode>) -> Phase {
     shared.status.send_replace(Status::Joining);
     let granted = {
+        let data = shared.id.as_bytes();
+        let predicate = Predicate::Leases(1);
         // Boxed, not pinned on the stack, so that dropping it (on a close) runs its cleanup now.
-        let mut acquire = Box::pin(shared.group.acquire_reporting(
-            shared.id.as_bytes(),
-            NodeKind::Sequential,
-            Predicate::Leases(1),
-            &shared.ours,
-        ));
+        let mut acquire: std::pin::Pin<Box<dyn std::future::Future<Output = Result<_>> + Send + '_>> = match kept {
+            Some(node) => Box::pin(shared.group.resume(node, data, predicate, &shared.ours)),
+            None => Box::pin(shared.group.acquire_reporting(data, NodeKind::Sequential, predicate, &shared.ours)),
+        };
         loop {
             tokio::select! {
                 granted = &mut acquire => break granted,
@@ -532,11 +543,16 @@ async fn join(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>) 
     match granted {
         Ok(granted) => {
             let hold = Hold::new(fw, granted);
-            if let Some(reason) = hold.lost_reason() {
-                // Granted on a session that is gone by now (CURATOR-696): never announced.
-                tracing::debug!(path = %hold.node().path, %reason, "leadership granted on a lost session: joining again");
-                release(shared, &hold).await;
-                return Phase::Join;
+            match hold.lost_reason() {
+                None => {}
+                // Granted, but the connection is suspended by now: never announced; wait for it.
+                Some(LockLost::Suspended) => return Phase::Suspended(hold),
+                Some(reason) => {
+                    // Granted on a session that is gone by now (CURATOR-696): never announced.
+                    tracing::debug!(path = %hold.node().path, %reason, "leadership granted on a lost session: joining again");
+                    release(shared, &hold).await;
+                    return Phase::Join(None);
+                }
             }
             let term = Leadership::new(hold, shared.id.clone());
             tracing::debug!(path = %term.path(), token = term.fencing_token(), id = %shared.id, "leader latch: is leader");
@@ -550,15 +566,22 @@ async fn join(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>) 
 }
 
 /// Lead: until the term may be lost, or the latch steps down or closes. In every case the
-/// leadership is taken back (status, then `NotLeader`) before our node is deleted.
+/// leadership is taken back (status, then `NotLeader`) before anything else; our node is then
+/// deleted, except after a suspension, when it is kept while waiting for the connection.
 async fn lead(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, term: Leadership) -> Phase {
     let (reason, next) = tokio::select! {
-        reason = term.lost() => (Some(reason), Phase::Join),
+        reason = term.lost() => {
+            if reason == LockLost::Suspended {
+                give_up(shared, &term, Some(reason));
+                return Phase::Suspended(term.hold().clone());
+            }
+            (Some(reason), Phase::Join(None))
+        }
         command = commands.recv() => match command {
             Some(Command::StepDown(reply)) => {
                 end_term(shared, &term, Some(LockLost::Released)).await;
                 let _ = reply.send(());
-                return Phase::Join;
+                return Phase::Join(None);
             }
             Some(Command::Close(mode, reply)) => {
                 let notify = (mode == CloseMode::NotifyLeader).then_some(LockLost::Released);
@@ -571,15 +594,68 @@ async fn lead(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, 
     next
 }
 
-/// Ends a term: no longer leading, `NotLeader(reason)` published if given, then our node
-/// deleted.
+/// Ends a term: [`give_up`], then our node deleted.
 async fn end_term(shared: &Shared, term: &Leadership, reason: Option<LockLost>) {
+    give_up(shared, term, reason);
+    release(shared, term.hold()).await;
+}
+
+/// Takes leadership back: no longer leading, then `NotLeader(reason)` published if given.
+fn give_up(shared: &Shared, term: &Leadership, reason: Option<LockLost>) {
     shared.status.send_replace(Status::Joining);
     if let Some(reason) = reason {
         tracing::debug!(path = %term.path(), %reason, id = %shared.id, "leader latch: not leader");
         shared.events.publish(LatchEvent::NotLeader(reason));
     }
-    release(shared, term.hold()).await;
+}
+
+/// Suspended (under `ErrorPolicy::Standard`, after `NotLeader(Suspended)`): our node is kept
+/// while we wait for the connection. Back on the node's session, join again with that node
+/// (the core lists again: still first, we lead again with it; nobody else can have led
+/// meanwhile). The session lost or replaced: delete the node (guaranteed) and join with a new
+/// one. A step down meanwhile changes nothing (we do not lead); a close deletes the node.
+async fn suspended(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, hold: Arc<Hold>) -> Phase {
+    let fw = shared.group.framework();
+    let generation = hold.node().generation;
+    let mut states = fw.connection_state_watch();
+    tracing::debug!(path = %hold.node().path, "leader latch suspended: keeping our node, waiting for the connection");
+    let back = async {
+        let now = states
+            .wait_for(|s| {
+                let other = s.generation != generation && s.generation != 0;
+                other || s.state.is_connected() || matches!(s.state, ConnectionState::Lost | ConnectionState::Closed)
+            })
+            .await;
+        // Err: the framework is gone, and the session with it.
+        now.is_ok_and(|s| s.state.is_connected() && s.generation == generation)
+    };
+    tokio::pin!(back);
+    loop {
+        tokio::select! {
+            same_session = &mut back => {
+                if same_session {
+                    tracing::debug!(path = %hold.node().path, "reconnected on the same session: joining again with our node");
+                    return Phase::Join(Some(hold.node().clone()));
+                }
+                tracing::debug!(path = %hold.node().path, "the session was lost: deleting our node, joining with a new one");
+                release(shared, &hold).await;
+                return Phase::Join(None);
+            }
+            command = commands.recv() => match command {
+                Some(Command::StepDown(reply)) => {
+                    let _ = reply.send(());
+                }
+                Some(Command::Close(_, reply)) => {
+                    release(shared, &hold).await;
+                    return Phase::Done(Some(reply));
+                }
+                None => {
+                    release(shared, &hold).await;
+                    return Phase::Done(None);
+                }
+            },
+        }
+    }
 }
 
 /// Deletes the node of `hold` (guaranteed) and forgets its path.
@@ -636,7 +712,7 @@ async fn retry(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>,
     tokio::pin!(wait);
     loop {
         tokio::select! {
-            () = &mut wait => return Phase::Join,
+            () = &mut wait => return Phase::Join(None),
             command = commands.recv() => match command {
                 Some(Command::StepDown(reply)) => {
                     let _ = reply.send(());

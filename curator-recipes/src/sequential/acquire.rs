@@ -20,6 +20,10 @@
 //!                         Any other watch event (a Session event on disconnection, a data
 //!                         change) means "re-check": List.
 //!                       Missing (our node is not listed: its session is gone) -> Find.
+//! Resume  : (ContenderGroup::resume) an acquire that goes on with a node of ours from an
+//!           earlier one (a leader's, kept through a suspension) starts at List with it; its
+//!           protected prefix is taken from the node's name, and the cleanup knows its path.
+//!           A node from an older session goes to Find from List, as any other.
 //! ```
 //!
 //! Every phase runs on the session current at that moment; a phase whose node belongs to an
@@ -37,7 +41,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::cleanup::Cleanup;
 use super::group::ContenderGroup;
-use super::names::{protected_prefix, sequence_in};
+use super::names::{prefix_of, protected_prefix, sequence_in};
 use super::node::{LockNode, NodeKind};
 use super::order::{contenders, AfterWatch, Predicate, Verdict};
 
@@ -95,14 +99,37 @@ pub(super) struct Acquire<'a> {
     /// Told the path of our node whenever it becomes known (a latch's `our_path()` while it
     /// waits in line).
     report: Option<&'a tokio::sync::watch::Sender<Option<String>>>,
+    /// A node of ours to go on with (a resumed acquire starts at List with it).
+    resume: Option<LockNode>,
 }
 
 impl<'a> Acquire<'a> {
     /// A new acquire in `group` (nothing is sent yet).
     pub(super) fn new(group: &'a ContenderGroup, data: &'a [u8], kind: NodeKind, predicate: Predicate) -> Self {
+        Self::with_prefix(group, data, kind, predicate, protected_prefix())
+    }
+
+    /// An acquire that goes on with `node`, a sequential node of ours in `group` from an
+    /// earlier acquire (nothing is sent yet): it starts by listing the contenders. Should the
+    /// node be gone, the new one gets the same protected prefix.
+    pub(super) fn resuming(group: &'a ContenderGroup, node: LockNode, data: &'a [u8], predicate: Predicate) -> Self {
+        // Our nodes always have a protected prefix; a node without one is deleted by its path.
+        let prefix = prefix_of(node.name()).map_or_else(protected_prefix, str::to_string);
+        let mut acquire = Self::with_prefix(group, data, NodeKind::Sequential, predicate, prefix);
+        acquire.cleanup.known(&node.path);
+        acquire.resume = Some(node);
+        acquire
+    }
+
+    fn with_prefix(
+        group: &'a ContenderGroup,
+        data: &'a [u8],
+        kind: NodeKind,
+        predicate: Predicate,
+        prefix: String,
+    ) -> Self {
         let fw = group.framework();
         let base_path = group.base_path();
-        let prefix = protected_prefix();
         Self {
             fw,
             base_path,
@@ -115,6 +142,7 @@ impl<'a> Acquire<'a> {
             predicate,
             parent_attempts: 0,
             report: None,
+            resume: None,
         }
     }
 
@@ -135,7 +163,13 @@ impl<'a> Acquire<'a> {
     /// Runs the phases until our node holds (or the retry policy gives up).
     pub(super) async fn run(mut self) -> Result<Granted> {
         let mut retry = self.fw.retry_loop();
-        let mut phase = Phase::Create;
+        let mut phase = match self.resume.take() {
+            Some(node) => {
+                self.known(&node.path);
+                Phase::List(node)
+            }
+            None => Phase::Create,
+        };
         loop {
             phase = match self.step(phase).await {
                 Ok(Step::Next(next)) => {

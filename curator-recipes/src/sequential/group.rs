@@ -5,7 +5,7 @@ use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
 use tracing::Instrument;
 
 use super::acquire::{Acquire, Granted};
-use super::node::NodeKind;
+use super::node::{LockNode, NodeKind};
 use super::order::{contenders, Predicate};
 
 /// The contenders under one path: our nodes are `base_path/_c_<uuid>-<node_name><seq>`, and
@@ -94,5 +94,23 @@ impl ContenderGroup {
     ) -> Result<Granted> {
         let span = tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name);
         Acquire::new(self, data, kind, predicate).reporting(ours).run().instrument(span).await
+    }
+
+    /// Goes on with `node`, a sequential node of ours from an earlier acquire in this group that
+    /// was given up while its session may live on (a leader whose connection was suspended):
+    /// lists the contenders and waits until `predicate` says it holds, as
+    /// [`acquire_reporting`](Self::acquire_reporting) does after its create. If the node's
+    /// session is gone, or the node is, the acquire makes a new node (deleting the old one if
+    /// it is still there). Cancel safe: dropping the future deletes our node.
+    pub(crate) async fn resume(
+        &self,
+        node: LockNode,
+        data: &[u8],
+        predicate: Predicate,
+        ours: &tokio::sync::watch::Sender<Option<String>>,
+    ) -> Result<Granted> {
+        let span =
+            tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name, resume = %node.path);
+        Acquire::resuming(self, node, data, predicate).reporting(ours).run().instrument(span).await
     }
 }

@@ -33,6 +33,11 @@ pub(crate) fn protected_prefix() -> String {
     path::protected_name(&uuid::Uuid::new_v4(), "")
 }
 
+/// The protected prefix `_c_<uuid>-` of `name`, if it has one.
+pub(crate) fn prefix_of(name: &str) -> Option<&str> {
+    path::protected_id(name).map(|_| &name[..path::PROTECTED_PREFIX_LEN])
+}
+
 /// The sequence number of `name`: the digits after the first of `names` it contains (`None`
 /// when it has none, so that foreign children are never taken for contenders).
 pub(crate) fn sequence_in(name: &str, names: &[&str]) -> Option<i64> {
