@@ -406,9 +406,10 @@ async fn expired_session_node_never_makes_a_leader() {
 
 /// 100 latches, each in a task of its own, on one framework: exactly one leads; when it closes,
 /// the next in start order leads, and so on for 30 handoffs. No herd: a handoff costs a few
-/// requests (the leader's delete, the next one's listing and its watch on its own node, at
-/// most), counted by the server, not one per waiter. (The core's waiters watch only their
-/// predecessor, or every node ahead when at most 8 are: section 8.3 of the architecture.)
+/// requests (the leader's delete; the listing of the waiter that has just become second, with
+/// its watches on the new leader and on its own node), counted by the server, not one per
+/// waiter. (A waiter far back watches one node, the one before its predecessor; one with at
+/// most 8 nodes ahead watches them all: section 8.3 of the architecture.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundred_latches_hand_over_in_order_without_a_herd() {
     init_tracing();

@@ -70,7 +70,13 @@ impl Predicate {
                         if watched.iter().any(Contender::is_writer) { AfterWatch::Recheck } else { AfterWatch::Hold };
                     Verdict::Wait { nodes: names(watched), then }
                 } else {
-                    Verdict::Wait { nodes: vec![sorted[index - n].name.clone()], then: AfterWatch::Recheck }
+                    // Far back: watch the blocking node just before the last one, and list again
+                    // when it goes. In a line that moves one holder at a time, that is when the
+                    // line has moved up to us: we are then second, watch the node ahead (the
+                    // holder), and hold when it goes without listing again. Our listing overlaps
+                    // the handoff to the node ahead of us, instead of following the handoff to
+                    // us, as it would if we watched only the node just ahead (Curator's way).
+                    Verdict::Wait { nodes: vec![sorted[index - n - 1].name.clone()], then: AfterWatch::Recheck }
                 }
             }
             Predicate::Read { holds_write: true } => Verdict::Hold,
@@ -133,9 +139,18 @@ mod tests {
             Predicate::Leases(1).decide(&c, &all[3]),
             Verdict::Wait { nodes: kids(&[&all[0], &all[1], &all[2]]), then: AfterWatch::Hold }
         );
+        // Far back: the node before the one just ahead of us.
         assert_eq!(
             Predicate::Leases(1).decide(&c, &all[15]),
-            Verdict::Wait { nodes: vec![all[14].clone()], then: AfterWatch::Recheck }
+            Verdict::Wait { nodes: vec![all[13].clone()], then: AfterWatch::Recheck }
+        );
+        assert_eq!(
+            Predicate::Leases(1).decide(&c, &all[WATCH_ALL_LIMIT + 1]),
+            Verdict::Wait { nodes: vec![all[WATCH_ALL_LIMIT - 1].clone()], then: AfterWatch::Recheck }
+        );
+        assert_eq!(
+            Predicate::Leases(2).decide(&c, &all[15]),
+            Verdict::Wait { nodes: vec![all[12].clone()], then: AfterWatch::Recheck }
         );
         assert_eq!(Predicate::Leases(1).decide(&c, "nope"), Verdict::Missing);
         assert_eq!(Predicate::Leases(3).decide(&c, &all[2]), Verdict::Hold);
