@@ -103,7 +103,7 @@ async fn uncreated_path_get_leader() {
 /// The latch that led hears `NotLeader`, and the two latches elect exactly one leader again,
 /// each with a node on the new server. (The wiped server counts zxids from zero again, so the
 /// new leader's token is larger than the old one only because more transactions come before its
-/// node than before the first; five runs saw 6 to 8 against 5. No fencing token survives the
+/// node than before the first; three runs saw 6 to 8 against 5. No fencing token survives the
 /// loss of the ensemble's data.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_children_hits_no_node() {
