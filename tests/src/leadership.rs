@@ -20,13 +20,20 @@
 //!   once the faults stopped (exactly one leader, who stayed so, is what every test wants).
 //!
 //! [`latch`] and [`selector`] build a `LeaderLatch` or a `LeaderSelector` that records into a
-//! checker; [`LeadershipChecker::stopping`] records the end of a term that the participant
-//! itself ends without being told (a silent close).
+//! checker; [`LeadershipChecker::record_latch`] records a latch a test built itself, and
+//! [`LeadershipChecker::recording`] wraps a selector's own leadership function;
+//! [`LeadershipChecker::stopping`] records the end of a term that the participant itself ends
+//! without being told (a silent close). Terms another process reports (a Java peer) go in with
+//! [`LeadershipChecker::began_at`] / [`LeadershipChecker::ended_at`] and
+//! [`instant_of_epoch_us`].
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use curator_core::listeners::ListenerId;
 use curator_core::CuratorFramework;
 use curator_recipes::leader::{LatchEvent, LeaderLatch, LeaderSelector, Leadership, SelectorEvent};
 
@@ -187,6 +194,55 @@ impl LeadershipChecker {
         });
     }
 
+    /// Records `latch`'s terms as participant `who` (usually its id; a name of the test's own
+    /// where latches share an id): `IsLeader` begins a term (and [`watch`](Self::watch)es its
+    /// `lost()`), `NotLeader` ends it. Call it before the latch starts. A listener runs a little
+    /// after the event: a test that ends a term as soon as it leads waits for the term to show
+    /// in [`leaders`](Self::leaders) first.
+    pub fn record_latch(&self, latch: &LeaderLatch, who: &str) -> ListenerId {
+        let (checker, who) = (self.clone(), who.to_string());
+        latch.add_listener(move |event| match event {
+            LatchEvent::IsLeader(leadership) => {
+                let term = checker.began(&who, leadership.fencing_token());
+                checker.watch(term, leadership);
+            }
+            LatchEvent::NotLeader(reason) => checker.ended_current(&who, format!("NotLeader({reason})")),
+        })
+    }
+
+    /// Wraps a selector's leadership function `leader` so that each call records a term of
+    /// participant `who`: it begins as the function is called, [`watch`](Self::watch)es its
+    /// `lost()`, and ends when the function returns or its future is dropped (the selector
+    /// drops it when the term ends, before it tells anyone or deletes its node).
+    pub fn recording<F, Fut>(
+        &self,
+        who: &str,
+        leader: F,
+    ) -> impl Fn(Leadership) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync + 'static
+    where
+        F: Fn(Leadership) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let (checker, who) = (self.clone(), who.to_string());
+        move |leadership: Leadership| {
+            let term = checker.began(&who, leadership.fencing_token());
+            checker.watch(term, &leadership);
+            let end = EndOnDrop { checker: checker.clone(), term };
+            let work = leader(leadership);
+            Box::pin(async move {
+                let _end = end;
+                work.await;
+            })
+        }
+    }
+
+    /// Waits (up to `deadline`) until `who` has an open term; false if it never had. For a test
+    /// about to end a term it learned of some other way (`has_leadership()`, an event stream)
+    /// before the recording listener ran.
+    pub async fn recorded(&self, who: &str, deadline: Duration) -> bool {
+        curator_test::eventually(deadline, || async { self.open_term_of(who).is_some() }).await
+    }
+
     /// `participant`'s session is being expired by force (call it just before
     /// [`curator_test::expire_session`]).
     pub fn forced_expiry(&self, participant: &str) {
@@ -315,22 +371,23 @@ impl LeadershipChecker {
     }
 }
 
-/// A `LeaderLatch` on `path` for participant `id`, recording into `checker`: `IsLeader`
-/// begins a term (and [`LeadershipChecker::watch`]es its `lost()`), `NotLeader` ends it. A
-/// silent close publishes nothing: call [`LeadershipChecker::stopping`] before it.
+/// A `LeaderLatch` on `path` for participant `id`, recording into `checker` (see
+/// [`LeadershipChecker::record_latch`]). A silent close publishes nothing: call
+/// [`LeadershipChecker::stopping`] before it.
 pub fn latch(checker: &LeadershipChecker, fw: &CuratorFramework, path: &str, id: &str) -> LeaderLatch {
-    let (checker, who) = (checker.clone(), id.to_string());
-    LeaderLatch::builder(fw, path)
-        .id(id)
-        .listener(move |event| match event {
-            LatchEvent::IsLeader(leadership) => {
-                let term = checker.began(&who, leadership.fencing_token());
-                checker.watch(term, leadership);
-            }
-            LatchEvent::NotLeader(reason) => checker.ended_current(&who, format!("NotLeader({reason})")),
-        })
-        .build()
-        .expect("a valid latch")
+    let latch = LeaderLatch::builder(fw, path).id(id).build().expect("a valid latch");
+    checker.record_latch(&latch, id);
+    latch
+}
+
+/// Closes `latch` (recorded as `who`): if it leads, waits until its term is recorded, then
+/// records the end (a silent close tells no listener) and closes.
+pub async fn close_latch(checker: &LeadershipChecker, who: &str, latch: &LeaderLatch) -> curator_core::Result<()> {
+    if latch.has_leadership() {
+        checker.recorded(who, curator_test::Timing::new().deadline()).await;
+    }
+    checker.stopping(who, "close()");
+    latch.close().await
 }
 
 /// Ends its term when dropped (the selector drops the leadership function's future when the
@@ -347,30 +404,31 @@ impl Drop for EndOnDrop {
 }
 
 /// An auto-requeueing `LeaderSelector` on `path` for participant `id`, recording into
-/// `checker`: its leadership function begins a term when called (and watches its `lost()`),
-/// and leads until the selector drops it, which ends the term; `Ended` ends it too, with the
-/// selector's reason.
+/// `checker`: its leadership function ([`LeadershipChecker::recording`]) leads until the
+/// selector drops it; `Ended` ends the term too, with the selector's reason.
 pub fn selector(checker: &LeadershipChecker, fw: &CuratorFramework, path: &str, id: &str) -> LeaderSelector {
-    let (lead_checker, lead_who) = (checker.clone(), id.to_string());
-    let (checker, who) = (checker.clone(), id.to_string());
-    LeaderSelector::builder(fw, path, move |leadership: Leadership| {
-        let (checker, who) = (lead_checker.clone(), lead_who.clone());
-        async move {
-            let term = checker.began(&who, leadership.fencing_token());
-            checker.watch(term, &leadership);
-            let _end = EndOnDrop { checker, term };
-            std::future::pending::<()>().await;
-        }
-    })
-    .id(id)
-    .auto_requeue(true)
-    .listener(move |event| {
-        if let SelectorEvent::Ended { end, .. } = event {
-            checker.ended_current(&who, format!("Ended({end:?})"));
-        }
-    })
-    .build()
-    .expect("a valid selector")
+    let (ended, who) = (checker.clone(), id.to_string());
+    LeaderSelector::builder(fw, path, checker.recording(id, |_leadership| std::future::pending::<()>()))
+        .id(id)
+        .auto_requeue(true)
+        .listener(move |event| {
+            if let SelectorEvent::Ended { end, .. } = event {
+                ended.ended_current(&who, format!("Ended({end:?})"));
+            }
+        })
+        .build()
+        .expect("a valid selector")
+}
+
+/// The `Instant` of `at_us`, microseconds since the Unix epoch (as [`crate::locks::now_us`] and
+/// a Java peer on this machine read the clock): for terms another process reported.
+pub fn instant_of_epoch_us(at_us: u64) -> Instant {
+    let (now, now_us) = (Instant::now(), crate::locks::now_us());
+    if at_us <= now_us {
+        now.checked_sub(Duration::from_micros(now_us - at_us)).unwrap_or(now)
+    } else {
+        now + Duration::from_micros(at_us - now_us)
+    }
 }
 
 #[cfg(test)]

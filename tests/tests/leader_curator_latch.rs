@@ -3,11 +3,14 @@
 //! latch's event streams, Curator's `reset()` (a test hook that drops our node and takes a new
 //! one) is our public `step_down()`, and Curator's sleeps are waits for what they stood for.
 //!
-//! Our behaviour, on purpose: a leader whose term may be lost (a suspension under
-//! `ErrorPolicy::Standard`) deletes its node and joins again with a new one once reconnected,
-//! where Curator 5.4+ keeps its node and claims leadership again with it (Curator up to 5.3
-//! reset, as we do); the rule of the issue (a new term, a new node, a larger fencing token).
-//! `session_error_policy` shows the difference.
+//! A leader whose term may be lost (a suspension under `ErrorPolicy::Standard`) keeps its node
+//! and, reconnected on the same session, leads again with it, as Curator 5.4+ does (a new term,
+//! the same fencing token): `session_error_policy` shows it.
+//!
+//! Every test in which two or more latches take part in one election records their terms in
+//! the leadership checker (`tests::leadership`) and ends with its clean report (no overlap, no
+//! token inversion), and with exactly one stable leader where the election stays up before the
+//! latches close. Curator's own assertions stay as they were.
 //!
 //! Ported without Curator's test hooks (`debugCheckLeaderShipLatch`,
 //! `debugResetWaitLatch`, `debugHandleReconnectedLatch`: latches that stop Curator's callbacks
@@ -31,6 +34,7 @@ use curator_core::retry::RetryNTimes;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::leader::{CloseMode, LatchEvent, LatchState, LeaderLatch, LockLost};
 use curator_test::{eventually, expire_session, TestingCluster, TestingServer, Timing};
+use tests::leadership::{close_latch, LeadershipChecker};
 use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};
 
 fn shared() -> String {
@@ -39,6 +43,17 @@ fn shared() -> String {
 
 fn deadline() -> Duration {
     Timing::new().deadline()
+}
+
+/// How long the one leader must stay so for the leadership checker's `await_one_leader`.
+fn stable() -> Duration {
+    Duration::from_millis(200)
+}
+
+/// Waits for exactly one stable leader in `checker`'s view; returns it.
+async fn one_leader(checker: &LeadershipChecker) -> String {
+    let leader = checker.await_one_leader(deadline(), stable()).await;
+    leader.unwrap_or_else(|| panic!("not one stable leader: {:#}", checker.report()))
 }
 
 /// The next latch event, within the deadline.
@@ -86,7 +101,10 @@ async fn uncreated_path_get_leader() {
 /// TestLeaderLatch.testGetChildrenHitsNoNode (CURATOR-724): the ensemble is "scaled to zero"
 /// and back (the server restarts on its port with no data: every session and node is gone).
 /// The latch that led hears `NotLeader`, and the two latches elect exactly one leader again,
-/// each with a node on the new server.
+/// each with a node on the new server. (The wiped server counts zxids from zero again, so the
+/// new leader's token is larger than the old one only because more transactions come before its
+/// node than before the first; three runs saw 6 to 8 against 5. No fencing token survives the
+/// loss of the ensemble's data.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_children_hits_no_node() {
     init_tracing();
@@ -94,11 +112,14 @@ async fn get_children_hits_no_node() {
     let path = unique_path("hits-no-node");
     let fw0 = connected(builder(&server.connect_string()).connection_state_error_policy(ErrorPolicy::Standard)).await;
     let fw1 = connected(builder(&server.connect_string()).connection_state_error_policy(ErrorPolicy::Standard)).await;
+    let checker = LeadershipChecker::new();
     let latch0 = LeaderLatch::new(&fw0, &path, "id0").unwrap();
+    checker.record_latch(&latch0, "id0");
     let mut events0 = latch0.events();
     latch0.start().await.unwrap();
     assert!(is_leader(&next_event(&mut events0).await));
     let latch1 = LeaderLatch::new(&fw1, &path, "id1").unwrap();
+    checker.record_latch(&latch1, "id1");
     latch1.start().await.unwrap();
     assert!(latch0.has_leadership());
     assert!(!latch1.has_leadership());
@@ -113,8 +134,10 @@ async fn get_children_hits_no_node() {
         eventually(deadline(), || async { leaders(&both).len() == 1 && children(&fw0, &path).await.len() == 2 }).await,
         "one leader among the two on the new server"
     );
-    latch1.close().await.unwrap();
-    latch0.close().await.unwrap();
+    one_leader(&checker).await;
+    close_latch(&checker, "id1", &latch1).await.unwrap();
+    close_latch(&checker, "id0", &latch0).await.unwrap();
+    checker.verify();
     fw1.close().await;
     fw0.close().await;
 }
@@ -128,18 +151,23 @@ async fn watched_node_deleted_on_reconnect() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("watched-deleted");
+    let checker = LeadershipChecker::new();
     let latch1 = LeaderLatch::new(&fw, &path, "1").unwrap();
+    checker.record_latch(&latch1, "1");
     latch1.start().await.unwrap();
     latch1.await_leadership_timeout(deadline()).await.unwrap().expect("latch 1 leads");
     let latch2 = LeaderLatch::new(&fw, &path, "2").unwrap();
+    checker.record_latch(&latch2, "2");
     latch2.start().await.unwrap();
     assert!(latch2.our_path().is_some(), "latch 2 is in line");
-    latch1.close().await.unwrap();
+    close_latch(&checker, "1", &latch1).await.unwrap();
     latch2.step_down().await.unwrap();
     let term = latch2.await_leadership_timeout(deadline()).await.unwrap().expect("latch 2 leads");
     assert_eq!(latch2.our_path().as_deref(), Some(term.path()));
     assert_eq!(children(&fw, &path).await.len(), 1);
-    latch2.close().await.unwrap();
+    assert_eq!(one_leader(&checker).await, "2");
+    close_latch(&checker, "2", &latch2).await.unwrap();
+    checker.verify();
     fw.close().await;
 }
 
@@ -156,17 +184,22 @@ async fn session_interruption_does_not_cause_brain_split() {
     let path = unique_path("brain-split");
     let fw0 = connected(builder(&server.connect_string()).connection_state_error_policy(ErrorPolicy::Standard)).await;
     let fw1 = connected(builder(&server.connect_string()).connection_state_error_policy(ErrorPolicy::Standard)).await;
+    let checker = LeadershipChecker::new();
     let latch0 = LeaderLatch::new(&fw0, &path, "id0").unwrap();
+    checker.record_latch(&latch0, "id0");
     let mut events0 = latch0.events();
     latch0.start().await.unwrap();
     let first = next_event(&mut events0).await;
     assert!(is_leader(&first));
     let latch1 = LeaderLatch::new(&fw1, &path, "id1").unwrap();
+    checker.record_latch(&latch1, "id1");
     let mut events1 = latch1.events();
     latch1.start().await.unwrap();
     assert!(latch0.has_leadership() && !latch1.has_leadership());
 
     let info = fw0.session().await.unwrap().client().session().clone();
+    assert!(checker.recorded("id0", deadline()).await);
+    checker.forced_expiry("id0");
     expire_session(&server.connect_string(), &info).await.unwrap();
 
     let LatchEvent::IsLeader(term1) = next_event(&mut events1).await else { panic!("latch 1 should lead") };
@@ -178,8 +211,10 @@ async fn session_interruption_does_not_cause_brain_split() {
     assert!(latch1.has_leadership());
     let LatchEvent::IsLeader(term0) = first else { unreachable!() };
     assert!(term1.fencing_token() > term0.fencing_token());
-    latch1.close().await.unwrap();
-    latch0.close().await.unwrap();
+    assert_eq!(one_leader(&checker).await, "id1");
+    close_latch(&checker, "id1", &latch1).await.unwrap();
+    close_latch(&checker, "id0", &latch0).await.unwrap();
+    checker.verify();
     fw1.close().await;
     fw0.close().await;
 }
@@ -194,11 +229,14 @@ async fn resetting_of_leadership_after_concurrent_change() {
     let fw0 = client(&shared()).await;
     let fw1 = client(&shared()).await;
     let path = unique_path("concurrent-reset");
+    let checker = LeadershipChecker::new();
     let latch0 = LeaderLatch::new(&fw0, &path, "id0").unwrap();
+    checker.record_latch(&latch0, "id0");
     let mut events0 = latch0.events();
     latch0.start().await.unwrap();
     assert!(is_leader(&next_event(&mut events0).await));
     let latch1 = LeaderLatch::new(&fw1, &path, "id1").unwrap();
+    checker.record_latch(&latch1, "id1");
     let mut events1 = latch1.events();
     latch1.start().await.unwrap();
 
@@ -211,9 +249,12 @@ async fn resetting_of_leadership_after_concurrent_change() {
     let both = [latch0.clone(), latch1.clone()];
     assert!(eventually(deadline(), || async { children(&fw0, &path).await.len() == 2 }).await);
     assert_eq!(leaders(&both), vec![1]);
-    latch1.close().await.unwrap();
+    assert_eq!(one_leader(&checker).await, "id1");
+    close_latch(&checker, "id1", &latch1).await.unwrap();
     latch0.await_leadership_timeout(deadline()).await.unwrap().expect("latch 0 leads after latch 1 closed");
-    latch0.close().await.unwrap();
+    close_latch(&checker, "id0", &latch0).await.unwrap();
+    let report = checker.verify();
+    assert_eq!(report.terms, 3, "{report:#}");
     fw1.close().await;
     fw0.close().await;
 }
@@ -225,21 +266,27 @@ async fn node_disappears_after_children_are_retrieved() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("disappears");
+    let checker = LeadershipChecker::new();
     let initial = LeaderLatch::new(&fw, &path, "initial-leader").unwrap();
+    checker.record_latch(&initial, "initial-leader");
     initial.start().await.unwrap();
     initial.await_leadership_timeout(deadline()).await.unwrap().expect("the initial leader leads");
     let c0 = LeaderLatch::new(&fw, &path, "candidate-0").unwrap();
+    checker.record_latch(&c0, "candidate-0");
     c0.start().await.unwrap();
     let c1 = LeaderLatch::new(&fw, &path, "candidate-1").unwrap();
+    checker.record_latch(&c1, "candidate-1");
     c1.start().await.unwrap();
     assert_eq!(children(&fw, &path).await.len(), 3);
-    initial.close().await.unwrap();
+    close_latch(&checker, "initial-leader", &initial).await.unwrap();
     let candidates = [c0.clone(), c1.clone()];
     assert_eq!(wait_for_a_leader(&candidates).await.len(), 1);
     assert!(c0.has_leadership() ^ c1.has_leadership());
+    one_leader(&checker).await;
     for latch in [&c0, &c1] {
-        latch.close().await.unwrap();
+        close_latch(&checker, latch.id(), latch).await.unwrap();
     }
+    checker.verify();
     fw.close().await;
 }
 
@@ -405,9 +452,11 @@ async fn lost_connection() {
     let fw = client(&server.connect_string()).await;
     let mut states = fw.connection_state_stream();
     let path = unique_path("lost-connection");
+    let checker = LeadershipChecker::new();
     let mut latches = Vec::new();
-    for _ in 0..10 {
+    for i in 0..10 {
         let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+        checker.record_latch(&latch, &format!("latch-{i}"));
         latch.start().await.unwrap();
         latches.push(latch);
     }
@@ -419,9 +468,11 @@ async fn lost_connection() {
     assert_eq!(wait_for_a_leader(&latches).await.len(), 1);
     assert!(eventually(deadline(), || async { children(&fw, &path).await.len() == 10 }).await);
     assert_eq!(leaders(&latches).len(), 1);
-    for latch in &latches {
-        latch.close().await.unwrap();
+    one_leader(&checker).await;
+    for (i, latch) in latches.iter().enumerate() {
+        close_latch(&checker, &format!("latch-{i}"), latch).await.unwrap();
     }
+    checker.verify();
     fw.close().await;
 }
 
@@ -432,21 +483,26 @@ async fn correct_watching() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("correct-watching");
+    let checker = LeadershipChecker::new();
     let mut latches = Vec::new();
-    for _ in 0..10 {
+    for i in 0..10 {
         let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+        checker.record_latch(&latch, &format!("latch-{i}"));
         latch.start().await.unwrap();
         latches.push(latch);
         wait_for_a_leader(&latches).await;
     }
-    latches[2].close().await.unwrap();
+    close_latch(&checker, "latch-2", &latches[2]).await.unwrap();
     let closed = latches.remove(2);
     assert_eq!(closed.state(), LatchState::Closed);
     assert!(!latches[1].has_leadership());
     assert_eq!(leaders(&latches), vec![0]);
-    for latch in &latches {
-        latch.close().await.unwrap();
+    assert_eq!(one_leader(&checker).await, "latch-0");
+    for (i, latch) in latches.iter().enumerate() {
+        let who = format!("latch-{}", if i < 2 { i } else { i + 1 });
+        close_latch(&checker, &who, latch).await.unwrap();
     }
+    checker.verify();
     fw.close().await;
 }
 
@@ -458,23 +514,28 @@ async fn waiting() {
     let fw = client(&shared()).await;
     for _ in 0..10 {
         let path = unique_path("waiting");
+        let checker = LeadershipChecker::new();
         let there_is_a_leader = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::new();
-        for _ in 0..10 {
-            let (fw, path, flag) = (fw.clone(), path.clone(), there_is_a_leader.clone());
+        for i in 0..10 {
+            let (fw, path, flag, checker) = (fw.clone(), path.clone(), there_is_a_leader.clone(), checker.clone());
             tasks.push(tokio::spawn(async move {
+                let who = format!("latch-{i}");
                 let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+                checker.record_latch(&latch, &who);
                 latch.start().await.unwrap();
                 latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads in time");
                 assert!(!flag.swap(true, Ordering::SeqCst), "two leaders at once");
                 tokio::time::sleep(Duration::from_millis(fastrand::u64(0..10))).await;
                 flag.store(false, Ordering::SeqCst);
-                latch.close().await.unwrap();
+                close_latch(&checker, &who, &latch).await.unwrap();
             }));
         }
         for task in tasks {
             task.await.unwrap();
         }
+        let report = checker.verify();
+        assert_eq!(report.terms, 10, "each leads once: {report:#}");
     }
     fw.close().await;
 }
@@ -486,22 +547,27 @@ async fn basic() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("basic");
+    let checker = LeadershipChecker::new();
     let mut latches = Vec::new();
     for i in 0..10 {
         let latch = LeaderLatch::new(&fw, &path, format!("{i}")).unwrap();
+        checker.record_latch(&latch, &format!("{i}"));
         latch.start().await.unwrap();
         latches.push(latch);
     }
+    assert_eq!(one_leader(&checker).await, "0");
     let mut order = Vec::new();
     while !latches.is_empty() {
         let now = wait_for_a_leader(&latches).await;
         assert_eq!(now, vec![0], "one leader, the first started of those left");
         let leader = latches.remove(0);
         order.push(leader.id().to_string());
-        leader.close().await.unwrap();
+        close_latch(&checker, leader.id(), &leader).await.unwrap();
     }
     assert_eq!(order, (0..10).map(|i| i.to_string()).collect::<Vec<_>>());
     assert!(children(&fw, &path).await.is_empty());
+    let report = checker.verify();
+    assert_eq!(report.terms, 10, "{report:#}");
     fw.close().await;
 }
 
@@ -512,10 +578,17 @@ async fn basic_alt() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("basic-alt");
-    let mut latches: Vec<LeaderLatch> = (0..10).map(|_| LeaderLatch::new(&fw, &path, "").unwrap()).collect();
+    let checker = LeadershipChecker::new();
+    let mut latches: Vec<(String, LeaderLatch)> = (0..10)
+        .map(|i| {
+            let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+            checker.record_latch(&latch, &format!("latch-{i}"));
+            (format!("latch-{i}"), latch)
+        })
+        .collect();
     let starts: Vec<_> = latches
         .iter()
-        .cloned()
+        .map(|(_, latch)| latch.clone())
         .map(|latch| {
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(fastrand::u64(0..100))).await;
@@ -524,24 +597,29 @@ async fn basic_alt() {
         })
         .collect();
     while !latches.is_empty() {
-        let now = wait_for_a_leader(&latches).await;
+        let handles: Vec<LeaderLatch> = latches.iter().map(|(_, latch)| latch.clone()).collect();
+        let now = wait_for_a_leader(&handles).await;
         assert_eq!(now.len(), 1, "one leader at a time");
-        let leader = latches.remove(now[0]);
-        leader.close().await.unwrap();
+        let (who, leader) = latches.remove(now[0]);
+        close_latch(&checker, &who, &leader).await.unwrap();
     }
     for start in starts {
         start.await.unwrap().unwrap();
     }
     assert!(children(&fw, &path).await.is_empty());
+    let report = checker.verify();
+    assert_eq!(report.terms, 10, "{report:#}");
     fw.close().await;
 }
 
 /// Runs Curator's callback scenario: `n` latches (those below `silent` close silently, the
 /// others with `NotifyLeader`); each, on its first `IsLeader`, steps down (Curator: `reset()`),
-/// and on its second closes. Returns the counts of `IsLeader` and `NotLeader` events.
+/// and on its second closes. Returns the counts of `IsLeader` and `NotLeader` events. Every
+/// term goes to the leadership checker, whose report must be clean (2 `n` terms).
 async fn callback_scenario(n: usize, silent: usize) -> (usize, usize) {
     let fw = client(&shared()).await;
     let path = unique_path("callbacks");
+    let checker = LeadershipChecker::new();
     let is_leader = Arc::new(AtomicUsize::new(0));
     let not_leader = Arc::new(AtomicUsize::new(0));
     let mut latches = Vec::new();
@@ -549,8 +627,10 @@ async fn callback_scenario(n: usize, silent: usize) -> (usize, usize) {
     for i in 0..n {
         let mode = if i < silent { CloseMode::Silent } else { CloseMode::NotifyLeader };
         let latch = LeaderLatch::builder(&fw, &path).close_mode(mode).build().unwrap();
+        let who = format!("latch-{i}");
+        checker.record_latch(&latch, &who);
         let mut events = latch.events();
-        let (me, yes, no) = (latch.clone(), is_leader.clone(), not_leader.clone());
+        let (me, yes, no, checker) = (latch.clone(), is_leader.clone(), not_leader.clone(), checker.clone());
         tasks.push(tokio::spawn(async move {
             let mut been_leader = false;
             while let Some(event) = events.next().await {
@@ -558,11 +638,14 @@ async fn callback_scenario(n: usize, silent: usize) -> (usize, usize) {
                     LatchEvent::IsLeader(_) if !been_leader => {
                         yes.fetch_add(1, Ordering::SeqCst);
                         been_leader = true;
+                        assert!(checker.recorded(&who, deadline()).await, "{who}'s term is recorded");
+                        checker.stopping(&who, "step_down()");
                         me.step_down().await.unwrap();
                     }
                     LatchEvent::IsLeader(_) => {
                         yes.fetch_add(1, Ordering::SeqCst);
-                        me.close().await.unwrap();
+                        assert!(checker.recorded(&who, deadline()).await, "{who}'s term is recorded");
+                        close_latch(&checker, &who, &me).await.unwrap();
                     }
                     LatchEvent::NotLeader(_) => {
                         no.fetch_add(1, Ordering::SeqCst);
@@ -582,6 +665,8 @@ async fn callback_scenario(n: usize, silent: usize) -> (usize, usize) {
         assert_eq!(latch.state(), LatchState::Closed);
     }
     assert!(children(&fw, &path).await.is_empty());
+    let report = checker.verify();
+    assert_eq!(report.terms, 2 * n, "{report:#}");
     fw.close().await;
     (is_leader.load(Ordering::SeqCst), not_leader.load(Ordering::SeqCst))
 }
@@ -610,8 +695,11 @@ async fn callback_dont_notify() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("dont-notify");
+    let checker = LeadershipChecker::new();
     let leader = LeaderLatch::new(&fw, &path, "").unwrap();
     let notified = LeaderLatch::builder(&fw, &path).close_mode(CloseMode::NotifyLeader).build().unwrap();
+    checker.record_latch(&leader, "leader");
+    checker.record_latch(&notified, "notified");
     let mut leader_events = leader.events();
     let mut notified_events = notified.events();
     leader.start().await.unwrap();
@@ -624,6 +712,8 @@ async fn callback_dont_notify() {
     assert!(matches!(next_event(&mut leader_events).await, LatchEvent::NotLeader(LockLost::Released)));
     assert!(leader_events.next().await.is_none(), "the stream ends with the close");
     assert!(notified_events.next().await.is_none(), "nothing for the latch that never led");
+    let report = checker.verify();
+    assert_eq!(report.terms, 1, "{report:#}");
     fw.close().await;
 }
 
@@ -698,6 +788,7 @@ async fn in_cluster() {
     init_tracing();
     let mut cluster = TestingCluster::start(3).await.unwrap();
     let session = Timing::new().session_timeout() / 4;
+    let checker = LeadershipChecker::new();
     let mut fws: Vec<CuratorFramework> = Vec::new();
     let mut latches = Vec::new();
     for i in 0..3 {
@@ -709,6 +800,7 @@ async fn in_cluster() {
         )
         .await;
         let latch = LeaderLatch::new(&fw, "/latch", format!("{i}")).unwrap();
+        checker.record_latch(&latch, &format!("{i}"));
         latch.start().await.unwrap();
         fws.push(fw);
         latches.push(latch);
@@ -725,9 +817,13 @@ async fn in_cluster() {
         "a new leader among the clients of the live servers: {:?}",
         leaders(&latches)
     );
+    let now = leaders(&latches);
+    assert_eq!(one_leader(&checker).await, format!("{}", now[0]));
     for latch in &latches {
+        checker.stopping(latch.id(), "close()");
         let _ = latch.close().await;
     }
+    checker.verify();
     for fw in fws {
         fw.close().await;
     }

@@ -4,6 +4,11 @@
 //! blocks until interrupted is a future that runs until dropped; Curator's sleeps are waits for
 //! what they stood for.
 //!
+//! Every test in which two or more selectors take part in one election records their terms in
+//! the leadership checker (`tests::leadership`, through their leadership functions) and ends
+//! with its clean report (no overlap, no token inversion), and with exactly one stable leader
+//! where the election stays up before the selectors close. Curator's assertions stay.
+//!
 //! Our behaviour, on purpose (the tests show ours):
 //! - A suspension or a lost session ends a *term*, not a wait in line: Curator's
 //!   `LeaderSelectorListenerAdapter` cancels the whole election, so after a session expiry both
@@ -33,6 +38,7 @@ use curator_core::{ConnectionState, CuratorFramework, ErrorPolicy};
 use curator_recipes::leader::{LeaderSelector, Leadership, LockLost, SelectorEvent, TermEnd};
 use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingCluster, TestingServer, Timing};
 use futures::future::BoxFuture;
+use tests::leadership::LeadershipChecker;
 use tests::locks::framework;
 use tests::policies::{with_policies, Retry};
 use tests::{builder, children, connected, init_tracing, unique_path, wait_for, Fixture};
@@ -88,6 +94,12 @@ async fn running_are(running: &AtomicI32, n: i32) {
         "{} running, not {n}",
         running.load(Ordering::SeqCst)
     );
+}
+
+/// Waits for exactly one stable leader in `checker`'s view; returns it.
+async fn one_leader(checker: &LeadershipChecker) -> String {
+    let leader = checker.await_one_leader(Timing::new().deadline(), std::time::Duration::from_millis(200)).await;
+    leader.unwrap_or_else(|| panic!("not one stable leader: {:#}", checker.report()))
 }
 
 async fn wait_children(fw: &CuratorFramework, path: &str, n: usize) {
@@ -273,9 +285,10 @@ async fn kill_session_then_close_should_elect_new_leader() {
     let server = TestingServer::start().await.unwrap();
     let fw = framework(&server.connect_string()).await;
     let path = unique_path("cs-kill-session");
+    let checker = LeadershipChecker::new();
     let running = Arc::new(AtomicI32::new(0));
-    let one = LeaderSelector::builder(&fw, &path, until_dropped(&running)).build().unwrap();
-    let two = LeaderSelector::builder(&fw, &path, until_dropped(&running)).build().unwrap();
+    let one = LeaderSelector::builder(&fw, &path, checker.recording("one", until_dropped(&running))).build().unwrap();
+    let two = LeaderSelector::builder(&fw, &path, checker.recording("two", until_dropped(&running))).build().unwrap();
     let mut one_events = one.events();
     let mut two_events = two.events();
     one.start().await.unwrap();
@@ -284,6 +297,7 @@ async fn kill_session_then_close_should_elect_new_leader() {
     wait_children(&fw, &path, 2).await;
 
     let info = fw.session().await.unwrap().client().session().clone();
+    checker.forced_expiry("one");
     expire_session(&server.connect_string(), &info).await.unwrap();
     assert!(matches!(expect_ended(&mut one_events).await, TermEnd::Lost(_)));
     expect_took(&mut two_events).await;
@@ -292,11 +306,14 @@ async fn kill_session_then_close_should_elect_new_leader() {
     assert!(!two.requeue().unwrap(), "already leading");
     wait_children(&fw, &path, 2).await;
 
+    assert_eq!(one_leader(&checker).await, "two");
     two.close().await.unwrap();
     expect_took(&mut one_events).await;
     running_are(&running, 1).await;
     one.close().await.unwrap();
     assert_eq!(running.load(Ordering::SeqCst), 0);
+    let report = checker.verify();
+    assert_eq!(report.terms, 3, "{report:#}");
     fw.close().await;
 }
 
@@ -309,9 +326,16 @@ async fn kill_server_then_close_should_elect_new_leader() {
     let mut server = TestingServer::start().await.unwrap();
     let fw = framework(&server.connect_string()).await;
     let path = unique_path("cs-kill-server");
+    let checker = LeadershipChecker::new();
     let running = Arc::new(AtomicI32::new(0));
-    let one = LeaderSelector::builder(&fw, &path, until_dropped(&running)).auto_requeue(true).build().unwrap();
-    let two = LeaderSelector::builder(&fw, &path, until_dropped(&running)).auto_requeue(true).build().unwrap();
+    let one = LeaderSelector::builder(&fw, &path, checker.recording("one", until_dropped(&running)))
+        .auto_requeue(true)
+        .build()
+        .unwrap();
+    let two = LeaderSelector::builder(&fw, &path, checker.recording("two", until_dropped(&running)))
+        .auto_requeue(true)
+        .build()
+        .unwrap();
     let mut one_events = one.events();
     one.start().await.unwrap();
     expect_took(&mut one_events).await;
@@ -326,12 +350,14 @@ async fn kill_server_then_close_should_elect_new_leader() {
             .await
     );
     running_are(&running, 1).await;
+    one_leader(&checker).await;
     let (leader, other) = if one.has_leadership() { (one, two) } else { (two, one) };
     leader.close().await.unwrap();
     assert!(eventually(Timing::new().deadline(), || async { other.has_leadership() }).await);
     running_are(&running, 1).await;
     other.close().await.unwrap();
     assert_eq!(running.load(Ordering::SeqCst), 0);
+    checker.verify();
     fw.close().await;
 }
 
@@ -342,9 +368,12 @@ async fn closing() {
     init_tracing();
     let fx = Fixture::shared().await;
     let path = unique_path("cs-closing");
+    let checker = LeadershipChecker::new();
     let running = Arc::new(AtomicI32::new(0));
-    let one = LeaderSelector::builder(&fx.fw, &path, until_dropped(&running)).build().unwrap();
-    let two = LeaderSelector::builder(&fx.fw, &path, until_dropped(&running)).build().unwrap();
+    let one =
+        LeaderSelector::builder(&fx.fw, &path, checker.recording("one", until_dropped(&running))).build().unwrap();
+    let two =
+        LeaderSelector::builder(&fx.fw, &path, checker.recording("two", until_dropped(&running))).build().unwrap();
     one.start().await.unwrap();
     two.start().await.unwrap();
     assert!(eventually(Timing::new().deadline(), || async { one.has_leadership() || two.has_leadership() }).await);
@@ -354,9 +383,12 @@ async fn closing() {
     wait_children(&fx.fw, &path, 1).await;
     assert!(leader.has_leadership());
     assert!(!other.has_leadership());
+    one_leader(&checker).await;
     leader.close().await.unwrap();
     assert!(!leader.has_leadership());
     assert_eq!(running.load(Ordering::SeqCst), 0);
+    let report = checker.verify();
+    assert_eq!(report.terms, 1, "{report:#}");
     fx.close().await;
 }
 
@@ -367,19 +399,19 @@ async fn rotating_leadership() {
     init_tracing();
     let fx = Fixture::shared().await;
     let path = unique_path("cs-rotating");
+    let checker = LeadershipChecker::new();
     let leaders = Arc::new(Mutex::new(Vec::new()));
     let mut selectors = Vec::new();
     for i in 0..5usize {
         let leaders = leaders.clone();
-        let s = LeaderSelector::builder(&fx.fw, &path, move |_l: Leadership| {
+        let lead = checker.recording(&format!("s{i}"), move |_l: Leadership| {
             let leaders = leaders.clone();
             async move {
                 tokio::task::yield_now().await;
                 leaders.lock().unwrap().push(i);
             }
-        })
-        .build()
-        .unwrap();
+        });
+        let s = LeaderSelector::builder(&fx.fw, &path, lead).build().unwrap();
         selectors.push(s);
     }
     for round in 1..=3 {
@@ -400,6 +432,8 @@ async fn rotating_leadership() {
     for round in leaders.chunks(5) {
         assert_eq!(round.iter().collect::<HashSet<_>>().len(), 5, "each leads once per round: {leaders:?}");
     }
+    let report = checker.verify();
+    assert_eq!(report.terms, 15, "{report:#}");
     fx.close().await;
 }
 
@@ -415,8 +449,9 @@ async fn flapping() {
     let observer = framework(&server.connect_string()).await;
     let path = unique_path("cs-flapping");
     observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
+    let checker = LeadershipChecker::new();
     let running = Arc::new(AtomicI32::new(0));
-    let one = LeaderSelector::builder(&fw, &path, until_dropped(&running)).build().unwrap();
+    let one = LeaderSelector::builder(&fw, &path, checker.recording("one", until_dropped(&running))).build().unwrap();
     let mut events = one.events();
     proxy.swallow_next_reply();
     one.start().await.unwrap();
@@ -425,11 +460,15 @@ async fn flapping() {
     assert_eq!(children(&observer, &path).await.len(), 1, "exactly one node: ours");
     one.close().await.unwrap();
     wait_children(&observer, &path, 0).await;
-    let two = LeaderSelector::builder(&observer, &path, until_dropped(&running)).build().unwrap();
+    let two =
+        LeaderSelector::builder(&observer, &path, checker.recording("two", until_dropped(&running))).build().unwrap();
     let mut events = two.events();
     two.start().await.unwrap();
     expect_took(&mut events).await;
+    assert_eq!(one_leader(&checker).await, "two");
     two.close().await.unwrap();
+    let report = checker.verify();
+    assert_eq!(report.terms, 2, "{report:#}");
     fw.close().await;
     observer.close().await;
 }
@@ -543,10 +582,12 @@ async fn participants_basic() {
     init_tracing();
     let fx = Fixture::shared().await;
     let path = unique_path("cs-participants");
+    let checker = LeadershipChecker::new();
     let running = Arc::new(AtomicI32::new(0));
     let mut selectors = Vec::new();
     for i in 0..10 {
-        let s = LeaderSelector::builder(&fx.fw, &path, until_dropped(&running)).id(i.to_string()).build().unwrap();
+        let lead = checker.recording(&i.to_string(), until_dropped(&running));
+        let s = LeaderSelector::builder(&fx.fw, &path, lead).id(i.to_string()).build().unwrap();
         s.start().await.unwrap();
         selectors.push(s);
     }
@@ -559,8 +600,10 @@ async fn participants_basic() {
     assert_eq!(participants.iter().filter(|p| p.is_leader).count(), 1);
     let ids: HashSet<String> = participants.iter().map(|p| p.id.clone()).collect();
     assert_eq!(ids, (0..10).map(|i| i.to_string()).collect::<HashSet<_>>());
+    one_leader(&checker).await;
     for s in &selectors {
         s.close().await.unwrap();
     }
+    checker.verify();
     fx.close().await;
 }

@@ -1,10 +1,13 @@
 //! Interop with Apache Curator 5.4's `LeaderLatch` and `LeaderSelector` (Debian's jars): Java
 //! participants (tests/java/LeaderPeer.java, each on a session of its own) and Rust participants
 //! take turns in one election on one path. As the leaders close one by one, alternating between
-//! the sides, exactly one leads at a time (the leadership intervals, taken from both processes on
-//! the same clock, do not overlap, and their fencing tokens grow), every participant leads once,
-//! in the order they joined, and both sides name the same leader and list the same participants
-//! in the same order. Missing `javac` or jars fail the test with a message saying what to install.
+//! the sides, exactly one leads at a time, every participant leads once, in the order they
+//! joined, and both sides name the same leader and list the same participants in the same order.
+//! One at a time is the leadership checker's (`tests::leadership`): the Rust participants record
+//! their terms into it as they happen, and the Java ones go in from the peer's ELECTED / DEPOSED
+//! lines (their times on the clock both processes read) with the czxid of their node as the
+//! token; its report must be clean: no overlap, tokens growing with every new leader. Missing
+//! `javac` or jars fail the test with a message saying what to install.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -15,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use curator_core::CuratorFramework;
 use curator_recipes::leader::{LatchEvent, LeaderLatch, LeaderSelector, Participant, SelectorEvent, TermEnd};
 use curator_test::{eventually, TestingServer, Timing};
-use tests::locks::{now_us, Checker, HoldRecord};
+use tests::leadership::{close_latch, instant_of_epoch_us, LeadershipChecker};
+use tests::locks::now_us;
 use tests::{client, init_tracing, unique_path};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
@@ -161,8 +165,8 @@ trait RustParticipant: Send + Sync {
     fn token(&self) -> Option<i64>;
     fn leader(&self) -> BoxFuture<'_, Option<String>>;
     fn participants(&self) -> BoxFuture<'_, View>;
-    /// Closes it; `log` gets the end of a term that closing ends without an event.
-    fn close(&self, log: &Log) -> BoxFuture<'_, ()>;
+    /// Closes it; `log` and `checker` get the end of a term that closing ends without an event.
+    fn close(&self, log: &Log, checker: &LeadershipChecker) -> BoxFuture<'_, ()>;
 }
 
 fn view(participants: curator_core::Result<Vec<Participant>>) -> View {
@@ -182,13 +186,13 @@ impl RustParticipant for LeaderLatch {
     fn participants(&self) -> BoxFuture<'_, View> {
         Box::pin(async move { view(LeaderLatch::participants(self).await) })
     }
-    fn close(&self, log: &Log) -> BoxFuture<'_, ()> {
-        let log = log.clone();
+    fn close(&self, log: &Log, checker: &LeadershipChecker) -> BoxFuture<'_, ()> {
+        let (log, checker) = (log.clone(), checker.clone());
         Box::pin(async move {
             // A silent close publishes nothing: the term ends as we decide to close.
             let end = now_us();
             let leading = self.has_leadership();
-            LeaderLatch::close(self).await.expect("close the latch");
+            close_latch(&checker, self.id(), self).await.expect("close the latch");
             if leading {
                 log.push(self.id(), false, end);
             }
@@ -209,13 +213,14 @@ impl RustParticipant for LeaderSelector {
     fn participants(&self) -> BoxFuture<'_, View> {
         Box::pin(async move { view(LeaderSelector::participants(self).await) })
     }
-    fn close(&self, log: &Log) -> BoxFuture<'_, ()> {
-        let log = log.clone();
+    fn close(&self, log: &Log, checker: &LeadershipChecker) -> BoxFuture<'_, ()> {
+        let (log, checker) = (log.clone(), checker.clone());
         Box::pin(async move {
             // The term ends as we decide to close; the Ended event it brings (Interrupted)
             // reaches the listener later and is not a term's end of its own.
             let end = now_us();
             let leading = self.has_leadership();
+            checker.stopping(self.id(), "close()");
             LeaderSelector::close(self).await.expect("close the selector");
             if leading {
                 log.push(self.id(), false, end);
@@ -269,7 +274,12 @@ async fn assert_views(joined: &[Joined], java: &mut JavaPeer, want: &str, line: 
 
 /// The shared scenario: `joined` (alternating Rust and Java, already in line in this order) lead
 /// one after the other; each leader is checked from both sides and then closed.
-async fn take_turns(mut joined: Vec<Joined>, java: &mut JavaPeer, log: &Log) -> BTreeMap<String, i64> {
+async fn take_turns(
+    mut joined: Vec<Joined>,
+    java: &mut JavaPeer,
+    log: &Log,
+    checker: &LeadershipChecker,
+) -> BTreeMap<String, i64> {
     let mut tokens = BTreeMap::new();
     while !joined.is_empty() {
         let leader = joined[0].id().to_string();
@@ -284,32 +294,35 @@ async fn take_turns(mut joined: Vec<Joined>, java: &mut JavaPeer, log: &Log) -> 
         };
         tokens.insert(leader.clone(), token);
         match joined.remove(0) {
-            Joined::Rust(r) => r.close(log).await,
+            Joined::Rust(r) => r.close(log, checker).await,
             Joined::Java(id) => assert_eq!(java.command(&format!("CLOSE {id}")).await, format!("CLOSED {id}")),
         }
     }
     tokens
 }
 
-/// The verdict: every participant led once, in `order`; no two terms overlapped; tokens grew.
-fn verify(log: &Log, tokens: &BTreeMap<String, i64>, order: &[&str]) {
+/// The verdict: every participant led once, in `order`; the leadership checker, given the Java
+/// terms from the peer's lines (the Rust ones it recorded as they happened), finds no overlap
+/// and no token inversion.
+fn verify(log: &Log, checker: &LeadershipChecker, tokens: &BTreeMap<String, i64>, order: &[&str]) {
     let terms = log.terms();
     let leaders = log.leaders();
     assert_eq!(leaders, order, "the order of leaders");
-    let checker = Checker::new();
     for (who, terms) in &terms {
         assert_eq!(terms.len(), 1, "{who} led more than once: {terms:?}");
         let (start_us, end_us) = terms[0];
         assert!(start_us <= end_us, "{who}'s term ends before it starts: {terms:?}");
-        checker.record_external(HoldRecord {
-            who: who.clone(),
-            start_us,
-            end_us,
-            token: tokens.get(who).copied(),
-            shared: false,
-        });
+        if who.starts_with("java-") {
+            let token = *tokens.get(who).unwrap_or_else(|| panic!("{who}'s token"));
+            let term = checker.began_at(who, token, instant_of_epoch_us(start_us));
+            checker.ended_at(term, "DEPOSED", instant_of_epoch_us(end_us));
+        }
     }
-    checker.verify(order.len());
+    for term in checker.terms() {
+        assert_eq!(tokens.get(&term.participant), Some(&term.token), "{}'s recorded token", term.participant);
+    }
+    let report = checker.verify();
+    assert_eq!(report.terms, order.len(), "one term each: {report:#}");
 }
 
 async fn rust_frameworks(connect: &str, n: usize) -> Vec<CuratorFramework> {
@@ -329,6 +342,7 @@ async fn curator_and_rust_latches_elect_one_leader_at_a_time() {
     let connect = server.connect_string();
     let path = unique_path("interop-latch");
     let log = Log::default();
+    let checker = LeadershipChecker::new();
     let mut java = JavaPeer::start(&connect, "latch", &path, &["java-0", "java-1", "java-2"], log.clone()).await;
     let fws = rust_frameworks(&connect, 3).await;
 
@@ -344,6 +358,7 @@ async fn curator_and_rust_latches_elect_one_leader_at_a_time() {
             })
             .build()
             .expect("latch");
+        checker.record_latch(&latch, latch.id());
         latch.start().await.expect("start"); // returns once our node is in line
         joined.push(Joined::Rust(Box::new(latch)));
         let java_id = format!("java-{i}");
@@ -352,9 +367,9 @@ async fn curator_and_rust_latches_elect_one_leader_at_a_time() {
     }
     let order: Vec<String> = joined.iter().map(|p| p.id().to_string()).collect();
 
-    let tokens = take_turns(joined, &mut java, &log).await;
+    let tokens = take_turns(joined, &mut java, &log, &checker).await;
     let order: Vec<&str> = order.iter().map(String::as_str).collect();
-    verify(&log, &tokens, &order);
+    verify(&log, &checker, &tokens, &order);
 
     java.quit().await;
     assert!(tests::children(&fws[0], &path).await.is_empty(), "nodes left behind");
@@ -373,6 +388,7 @@ async fn curator_and_rust_selectors_elect_one_leader_at_a_time() {
     let connect = server.connect_string();
     let path = unique_path("interop-selector");
     let log = Log::default();
+    let checker = LeadershipChecker::new();
     let mut java = JavaPeer::start(&connect, "selector", &path, &["java-0", "java-1", "java-2"], log.clone()).await;
     let fws = rust_frameworks(&connect, 3).await;
 
@@ -381,7 +397,8 @@ async fn curator_and_rust_selectors_elect_one_leader_at_a_time() {
         let id = format!("rust-{i}");
         let events = log.clone();
         let listener_id = id.clone();
-        let selector = LeaderSelector::builder(fw, &path, |_term| futures::future::pending::<()>())
+        let lead = checker.recording(&id, |_term| futures::future::pending::<()>());
+        let selector = LeaderSelector::builder(fw, &path, lead)
             .id(id.clone())
             .listener(move |event: &SelectorEvent| match event {
                 SelectorEvent::Took(_) => events.push(&listener_id, true, now_us()),
@@ -403,7 +420,7 @@ async fn curator_and_rust_selectors_elect_one_leader_at_a_time() {
     }
     let order: Vec<String> = joined.iter().map(|p| p.id().to_string()).collect();
 
-    let tokens = take_turns(joined, &mut java, &log).await;
+    let tokens = take_turns(joined, &mut java, &log, &checker).await;
     // A Java selector's term ends (its DEPOSED line) when takeLeadership, interrupted by
     // close(), returns: possibly after CLOSED.
     let ended = eventually(Timing::new().deadline(), || async {
@@ -413,7 +430,7 @@ async fn curator_and_rust_selectors_elect_one_leader_at_a_time() {
     .await;
     assert!(ended, "a term never ended: {:?}", log.0.lock().unwrap());
     let order: Vec<&str> = order.iter().map(String::as_str).collect();
-    verify(&log, &tokens, &order);
+    verify(&log, &checker, &tokens, &order);
 
     java.quit().await;
     assert!(tests::children(&fws[0], &path).await.is_empty(), "nodes left behind");

@@ -10,6 +10,7 @@ use curator_core::retry::RetryNTimes;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::leader::{observe, LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
 use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingServer, Timing};
+use tests::leadership::{close_latch, LeadershipChecker};
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
 use tests::{
     builder, children, client, connected, init_tracing, packets_received, proxied_with_states, unique_path, wait_for,
@@ -22,6 +23,11 @@ fn shared() -> String {
 
 fn deadline() -> Duration {
     Timing::new().deadline()
+}
+
+/// How long the one leader must stay so for the leadership checker's `await_one_leader`.
+fn stable() -> Duration {
+    Duration::from_millis(200)
 }
 
 /// The next latch event, within the deadline.
@@ -73,16 +79,19 @@ async fn observed(observer: &mut LeaderObserver, check: impl Fn(&Option<Leader>)
 /// Five latches on five sessions hand leadership on, by closing and by stepping down, 15
 /// times: every new term's fencing token is larger than the last, the terms never overlap
 /// (each `IsLeader` comes after the previous leader's term ended), and the events of each
-/// latch alternate `IsLeader` / `NotLeader`.
+/// latch alternate `IsLeader` / `NotLeader`. The leadership checker agrees, and finds one
+/// leader (the last to step down, leading again: the only latch left) once the handoffs stop.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_grow_with_each_new_leader() {
     init_tracing();
     let path = unique_path("tokens");
+    let checker = LeadershipChecker::new();
     let mut fws = Vec::new();
     let mut latches = Vec::new();
     for i in 0..5 {
         let fw = client(&shared()).await;
         let latch = LeaderLatch::new(&fw, &path, format!("p{i}")).unwrap();
+        checker.record_latch(&latch, &format!("p{i}"));
         fws.push(fw);
         latches.push(latch);
     }
@@ -108,17 +117,23 @@ async fn fencing_tokens_grow_with_each_new_leader() {
         assert_eq!(live.iter().filter(|&&i| latches[i].has_leadership()).count(), 1, "one leader");
         assert_eq!(term.participant_id(), format!("p{leader}"));
         tokens.push(term.fencing_token());
+        assert!(checker.recorded(&format!("p{leader}"), deadline()).await);
         if round % 3 == 2 && live.len() > 1 {
-            latches[leader].close().await.unwrap();
+            close_latch(&checker, &format!("p{leader}"), &latches[leader]).await.unwrap();
             open[leader] = false;
         } else {
             latches[leader].step_down().await.unwrap();
         }
     }
+    // The last step down made a new leader: it is the one leader, and its token counts too.
+    let last = checker.await_one_leader(deadline(), stable()).await;
+    let last = last.unwrap_or_else(|| panic!("one leader after the handoffs: {:#}", checker.report()));
+    let last = latches.iter().find(|l| l.id() == last).and_then(|l| l.leadership()).expect("the last leader leads");
+    tokens.push(last.fencing_token());
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens grow: {tokens:?}");
     for (i, latch) in latches.iter().enumerate() {
         if open[i] {
-            latch.close().await.unwrap();
+            close_latch(&checker, &format!("p{i}"), latch).await.unwrap();
         }
     }
     // Listener queues drain after the closes: every IsLeader (with its token) was seen, and
@@ -136,6 +151,8 @@ async fn fencing_tokens_grow_with_each_new_leader() {
     let mut sorted = leader_tokens.clone();
     sorted.sort();
     assert_eq!(sorted, tokens);
+    let report = checker.verify();
+    assert_eq!(report.terms, tokens.len(), "{report:#}");
     for fw in fws {
         fw.close().await;
     }
@@ -251,19 +268,23 @@ async fn lost_resolves_on_cut_under_every_policy() {
 /// closes. Curator 5.4+ does the same (CURATOR-644/645: `LeaderLatch.handleStateChange` keeps
 /// its node on `RECONNECTED` and checks again). Before, the latch deleted its node at the
 /// suspension and joined again at the end of the line: the second latch led, and the first
-/// heard no `IsLeader` (this test timed out waiting for it).
+/// heard no `IsLeader` (this test timed out waiting for it). The leadership checker sees
+/// three terms (a, a again with the same token, b) and no overlap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn short_cut_leads_again_with_the_same_node() {
     init_tracing();
     let (proxy, fw_a, mut states) = proxied_with_states().await;
     let fw_b = client(&shared()).await;
     let path = unique_path("short-cut");
+    let checker = LeadershipChecker::new();
     let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
+    checker.record_latch(&a, "a");
     let mut events_a = a.events();
     a.start().await.unwrap();
     let first = next_term(&mut events_a).await;
     watched(&shared(), first.path()).await;
     let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
+    checker.record_latch(&b, "b");
     let mut events_b = b.events();
     b.start().await.unwrap();
     let session = fw_a.session().await.unwrap().id();
@@ -289,11 +310,14 @@ async fn short_cut_leads_again_with_the_same_node() {
     assert_eq!(stat.czxid, first.fencing_token());
     assert_eq!(children(&fw_b, &path).await.len(), 2);
     assert!(tokio::time::timeout(Duration::from_millis(300), events_b.next()).await.is_err(), "b never led");
+    assert_eq!(checker.await_one_leader(deadline(), stable()).await.as_deref(), Some("a"), "{:#}", checker.report());
 
-    a.close().await.unwrap();
+    close_latch(&checker, "a", &a).await.unwrap();
     let term_b = next_term(&mut events_b).await;
     assert!(term_b.fencing_token() > again.fencing_token());
-    b.close().await.unwrap();
+    close_latch(&checker, "b", &b).await.unwrap();
+    let report = checker.verify();
+    assert_eq!(report.terms, 3, "{report:#}");
     fw_b.close().await;
     fw_a.close().await;
 }
@@ -334,19 +358,23 @@ async fn step_down_and_close_while_suspended() {
 /// session timeout hears `NotLeader(Suspended)`; its session expires on the server, so the
 /// other latch leads, with a larger token. Once the connection is back (on a new session) the
 /// first latch joins again with a new node, behind the new leader (its old node is gone), and
-/// leads with a still larger token when that one closes.
+/// leads with a still larger token when that one closes. The leadership checker sees a's first
+/// term end (at the suspension) before b's began: no overlap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_cut_lets_the_next_latch_lead() {
     init_tracing();
     let (proxy, fw_a, mut states) = proxied_with_states().await;
     let fw_b = client(&shared()).await;
     let path = unique_path("long-cut");
+    let checker = LeadershipChecker::new();
     let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
+    checker.record_latch(&a, "a");
     let mut events_a = a.events();
     a.start().await.unwrap();
     let first = next_term(&mut events_a).await;
     watched(&shared(), first.path()).await;
     let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
+    checker.record_latch(&b, "b");
     let mut events_b = b.events();
     b.start().await.unwrap();
 
@@ -364,12 +392,15 @@ async fn long_cut_lets_the_next_latch_lead() {
     assert!(b.has_leadership());
     assert!(!a.has_leadership());
     assert!(tokio::time::timeout(Duration::from_millis(300), events_a.next()).await.is_err(), "a waits in line");
+    assert_eq!(checker.await_one_leader(deadline(), stable()).await.as_deref(), Some("b"), "{:#}", checker.report());
 
-    b.close().await.unwrap();
+    close_latch(&checker, "b", &b).await.unwrap();
     let again = next_term(&mut events_a).await;
     assert_eq!(a.our_path().as_deref(), Some(again.path()));
     assert!(again.fencing_token() > term_b.fencing_token());
-    a.close().await.unwrap();
+    close_latch(&checker, "a", &a).await.unwrap();
+    let report = checker.verify();
+    assert_eq!(report.terms, 3, "{report:#}");
     fw_b.close().await;
     fw_a.close().await;
 }
@@ -409,16 +440,20 @@ async fn expired_session_node_never_makes_a_leader() {
 /// requests (the leader's delete; the listing of the waiter that has just become second, with
 /// its watches on the new leader and on its own node), counted by the server, not one per
 /// waiter. (A waiter far back watches one node, the one before its predecessor; one with at
-/// most 8 nodes ahead watches them all: section 8.3 of the architecture.)
+/// most 8 nodes ahead watches them all: section 8.3 of the architecture.) The leadership
+/// checker sees the terms one after the other, with growing tokens, and one leader after the
+/// handoffs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundred_latches_hand_over_in_order_without_a_herd() {
     init_tracing();
     let fx = Fixture::own().await;
     let fw = fx.fw.clone();
     let path = unique_path("hundred");
+    let checker = LeadershipChecker::new();
     let mut latches = Vec::new();
     for i in 0..100 {
         let latch = LeaderLatch::new(&fw, &path, format!("{i:03}")).unwrap();
+        checker.record_latch(&latch, &format!("{i:03}"));
         latch.start().await.unwrap();
         latches.push(latch);
     }
@@ -452,7 +487,7 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
     for i in 0..HANDOFFS {
         // The leader's own wait has seen its term before it closes (else it would see the close).
         token_of(i, (&mut waits[i]).await);
-        latches[i].close().await.unwrap();
+        close_latch(&checker, &format!("{i:03}"), &latches[i]).await.unwrap();
         let next = latches[i + 1].clone();
         assert!(
             eventually(deadline(), || async { next.has_leadership() }).await,
@@ -468,16 +503,23 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
     assert!(per_handoff <= 5.0, "{per_handoff} requests per handoff");
     token_of(HANDOFFS, (&mut waits[HANDOFFS]).await);
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens grow in start order");
+    let one = checker.await_one_leader(deadline(), stable()).await;
+    assert_eq!(one, Some(format!("{HANDOFFS:03}")), "{:#}", checker.report());
     for latch in &latches[HANDOFFS..] {
-        latch.close().await.unwrap();
+        close_latch(&checker, latch.id(), latch).await.unwrap();
     }
     assert!(children(&fw, &path).await.is_empty(), "no node left behind");
+    // Not every latch leads: one may close before its turn comes.
+    let report = checker.verify();
+    assert!(report.terms > HANDOFFS, "{report:#}");
     fx.close().await;
 }
 
 /// `observe()` follows the leader through a close, a step down and a session expiry, for a
 /// latch election and for a mutex-based one (`lock-` nodes), with the leader's id and token;
-/// it shows `None` when nobody takes part, and starts on a path that does not exist yet.
+/// it shows `None` when nobody takes part, and starts on a path that does not exist yet. The
+/// leadership checker sees the latches' four terms, none overlapping (but for b's, whose
+/// session is expired by force while it leads: excused).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observer_follows_close_step_down_and_expiry() {
     init_tracing();
@@ -489,8 +531,11 @@ async fn observer_follows_close_step_down_and_expiry() {
 
     let fw_a = client(&server.connect_string()).await;
     let fw_b = connected(builder(&server.connect_string()).connection_state_error_policy(ErrorPolicy::Session)).await;
+    let checker = LeadershipChecker::new();
     let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
     let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
+    checker.record_latch(&a, "a");
+    checker.record_latch(&b, "b");
     a.start().await.unwrap();
     let term_a = a.await_leadership_timeout(deadline()).await.unwrap().expect("a leads");
     b.start().await.unwrap();
@@ -505,6 +550,8 @@ async fn observer_follows_close_step_down_and_expiry() {
 
     // Expiry of b's session: a leads; b joins again behind it.
     let info = fw_b.session().await.unwrap().client().session().clone();
+    assert!(checker.recorded("b", deadline()).await, "b's term is recorded before its session expires");
+    checker.forced_expiry("b");
     expire_session(&server.connect_string(), &info).await.unwrap();
     let term_a2 = a.await_leadership_timeout(deadline()).await.unwrap().expect("a leads again");
     let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "a")).await.unwrap();
@@ -513,12 +560,15 @@ async fn observer_follows_close_step_down_and_expiry() {
 
     // Close: b leads; close b too: nobody.
     assert!(eventually(deadline(), || async { children(&watcher_fw, &path).await.len() == 2 }).await);
-    a.close().await.unwrap();
+    assert_eq!(checker.await_one_leader(deadline(), stable()).await.as_deref(), Some("a"), "{:#}", checker.report());
+    close_latch(&checker, "a", &a).await.unwrap();
     let term_b2 = b.await_leadership_timeout(deadline()).await.unwrap().expect("b leads");
     let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "b")).await.unwrap();
     assert_eq!(seen.token, term_b2.fencing_token());
-    b.close().await.unwrap();
+    close_latch(&checker, "b", &b).await.unwrap();
     assert_eq!(observed(&mut observer, |l| l.is_none()).await, None);
+    let report = checker.verify();
+    assert_eq!(report.terms, 4, "{report:#}");
 
     // A mutex-based election on the same path (lock- nodes, as a LeaderSelector's).
     let mutex = curator_recipes::locks::InterProcessMutex::new(&fw_a, &path).unwrap();
@@ -570,17 +620,21 @@ async fn bad_input_is_a_typed_error() {
 }
 
 /// Dropping the last handle of a latch (leading or in line) leaves no node behind; so does
-/// dropping a `start()` before it returns.
+/// dropping a `start()` before it returns. The waiter, dropped first, never leads.
 #[tokio::test]
 async fn dropping_leaves_no_node() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("drop");
+    let checker = LeadershipChecker::new();
     let leader = LeaderLatch::new(&fw, &path, "leader").unwrap();
+    checker.record_latch(&leader, "leader");
     leader.start().await.unwrap();
     leader.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
     let waiter = LeaderLatch::new(&fw, &path, "waiter").unwrap();
+    checker.record_latch(&waiter, "waiter");
     waiter.start().await.unwrap();
+    assert!(checker.recorded("leader", deadline()).await);
     assert_eq!(children(&fw, &path).await.len(), 2);
     drop(waiter);
     drop(leader);
@@ -590,19 +644,23 @@ async fn dropping_leaves_no_node() {
     drop(start);
     drop(starting);
     assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
+    let report = checker.verify();
+    assert_eq!(report.terms, 1, "only the leader led: {report:#}");
     fw.close().await;
 }
 
 /// A participant's id and the leader read through `participants()` / `leader()`: ids from node
-/// data, in line order, the leader first.
+/// data, in line order, the leader first; one leader for the leadership checker.
 #[tokio::test]
 async fn participants_in_line_order() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("participants");
+    let checker = LeadershipChecker::new();
     let mut latches = Vec::new();
     for id in ["one", "two", "three"] {
         let latch = LeaderLatch::new(&fw, &path, id).unwrap();
+        checker.record_latch(&latch, id);
         latch.start().await.unwrap();
         latches.push(latch);
     }
@@ -611,10 +669,12 @@ async fn participants_in_line_order() {
     let ids: Vec<(&str, bool)> = participants.iter().map(|p| (p.id.as_str(), p.is_leader)).collect();
     assert_eq!(ids, vec![("one", true), ("two", false), ("three", false)]);
     assert_eq!(latches[1].leader().await.unwrap().map(|p| p.id), Some("one".to_string()));
+    assert_eq!(checker.await_one_leader(deadline(), stable()).await.as_deref(), Some("one"), "{:#}", checker.report());
     for latch in &latches {
         assert!(latch.our_path().is_some_and(|p| p.contains("-latch-")));
-        latch.close().await.unwrap();
+        close_latch(&checker, latch.id(), latch).await.unwrap();
     }
+    checker.verify();
     fw.close().await;
 }
 

@@ -2,7 +2,9 @@
 //! lost (session expiry, a cut connection, under both error policies) and the leader is told
 //! before anyone else leads; fencing tokens grow; auto-requeue, interrupt, close and drop; bad
 //! input. Tests that expire something use a server of their own; proxies sit in front of the
-//! shared one.
+//! shared one. Every selector records its terms in the leadership checker
+//! (`tests::leadership`, through its leadership function): each test ends with a clean report,
+//! and with exactly one stable leader where the election stays up before the selectors close.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +14,7 @@ use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy}
 use curator_recipes::leader::{LeaderSelector, Leadership, LockLost, SelectorEvent, TermEnd};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::BoxFuture;
+use tests::leadership::LeadershipChecker;
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
 use tests::{children, init_tracing, unique_path, wait_for, Fixture};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -51,9 +54,27 @@ fn until_dropped(who: &str, tx: UnboundedSender<Note>) -> impl Fn(Leadership) ->
     }
 }
 
-/// A selector with id `who` on `path` running [`until_dropped`].
-fn selector(fw: &CuratorFramework, path: &str, who: &str, tx: &UnboundedSender<Note>) -> LeaderSelector {
-    LeaderSelector::builder(fw, path, until_dropped(who, tx.clone())).id(who).build().unwrap()
+/// A selector with id `who` on `path` running [`until_dropped`], its terms recorded in
+/// `checker`.
+fn selector(
+    checker: &LeadershipChecker,
+    fw: &CuratorFramework,
+    path: &str,
+    who: &str,
+    tx: &UnboundedSender<Note>,
+) -> LeaderSelector {
+    LeaderSelector::builder(fw, path, checker.recording(who, until_dropped(who, tx.clone()))).id(who).build().unwrap()
+}
+
+/// How long the one leader must stay so for the leadership checker's `await_one_leader`.
+fn stable() -> Duration {
+    Duration::from_millis(200)
+}
+
+/// Waits for exactly one stable leader in `checker`'s view; returns it.
+async fn one_leader(checker: &LeadershipChecker) -> String {
+    let leader = checker.await_one_leader(Timing::new().deadline(), stable()).await;
+    leader.unwrap_or_else(|| panic!("not one stable leader: {:#}", checker.report()))
 }
 
 async fn next_event(events: &mut curator_core::listeners::EventStream<SelectorEvent>) -> SelectorEvent {
@@ -105,20 +126,22 @@ async fn future_dropped_when_the_session_expires() {
     let server = TestingServer::start().await.unwrap();
     for policy in [ErrorPolicy::Standard, ErrorPolicy::Session] {
         let path = unique_path("sel-expiry");
+        let checker = LeadershipChecker::new();
         let a_fw = framework(&server.connect_string(), policy, Retry::Default).await;
         let b_fw = framework(&server.connect_string(), policy, Retry::Default).await;
         let (tx, mut notes) = unbounded_channel();
-        let a = selector(&a_fw, &path, "a", &tx);
+        let a = selector(&checker, &a_fw, &path, "a", &tx);
         let mut a_events = a.events();
         a.start().await.unwrap();
         let term = expect_took(&mut a_events).await;
         assert!(matches!(next_note(&mut notes).await, Note::Started { who, .. } if who == "a"));
-        let b = selector(&b_fw, &path, "b", &tx);
+        let b = selector(&checker, &b_fw, &path, "b", &tx);
         let mut b_events = b.events();
         b.start().await.unwrap();
         wait_children(&a_fw, &path, 2).await;
 
         let info = a_fw.session().await.unwrap().client().session().clone();
+        checker.forced_expiry("a");
         expire_session(&server.connect_string(), &info).await.unwrap();
 
         let (token, end) = expect_ended(&mut a_events).await;
@@ -143,9 +166,12 @@ async fn future_dropped_when_the_session_expires() {
         if !seen.iter().any(|n| matches!(n, Note::Started { who, .. } if who == "b")) {
             assert!(matches!(next_note(&mut notes).await, Note::Started { who, .. } if who == "b"));
         }
+        assert_eq!(one_leader(&checker).await, "b", "{policy:?}");
         a.close().await.unwrap();
         b.close().await.unwrap();
         wait_children(&b_fw, &path, 0).await;
+        let report = checker.verify();
+        assert_eq!(report.terms, 2, "{policy:?}: {report:#}");
         a_fw.close().await;
         b_fw.close().await;
     }
@@ -163,17 +189,18 @@ async fn future_dropped_when_the_connection_is_cut() {
     let server = TestingServer::shared();
     for (policy, retry) in COMBINATIONS {
         let path = unique_path("sel-cut");
+        let checker = LeadershipChecker::new();
         let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
         let a_fw = framework_with(&proxy.connect_string(), policy, retry, Duration::from_secs(2)).await;
         let b_fw = framework(&server.connect_string(), policy, retry).await;
         let mut a_states = a_fw.connection_state_stream();
         let (tx, mut notes) = unbounded_channel();
-        let a = selector(&a_fw, &path, "a", &tx);
+        let a = selector(&checker, &a_fw, &path, "a", &tx);
         let mut a_events = a.events();
         a.start().await.unwrap();
         let mut term = expect_took(&mut a_events).await;
         assert!(matches!(next_note(&mut notes).await, Note::Started { who, .. } if who == "a"));
-        let b = selector(&b_fw, &path, "b", &tx);
+        let b = selector(&checker, &b_fw, &path, "b", &tx);
         let mut b_events = b.events();
         b.start().await.unwrap();
         wait_children(&b_fw, &path, 2).await;
@@ -233,21 +260,27 @@ async fn future_dropped_when_the_connection_is_cut() {
         assert_eq!(who, "b");
         assert!(*dropped_at < started_at, "a's future was dropped before b's function started");
         proxy.pass();
+        assert_eq!(one_leader(&checker).await, "b", "{policy:?} {retry:?}");
         a.close().await.unwrap();
         b.close().await.unwrap();
         wait_children(&b_fw, &path, 0).await;
+        let report = checker.verify();
+        let terms = if policy == ErrorPolicy::Standard { 4 } else { 2 };
+        assert_eq!(report.terms, terms, "{policy:?} {retry:?}: {report:#}");
         a_fw.close().await;
         b_fw.close().await;
     }
 }
 
 /// Terms never overlap and fencing tokens grow with every term: three auto-requeuing
-/// selectors on three sessions record their terms from inside the leadership function.
+/// selectors on three sessions record their terms from inside the leadership function, and in
+/// the leadership checker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_grow_and_terms_never_overlap() {
     init_tracing();
     let fx = Fixture::shared().await;
     let path = unique_path("sel-tokens");
+    let checker = LeadershipChecker::new();
     let inside = Arc::new(AtomicBool::new(false));
     let overlaps = Arc::new(AtomicBool::new(false));
     let tokens = Arc::new(Mutex::new(Vec::new()));
@@ -256,7 +289,7 @@ async fn fencing_tokens_grow_and_terms_never_overlap() {
     for i in 0..3 {
         let fw = fx.client().await;
         let (inside, overlaps, tokens) = (inside.clone(), overlaps.clone(), tokens.clone());
-        let s = LeaderSelector::builder(&fw, &path, move |leadership: Leadership| {
+        let recorded = checker.recording(&format!("p{i}"), move |leadership: Leadership| {
             let (inside, overlaps, tokens) = (inside.clone(), overlaps.clone(), tokens.clone());
             async move {
                 if inside.swap(true, Ordering::SeqCst) {
@@ -266,11 +299,8 @@ async fn fencing_tokens_grow_and_terms_never_overlap() {
                 tokio::task::yield_now().await;
                 inside.store(false, Ordering::SeqCst);
             }
-        })
-        .id(format!("p{i}"))
-        .auto_requeue(true)
-        .build()
-        .unwrap();
+        });
+        let s = LeaderSelector::builder(&fw, &path, recorded).id(format!("p{i}")).auto_requeue(true).build().unwrap();
         s.start().await.unwrap();
         selectors.push(s);
         fws.push(fw);
@@ -283,6 +313,8 @@ async fn fencing_tokens_grow_and_terms_never_overlap() {
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens grow: {tokens:?}");
     assert!(!overlaps.load(Ordering::SeqCst), "two terms overlapped");
     wait_children(&fx.fw, &path, 0).await;
+    let report = checker.verify();
+    assert_eq!(report.terms, tokens.len(), "{report:#}");
     for fw in fws {
         fw.close().await;
     }
@@ -338,8 +370,9 @@ async fn interrupt_drops_the_future() {
     init_tracing();
     let fx = Fixture::shared().await;
     let path = unique_path("sel-interrupt");
+    let checker = LeadershipChecker::new();
     let (tx, mut notes) = unbounded_channel();
-    let s = selector(&fx.fw, &path, "a", &tx);
+    let s = selector(&checker, &fx.fw, &path, "a", &tx);
     let mut events = s.events();
     s.interrupt_leadership(); // not started: nothing to interrupt
     s.start().await.unwrap();
@@ -361,6 +394,7 @@ async fn interrupt_drops_the_future() {
     assert!(again.fencing_token() > term.fencing_token());
     s.close().await.unwrap();
     assert_eq!(expect_ended(&mut events).await.1, TermEnd::Interrupted);
+    checker.verify();
     fx.close().await;
 }
 
@@ -373,12 +407,13 @@ async fn close_and_drop_leave_no_node() {
     let fx = Fixture::shared().await;
     let other = fx.client().await;
     let path = unique_path("sel-close");
+    let checker = LeadershipChecker::new();
     let (tx, mut notes) = unbounded_channel();
-    let a = selector(&fx.fw, &path, "a", &tx);
+    let a = selector(&checker, &fx.fw, &path, "a", &tx);
     let mut a_events = a.events();
     a.start().await.unwrap();
     expect_took(&mut a_events).await;
-    let b = selector(&other, &path, "b", &tx);
+    let b = selector(&checker, &other, &path, "b", &tx);
     b.start().await.unwrap();
     wait_children(&fx.fw, &path, 2).await;
 
@@ -386,6 +421,7 @@ async fn close_and_drop_leave_no_node() {
     b.close().await.unwrap();
     wait_children(&fx.fw, &path, 1).await;
     assert!(a.has_leadership());
+    assert_eq!(one_leader(&checker).await, "a");
     b.close().await.unwrap(); // again: nothing to do
     assert!(matches!(b.requeue(), Err(CuratorError::IllegalState(_))));
 
@@ -398,7 +434,7 @@ async fn close_and_drop_leave_no_node() {
     assert!(children(&fx.fw, &path).await.is_empty(), "the node is gone when close returns");
 
     // Dropped while leading.
-    let c = selector(&other, &path, "c", &tx);
+    let c = selector(&checker, &other, &path, "c", &tx);
     let mut c_events = c.events();
     c.start().await.unwrap();
     expect_took(&mut c_events).await;
@@ -409,9 +445,11 @@ async fn close_and_drop_leave_no_node() {
     wait_children(&fx.fw, &path, 0).await;
 
     // Closed before it started.
-    let d = selector(&other, &path, "d", &tx);
+    let d = selector(&checker, &other, &path, "d", &tx);
     d.close().await.unwrap();
     assert!(matches!(d.start().await, Err(CuratorError::IllegalState(_))));
+    let report = checker.verify();
+    assert_eq!(report.terms, 2, "a and c led, one after the other: {report:#}");
     other.close().await;
     fx.close().await;
 }
