@@ -139,7 +139,13 @@ impl Inside {
 
 /// One member of Curator's testBasic and testMultiClient: enter (timed), count in, wait until
 /// all have counted in, check that all are in, leave (timed), count out, wait for all.
-async fn member(fw: CuratorFramework, path: String, inside: Arc<Inside>, entered: Arc<tokio::sync::Barrier>, left: Arc<tokio::sync::Barrier>) {
+async fn member(
+    fw: CuratorFramework,
+    path: String,
+    inside: Arc<Inside>,
+    entered: Arc<tokio::sync::Barrier>,
+    left: Arc<tokio::sync::Barrier>,
+) {
     let timing = Timing::new();
     let mut barrier = DistributedDoubleBarrier::new(&fw, &path, QTY).unwrap();
     assert!(barrier.enter_timeout(timing.deadline()).await.unwrap());
@@ -236,7 +242,8 @@ async fn double_spurious_wakeup() {
     let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
     // The fixture's patient retry policy (not Curator's RetryOneTime): a cut may also catch
     // the member's check in flight, and ten of them in a row would spend one retry.
-    let first_fw = connected(builder(&proxy.connect_string()).connection_state_error_policy(ErrorPolicy::Session)).await;
+    let first_fw =
+        connected(builder(&proxy.connect_string()).connection_state_error_policy(ErrorPolicy::Session)).await;
     let mut states = first_fw.connection_state_stream();
     let mut first = DistributedDoubleBarrier::new(&first_fw, &path, 2).unwrap();
     let entering = tokio::spawn(async move {

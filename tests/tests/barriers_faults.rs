@@ -206,10 +206,7 @@ async fn cut_during_leave(policy: ErrorPolicy, retry: Retry) {
     // node to the end (then the cut may also catch its first listing: the outcome is the same).
     let lowest = members(&b_fw, &path).await.into_iter().min().unwrap();
     if lowest != a_name {
-        assert!(
-            eventually(deadline(), || async { !members(&b_fw, &path).await.contains(&a_name) }).await,
-            "{case}"
-        );
+        assert!(eventually(deadline(), || async { !members(&b_fw, &path).await.contains(&a_name) }).await, "{case}");
     }
 
     cut(&proxy, &mut states).await;

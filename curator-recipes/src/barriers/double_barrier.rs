@@ -390,7 +390,6 @@ impl DistributedDoubleBarrier {
     }
 }
 
-
 /// One enter in progress: what every phase needs.
 struct Entering<'a> {
     fw: &'a CuratorFramework,
@@ -446,9 +445,7 @@ impl Entering<'_> {
         match phase {
             Enter::Create => self.create(&session).await,
             Enter::Find => self.find(&session).await,
-            Enter::Check(generation) if session.generation() != generation => {
-                Step::Fail(self.gone_with_session())
-            }
+            Enter::Check(generation) if session.generation() != generation => Step::Fail(self.gone_with_session()),
             Enter::Open(generation) if session.generation() != generation => Step::Fail(self.gone_with_session()),
             Enter::Check(generation) => self.check(&session, generation).await,
             Enter::Open(generation) => self.open(&session, generation).await,
@@ -510,7 +507,8 @@ impl Entering<'_> {
     async fn check(&mut self, session: &Session, generation: u64) -> Step<Enter, u64> {
         let client = session.client();
         tracing::debug!(path = %self.ready_path, "exists+watch, pipelined with getChildren {}", self.path);
-        let (ready, listed) = futures::join!(client.check_and_watch_stat(self.ready_path), client.list_children(self.path));
+        let (ready, listed) =
+            futures::join!(client.check_and_watch_stat(self.ready_path), client.list_children(self.path));
         self.decide(session, generation, ready, listed)
     }
 
