@@ -3,6 +3,7 @@
 //! ZooKeeper recipes with the ideas of Apache Curator, over [`curator_core`], wire compatible
 //! with Curator 5.x (same node names, modes and data).
 //!
+//! - [`barriers`]: `DistributedBarrier` and `DistributedDoubleBarrier`.
 //! - [`locks`]: `InterProcessMutex`, `InterProcessReadWriteLock`, `InterProcessSemaphoreV2`,
 //!   `InterProcessSemaphoreMutex`, `InterProcessMultiLock`.
 //! - [`leader`]: `LeaderLatch` and `LeaderSelector`, with fenced leaderships and an observer
@@ -12,6 +13,7 @@
 //!   reconnections and new sessions, with reset notifications.
 #![warn(missing_docs)]
 
+pub mod barriers;
 pub mod leader;
 pub mod locks;
 pub mod nodes;

@@ -5,6 +5,7 @@ use curator_core::CuratorFramework;
 /// Deletes an abandoned acquire's node when dropped while armed: by its path once known, else
 /// every child of the recipe's path with our protected prefix (the create's outcome is
 /// unknown). The delete runs as tracked background work, so that `close()` waits for it.
+#[derive(Debug)]
 pub(crate) struct Cleanup {
     fw: CuratorFramework,
     parent: String,
@@ -17,6 +18,13 @@ impl Cleanup {
     /// An armed cleanup for nodes under `parent` named with `prefix`.
     pub(crate) fn new(fw: &CuratorFramework, parent: &str, prefix: &str) -> Self {
         Self { fw: fw.clone(), parent: parent.to_string(), prefix: prefix.to_string(), path: None, armed: true }
+    }
+
+    /// An armed cleanup for the node at `path`, whose name is known before it is created (a
+    /// barrier member's `P/<uuid>`): no prefix search is ever needed.
+    pub(crate) fn of_node(fw: &CuratorFramework, path: &str) -> Self {
+        let parent = curator_core::path::parent(path).to_string();
+        Self { fw: fw.clone(), parent, prefix: String::new(), path: Some(path.to_string()), armed: true }
     }
 
     /// Our node exists at `path`: delete that one rather than searching by prefix.
@@ -40,7 +48,7 @@ impl Drop for Cleanup {
         let prefix = std::mem::take(&mut self.prefix);
         let known = self.path.take();
         self.fw.spawn_background(async move {
-            tracing::debug!(parent = %parent, prefix = %prefix, path = ?known, "abandoned acquire: deleting our node");
+            tracing::debug!(parent = %parent, prefix = %prefix, path = ?known, "abandoned node: deleting it");
             let result = match known {
                 Some(p) => fw.delete().guaranteed().quietly().for_path(&p).await,
                 None => fw.delete_protected(&parent, &prefix, None).await,
@@ -48,7 +56,7 @@ impl Drop for Cleanup {
             if let Err(err) = result {
                 // An unknown outcome: the guaranteed delete goes on in the background.
                 if !err.outcome_unknown() {
-                    fw.report_unhandled(&format!("could not delete an abandoned lock node under {parent}"), &err);
+                    fw.report_unhandled(&format!("could not delete an abandoned recipe node under {parent}"), &err);
                 }
             }
         });
