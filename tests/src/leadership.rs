@@ -33,7 +33,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use curator_core::listeners::ListenerId;
+use curator_core::listeners::{EventStream, ListenerId};
 use curator_core::CuratorFramework;
 use curator_recipes::leader::{LatchEvent, LeaderLatch, LeaderSelector, Leadership, SelectorEvent};
 
@@ -429,6 +429,25 @@ pub fn instant_of_epoch_us(at_us: u64) -> Instant {
     } else {
         now + Duration::from_micros(at_us - now_us)
     }
+}
+
+/// How long the one leader must stay so for the election tests' [`one_leader`].
+pub const STABLE: Duration = Duration::from_millis(200);
+
+/// Waits (up to the test deadline) for exactly one leader in `checker`'s view, who stays so for
+/// [`STABLE`]; returns it, or panics with the checker's report.
+pub async fn one_leader(checker: &LeadershipChecker) -> String {
+    let leader = checker.await_one_leader(curator_test::Timing::new().deadline(), STABLE).await;
+    leader.unwrap_or_else(|| panic!("not one stable leader: {:#}", checker.report()))
+}
+
+/// The next event of a latch's or a selector's stream, within the test deadline; panics when
+/// none comes or the stream ended.
+pub async fn next_event<E>(events: &mut EventStream<E>) -> E {
+    tokio::time::timeout(curator_test::Timing::new().deadline(), events.next())
+        .await
+        .expect("no election event within the deadline")
+        .expect("the election's event stream ended")
 }
 
 #[cfg(test)]

@@ -20,4 +20,4 @@ pub mod policies;
 pub mod zk;
 
 pub use fixture::{builder, client, connected, init_tracing, proxied_with_states, unique_path, wait_for, Fixture};
-pub use zk::{children, packets_received};
+pub use zk::{children, packets_received, wait_children};

@@ -61,3 +61,11 @@ pub async fn listing(client: &zk::Client, root: &str) -> BTreeMap<String, Vec<u8
     }
     out
 }
+
+/// Waits (up to the test deadline) until `path` has `n` children; panics with what it has
+/// otherwise.
+pub async fn wait_children(fw: &CuratorFramework, path: &str, n: usize) {
+    let done =
+        curator_test::eventually(Timing::new().deadline(), || async { children(fw, path).await.len() == n }).await;
+    assert!(done, "{path} never had {n} children: {:?}", children(fw, path).await);
+}

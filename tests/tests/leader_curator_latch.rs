@@ -34,7 +34,7 @@ use curator_core::retry::RetryNTimes;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::leader::{CloseMode, LatchEvent, LatchState, LeaderLatch, LockLost};
 use curator_test::{eventually, expire_session, TestingCluster, TestingServer, Timing};
-use tests::leadership::{close_latch, LeadershipChecker};
+use tests::leadership::{close_latch, next_event, one_leader, LeadershipChecker};
 use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};
 
 fn shared() -> String {
@@ -43,25 +43,6 @@ fn shared() -> String {
 
 fn deadline() -> Duration {
     Timing::new().deadline()
-}
-
-/// How long the one leader must stay so for the leadership checker's `await_one_leader`.
-fn stable() -> Duration {
-    Duration::from_millis(200)
-}
-
-/// Waits for exactly one stable leader in `checker`'s view; returns it.
-async fn one_leader(checker: &LeadershipChecker) -> String {
-    let leader = checker.await_one_leader(deadline(), stable()).await;
-    leader.unwrap_or_else(|| panic!("not one stable leader: {:#}", checker.report()))
-}
-
-/// The next latch event, within the deadline.
-async fn next_event(events: &mut EventStream<LatchEvent>) -> LatchEvent {
-    tokio::time::timeout(deadline(), events.next())
-        .await
-        .expect("no latch event within the deadline")
-        .expect("the latch's event stream ended")
 }
 
 fn is_leader(event: &LatchEvent) -> bool {

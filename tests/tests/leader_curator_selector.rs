@@ -38,10 +38,10 @@ use curator_core::{ConnectionState, CuratorFramework, ErrorPolicy};
 use curator_recipes::leader::{LeaderSelector, Leadership, LockLost, SelectorEvent, TermEnd};
 use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingCluster, TestingServer, Timing};
 use futures::future::BoxFuture;
-use tests::leadership::LeadershipChecker;
+use tests::leadership::{next_event, one_leader, LeadershipChecker};
 use tests::locks::framework;
 use tests::policies::{with_policies, Retry};
-use tests::{builder, children, connected, init_tracing, unique_path, wait_for, Fixture};
+use tests::{builder, children, connected, init_tracing, unique_path, wait_children, wait_for, Fixture};
 
 /// Counts the leaders whose function runs: one more while a future lives.
 struct Running(Arc<AtomicI32>);
@@ -65,13 +65,6 @@ fn until_dropped(running: &Arc<AtomicI32>) -> impl Fn(Leadership) -> BoxFuture<'
     }
 }
 
-async fn next_event(events: &mut EventStream<SelectorEvent>) -> SelectorEvent {
-    tokio::time::timeout(Timing::new().multiple(2.0).deadline(), events.next())
-        .await
-        .expect("an event within the deadline")
-        .expect("the stream is open")
-}
-
 async fn expect_took(events: &mut EventStream<SelectorEvent>) -> Leadership {
     match next_event(events).await {
         SelectorEvent::Took(leadership) => leadership,
@@ -93,19 +86,6 @@ async fn running_are(running: &AtomicI32, n: i32) {
         eventually(Timing::new().deadline(), || async { running.load(Ordering::SeqCst) == n }).await,
         "{} running, not {n}",
         running.load(Ordering::SeqCst)
-    );
-}
-
-/// Waits for exactly one stable leader in `checker`'s view; returns it.
-async fn one_leader(checker: &LeadershipChecker) -> String {
-    let leader = checker.await_one_leader(Timing::new().deadline(), std::time::Duration::from_millis(200)).await;
-    leader.unwrap_or_else(|| panic!("not one stable leader: {:#}", checker.report()))
-}
-
-async fn wait_children(fw: &CuratorFramework, path: &str, n: usize) {
-    assert!(
-        eventually(Timing::new().deadline(), || async { children(fw, path).await.len() == n }).await,
-        "{path} never had {n} children"
     );
 }
 

@@ -10,7 +10,7 @@ use curator_core::retry::RetryNTimes;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::leader::{observe, LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
 use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingServer, Timing};
-use tests::leadership::{close_latch, LeadershipChecker};
+use tests::leadership::{close_latch, next_event, LeadershipChecker, STABLE};
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
 use tests::{
     builder, children, client, connected, init_tracing, packets_received, proxied_with_states, unique_path, wait_for,
@@ -23,19 +23,6 @@ fn shared() -> String {
 
 fn deadline() -> Duration {
     Timing::new().deadline()
-}
-
-/// How long the one leader must stay so for the leadership checker's `await_one_leader`.
-fn stable() -> Duration {
-    Duration::from_millis(200)
-}
-
-/// The next latch event, within the deadline.
-async fn next_event(events: &mut EventStream<LatchEvent>) -> LatchEvent {
-    tokio::time::timeout(deadline(), events.next())
-        .await
-        .expect("no latch event within the deadline")
-        .expect("the latch's event stream ended")
 }
 
 async fn next_term(events: &mut EventStream<LatchEvent>) -> Leadership {
@@ -126,7 +113,7 @@ async fn fencing_tokens_grow_with_each_new_leader() {
         }
     }
     // The last step down made a new leader: it is the one leader, and its token counts too.
-    let last = checker.await_one_leader(deadline(), stable()).await;
+    let last = checker.await_one_leader(deadline(), STABLE).await;
     let last = last.unwrap_or_else(|| panic!("one leader after the handoffs: {:#}", checker.report()));
     let last = latches.iter().find(|l| l.id() == last).and_then(|l| l.leadership()).expect("the last leader leads");
     tokens.push(last.fencing_token());
@@ -310,7 +297,7 @@ async fn short_cut_leads_again_with_the_same_node() {
     assert_eq!(stat.czxid, first.fencing_token());
     assert_eq!(children(&fw_b, &path).await.len(), 2);
     assert!(tokio::time::timeout(Duration::from_millis(300), events_b.next()).await.is_err(), "b never led");
-    assert_eq!(checker.await_one_leader(deadline(), stable()).await.as_deref(), Some("a"), "{:#}", checker.report());
+    assert_eq!(checker.await_one_leader(deadline(), STABLE).await.as_deref(), Some("a"), "{:#}", checker.report());
 
     close_latch(&checker, "a", &a).await.unwrap();
     let term_b = next_term(&mut events_b).await;
@@ -392,7 +379,7 @@ async fn long_cut_lets_the_next_latch_lead() {
     assert!(b.has_leadership());
     assert!(!a.has_leadership());
     assert!(tokio::time::timeout(Duration::from_millis(300), events_a.next()).await.is_err(), "a waits in line");
-    assert_eq!(checker.await_one_leader(deadline(), stable()).await.as_deref(), Some("b"), "{:#}", checker.report());
+    assert_eq!(checker.await_one_leader(deadline(), STABLE).await.as_deref(), Some("b"), "{:#}", checker.report());
 
     close_latch(&checker, "b", &b).await.unwrap();
     let again = next_term(&mut events_a).await;
@@ -503,7 +490,7 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
     assert!(per_handoff <= 5.0, "{per_handoff} requests per handoff");
     token_of(HANDOFFS, (&mut waits[HANDOFFS]).await);
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens grow in start order");
-    let one = checker.await_one_leader(deadline(), stable()).await;
+    let one = checker.await_one_leader(deadline(), STABLE).await;
     assert_eq!(one, Some(format!("{HANDOFFS:03}")), "{:#}", checker.report());
     for latch in &latches[HANDOFFS..] {
         close_latch(&checker, latch.id(), latch).await.unwrap();
@@ -560,7 +547,7 @@ async fn observer_follows_close_step_down_and_expiry() {
 
     // Close: b leads; close b too: nobody.
     assert!(eventually(deadline(), || async { children(&watcher_fw, &path).await.len() == 2 }).await);
-    assert_eq!(checker.await_one_leader(deadline(), stable()).await.as_deref(), Some("a"), "{:#}", checker.report());
+    assert_eq!(checker.await_one_leader(deadline(), STABLE).await.as_deref(), Some("a"), "{:#}", checker.report());
     close_latch(&checker, "a", &a).await.unwrap();
     let term_b2 = b.await_leadership_timeout(deadline()).await.unwrap().expect("b leads");
     let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "b")).await.unwrap();
@@ -669,7 +656,7 @@ async fn participants_in_line_order() {
     let ids: Vec<(&str, bool)> = participants.iter().map(|p| (p.id.as_str(), p.is_leader)).collect();
     assert_eq!(ids, vec![("one", true), ("two", false), ("three", false)]);
     assert_eq!(latches[1].leader().await.unwrap().map(|p| p.id), Some("one".to_string()));
-    assert_eq!(checker.await_one_leader(deadline(), stable()).await.as_deref(), Some("one"), "{:#}", checker.report());
+    assert_eq!(checker.await_one_leader(deadline(), STABLE).await.as_deref(), Some("one"), "{:#}", checker.report());
     for latch in &latches {
         assert!(latch.our_path().is_some_and(|p| p.contains("-latch-")));
         close_latch(&checker, latch.id(), latch).await.unwrap();

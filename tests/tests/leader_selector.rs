@@ -14,9 +14,9 @@ use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy}
 use curator_recipes::leader::{LeaderSelector, Leadership, LockLost, SelectorEvent, TermEnd};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::BoxFuture;
-use tests::leadership::LeadershipChecker;
+use tests::leadership::{next_event, one_leader, LeadershipChecker};
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
-use tests::{children, init_tracing, unique_path, wait_for, Fixture};
+use tests::{children, init_tracing, unique_path, wait_children, wait_for, Fixture};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// What a leadership function reports: its start, and (from a drop guard) the moment its
@@ -66,24 +66,6 @@ fn selector(
     LeaderSelector::builder(fw, path, checker.recording(who, until_dropped(who, tx.clone()))).id(who).build().unwrap()
 }
 
-/// How long the one leader must stay so for the leadership checker's `await_one_leader`.
-fn stable() -> Duration {
-    Duration::from_millis(200)
-}
-
-/// Waits for exactly one stable leader in `checker`'s view; returns it.
-async fn one_leader(checker: &LeadershipChecker) -> String {
-    let leader = checker.await_one_leader(Timing::new().deadline(), stable()).await;
-    leader.unwrap_or_else(|| panic!("not one stable leader: {:#}", checker.report()))
-}
-
-async fn next_event(events: &mut curator_core::listeners::EventStream<SelectorEvent>) -> SelectorEvent {
-    tokio::time::timeout(Timing::new().deadline(), events.next())
-        .await
-        .expect("an event within the deadline")
-        .expect("the stream is open")
-}
-
 async fn expect_took(events: &mut curator_core::listeners::EventStream<SelectorEvent>) -> Leadership {
     match next_event(events).await {
         SelectorEvent::Took(leadership) => leadership,
@@ -105,14 +87,6 @@ async fn next_note(notes: &mut UnboundedReceiver<Note>) -> Note {
 /// The notes sent so far.
 fn drain(notes: &mut UnboundedReceiver<Note>) -> Vec<Note> {
     std::iter::from_fn(|| notes.try_recv().ok()).collect()
-}
-
-async fn wait_children(fw: &CuratorFramework, path: &str, n: usize) {
-    assert!(
-        eventually(Timing::new().deadline(), || async { children(fw, path).await.len() == n }).await,
-        "{path} never had {n} children: {:?}",
-        children(fw, path).await
-    );
 }
 
 /// The leader's session expires, under each error policy: its function's future is dropped,
