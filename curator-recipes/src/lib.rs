@@ -8,10 +8,15 @@
 //! - [`leader`]: `LeaderLatch` and `LeaderSelector`, with fenced leaderships and an observer
 //!   stream for processes that do not take part.
 //! - [`nodes`]: `PersistentNode`, `PersistentTtlNode`, `GroupMember`.
+//! - [`shared`]: `SharedValue` and `SharedCount`, a value every client sees; [`atomic`]:
+//!   `DistributedAtomicLong`, `DistributedAtomicInteger`, `DistributedAtomicValue`,
+//!   `CachedAtomicLong`.
 //! - [`watch`]: `PersistentWatcher`, a persistent (optionally recursive) watch that survives
 //!   reconnections and new sessions, with reset notifications.
 #![warn(missing_docs)]
 
+pub mod atomic;
+pub mod shared;
 pub mod leader;
 pub mod locks;
 pub mod nodes;
