@@ -114,7 +114,7 @@ async fn reconnection_reads_changes_missed_meanwhile() {
     let path = unique_path("reconnect");
     let count = SharedCount::new(&fw, &path, 1).expect("count");
     count.start().await.expect("start");
-    for next in 2..5 {
+    for next in 2i32..5 {
         proxy.set_reject(true);
         proxy.cut();
         other.set_data().for_path(&path, next.to_be_bytes().to_vec()).await.expect("set");
