@@ -16,9 +16,9 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
-pub mod shared;
 pub mod leader;
 pub mod locks;
 pub mod nodes;
 mod sequential;
+pub mod shared;
 pub mod watch;

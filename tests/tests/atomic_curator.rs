@@ -32,7 +32,10 @@ async fn corrupted_value() {
     f.fw.create().for_path(&path, b"foo".to_vec()).await.expect("create");
     let dal = DistributedAtomicLong::new(&f.fw, &path, one_time()).expect("counter");
     let err = dal.get().await.expect_err("corrupted");
-    assert!(matches!(&err, CuratorError::BadData { reason, .. } if reason.contains("8 bytes expected, found 3")), "{err}");
+    assert!(
+        matches!(&err, CuratorError::BadData { reason, .. } if reason.contains("8 bytes expected, found 3")),
+        "{err}"
+    );
     assert!(matches!(dal.increment().await, Err(CuratorError::BadData { .. })));
     assert_eq!(f.fw.get_data().for_path(&path).await.expect("read"), b"foo", "nothing written over it");
     // A 4-byte counter read as a long is corrupted too, and the other way round.
@@ -102,7 +105,8 @@ async fn simulation() {
     let f = Fixture::shared().await;
     let path = unique_path("simulation");
     let lock = format!("{path}-lock");
-    let (optimistic, promoted, successes) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let (optimistic, promoted, successes) =
+        (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
     let mut clients = Vec::new();
     for _ in 0..10 {
         let fw = f.client().await;
@@ -150,7 +154,12 @@ async fn basic() {
     let f = Fixture::shared().await;
     let path = format!("{}/foo/bar/counter", unique_path("basic"));
     let dal = DistributedAtomicLong::new(&f.fw, &path, one_time()).expect("counter");
-    let steps = [(dal.increment().await, 0, 1), (dal.decrement().await, 1, 0), (dal.add(10).await, 0, 10), (dal.subtract(5).await, 10, 5)];
+    let steps = [
+        (dal.increment().await, 0, 1),
+        (dal.decrement().await, 1, 0),
+        (dal.add(10).await, 0, 10),
+        (dal.subtract(5).await, 10, 5),
+    ];
     for (value, pre, post) in steps {
         let value = value.expect("change");
         assert!(value.succeeded());
@@ -202,7 +211,8 @@ async fn cached_reservation_not_succeeding() {
             }
         })
     };
-    let failed = eventually(Timing::new().deadline(), || async { !cached.next().await.expect("next").succeeded() }).await;
+    let failed =
+        eventually(Timing::new().deadline(), || async { !cached.next().await.expect("next").succeeded() }).await;
     writer.abort();
     assert!(failed, "a reservation that lost its only try does not succeed");
     assert!(eventually(Timing::new().deadline(), || async { cached.next().await.expect("next").succeeded() }).await);

@@ -136,7 +136,13 @@ async fn run(policy: ErrorPolicy, retry: Retry, sessions: usize, increments: usi
         .post_value;
     let distinct: HashSet<i64> = successes.iter().copied().collect();
     tracing::info!(
-        ?policy, ?retry, faults, final_value, successes = successes.len(), not_succeeded, errors = errors.len(),
+        ?policy,
+        ?retry,
+        faults,
+        final_value,
+        successes = successes.len(),
+        not_succeeded,
+        errors = errors.len(),
         "atomic faults run"
     );
     assert_eq!(

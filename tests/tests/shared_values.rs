@@ -192,7 +192,11 @@ async fn corrupted_count() {
     f.fw.set_data().for_path(&path, b"12345".to_vec()).await.expect("set");
     assert!(
         eventually(Timing::new().deadline(), || async {
-            events.lock().unwrap().iter().any(|e| matches!(e, SharedCountEvent::Corrupted(CuratorError::BadData { .. })))
+            events
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|e| matches!(e, SharedCountEvent::Corrupted(CuratorError::BadData { .. })))
         })
         .await
     );

@@ -115,7 +115,11 @@ impl<N: AtomicNumber> DistributedAtomicNumber<N> {
     /// One attempt: sets `new` if the node exists and holds `expected`.
     pub async fn compare_and_set(&self, expected: N, new: N) -> Result<AtomicValue<N>> {
         let path = self.path().to_string();
-        let value = self.value.engine().compare_and_set(|current| Ok(decode::<N>(&path, current)? == expected), &new.to_bytes()).await?;
+        let value = self
+            .value
+            .engine()
+            .compare_and_set(|current| Ok(decode::<N>(&path, current)? == expected), &new.to_bytes())
+            .await?;
         self.decoded(value)
     }
 

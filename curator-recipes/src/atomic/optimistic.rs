@@ -150,7 +150,8 @@ impl Engine {
 
     /// A loop under the recipe's policy; with `conflicts`, conflicts are retried too.
     fn retry_loop(&self, policy: &Arc<dyn RetryPolicy>, conflicts: bool) -> RetryLoop {
-        let policy: Arc<dyn RetryPolicy> = if conflicts { Arc::new(ConflictsToo(policy.clone())) } else { policy.clone() };
+        let policy: Arc<dyn RetryPolicy> =
+            if conflicts { Arc::new(ConflictsToo(policy.clone())) } else { policy.clone() };
         RetryLoop::new(policy, Some(&self.fw))
     }
 
@@ -298,7 +299,12 @@ impl Engine {
 
     /// One try: read, make the new value, write it at the version read. `Ok(Some((pre,
     /// post)))` when written, `Ok(None)` on a conflict. `pre` is `None` for a missing node.
-    async fn try_once<F>(&self, tag: &mut Tag, make: &F, last_pre: &mut Option<Vec<u8>>) -> Result<Option<(Option<Vec<u8>>, Vec<u8>)>>
+    async fn try_once<F>(
+        &self,
+        tag: &mut Tag,
+        make: &F,
+        last_pre: &mut Option<Vec<u8>>,
+    ) -> Result<Option<(Option<Vec<u8>>, Vec<u8>)>>
     where
         F: Fn(Option<&[u8]>) -> Result<Vec<u8>>,
     {
@@ -367,7 +373,13 @@ impl Engine {
                     Some(guard) => {
                         tracing::debug!(path = %self.path, lock = %promoted.lock_path, "atomic: promoted to the mutex");
                         let done = self
-                            .tries(&mut tag, &promoted.retry_policy, &make, &mut stats.promoted_lock_tries, &mut last_pre)
+                            .tries(
+                                &mut tag,
+                                &promoted.retry_policy,
+                                &make,
+                                &mut stats.promoted_lock_tries,
+                                &mut last_pre,
+                            )
                             .await;
                         guard.release().await?;
                         done?
@@ -379,7 +391,9 @@ impl Engine {
             }
         };
         Ok(match done {
-            Some((pre, post)) => AtomicValue { succeeded: true, pre_value: pre.unwrap_or_default(), post_value: post, stats },
+            Some((pre, post)) => {
+                AtomicValue { succeeded: true, pre_value: pre.unwrap_or_default(), post_value: post, stats }
+            }
             None => {
                 let pre = last_pre.unwrap_or_default();
                 AtomicValue { succeeded: false, post_value: pre.clone(), pre_value: pre, stats }
@@ -436,7 +450,9 @@ impl Engine {
             other => return other.map(drop),
         }
         match self.fw.create().creating_parent_containers_if_needed().for_path(&self.path, value.to_vec()).await {
-            Err(CuratorError::NodeExists { .. }) => self.fw.set_data().for_path(&self.path, value.to_vec()).await.map(drop),
+            Err(CuratorError::NodeExists { .. }) => {
+                self.fw.set_data().for_path(&self.path, value.to_vec()).await.map(drop)
+            }
             other => other.map(drop),
         }
     }

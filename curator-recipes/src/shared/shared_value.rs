@@ -213,7 +213,8 @@ impl SharedValue {
                 inner.path
             )));
         }
-        match inner.fw.set_data().with_version(previous.version).idempotent().for_path(&inner.path, value.clone()).await {
+        match inner.fw.set_data().with_version(previous.version).idempotent().for_path(&inner.path, value.clone()).await
+        {
             Ok(stat) => {
                 inner.update(&stat, value);
                 Ok(true)
@@ -425,7 +426,6 @@ impl Task {
             }
         }
     }
-
 }
 
 /// The latest transition is a (re)connection: the task re-reads after every one (changes made
