@@ -1,6 +1,7 @@
 //! [`DistributedAtomicValue`]: a node's bytes, changed atomically.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use curator_core::retry::RetryPolicy;
 use curator_core::{CuratorFramework, Result};
@@ -36,6 +37,15 @@ impl DistributedAtomicValue {
         promoted: PromotedToLock,
     ) -> Result<Self> {
         Ok(Self { engine: Engine::new(fw, path, Arc::new(retry_policy), Some(promoted))? })
+    }
+
+    /// Other handles' write tags left unwritten for longer than `age` are deleted when this
+    /// handle makes its own (default [`WRITE_TAG_REAP_AGE`](super::WRITE_TAG_REAP_AGE), one
+    /// hour). `age` must exceed the longest time any handle on the node may take to decide a
+    /// write whose reply was lost; shorter only makes idle handles make their tags again.
+    pub fn write_tag_reap_age(mut self, age: Duration) -> Self {
+        self.engine.set_reap_age(age);
+        self
     }
 
     /// The node's path.

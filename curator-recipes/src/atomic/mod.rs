@@ -22,5 +22,5 @@ pub use distributed_value::DistributedAtomicValue;
 pub use integer::DistributedAtomicInteger;
 pub use long::DistributedAtomicLong;
 pub use number::{AtomicNumber, DistributedAtomicNumber};
-pub use optimistic::{PromotedToLock, WRITE_TAG_PREFIX};
+pub use optimistic::{PromotedToLock, WRITE_TAG_PREFIX, WRITE_TAG_REAP_AGE};
 pub use result::{AtomicStats, AtomicValue};

@@ -4,6 +4,8 @@
 //! [`DistributedAtomicLong`]: super::DistributedAtomicLong
 //! [`DistributedAtomicInteger`]: super::DistributedAtomicInteger
 
+use std::time::Duration;
+
 use curator_core::retry::RetryPolicy;
 use curator_core::{CuratorError, CuratorFramework, Result};
 
@@ -84,6 +86,13 @@ impl<N: AtomicNumber> DistributedAtomicNumber<N> {
             value: DistributedAtomicValue::with_promotion(fw, path, retry_policy, promoted)?,
             _number: Default::default(),
         })
+    }
+
+    /// Other handles' write tags left unwritten for longer than `age` are deleted when this
+    /// handle makes its own; see [`DistributedAtomicValue::write_tag_reap_age`].
+    pub fn write_tag_reap_age(mut self, age: Duration) -> Self {
+        self.value = self.value.write_tag_reap_age(age);
+        self
     }
 
     /// The node's path.

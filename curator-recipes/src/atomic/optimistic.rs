@@ -28,6 +28,13 @@ use crate::locks::InterProcessMutex;
 /// Name prefix of a write tag, a child of the value's node (section 5).
 pub const WRITE_TAG_PREFIX: &str = "curator-rs-write-tag-";
 
+/// How long another handle's write tag may go without a write before a handle that makes its
+/// own tag deletes it as left behind (by a process that crashed, was killed or lost power):
+/// one hour, unless set with `write_tag_reap_age` on the handle. It must exceed the longest
+/// time a handle may take to decide a write whose reply was lost (docs/architecture.md
+/// section 16.2); a live handle whose idle tag was reaped just makes it again.
+pub const WRITE_TAG_REAP_AGE: Duration = Duration::from_secs(60 * 60);
+
 /// When and how an atomic value falls back to a mutex after its optimistic tries ran out
 /// (Curator's `PromotedToLock`).
 #[derive(Debug, Clone)]
@@ -116,6 +123,8 @@ pub(crate) struct Engine {
     promoted: Option<(PromotedToLock, InterProcessMutex)>,
     /// Held for a whole operation: the tag's version is exact only if one write at a time uses it.
     tag: Mutex<Tag>,
+    /// Other handles' tags unwritten for longer are reaped when we make ours.
+    reap_age: Duration,
 }
 
 impl Engine {
@@ -141,7 +150,12 @@ impl Engine {
             policy,
             promoted,
             tag: Mutex::new(Tag::Absent),
+            reap_age: WRITE_TAG_REAP_AGE,
         })
+    }
+
+    pub(crate) fn set_reap_age(&mut self, age: Duration) {
+        self.reap_age = age;
     }
 
     pub(crate) fn path(&self) -> &str {
