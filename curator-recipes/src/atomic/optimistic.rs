@@ -210,49 +210,74 @@ impl Engine {
         let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acl));
         let tag_options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&tag_acl));
         let invalid = |e: zk::Error| CuratorError::from_zk(&self.path, e);
-        let mut multi = client.new_multi_writer();
-        match write {
-            Write::Create(d) => multi.add_create(&self.path, d, &options).map_err(invalid)?,
-            Write::Set(d, version) => multi.add_set_data(&self.path, d, Some(version)).map_err(invalid)?,
-        }
-        match *tag {
-            Tag::Absent => multi.add_create(&self.tag_path, &[], &tag_options).map_err(invalid)?,
-            Tag::At(version) => multi.add_set_data(&self.tag_path, &[], Some(version)).map_err(invalid)?,
-        }
-        tracing::debug!(path = %self.path, tag = ?*tag, write = ?write_kind(write), "atomic: versioned write");
-        match multi.commit().await {
-            Ok(_) => {
-                *tag = bumped(*tag);
-                Ok(true)
+        let mut resent = false;
+        loop {
+            let making_tag = *tag == Tag::Absent;
+            let mut multi = client.new_multi_writer();
+            match write {
+                Write::Create(d) => multi.add_create(&self.path, d, &options).map_err(invalid)?,
+                Write::Set(d, version) => multi.add_set_data(&self.path, d, Some(version)).map_err(invalid)?,
             }
-            Err(zk::MultiWriteError::OperationFailed { index: 0, source }) => {
-                let err = CuratorError::from_zk(&self.path, source);
-                if is_conflict(&err) {
-                    Ok(false)
-                } else {
-                    Err(err)
+            match *tag {
+                Tag::Absent => multi.add_create(&self.tag_path, &[], &tag_options).map_err(invalid)?,
+                Tag::At(version) => multi.add_set_data(&self.tag_path, &[], Some(version)).map_err(invalid)?,
+            }
+            tracing::debug!(path = %self.path, tag = ?*tag, write = ?write_kind(write), "atomic: versioned write");
+            let sent = Instant::now();
+            match multi.commit().await {
+                Ok(_) => {
+                    *tag = bumped(*tag);
+                    if making_tag {
+                        self.reap_others();
+                    }
+                    return Ok(true);
+                }
+                Err(zk::MultiWriteError::OperationFailed { index: 0, source }) => {
+                    let err = CuratorError::from_zk(&self.path, source);
+                    return if is_conflict(&err) { Ok(false) } else { Err(err) };
+                }
+                Err(zk::MultiWriteError::OperationFailed { source, .. }) => {
+                    // Our tag is not as we thought: reaped by another handle while we were idle
+                    // (or deleted with its parent, which was then made again). Nothing was
+                    // written: learn it and send the same write again at once (it is no
+                    // conflict), once; a second miss counts as a conflict.
+                    tracing::debug!(tag = %self.tag_path, error = %source, "atomic: write tag out of step, reading it");
+                    let now = self.read_tag(client).await?;
+                    let changed = now != *tag;
+                    *tag = now;
+                    if changed && !resent {
+                        resent = true;
+                        continue;
+                    }
+                    return Ok(false);
+                }
+                Err(zk::MultiWriteError::RequestFailed { source }) => {
+                    let err = CuratorError::from_zk(&self.path, source);
+                    if !err.is_retryable() {
+                        return Err(err);
+                    }
+                    drop(session);
+                    if !self.resolve(tag, sent).await? {
+                        return Err(err);
+                    }
+                    if making_tag {
+                        self.reap_others();
+                    }
+                    return Ok(true);
                 }
             }
-            Err(zk::MultiWriteError::OperationFailed { source, .. }) => {
-                // Our tag is not as we thought (deleted with its parent, which was then made
-                // again): learn it and count the try as a conflict.
-                tracing::debug!(tag = %self.tag_path, error = %source, "atomic: write tag out of step, reading it");
-                *tag = self.read_tag(client).await?;
-                Ok(false)
-            }
-            Err(zk::MultiWriteError::RequestFailed { source }) => {
-                let err = CuratorError::from_zk(&self.path, source);
-                if !err.is_retryable() {
-                    return Err(err);
-                }
-                drop(session);
-                if self.resolve(tag).await? {
-                    Ok(true)
-                } else {
-                    Err(err)
-                }
-            }
         }
+    }
+
+    /// Reaps, in the background, the other write tags of our node left unwritten for longer
+    /// than the reap age (`reap`). Called when we made our tag: a first write, or one after
+    /// our tag was found gone.
+    fn reap_others(&self) {
+        if self.fw.is_closed() {
+            return;
+        }
+        let (fw, path, own, age) = (self.fw.clone(), self.path.clone(), self.tag_path.clone(), self.reap_age);
+        self.fw.spawn_background(async move { reap(&fw, &path, &own, age).await });
     }
 
     async fn read_tag(&self, client: &zk::Client) -> Result<Tag> {
@@ -269,7 +294,12 @@ impl Engine {
     /// the lost write included if it was ever going to be applied (a request of an earlier
     /// connection either reached the leader before the session moved, or is refused). Runs
     /// under the cleanup loop: until it knows, or the framework closes. Updates `tag`.
-    async fn resolve(&self, tag: &mut Tag) -> Result<bool> {
+    ///
+    /// A tag found gone means "not applied" while less than the reap age has passed since the
+    /// write was `sent`: a tag bumped by it has an mtime after `sent`, and a reaper deletes
+    /// only tags whose mtime is older than the reap age by the server's clock. Later, it might
+    /// have been applied and then reaped: the outcome is unknown, an error.
+    async fn resolve(&self, tag: &mut Tag, sent: Instant) -> Result<bool> {
         let before = *tag;
         let mut retry = self.fw.cleanup_retry_loop();
         let now = loop {
@@ -293,15 +323,23 @@ impl Engine {
                 Err(err) => retry.on_error(err).await?,
             }
         };
+        if now == Tag::Absent && sent.elapsed() >= self.reap_age {
+            *tag = now;
+            return Err(CuratorError::IllegalState(format!(
+                "the outcome of a write of {} is unknown: its write tag {} is gone, and more than the reap age ({:?}) has passed since the write, so it may have been applied and then reaped",
+                self.path, self.tag_path, self.reap_age
+            )));
+        }
         let applied = match (before, now) {
+            // Never made, or reaped before the write arrived (see above).
+            (_, Tag::Absent) => false,
             (Tag::Absent, Tag::At(_)) => true,
-            (Tag::Absent, Tag::Absent) => false,
             (Tag::At(v), Tag::At(n)) if n == v.wrapping_add(1) => true,
             (Tag::At(v), Tag::At(n)) if n == v => false,
-            (Tag::At(_), _) => {
+            (Tag::At(_), Tag::At(_)) => {
                 *tag = now;
                 return Err(CuratorError::IllegalState(format!(
-                    "the outcome of a write of {} is unknown: its write tag {} was changed or deleted by someone else meanwhile",
+                    "the outcome of a write of {} is unknown: its write tag {} was changed by someone else meanwhile",
                     self.path, self.tag_path
                 )));
             }
@@ -493,6 +531,105 @@ impl Drop for Engine {
     }
 }
 
+/// Deletes the write tags under `path`, other than `own`, unwritten for longer than `age`
+/// (section 16.2). Its failures are logged, never reported: it runs in the background of a
+/// write that already succeeded.
+async fn reap(fw: &CuratorFramework, path: &str, own: &str, age: Duration) {
+    let reaped = async {
+        let stale = stale_tags(fw, path, own, age).await?;
+        if stale.is_empty() {
+            return Ok(0);
+        }
+        delete_tags(fw, path, &stale).await
+    };
+    match reaped.await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(path, reaped = n, "atomic: deleted write tags left behind"),
+        Err(CuratorError::Closed) => tracing::debug!(path, "atomic: write tags not reaped: closed"),
+        Err(err) => tracing::warn!(path, error = %err, "atomic: write tags left behind not reaped"),
+    }
+}
+
+/// The write tags under `path`, other than `own`, whose mtime is older than `age` by the
+/// server's clock, each with the version read: one listing (whose stat of `path` gives the
+/// server's time: its mtime is that of the latest write of the value, ours included), then the
+/// tags' stats in one round.
+async fn stale_tags(fw: &CuratorFramework, path: &str, own: &str, age: Duration) -> Result<Vec<(String, i32)>> {
+    let (children, parent) = fw
+        .call_with_retry("get_children (write tags)", path, |session, _| async move {
+            tracing::debug!(path, "atomic: listing write tags");
+            session.client().get_children(path).await.map_err(|e| CuratorError::from_zk(path, e))
+        })
+        .await?;
+    let tags: Vec<String> = children
+        .iter()
+        .filter(|c| c.starts_with(WRITE_TAG_PREFIX))
+        .map(|c| path::make_path(path, c))
+        .filter(|t| t != own)
+        .collect();
+    if tags.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stats = fw
+        .call_with_retry("check_stat (write tags)", path, |session, _| {
+            let tags = &tags;
+            async move {
+                let client = session.client();
+                // Every read is queued before any is awaited: one round trip (section 2.1).
+                let reads: Vec<_> = tags
+                    .iter()
+                    .map(|tag| {
+                        tracing::debug!(path = %tag, "atomic: stat of a write tag");
+                        client.check_stat(tag)
+                    })
+                    .collect();
+                let mut stats = Vec::with_capacity(reads.len());
+                for (read, tag) in futures::future::join_all(reads).await.into_iter().zip(tags) {
+                    stats.push(read.map_err(|e| CuratorError::from_zk(tag, e))?);
+                }
+                Ok(stats)
+            }
+        })
+        .await?;
+    let age = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+    Ok(tags
+        .into_iter()
+        .zip(stats)
+        .filter_map(|(tag, stat)| {
+            let stat = stat?;
+            (parent.mtime.saturating_sub(stat.mtime) > age).then_some((tag, stat.version))
+        })
+        .collect())
+}
+
+/// Deletes each of `tags` at the version read, in one round: a tag written since (its handle
+/// is alive) fails the version check and is kept. The number deleted.
+async fn delete_tags(fw: &CuratorFramework, path: &str, tags: &[(String, i32)]) -> Result<usize> {
+    fw.call_with_retry("delete (write tags)", path, |session, _| async move {
+        let client = session.client();
+        let deletes: Vec<_> = tags
+            .iter()
+            .map(|(tag, version)| {
+                tracing::debug!(path = %tag, version, "atomic: deleting a write tag left behind");
+                client.delete(tag, Some(*version))
+            })
+            .collect();
+        let mut deleted = 0;
+        for (done, (tag, _)) in futures::future::join_all(deletes).await.into_iter().zip(tags) {
+            match done {
+                Ok(()) => deleted += 1,
+                Err(zk::Error::BadVersion) => {
+                    tracing::debug!(path = %tag, "atomic: write tag written since it was read: kept")
+                }
+                Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(CuratorError::from_zk(tag, e)),
+            }
+        }
+        Ok(deleted)
+    })
+    .await
+}
+
 fn bumped(tag: Tag) -> Tag {
     match tag {
         Tag::Absent => Tag::At(0),
@@ -504,5 +641,51 @@ fn write_kind(write: Write<'_>) -> &'static str {
     match write {
         Write::Create(_) => "create",
         Write::Set(..) => "set",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// The reaper's two rounds with a write between them, against a real server: a tag bumped
+    /// after the reaper read it fails its delete's version check and is kept; a tag not
+    /// written since is deleted; a tag younger than the reap age is not listed, nor our own.
+    #[tokio::test]
+    async fn a_tag_bumped_after_the_reaper_read_it_is_kept() {
+        let server = curator_test::TestingServer::shared();
+        let fw = CuratorFramework::builder().connect_string(server.connect_string()).build().expect("options");
+        fw.start().expect("start");
+        fw.block_until_connected(Duration::from_secs(30)).await.expect("connected");
+        let path = format!("/reap-unit-{}", uuid::Uuid::new_v4());
+        let name = |n: &str| format!("{WRITE_TAG_PREFIX}{n}");
+        let tag = |n: &str| path::make_path(&path, &name(n));
+        fw.create().for_path(&path, Vec::new()).await.expect("value");
+        for n in ["left", "bumped", "own"] {
+            fw.create().for_path(&tag(n), Vec::new()).await.expect("tag");
+        }
+        let age = Duration::from_millis(100);
+        // The reaper's time is the value's mtime: write it until the server's clock is past
+        // the tags' by more than `age`.
+        let made = fw.check_exists().for_path(&tag("own")).await.expect("stat").expect("tag").mtime;
+        let past = curator_test::eventually(Duration::from_secs(30), || async {
+            fw.set_data().for_path(&path, Vec::new()).await.expect("write").mtime - made > 100
+        })
+        .await;
+        assert!(past, "the server's clock did not move");
+        fw.create().for_path(&tag("young"), Vec::new()).await.expect("young tag");
+
+        let mut stale = stale_tags(&fw, &path, &tag("own"), age).await.expect("read");
+        stale.sort();
+        assert_eq!(stale, vec![(tag("bumped"), 0), (tag("left"), 0)]);
+        fw.set_data().for_path(&tag("bumped"), Vec::new()).await.expect("bump");
+        assert_eq!(delete_tags(&fw, &path, &stale).await.expect("delete"), 1);
+        let mut kept = fw.get_children().for_path(&path).await.expect("children");
+        kept.sort();
+        assert_eq!(kept, vec![name("bumped"), name("own"), name("young")]);
+        fw.delete().deleting_children_if_needed().for_path(&path).await.expect("cleanup");
+        fw.close().await;
     }
 }
