@@ -15,7 +15,11 @@ use super::result::AtomicValue;
 ///
 /// A missing node reads as empty. Every write also bumps this handle's write tag, a child of
 /// the node, so that a write whose reply was lost is decided, not guessed
-/// (docs/architecture.md section 16.2). Operations on one handle run one at a time.
+/// (docs/architecture.md section 16.2). The tag is made by the handle's first write and
+/// deleted when the handle is dropped; tags left behind by processes that ended without
+/// dropping theirs are deleted by the next handle to make its tag, once older than the reap
+/// age ([`write_tag_reap_age`](Self::write_tag_reap_age)). Operations on one handle run one at
+/// a time.
 #[derive(Debug)]
 pub struct DistributedAtomicValue {
     engine: Engine,

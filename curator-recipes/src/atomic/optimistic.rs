@@ -9,9 +9,14 @@
 //!                                  │ BadVersion / NodeExists / NoNode on P: conflict, retry
 //!                                  │ outcome unknown: sync, read the tag's version:
 //!                                  │     bumped ─► it was applied: done
-//!                                  │     not   ─► it was not: retry as a connection error
+//!                                  │     not, or gone within the reap age
+//!                                  │           ─► it was not: retry as a connection error
 //!   conflicts exhausted and promotion configured:
 //!     acquire the mutex (up to max_lock_time) ─► the same tries under the promoted policy
+//!
+//! the write made our tag: in the background, list P, stat the other tags (one round),
+//!   delete those unwritten for longer than the reap age, each at the version read
+//! our tag found gone (reaped while idle): send the same write again, making it
 //! ```
 
 use std::sync::Arc;
