@@ -9,13 +9,18 @@
 //! - [`leader`]: `LeaderLatch` and `LeaderSelector`, with fenced leaderships and an observer
 //!   stream for processes that do not take part.
 //! - [`nodes`]: `PersistentNode`, `PersistentTtlNode`, `GroupMember`.
+//! - [`shared`]: `SharedValue` and `SharedCount`, a value every client sees; [`atomic`]:
+//!   `DistributedAtomicLong`, `DistributedAtomicInteger`, `DistributedAtomicValue`,
+//!   `CachedAtomicLong`.
 //! - [`watch`]: `PersistentWatcher`, a persistent (optionally recursive) watch that survives
 //!   reconnections and new sessions, with reset notifications.
 #![warn(missing_docs)]
 
+pub mod atomic;
 pub mod barriers;
 pub mod leader;
 pub mod locks;
 pub mod nodes;
 mod sequential;
+pub mod shared;
 pub mod watch;

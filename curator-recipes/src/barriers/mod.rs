@@ -24,7 +24,7 @@
 //! Dropping a call leaves no node behind: an enter or leave that is dropped, fails or times out
 //! deletes its member node in the background (tracked, so that `close()` waits for it), as an
 //! abandoned lock acquire does. The algorithms are in the modules' docs and in
-//! docs/architecture.md, section "16.x Barriers".
+//! docs/architecture.md, section 16.3 "Barriers".
 
 mod barrier;
 mod double_barrier;
@@ -50,7 +50,7 @@ enum Transition {
 /// which only call for a new check. It reads the framework's `connection_state_watch` and
 /// notices a transition it did not see (a suspension between two reads) by the sequence number.
 ///
-/// The rules (docs/architecture.md, "16.x Barriers"):
+/// The rules (docs/architecture.md, 16.3 "Barriers"):
 /// - `Closed` ends the call with [`CuratorError::Closed`].
 /// - Under [`ErrorPolicy::Standard`] a suspension or loss of the session ends the call with
 ///   [`CuratorError::ConnectionLoss`] (or `SessionExpired`), as Curator's double barrier throws

@@ -1,0 +1,696 @@
+//! The optimistic loop of the atomic recipes and its promotion to a mutex (Curator's
+//! `DistributedAtomicValue` internals and `PromotedToLock`), and the write tag that makes a
+//! write whose reply was lost decidable (docs/architecture.md section 16.2).
+//!
+//! ```text
+//! apply(make):
+//!   optimistic, under the recipe's retry policy (conflicts count as retryable):
+//!     read P ──► make(value) ──► multi [write P at the version read, bump our tag] ──► done
+//!                                  │ BadVersion / NodeExists / NoNode on P: conflict, retry
+//!                                  │ outcome unknown: sync, read the tag's version:
+//!                                  │     bumped ─► it was applied: done
+//!                                  │     not, or gone within the reap age
+//!                                  │           ─► it was not: retry as a connection error
+//!   conflicts exhausted and promotion configured:
+//!     acquire the mutex (up to max_lock_time) ─► the same tries under the promoted policy
+//!
+//! the write made our tag: in the background, list P, stat the other tags (one round),
+//!   delete those unwritten for longer than the reap age, each at the version read
+//! our tag found gone (reaped while idle): send the same write again, making it
+//! ```
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use curator_core::ops::create::make_parents;
+use curator_core::retry::{RetryLoop, RetryNTimes, RetryPolicy};
+use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
+use tokio::sync::Mutex;
+
+use super::result::{AtomicStats, AtomicValue};
+use crate::locks::InterProcessMutex;
+
+/// Name prefix of a write tag, a child of the value's node (section 5).
+pub const WRITE_TAG_PREFIX: &str = "curator-rs-write-tag-";
+
+/// How long another handle's write tag may go without a write before a handle that makes its
+/// own tag deletes it as left behind (by a process that crashed, was killed or lost power):
+/// one hour, unless set with `write_tag_reap_age` on the handle. It must exceed the longest
+/// time a handle may take to decide a write whose reply was lost (docs/architecture.md
+/// section 16.2); a live handle whose idle tag was reaped just makes it again.
+pub const WRITE_TAG_REAP_AGE: Duration = Duration::from_secs(60 * 60);
+
+/// When and how an atomic value falls back to a mutex after its optimistic tries ran out
+/// (Curator's `PromotedToLock`).
+#[derive(Debug, Clone)]
+pub struct PromotedToLock {
+    lock_path: String,
+    max_lock_time: Option<Duration>,
+    retry_policy: Arc<dyn RetryPolicy>,
+}
+
+impl PromotedToLock {
+    /// Promotion to an [`InterProcessMutex`] on `lock_path`, waited for without limit, with one
+    /// try under the lock (no retry).
+    pub fn new(lock_path: &str) -> Result<Self> {
+        path::validate(lock_path)?;
+        Ok(Self {
+            lock_path: lock_path.to_string(),
+            max_lock_time: None,
+            retry_policy: Arc::new(RetryNTimes::new(0, Duration::ZERO)),
+        })
+    }
+
+    /// Wait at most `max` for the mutex; when it is not had in time the operation does not
+    /// succeed.
+    pub fn max_lock_time(mut self, max: Duration) -> Self {
+        self.max_lock_time = Some(max);
+        self
+    }
+
+    /// The retry policy of the tries made under the mutex.
+    pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
+        self.retry_policy = Arc::new(policy);
+        self
+    }
+
+    /// The mutex's path.
+    pub fn lock_path(&self) -> &str {
+        &self.lock_path
+    }
+}
+
+/// A policy that also retries conflicts (a versioned write that lost a race), which no
+/// framework policy retries: the optimistic loop's reason to exist.
+#[derive(Debug)]
+struct ConflictsToo(Arc<dyn RetryPolicy>);
+
+impl RetryPolicy for ConflictsToo {
+    fn allow_retry(&self, retry_count: u32, elapsed: Duration) -> Option<Duration> {
+        self.0.allow_retry(retry_count, elapsed)
+    }
+
+    fn allow_retry_on(&self, err: &CuratorError) -> bool {
+        is_conflict(err) || self.0.allow_retry_on(err)
+    }
+}
+
+/// A write that lost a race: another client changed, created or deleted the node first.
+fn is_conflict(err: &CuratorError) -> bool {
+    matches!(err, CuratorError::BadVersion { .. } | CuratorError::NodeExists { .. } | CuratorError::NoNode { .. })
+}
+
+/// What we know of our write tag's node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    /// Not created (or gone).
+    Absent,
+    /// Exists at this version; only our writes change it.
+    At(i32),
+}
+
+/// One write of the value's node.
+#[derive(Debug, Clone, Copy)]
+enum Write<'a> {
+    /// Create it (it was missing).
+    Create(&'a [u8]),
+    /// Set it, if it is still at this version.
+    Set(&'a [u8], i32),
+}
+
+/// The node of an atomic value and how to change it.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    fw: CuratorFramework,
+    path: String,
+    tag_path: String,
+    policy: Arc<dyn RetryPolicy>,
+    promoted: Option<(PromotedToLock, InterProcessMutex)>,
+    /// Held for a whole operation: the tag's version is exact only if one write at a time uses it.
+    tag: Mutex<Tag>,
+    /// Other handles' tags unwritten for longer are reaped when we make ours.
+    reap_age: Duration,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        fw: &CuratorFramework,
+        value_path: &str,
+        policy: Arc<dyn RetryPolicy>,
+        promoted: Option<PromotedToLock>,
+    ) -> Result<Self> {
+        path::validate(value_path)?;
+        let promoted = match promoted {
+            Some(p) => {
+                let mutex = InterProcessMutex::new(fw, &p.lock_path)?;
+                Some((p, mutex))
+            }
+            None => None,
+        };
+        let tag_path = path::make_path(value_path, &format!("{WRITE_TAG_PREFIX}{}", uuid::Uuid::new_v4()));
+        Ok(Self {
+            fw: fw.clone(),
+            path: value_path.to_string(),
+            tag_path,
+            policy,
+            promoted,
+            tag: Mutex::new(Tag::Absent),
+            reap_age: WRITE_TAG_REAP_AGE,
+        })
+    }
+
+    pub(crate) fn set_reap_age(&mut self, age: Duration) {
+        self.reap_age = age;
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// A loop under the recipe's policy; with `conflicts`, conflicts are retried too.
+    fn retry_loop(&self, policy: &Arc<dyn RetryPolicy>, conflicts: bool) -> RetryLoop {
+        let policy: Arc<dyn RetryPolicy> =
+            if conflicts { Arc::new(ConflictsToo(policy.clone())) } else { policy.clone() };
+        RetryLoop::new(policy, Some(&self.fw))
+    }
+
+    /// The node's data and stat; `None` when it is missing.
+    async fn read(&self) -> Result<Option<(Vec<u8>, zk::Stat)>> {
+        let session = self.fw.session().await?;
+        tracing::trace!(path = %self.path, "atomic: get_data");
+        match session.client().get_data(&self.path).await {
+            Ok(found) => Ok(Some(found)),
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(err) => Err(CuratorError::from_zk(&self.path, err)),
+        }
+    }
+
+    /// Reads the value under the recipe's policy: `None` when the node is missing.
+    pub(crate) async fn get(&self) -> Result<Option<Vec<u8>>> {
+        let mut retry = self.retry_loop(&self.policy, false);
+        loop {
+            match self.read().await {
+                Ok(found) => return Ok(found.map(|(data, _)| data)),
+                Err(err) => retry.on_error(err).await?,
+            }
+        }
+    }
+
+    /// Writes `write` and bumps our tag in one transaction. `Ok(true)` when written,
+    /// `Ok(false)` on a conflict (the node changed, appeared or went), `Err` for anything
+    /// else; a write whose outcome is unknown is decided first (`resolve`), and is an `Err`
+    /// (retryable) only when it was not applied.
+    async fn write(&self, tag: &mut Tag, write: Write<'_>) -> Result<bool> {
+        let data = match write {
+            Write::Create(d) | Write::Set(d, _) => d,
+        };
+        self.fw.check_data(&self.path, data)?;
+        let session = self.fw.session().await?;
+        let client = session.client();
+        if let Write::Create(_) = write {
+            make_parents(&self.fw, client, &self.path, true).await?;
+        }
+        let acl = self.fw.acl_for_path(&self.path);
+        let tag_acl = self.fw.acl_for_path(&self.tag_path);
+        let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acl));
+        let tag_options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&tag_acl));
+        let invalid = |e: zk::Error| CuratorError::from_zk(&self.path, e);
+        let mut resent = false;
+        loop {
+            let making_tag = *tag == Tag::Absent;
+            let mut multi = client.new_multi_writer();
+            match write {
+                Write::Create(d) => multi.add_create(&self.path, d, &options).map_err(invalid)?,
+                Write::Set(d, version) => multi.add_set_data(&self.path, d, Some(version)).map_err(invalid)?,
+            }
+            match *tag {
+                Tag::Absent => multi.add_create(&self.tag_path, &[], &tag_options).map_err(invalid)?,
+                Tag::At(version) => multi.add_set_data(&self.tag_path, &[], Some(version)).map_err(invalid)?,
+            }
+            tracing::debug!(path = %self.path, tag = ?*tag, write = ?write_kind(write), "atomic: versioned write");
+            let sent = Instant::now();
+            match multi.commit().await {
+                Ok(_) => {
+                    *tag = bumped(*tag);
+                    if making_tag {
+                        self.reap_others();
+                    }
+                    return Ok(true);
+                }
+                Err(zk::MultiWriteError::OperationFailed { index: 0, source }) => {
+                    let err = CuratorError::from_zk(&self.path, source);
+                    return if is_conflict(&err) { Ok(false) } else { Err(err) };
+                }
+                Err(zk::MultiWriteError::OperationFailed { source, .. }) => {
+                    // Our tag is not as we thought: reaped by another handle while we were idle
+                    // (or deleted with its parent, which was then made again). Nothing was
+                    // written: learn it and send the same write again at once (it is no
+                    // conflict), once; a second miss counts as a conflict.
+                    tracing::debug!(tag = %self.tag_path, error = %source, "atomic: write tag out of step, reading it");
+                    let now = self.read_tag(client).await?;
+                    let changed = now != *tag;
+                    *tag = now;
+                    if changed && !resent {
+                        resent = true;
+                        continue;
+                    }
+                    return Ok(false);
+                }
+                Err(zk::MultiWriteError::RequestFailed { source }) => {
+                    let err = CuratorError::from_zk(&self.path, source);
+                    if !err.is_retryable() {
+                        return Err(err);
+                    }
+                    drop(session);
+                    if !self.resolve(tag, sent).await? {
+                        return Err(err);
+                    }
+                    if making_tag {
+                        self.reap_others();
+                    }
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Reaps, in the background, the other write tags of our node left unwritten for longer
+    /// than the reap age (`reap`). Called when we made our tag: a first write, or one after
+    /// our tag was found gone.
+    fn reap_others(&self) {
+        if self.fw.is_closed() {
+            return;
+        }
+        let (fw, path, own, age) = (self.fw.clone(), self.path.clone(), self.tag_path.clone(), self.reap_age);
+        self.fw.spawn_background(async move { reap(&fw, &path, &own, age).await });
+    }
+
+    async fn read_tag(&self, client: &zk::Client) -> Result<Tag> {
+        match client.check_stat(&self.tag_path).await {
+            Ok(Some(stat)) => Ok(Tag::At(stat.version)),
+            Ok(None) => Ok(Tag::Absent),
+            Err(err) => Err(CuratorError::from_zk(&self.tag_path, err)),
+        }
+    }
+
+    /// Decides whether the write just sent with the tag at `tag` was applied: only our
+    /// writes change the tag, one at a time, so it was applied if and only if the tag moved
+    /// on by one. The `sync` first makes the read see everything the server ordered before it,
+    /// the lost write included if it was ever going to be applied (a request of an earlier
+    /// connection either reached the leader before the session moved, or is refused). Runs
+    /// under the cleanup loop: until it knows, or the framework closes. Updates `tag`.
+    ///
+    /// A tag found gone means "not applied" while less than the reap age has passed since the
+    /// write was `sent`: a tag bumped by it has an mtime after `sent`, and a reaper deletes
+    /// only tags whose mtime is older than the reap age by the server's clock. Later, it might
+    /// have been applied and then reaped: the outcome is unknown, an error.
+    async fn resolve(&self, tag: &mut Tag, sent: Instant) -> Result<bool> {
+        let before = *tag;
+        let mut retry = self.fw.cleanup_retry_loop();
+        let now = loop {
+            let attempt = async {
+                let session = self.fw.session().await?;
+                let client = session.client();
+                let sync = client.sync(&self.tag_path);
+                let read = client.check_stat(&self.tag_path);
+                match sync.await {
+                    Ok(()) | Err(zk::Error::NoNode) => {}
+                    Err(err) => return Err(CuratorError::from_zk(&self.tag_path, err)),
+                }
+                match read.await {
+                    Ok(Some(stat)) => Ok(Tag::At(stat.version)),
+                    Ok(None) => Ok(Tag::Absent),
+                    Err(err) => Err(CuratorError::from_zk(&self.tag_path, err)),
+                }
+            };
+            match attempt.await {
+                Ok(now) => break now,
+                Err(err) => retry.on_error(err).await?,
+            }
+        };
+        if now == Tag::Absent && sent.elapsed() >= self.reap_age {
+            *tag = now;
+            return Err(CuratorError::IllegalState(format!(
+                "the outcome of a write of {} is unknown: its write tag {} is gone, and more than the reap age ({:?}) has passed since the write, so it may have been applied and then reaped",
+                self.path, self.tag_path, self.reap_age
+            )));
+        }
+        let applied = match (before, now) {
+            // Never made, or reaped before the write arrived (see above).
+            (_, Tag::Absent) => false,
+            (Tag::Absent, Tag::At(_)) => true,
+            (Tag::At(v), Tag::At(n)) if n == v.wrapping_add(1) => true,
+            (Tag::At(v), Tag::At(n)) if n == v => false,
+            (Tag::At(_), Tag::At(_)) => {
+                *tag = now;
+                return Err(CuratorError::IllegalState(format!(
+                    "the outcome of a write of {} is unknown: its write tag {} was changed by someone else meanwhile",
+                    self.path, self.tag_path
+                )));
+            }
+        };
+        tracing::info!(path = %self.path, tag = ?now, applied, "atomic: decided a write whose reply was lost");
+        *tag = now;
+        Ok(applied)
+    }
+
+    /// One try: read, make the new value, write it at the version read. `Ok(Some((pre,
+    /// post)))` when written, `Ok(None)` on a conflict. `pre` is `None` for a missing node.
+    async fn try_once<F>(
+        &self,
+        tag: &mut Tag,
+        make: &F,
+        last_pre: &mut Option<Vec<u8>>,
+    ) -> Result<Option<(Option<Vec<u8>>, Vec<u8>)>>
+    where
+        F: Fn(Option<&[u8]>) -> Result<Vec<u8>>,
+    {
+        let current = self.read().await?;
+        let pre = current.as_ref().map(|(d, _)| d.clone());
+        *last_pre = pre.clone();
+        let new = make(pre.as_deref())?;
+        let write = match &current {
+            Some((_, stat)) => Write::Set(&new, stat.version),
+            None => Write::Create(&new),
+        };
+        Ok(self.write(tag, write).await?.then_some((pre, new)))
+    }
+
+    /// Tries under `policy` until written, out of tries (`Ok(None)`) or failed (`Err`).
+    async fn tries<F>(
+        &self,
+        tag: &mut Tag,
+        policy: &Arc<dyn RetryPolicy>,
+        make: &F,
+        count: &mut u32,
+        last_pre: &mut Option<Vec<u8>>,
+    ) -> Result<Option<(Option<Vec<u8>>, Vec<u8>)>>
+    where
+        F: Fn(Option<&[u8]>) -> Result<Vec<u8>>,
+    {
+        let mut retry = self.retry_loop(policy, true);
+        loop {
+            *count += 1;
+            let err = match self.try_once(tag, make, last_pre).await {
+                Ok(Some(done)) => return Ok(Some(done)),
+                Ok(None) => CuratorError::BadVersion { path: self.path.clone() },
+                Err(err) => err,
+            };
+            match retry.on_error(err).await {
+                Ok(()) => {}
+                Err(err) if is_conflict(&err) => return Ok(None),
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// Sets the value to `make(current)` atomically: optimistically, then under the promoted
+    /// mutex if configured. Raw bytes; a missing node is `None` to `make` and an empty
+    /// `pre_value`.
+    pub(crate) async fn apply<F>(&self, make: F) -> Result<AtomicValue<Vec<u8>>>
+    where
+        F: Fn(Option<&[u8]>) -> Result<Vec<u8>>,
+    {
+        let mut tag = self.tag.lock().await;
+        let mut stats = AtomicStats::default();
+        let mut last_pre = None;
+        let started = Instant::now();
+        let done = self.tries(&mut tag, &self.policy, &make, &mut stats.optimistic_tries, &mut last_pre).await;
+        stats.optimistic_time = started.elapsed();
+        let done = match (done?, &self.promoted) {
+            (Some(done), _) => Some(done),
+            (None, None) => None,
+            (None, Some((promoted, mutex))) => {
+                let started = Instant::now();
+                let guard = match promoted.max_lock_time {
+                    Some(max) => mutex.acquire_timeout(max).await?,
+                    None => Some(mutex.acquire().await?),
+                };
+                let done = match guard {
+                    Some(guard) => {
+                        tracing::debug!(path = %self.path, lock = %promoted.lock_path, "atomic: promoted to the mutex");
+                        let done = self
+                            .tries(
+                                &mut tag,
+                                &promoted.retry_policy,
+                                &make,
+                                &mut stats.promoted_lock_tries,
+                                &mut last_pre,
+                            )
+                            .await;
+                        guard.release().await?;
+                        done?
+                    }
+                    None => None,
+                };
+                stats.promoted_time = started.elapsed();
+                done
+            }
+        };
+        Ok(match done {
+            Some((pre, post)) => {
+                AtomicValue { succeeded: true, pre_value: pre.unwrap_or_default(), post_value: post, stats }
+            }
+            None => {
+                let pre = last_pre.unwrap_or_default();
+                AtomicValue { succeeded: false, post_value: pre.clone(), pre_value: pre, stats }
+            }
+        })
+    }
+
+    /// One compare-and-set: written only if the node exists and `matches` its data.
+    pub(crate) async fn compare_and_set<M>(&self, matches: M, new: &[u8]) -> Result<AtomicValue<Vec<u8>>>
+    where
+        M: Fn(&[u8]) -> Result<bool>,
+    {
+        let mut tag = self.tag.lock().await;
+        let mut retry = self.retry_loop(&self.policy, false);
+        let mut stats = AtomicStats::default();
+        let started = Instant::now();
+        loop {
+            stats.optimistic_tries += 1;
+            let attempt = async {
+                let Some((data, stat)) = self.read().await? else { return Ok((false, Vec::new())) };
+                if !matches(&data)? {
+                    return Ok((false, data));
+                }
+                let written = self.write(&mut tag, Write::Set(new, stat.version)).await?;
+                Ok((written, data))
+            };
+            match attempt.await {
+                Ok((succeeded, pre)) => {
+                    stats.optimistic_time = started.elapsed();
+                    let post = if succeeded { new.to_vec() } else { pre.clone() };
+                    return Ok(AtomicValue { succeeded, pre_value: pre, post_value: post, stats });
+                }
+                Err(err) => retry.on_error(err).await?,
+            }
+        }
+    }
+
+    /// Creates the node with `value` if it is missing: true if this call created it.
+    pub(crate) async fn initialize(&self, value: &[u8]) -> Result<bool> {
+        let mut tag = self.tag.lock().await;
+        let mut retry = self.retry_loop(&self.policy, false);
+        loop {
+            match self.write(&mut tag, Write::Create(value)).await {
+                Ok(created) => return Ok(created),
+                Err(err) => retry.on_error(err).await?,
+            }
+        }
+    }
+
+    /// Sets the value whatever it is (Curator's `forceSet`): set, else create, else set.
+    pub(crate) async fn force_set(&self, value: &[u8]) -> Result<()> {
+        match self.fw.set_data().for_path(&self.path, value.to_vec()).await {
+            Err(CuratorError::NoNode { .. }) => {}
+            other => return other.map(drop),
+        }
+        match self.fw.create().creating_parent_containers_if_needed().for_path(&self.path, value.to_vec()).await {
+            Err(CuratorError::NodeExists { .. }) => {
+                self.fw.set_data().for_path(&self.path, value.to_vec()).await.map(drop)
+            }
+            other => other.map(drop),
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Our tag, if any, goes with us (a guaranteed delete, tracked by the framework).
+        let tag = *self.tag.get_mut();
+        if tag == Tag::Absent || self.fw.is_closed() {
+            return;
+        }
+        let (fw, tag_path) = (self.fw.clone(), self.tag_path.clone());
+        let work = async move {
+            if let Err(err) = fw.delete().guaranteed().quietly().for_path(&tag_path).await {
+                tracing::debug!(tag = %tag_path, error = %err, "atomic: write tag not deleted");
+            }
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.fw.spawn_background(work);
+        } else {
+            tracing::warn!(tag = %self.tag_path, "atomic value dropped outside a runtime: its write tag stays");
+        }
+    }
+}
+
+/// Deletes the write tags under `path`, other than `own`, unwritten for longer than `age`
+/// (section 16.2). Its failures are logged, never reported: it runs in the background of a
+/// write that already succeeded.
+async fn reap(fw: &CuratorFramework, path: &str, own: &str, age: Duration) {
+    let reaped = async {
+        let stale = stale_tags(fw, path, own, age).await?;
+        if stale.is_empty() {
+            return Ok(0);
+        }
+        delete_tags(fw, path, &stale).await
+    };
+    match reaped.await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(path, reaped = n, "atomic: deleted write tags left behind"),
+        Err(CuratorError::Closed) => tracing::debug!(path, "atomic: write tags not reaped: closed"),
+        Err(err) => tracing::warn!(path, error = %err, "atomic: write tags left behind not reaped"),
+    }
+}
+
+/// The write tags under `path`, other than `own`, whose mtime is older than `age` by the
+/// server's clock, each with the version read: one listing (whose stat of `path` gives the
+/// server's time: its mtime is that of the latest write of the value, ours included), then the
+/// tags' stats in one round.
+async fn stale_tags(fw: &CuratorFramework, path: &str, own: &str, age: Duration) -> Result<Vec<(String, i32)>> {
+    let (children, parent) = fw
+        .call_with_retry("get_children (write tags)", path, |session, _| async move {
+            tracing::debug!(path, "atomic: listing write tags");
+            session.client().get_children(path).await.map_err(|e| CuratorError::from_zk(path, e))
+        })
+        .await?;
+    let tags: Vec<String> = children
+        .iter()
+        .filter(|c| c.starts_with(WRITE_TAG_PREFIX))
+        .map(|c| path::make_path(path, c))
+        .filter(|t| t != own)
+        .collect();
+    if tags.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stats = fw
+        .call_with_retry("check_stat (write tags)", path, |session, _| {
+            let tags = &tags;
+            async move {
+                let client = session.client();
+                // Every read is queued before any is awaited: one round trip (section 2.1).
+                let reads: Vec<_> = tags
+                    .iter()
+                    .map(|tag| {
+                        tracing::debug!(path = %tag, "atomic: stat of a write tag");
+                        client.check_stat(tag)
+                    })
+                    .collect();
+                let mut stats = Vec::with_capacity(reads.len());
+                for (read, tag) in futures::future::join_all(reads).await.into_iter().zip(tags) {
+                    stats.push(read.map_err(|e| CuratorError::from_zk(tag, e))?);
+                }
+                Ok(stats)
+            }
+        })
+        .await?;
+    let age = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+    Ok(tags
+        .into_iter()
+        .zip(stats)
+        .filter_map(|(tag, stat)| {
+            let stat = stat?;
+            (parent.mtime.saturating_sub(stat.mtime) > age).then_some((tag, stat.version))
+        })
+        .collect())
+}
+
+/// Deletes each of `tags` at the version read, in one round: a tag written since (its handle
+/// is alive) fails the version check and is kept. The number deleted.
+async fn delete_tags(fw: &CuratorFramework, path: &str, tags: &[(String, i32)]) -> Result<usize> {
+    fw.call_with_retry("delete (write tags)", path, |session, _| async move {
+        let client = session.client();
+        let deletes: Vec<_> = tags
+            .iter()
+            .map(|(tag, version)| {
+                tracing::debug!(path = %tag, version, "atomic: deleting a write tag left behind");
+                client.delete(tag, Some(*version))
+            })
+            .collect();
+        let mut deleted = 0;
+        for (done, (tag, _)) in futures::future::join_all(deletes).await.into_iter().zip(tags) {
+            match done {
+                Ok(()) => deleted += 1,
+                Err(zk::Error::BadVersion) => {
+                    tracing::debug!(path = %tag, "atomic: write tag written since it was read: kept")
+                }
+                Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(CuratorError::from_zk(tag, e)),
+            }
+        }
+        Ok(deleted)
+    })
+    .await
+}
+
+fn bumped(tag: Tag) -> Tag {
+    match tag {
+        Tag::Absent => Tag::At(0),
+        Tag::At(v) => Tag::At(v.wrapping_add(1)),
+    }
+}
+
+fn write_kind(write: Write<'_>) -> &'static str {
+    match write {
+        Write::Create(_) => "create",
+        Write::Set(..) => "set",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// The reaper's two rounds with a write between them, against a real server: a tag bumped
+    /// after the reaper read it fails its delete's version check and is kept; a tag not
+    /// written since is deleted; a tag younger than the reap age is not listed, nor our own.
+    #[tokio::test]
+    async fn a_tag_bumped_after_the_reaper_read_it_is_kept() {
+        let server = curator_test::TestingServer::shared();
+        let fw = CuratorFramework::builder().connect_string(server.connect_string()).build().expect("options");
+        fw.start().expect("start");
+        fw.block_until_connected(Duration::from_secs(30)).await.expect("connected");
+        let path = format!("/reap-unit-{}", uuid::Uuid::new_v4());
+        let name = |n: &str| format!("{WRITE_TAG_PREFIX}{n}");
+        let tag = |n: &str| path::make_path(&path, &name(n));
+        fw.create().for_path(&path, Vec::new()).await.expect("value");
+        for n in ["left", "bumped", "own"] {
+            fw.create().for_path(&tag(n), Vec::new()).await.expect("tag");
+        }
+        let age = Duration::from_millis(100);
+        // The reaper's time is the value's mtime: write it until the server's clock is past
+        // the tags' by more than `age`.
+        let made = fw.check_exists().for_path(&tag("own")).await.expect("stat").expect("tag").mtime;
+        let past = curator_test::eventually(Duration::from_secs(30), || async {
+            fw.set_data().for_path(&path, Vec::new()).await.expect("write").mtime - made > 100
+        })
+        .await;
+        assert!(past, "the server's clock did not move");
+        fw.create().for_path(&tag("young"), Vec::new()).await.expect("young tag");
+
+        let mut stale = stale_tags(&fw, &path, &tag("own"), age).await.expect("read");
+        stale.sort();
+        assert_eq!(stale, vec![(tag("bumped"), 0), (tag("left"), 0)]);
+        fw.set_data().for_path(&tag("bumped"), Vec::new()).await.expect("bump");
+        assert_eq!(delete_tags(&fw, &path, &stale).await.expect("delete"), 1);
+        let mut kept = fw.get_children().for_path(&path).await.expect("children");
+        kept.sort();
+        assert_eq!(kept, vec![name("bumped"), name("own"), name("young")]);
+        fw.delete().deleting_children_if_needed().for_path(&path).await.expect("cleanup");
+        fw.close().await;
+    }
+}

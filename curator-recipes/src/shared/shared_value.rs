@@ -1,0 +1,436 @@
+//! [`SharedValue`]: a value in one node that every client watching it sees (Curator's
+//! `SharedValue`).
+//!
+//! One task per started value (docs/architecture.md section 16.1):
+//!
+//! ```text
+//! Read ──ok──► Watching(one-shot watch) ──node event──► Read
+//!   │               │  connected again (same or new session) ──► Read
+//!   │               └─ session event (the watch is gone) ──► Waiting
+//!   └─err──► Waiting ──connected again, or the cleanup backoff's pause──► Read
+//! ```
+//!
+//! The local copy only moves forward: a read replaces it only if the node's `mzxid` is newer
+//! (CURATOR-688: a version is an `i32` that overflows, a zxid does not go back).
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use curator_core::ops::Watch;
+use curator_core::zk::{self, EventType};
+use curator_core::{path, ConnectionState, CuratorError, CuratorFramework, Result};
+use tokio::sync::watch;
+
+/// A value with the version of the node it was read from (or written to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionedValue<T> {
+    /// The node's data version (`-1` before the first read).
+    pub version: i32,
+    /// The value.
+    pub value: T,
+}
+
+/// What a [`SharedValue`]'s listeners receive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SharedValueEvent {
+    /// The node changed (a write of any client, this one's included): its newest value.
+    Changed(VersionedValue<Vec<u8>>),
+    /// The framework's connection changed (Curator's `stateChanged`).
+    State(ConnectionState),
+}
+
+/// The local copy, ordered by the node's `mzxid`.
+#[derive(Debug, Clone)]
+struct Current {
+    mzxid: i64,
+    version: i32,
+    value: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lifecycle {
+    Latent,
+    Started,
+    Closed,
+}
+
+#[derive(Debug)]
+struct Inner {
+    fw: CuratorFramework,
+    path: String,
+    seed: Vec<u8>,
+    current: watch::Sender<Current>,
+    events: Listeners<SharedValueEvent>,
+    lifecycle: Mutex<Lifecycle>,
+    shutdown: watch::Sender<bool>,
+    state_listener: Mutex<Option<ListenerId>>,
+}
+
+impl Inner {
+    /// Takes `data` at `stat` if it is newer than the local copy. True if it was.
+    fn update(&self, stat: &zk::Stat, data: Vec<u8>) -> bool {
+        self.current.send_if_modified(|current| {
+            if stat.mzxid <= current.mzxid {
+                return false;
+            }
+            *current = Current { mzxid: stat.mzxid, version: stat.version, value: data };
+            true
+        })
+    }
+
+    fn check_started(&self) -> Result<()> {
+        match *self.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) {
+            Lifecycle::Started => Ok(()),
+            Lifecycle::Latent => Err(CuratorError::IllegalState(format!("shared value {} is not started", self.path))),
+            Lifecycle::Closed => Err(CuratorError::IllegalState(format!("shared value {} is closed", self.path))),
+        }
+    }
+}
+
+/// A value in one node, seen by every client that watches it (Curator's `SharedValue`):
+/// the node is created with the seed on [`start`](Self::start) if it is missing, then
+/// watched; the local copy follows the node (ordered by its `mzxid`, so a stale read never
+/// replaces a newer value) and is read again after every reconnection. Writers either set
+/// the value ([`set`](Self::set)) or compare and set it by version
+/// ([`try_set`](Self::try_set)).
+///
+/// See [`SharedCount`](super::SharedCount) for an example; dropping the value closes it.
+#[derive(Debug)]
+pub struct SharedValue {
+    inner: Arc<Inner>,
+}
+
+impl SharedValue {
+    /// A value at `path` whose node is created with `seed` if missing. Nothing is sent before
+    /// [`start`](Self::start).
+    pub fn new(fw: &CuratorFramework, path: &str, seed: Vec<u8>) -> Result<Self> {
+        path::validate(path)?;
+        fw.check_data(path, &seed)?;
+        let (current, _) = watch::channel(Current { mzxid: i64::MIN, version: -1, value: seed.clone() });
+        let (shutdown, _) = watch::channel(false);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                fw: fw.clone(),
+                path: path.to_string(),
+                seed,
+                current,
+                events: Listeners::new(),
+                lifecycle: Mutex::new(Lifecycle::Latent),
+                shutdown,
+                state_listener: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Creates the node with the seed if it is missing (and its parents as containers), reads
+    /// it, and starts following it. Once only.
+    pub async fn start(&self) -> Result<()> {
+        let inner = &self.inner;
+        {
+            let mut lifecycle = inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
+            if *lifecycle != Lifecycle::Latent {
+                return Err(CuratorError::IllegalState(format!("shared value {} cannot be started twice", inner.path)));
+            }
+            let handle = tokio::runtime::Handle::try_current()
+                .map_err(|_| CuratorError::IllegalState("start() must be called within a tokio runtime".into()))?;
+            inner.events.start(handle);
+            *lifecycle = Lifecycle::Started;
+        }
+        let weak: Weak<Inner> = Arc::downgrade(inner);
+        let id = inner.fw.add_connection_state_listener(move |_, event| {
+            if let Some(inner) = weak.upgrade() {
+                inner.events.publish(SharedValueEvent::State(event.state));
+            }
+        });
+        *inner.state_listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
+        let states = inner.fw.connection_state_watch();
+        match inner.fw.create().creating_parent_containers_if_needed().for_path(&inner.path, inner.seed.clone()).await {
+            Ok(_) | Err(CuratorError::NodeExists { .. }) => {}
+            Err(err) => return Err(err),
+        }
+        let first = read_and_watch(inner).await?;
+        let task = Task {
+            published: inner.current.borrow().mzxid,
+            inner: Arc::downgrade(inner),
+            fw: inner.fw.clone(),
+            path: inner.path.clone(),
+            shutdown: inner.shutdown.subscribe(),
+            states,
+            pauses: inner.fw.cleanup_retry_loop(),
+        };
+        // Untracked: it lives as long as the value and ends by itself (close, drop, or the
+        // framework's close).
+        curator_core::background::spawn_detached(task.run(first));
+        Ok(())
+    }
+
+    /// The local copy of the value (the seed before the first read).
+    pub fn value(&self) -> Vec<u8> {
+        self.inner.current.borrow().value.clone()
+    }
+
+    /// The local copy with its version, for [`try_set`](Self::try_set).
+    pub fn versioned_value(&self) -> VersionedValue<Vec<u8>> {
+        let current = self.inner.current.borrow();
+        VersionedValue { version: current.version, value: current.value.clone() }
+    }
+
+    /// Sets the value whatever it was.
+    pub async fn set(&self, value: Vec<u8>) -> Result<()> {
+        let inner = &self.inner;
+        inner.check_started()?;
+        let stat = inner.fw.set_data().for_path(&inner.path, value.clone()).await?;
+        inner.update(&stat, value);
+        Ok(())
+    }
+
+    /// Sets `value` only if the node is still at `previous` (as read from
+    /// [`versioned_value`](Self::versioned_value)): false, and the local copy read again, if
+    /// anyone wrote since. A `previous` that is not the local copy is false at once.
+    ///
+    /// A write whose reply was lost counts as made if the node then holds `value` at the next
+    /// version (the framework's idempotent set). Version `-1` cannot be compared (ZooKeeper
+    /// takes it as "any version"): after 2^32 writes the node passes through it, and
+    /// `try_set` with it is [`IllegalState`](CuratorError::IllegalState).
+    pub async fn try_set(&self, previous: &VersionedValue<Vec<u8>>, value: Vec<u8>) -> Result<bool> {
+        let inner = &self.inner;
+        inner.check_started()?;
+        {
+            let current = inner.current.borrow();
+            if previous.version != current.version || previous.value != current.value {
+                return Ok(false);
+            }
+        }
+        if previous.version == -1 {
+            return Err(CuratorError::IllegalState(format!(
+                "{}: version -1 cannot be compared (ZooKeeper reads it as any version)",
+                inner.path
+            )));
+        }
+        match inner.fw.set_data().with_version(previous.version).idempotent().for_path(&inner.path, value.clone()).await
+        {
+            Ok(stat) => {
+                inner.update(&stat, value);
+                Ok(true)
+            }
+            Err(CuratorError::BadVersion { .. }) => {
+                let (data, stat) = inner.fw.get_data().for_path_with_stat(&inner.path).await?;
+                inner.update(&stat, data);
+                Ok(false)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Calls `listener` with every event, in order, on the blocking pool (the one listener
+    /// queue).
+    pub fn add_listener(&self, listener: impl Fn(&SharedValueEvent) + Send + Sync + 'static) -> ListenerId {
+        self.inner.events.add_callback(Arc::new(listener))
+    }
+
+    /// Removes a listener.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.inner.events.remove(id)
+    }
+
+    /// A stream of the events from now on.
+    pub fn events(&self) -> EventStream<SharedValueEvent> {
+        self.inner.events.stream()
+    }
+
+    /// Stops following the node and ends the listeners (after the events already queued). The
+    /// node stays. Idempotent.
+    pub fn close(&self) {
+        close(&self.inner);
+    }
+}
+
+fn close(inner: &Inner) {
+    let mut lifecycle = inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
+    if *lifecycle == Lifecycle::Closed {
+        return;
+    }
+    *lifecycle = Lifecycle::Closed;
+    inner.shutdown.send_replace(true);
+    if let Some(id) = inner.state_listener.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        inner.fw.remove_connection_state_listener(id);
+    }
+    inner.events.close();
+    tracing::debug!(path = %inner.path, "shared value closed");
+}
+
+impl Drop for SharedValue {
+    fn drop(&mut self) {
+        close(&self.inner);
+    }
+}
+
+/// What the task watches next.
+enum Followed {
+    /// The node's data (or its creation, when it was missing).
+    Node(Watch),
+}
+
+/// Reads the node with a watch (an exists watch when it is missing) and takes its value.
+async fn read_and_watch(inner: &Inner) -> Result<Followed> {
+    loop {
+        match inner.fw.get_data().for_path_and_watch(&inner.path).await {
+            Ok((data, stat, watch)) => {
+                tracing::debug!(path = %inner.path, version = stat.version, mzxid = stat.mzxid, "shared value read");
+                inner.update(&stat, data);
+                return Ok(Followed::Node(watch));
+            }
+            Err(CuratorError::NoNode { .. }) => {
+                let (stat, watch) = inner.fw.check_exists().for_path_and_watch(&inner.path).await?;
+                if stat.is_none() {
+                    tracing::debug!(path = %inner.path, "shared value's node is missing: waiting for it");
+                    return Ok(Followed::Node(watch));
+                }
+                // Created meanwhile: read it.
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// The task's phases.
+enum Phase {
+    Read,
+    Watching(Followed),
+    /// Until connected again, or for the pause if any.
+    Waiting(Option<Duration>),
+    Done,
+}
+
+struct Task {
+    inner: Weak<Inner>,
+    fw: CuratorFramework,
+    path: String,
+    shutdown: watch::Receiver<bool>,
+    states: watch::Receiver<curator_core::ConnectionStateEvent>,
+    pauses: curator_core::retry::RetryLoop,
+    /// The `mzxid` of the last value published.
+    published: i64,
+}
+
+impl Task {
+    async fn run(mut self, first: Followed) {
+        let mut phase = Phase::Watching(first);
+        self.states.borrow_and_update();
+        loop {
+            phase = match phase {
+                Phase::Read => self.read().await,
+                Phase::Watching(followed) => self.watching(followed).await,
+                Phase::Waiting(pause) => self.waiting(pause).await,
+                Phase::Done => break,
+            };
+        }
+        tracing::debug!(path = %self.path, "shared value task ended");
+    }
+
+    fn closed(&self) -> bool {
+        *self.shutdown.borrow() || self.fw.is_closed()
+    }
+
+    async fn read(&mut self) -> Phase {
+        let Some(inner) = self.inner.upgrade() else { return Phase::Done };
+        if self.closed() {
+            return Phase::Done;
+        }
+        let mut shutdown = self.shutdown.clone();
+        let result = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|s| *s) => return Phase::Done,
+            r = read_and_watch(&inner) => r,
+        };
+        match result {
+            Ok(followed) => {
+                self.pauses.reset();
+                let current = inner.current.borrow().clone();
+                if current.mzxid > self.published {
+                    self.published = current.mzxid;
+                    inner.events.publish(SharedValueEvent::Changed(VersionedValue {
+                        version: current.version,
+                        value: current.value,
+                    }));
+                }
+                Phase::Watching(followed)
+            }
+            Err(CuratorError::Closed) => Phase::Done,
+            Err(err) => {
+                tracing::debug!(path = %self.path, error = %err, "shared value: read failed");
+                Phase::Waiting(self.pauses.next_pause(&err))
+            }
+        }
+    }
+
+    async fn watching(&mut self, followed: Followed) -> Phase {
+        let Followed::Node(watch) = followed;
+        let fired = watch.changed();
+        tokio::pin!(fired);
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.shutdown.wait_for(|s| *s) => return Phase::Done,
+                event = &mut fired => {
+                    return match event.event_type {
+                        EventType::Session => Phase::Waiting(None),
+                        _ => Phase::Read,
+                    }
+                }
+                changed = self.states.changed() => {
+                    if changed.is_err() {
+                        return Phase::Done;
+                    }
+                    if connected_again(&mut self.states) {
+                        return Phase::Read;
+                    }
+                    if self.states.borrow().state == ConnectionState::Closed {
+                        return Phase::Done;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn waiting(&mut self, pause: Option<Duration>) -> Phase {
+        if self.closed() {
+            return Phase::Done;
+        }
+        if pause.is_none() && self.states.borrow().state.is_connected() {
+            // Connected already (the session event was the end of the watch, not of the
+            // connection): read now.
+            return Phase::Read;
+        }
+        let sleep = tokio::time::sleep(pause.unwrap_or(Duration::MAX / 4));
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.shutdown.wait_for(|s| *s) => return Phase::Done,
+                changed = self.states.changed() => {
+                    if changed.is_err() || self.states.borrow().state == ConnectionState::Closed {
+                        return Phase::Done;
+                    }
+                    if connected_again(&mut self.states) {
+                        return Phase::Read;
+                    }
+                }
+                _ = &mut sleep, if pause.is_some() => return Phase::Read,
+            }
+        }
+    }
+}
+
+/// The latest transition is a (re)connection: the task re-reads after every one (changes made
+/// while disconnected fire no watch of ours).
+fn connected_again(states: &mut watch::Receiver<curator_core::ConnectionStateEvent>) -> bool {
+    let state = states.borrow_and_update().state;
+    matches!(state, ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly)
+}
