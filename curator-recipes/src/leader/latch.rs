@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::leadership::Leadership;
 use super::participant::{read_leader, read_participants, Participant};
+use crate::sequential::cleanup::NodeReporter;
 use crate::sequential::{ContenderGroup, Hold, LockLost, LockNode, NodeKind, Predicate, LEADER_LATCH_NAME};
 
 /// How long the latch waits before joining again after a join failed while connected (an
@@ -96,7 +97,7 @@ struct Shared {
     events: Listeners<LatchEvent>,
     status: watch::Sender<Status>,
     /// The path of our node, once known (also while waiting in line).
-    ours: watch::Sender<Option<String>>,
+    ours: NodeReporter,
 }
 
 #[derive(Debug)]
@@ -218,7 +219,7 @@ impl LeaderLatchBuilder {
             id: Arc::from(self.id),
             events,
             status: watch::channel(Status::Latent).0,
-            ours: watch::channel(None).0,
+            ours: Arc::new(watch::channel(None).0),
         });
         Ok(LeaderLatch {
             inner: Arc::new(Inner { shared, close_mode: self.close_mode, lifecycle: Mutex::new(Lifecycle::Latent) }),
@@ -515,8 +516,10 @@ async fn join(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, 
         let predicate = Predicate::Leases(1);
         // Boxed, not pinned on the stack, so that dropping it (on a close) runs its cleanup now.
         let mut acquire: std::pin::Pin<Box<dyn std::future::Future<Output = Result<_>> + Send + '_>> = match kept {
-            Some(node) => Box::pin(shared.group.resume(node, data, predicate, &shared.ours)),
-            None => Box::pin(shared.group.acquire_reporting(data, NodeKind::Sequential, predicate, &shared.ours)),
+            Some(node) => Box::pin(shared.group.resume(node, data, predicate, shared.ours.clone())),
+            None => {
+                Box::pin(shared.group.acquire_reporting(data, NodeKind::Sequential, predicate, shared.ours.clone()))
+            }
         };
         loop {
             tokio::select! {
@@ -672,18 +675,16 @@ async fn release(shared: &Shared, hold: &Hold) {
     });
 }
 
-/// After a join was abandoned (closed while waiting in line): the acquire's cleanup deletes
-/// our node in the background; the close waits for that delete too when the path is known.
+/// After a join was abandoned (closed while waiting in line): the dropped acquire's cleanup
+/// deletes our node (tracked background work) and then clears `ours`; the close waits for that
+/// when the path is known, instead of deleting the node a second time.
 async fn forget_node(shared: &Shared) {
-    let known = shared.ours.send_replace(None);
-    if let Some(path) = known {
-        tracing::debug!(path = %path, "delete (leader latch closed while in line)");
-        match shared.group.framework().delete().guaranteed().quietly().for_path(&path).await {
-            Ok(()) => {}
-            Err(err) if err.outcome_unknown() => {}
-            Err(err) => shared.group.framework().report_unhandled(&format!("could not delete latch node {path}"), &err),
-        }
+    let mut ours = shared.ours.subscribe();
+    if let Some(path) = ours.borrow_and_update().clone() {
+        tracing::debug!(path = %path, "leader latch closed while in line: waiting for its node's delete");
     }
+    // An error: the sender is gone, and the latch with it.
+    let _ = ours.wait_for(Option::is_none).await;
 }
 
 /// After a failed join: wait until connected again (or, when connected, a pause), then join

@@ -39,7 +39,7 @@ use curator_core::zk;
 use curator_core::{path, ConnectionState, CuratorError, CuratorFramework, Result, Session};
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::cleanup::Cleanup;
+use super::cleanup::{Cleanup, NodeReporter};
 use super::group::ContenderGroup;
 use super::names::{prefix_of, protected_prefix, sequence_in};
 use super::node::{LockNode, NodeKind};
@@ -98,7 +98,7 @@ pub(super) struct Acquire<'a> {
     parent_attempts: u32,
     /// Told the path of our node whenever it becomes known (a latch's `our_path()` while it
     /// waits in line).
-    report: Option<&'a tokio::sync::watch::Sender<Option<String>>>,
+    report: Option<NodeReporter>,
     /// A node of ours to go on with (a resumed acquire starts at List with it).
     resume: Option<LockNode>,
 }
@@ -146,8 +146,10 @@ impl<'a> Acquire<'a> {
         }
     }
 
-    /// Tells `report` the path of our node whenever it becomes known.
-    pub(super) fn reporting(mut self, report: &'a tokio::sync::watch::Sender<Option<String>>) -> Self {
+    /// Tells `report` the path of our node whenever it becomes known; if the acquire is
+    /// abandoned, its cleanup clears it once the node is deleted.
+    pub(super) fn reporting(mut self, report: NodeReporter) -> Self {
+        self.cleanup.reporting(report.clone());
         self.report = Some(report);
         self
     }
@@ -155,7 +157,7 @@ impl<'a> Acquire<'a> {
     /// Our node exists at `path`: the cleanup deletes that one, and the reporter is told.
     fn known(&mut self, path: &str) {
         self.cleanup.known(path);
-        if let Some(report) = self.report {
+        if let Some(report) = &self.report {
             report.send_replace(Some(path.to_string()));
         }
     }

@@ -1,6 +1,13 @@
 //! [`Cleanup`]: what makes an acquire cancel safe.
 
+use std::sync::Arc;
+
 use curator_core::CuratorFramework;
+use tokio::sync::watch;
+
+/// Where an acquire reports the path of its node while it is known (a latch's `our_path()`):
+/// the acquire sets it, and an abandoned acquire's [`Cleanup`] clears it once its delete is done.
+pub(crate) type NodeReporter = Arc<watch::Sender<Option<String>>>;
 
 /// Deletes an abandoned acquire's node when dropped while armed: by its path once known, else
 /// every child of the recipe's path with our protected prefix (the create's outcome is
@@ -12,19 +19,41 @@ pub(crate) struct Cleanup {
     prefix: String,
     path: Option<String>,
     armed: bool,
+    /// Cleared (if it still names our node) once the delete is done.
+    reporter: Option<NodeReporter>,
 }
 
 impl Cleanup {
     /// An armed cleanup for nodes under `parent` named with `prefix`.
     pub(crate) fn new(fw: &CuratorFramework, parent: &str, prefix: &str) -> Self {
-        Self { fw: fw.clone(), parent: parent.to_string(), prefix: prefix.to_string(), path: None, armed: true }
+        Self {
+            fw: fw.clone(),
+            parent: parent.to_string(),
+            prefix: prefix.to_string(),
+            path: None,
+            armed: true,
+            reporter: None,
+        }
     }
 
     /// An armed cleanup for the node at `path`, whose name is known before it is created (a
     /// barrier member's `P/<uuid>`): no prefix search is ever needed.
     pub(crate) fn of_node(fw: &CuratorFramework, path: &str) -> Self {
         let parent = curator_core::path::parent(path).to_string();
-        Self { fw: fw.clone(), parent, prefix: String::new(), path: Some(path.to_string()), armed: true }
+        Self {
+            fw: fw.clone(),
+            parent,
+            prefix: String::new(),
+            path: Some(path.to_string()),
+            armed: true,
+            reporter: None,
+        }
+    }
+
+    /// Clears `reporter` (if it still names our node) once an abandoned node's delete is done,
+    /// so that whoever reported the path can wait for it to go instead of deleting it again.
+    pub(crate) fn reporting(&mut self, reporter: NodeReporter) {
+        self.reporter = Some(reporter);
     }
 
     /// Our node exists at `path`: delete that one rather than searching by prefix.
@@ -47,10 +76,11 @@ impl Drop for Cleanup {
         let parent = std::mem::take(&mut self.parent);
         let prefix = std::mem::take(&mut self.prefix);
         let known = self.path.take();
+        let reporter = self.reporter.take();
         self.fw.spawn_background(async move {
             tracing::debug!(parent = %parent, prefix = %prefix, path = ?known, "abandoned node: deleting it");
-            let result = match known {
-                Some(p) => fw.delete().guaranteed().quietly().for_path(&p).await,
+            let result = match &known {
+                Some(p) => fw.delete().guaranteed().quietly().for_path(p).await,
                 None => fw.delete_protected(&parent, &prefix, None).await,
             };
             if let Err(err) = result {
@@ -58,6 +88,15 @@ impl Drop for Cleanup {
                 if !err.outcome_unknown() {
                     fw.report_unhandled(&format!("could not delete an abandoned recipe node under {parent}"), &err);
                 }
+            }
+            if let (Some(reporter), Some(path)) = (reporter, known) {
+                reporter.send_if_modified(|reported| {
+                    let ours = reported.as_deref() == Some(path.as_str());
+                    if ours {
+                        *reported = None;
+                    }
+                    ours
+                });
             }
         });
     }

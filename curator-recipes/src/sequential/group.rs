@@ -5,6 +5,7 @@ use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
 use tracing::Instrument;
 
 use super::acquire::{Acquire, Granted};
+use super::cleanup::NodeReporter;
 use super::node::{LockNode, NodeKind};
 use super::order::{contenders, Predicate};
 
@@ -84,13 +85,14 @@ impl ContenderGroup {
     }
 
     /// As [`acquire`](Self::acquire), telling `ours` the path of our node as soon as it is
-    /// known (and again if the acquire has to make a new one).
+    /// known (and again if the acquire has to make a new one). Dropped, the acquire's cleanup
+    /// clears `ours` once it has deleted the node.
     pub(crate) async fn acquire_reporting(
         &self,
         data: &[u8],
         kind: NodeKind,
         predicate: Predicate,
-        ours: &tokio::sync::watch::Sender<Option<String>>,
+        ours: NodeReporter,
     ) -> Result<Granted> {
         let span = tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name);
         Acquire::new(self, data, kind, predicate).reporting(ours).run().instrument(span).await
@@ -107,7 +109,7 @@ impl ContenderGroup {
         node: LockNode,
         data: &[u8],
         predicate: Predicate,
-        ours: &tokio::sync::watch::Sender<Option<String>>,
+        ours: NodeReporter,
     ) -> Result<Granted> {
         let span =
             tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name, resume = %node.path);
