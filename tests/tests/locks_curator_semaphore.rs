@@ -14,9 +14,6 @@
 //!   (it names it).
 //!
 //! Not ported:
-//! - `TestInterProcessSemaphore.testThreadedLeaseIncrease`: it raises the lease count through
-//!   a `SharedCount`; there is no `SharedCount` yet, and our semaphore's count is fixed when it
-//!   is made.
 //! - `TestInterProcessSemaphoreMutex.testReentrant`, `testReentrant2Threads` and
 //!   `testReentrantSingleLock`: disabled in Curator (the semaphore mutex is not reentrant). Ours
 //!   refuses its holder's second acquire at once (`semaphore_mutex_excludes` in
@@ -37,6 +34,7 @@ use std::time::Duration;
 use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::{ConnectionState, CreateMode, CuratorError, ErrorPolicy};
 use curator_recipes::locks::{InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreV2};
+use curator_recipes::shared::SharedCount;
 use curator_test::{eventually, TestingServer, Timing};
 use locks_curator_base::Kind;
 use tests::locks::{framework, framework_with, Checker};
@@ -310,6 +308,37 @@ async fn threads() {
         task.unwrap();
     }
     checker.verify(TASKS);
+    fw.close().await;
+}
+
+/// TestInterProcessSemaphore.testThreadedLeaseIncrease: a semaphore sized by a `SharedCount`
+/// of 1; a task takes the lease and waits for a second; once the waiter's lease node is there,
+/// the count is raised to 2 and the waiter gets its lease without any lease being returned
+/// (before the count was followed, it waited out its timeout and got none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threaded_lease_increase() {
+    init_tracing();
+    let fw = framework(&TestingServer::shared().connect_string()).await;
+    let path = unique_path("curator-sem-increase");
+    let count = SharedCount::new(&fw, &format!("{path}-count"), 1).unwrap();
+    count.start().await.unwrap();
+    let semaphore = Arc::new(InterProcessSemaphoreV2::with_shared_count(&fw, &path, &count).unwrap());
+    let first = semaphore.acquire_timeout(1, Timing::new().deadline()).await.unwrap().expect("the one lease");
+    let waiter = {
+        let semaphore = semaphore.clone();
+        tokio::spawn(async move { semaphore.acquire_timeout(1, Timing::new().deadline()).await })
+    };
+    // The waiter's lease node is made before it waits for room.
+    let waiting = eventually(Timing::new().deadline(), || async { children(&fw, &leases(&path)).await.len() == 2 });
+    assert!(waiting.await, "the waiter made no lease node");
+    let seen = count.versioned_value().unwrap();
+    assert!(count.try_set(&seen, 2).await.unwrap(), "nobody else writes the count");
+    let second = within("the waiter", waiter).await.unwrap().unwrap().expect("a lease once the count is 2");
+    assert_eq!(semaphore.max_leases().unwrap(), 2);
+    for lease in first.into_iter().chain(second) {
+        lease.release().await.unwrap();
+    }
+    count.close();
     fw.close().await;
 }
 

@@ -1,6 +1,7 @@
 //! InterProcessSemaphoreV2 and InterProcessSemaphoreMutex against a real ZooKeeper: the lease
 //! bound across sessions, all-or-nothing acquires, Curator's `locks/` + `leases/` layout, and
-//! mutual exclusion. (InterProcessMultiLock: `locks_multi.rs`.)
+//! mutual exclusion, and a semaphore sized by a `SharedCount`. (InterProcessMultiLock:
+//! `locks_multi.rs`.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use curator_core::CuratorError;
 use curator_recipes::locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
+use curator_recipes::shared::SharedCount;
 use curator_test::{eventually, TestingServer, Timing};
 use tests::locks::{framework, Checker};
 use tests::{children, init_tracing, unique_path};
@@ -121,5 +123,94 @@ async fn semaphore_mutex_excludes() {
     assert!(mutex.acquire_timeout(Timing::new().deadline()).await.unwrap());
     assert!(matches!(mutex.acquire().await, Err(CuratorError::IllegalState(_))), "not reentrant");
     mutex.release().await.unwrap();
+    fw.close().await;
+}
+
+/// How long a timed acquire that must fail waits.
+const SHORT_WAIT: Duration = Duration::from_millis(300);
+
+/// Two sessions size their semaphores by their own `SharedCount`s on one count node. Raising
+/// the count through one lets the other's waiter in; lowering it takes no lease back but holds
+/// new takers until enough leases are returned; a count of 0 or below grants none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_sized_by_a_shared_count_follows_it() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let path = unique_path("sem-count");
+    let count_path = format!("{path}-count");
+    let (fw_a, fw_b) = (framework(&server.connect_string()).await, framework(&server.connect_string()).await);
+    let (count_a, count_b) =
+        (SharedCount::new(&fw_a, &count_path, 1).unwrap(), SharedCount::new(&fw_b, &count_path, 1).unwrap());
+    count_a.start().await.unwrap();
+    count_b.start().await.unwrap();
+    let sem_a = Arc::new(InterProcessSemaphoreV2::with_shared_count(&fw_a, &path, &count_a).unwrap());
+    let sem_b = InterProcessSemaphoreV2::with_shared_count(&fw_b, &path, &count_b).unwrap();
+    let deadline = Timing::new().deadline();
+
+    let held_b = sem_b.acquire_timeout(1, deadline).await.unwrap().expect("the one lease");
+    let waiter = {
+        let sem_a = sem_a.clone();
+        tokio::spawn(async move { sem_a.acquire_timeout(1, deadline).await })
+    };
+    let waiting = eventually(deadline, || async { children(&fw_a, &format!("{path}/leases")).await.len() == 2 });
+    assert!(waiting.await, "A's waiter made no lease node");
+    count_b.set(2).await.unwrap();
+    let mut held =
+        tokio::time::timeout(deadline, waiter).await.expect("A's waiter").unwrap().unwrap().expect("a lease at 2");
+    held.extend(held_b);
+    assert_eq!(sem_a.max_leases().unwrap(), 2);
+
+    // Lowered to 1 with two leases out: nobody new gets in until both are back.
+    count_a.set(1).await.unwrap();
+    let lowered = eventually(deadline, || async { sem_b.max_leases().unwrap() == 1 });
+    assert!(lowered.await, "B's semaphore never saw the count lowered");
+    assert_eq!(held.len(), 2, "lowering the count took a lease back");
+    held.pop().unwrap().release().await.unwrap();
+    assert!(sem_b.acquire_timeout(1, SHORT_WAIT).await.unwrap().is_none(), "a second lease at a count of 1");
+    held.pop().unwrap().release().await.unwrap();
+    let lease = sem_b.acquire_timeout(1, deadline).await.unwrap().expect("the one lease once all are back");
+    let mut lease = lease;
+    lease.pop().unwrap().release().await.unwrap();
+
+    // 0 and below grant none, and the waiters' lease nodes are gone after their timeouts.
+    for size in [0, -3] {
+        count_a.set(size).await.unwrap();
+        let seen = eventually(deadline, || async { sem_a.max_leases().unwrap() == 0 });
+        assert!(seen.await, "A's semaphore never saw the count {size}");
+        assert!(sem_a.acquire_timeout(1, SHORT_WAIT).await.unwrap().is_none(), "a lease at a count of {size}");
+    }
+    let cleared = eventually(deadline, || async { children(&fw_a, &format!("{path}/leases")).await.is_empty() });
+    assert!(cleared.await, "a timed-out acquire left its lease node");
+    count_a.close();
+    count_b.close();
+    fw_a.close().await;
+    fw_b.close().await;
+}
+
+/// A count node holding something else than 4 bytes fails the acquire with a typed error,
+/// leaving no lease node; once the count is whole again, acquires succeed.
+#[tokio::test]
+async fn semaphore_sized_by_a_corrupted_count_fails_typed() {
+    init_tracing();
+    let fw = framework(&TestingServer::shared().connect_string()).await;
+    let path = unique_path("sem-bad-count");
+    let count_path = format!("{path}-count");
+    let count = SharedCount::new(&fw, &count_path, 1).unwrap();
+    count.start().await.unwrap();
+    let sem = InterProcessSemaphoreV2::with_shared_count(&fw, &path, &count).unwrap();
+    fw.set_data().for_path(&count_path, b"bad".to_vec()).await.unwrap();
+    let seen = eventually(Timing::new().deadline(), || async { count.count().is_err() });
+    assert!(seen.await, "the count never saw the bad data");
+    match sem.acquire_timeout(1, Timing::new().deadline()).await {
+        Err(CuratorError::BadData { path, .. }) => assert_eq!(path, count_path),
+        other => panic!("expected BadData for the count node, got {other:?}"),
+    }
+    assert!(sem.max_leases().is_err());
+    assert!(children(&fw, &format!("{path}/leases")).await.is_empty(), "the failed acquire left its lease node");
+    count.set(1).await.unwrap();
+    let mut lease =
+        sem.acquire_timeout(1, Timing::new().deadline()).await.unwrap().expect("a lease once the count is whole");
+    lease.pop().unwrap().release().await.unwrap();
+    count.close();
     fw.close().await;
 }

@@ -14,11 +14,13 @@ use super::mutex::InterProcessMutex;
 use crate::sequential::acquire::Granted;
 use crate::sequential::names::sequence_in;
 use crate::sequential::{Hold, LockLost, LockNode, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
+use crate::shared::{CountReader, SharedCount};
 
 /// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
 /// takers serialise on the mutex `P/locks`, then each lease is an ephemeral sequential node
 /// `P/leases/_c_<uuid>-lease-<seq>`; a lease is granted while the number of children of
-/// `P/leases` is at most `max_leases`.
+/// `P/leases` is at most `max_leases`. The number of leases is fixed, or follows a
+/// [`SharedCount`] ([`with_shared_count`](Self::with_shared_count)).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -41,27 +43,99 @@ pub struct InterProcessSemaphoreV2 {
     fw: CuratorFramework,
     locks_path: String,
     leases_path: String,
-    max_leases: usize,
+    limit: Limit,
     node_data: Mutex<Option<Vec<u8>>>,
+}
+
+/// How many leases a semaphore grants.
+#[derive(Debug, Clone)]
+enum Limit {
+    /// A number given at construction.
+    Fixed(usize),
+    /// A shared count's value at each check; a count below 0 grants none.
+    Shared(CountReader),
+}
+
+impl Limit {
+    /// The number of leases now; for a shared count, its value is marked seen, so that
+    /// [`changed`](Self::changed) waits for the next.
+    fn now(&mut self) -> Result<usize> {
+        match self {
+            Limit::Fixed(max) => Ok(*max),
+            Limit::Shared(count) => Ok(usize::try_from(count.count()?).unwrap_or(0)),
+        }
+    }
+
+    /// Waits until the number may have changed: never for a fixed number.
+    async fn changed(&mut self) {
+        match self {
+            Limit::Fixed(_) => std::future::pending().await,
+            Limit::Shared(count) => count.changed().await,
+        }
+    }
 }
 
 impl InterProcessSemaphoreV2 {
     /// A semaphore on `path` with `max_leases` leases (at least 1).
     pub fn new(fw: &CuratorFramework, path: &str, max_leases: usize) -> Result<Self> {
-        path::validate(path)?;
         if max_leases == 0 {
             return Err(CuratorError::InvalidArgument {
                 path: path.to_string(),
                 reason: "max_leases must be at least 1".into(),
             });
         }
+        Self::with_limit(fw, path, Limit::Fixed(max_leases))
+    }
+
+    /// A semaphore on `path` granting as many leases as `count` holds (Curator's constructor
+    /// taking a `SharedCountReader`): every process sizing its semaphore from the same count
+    /// agrees on the number, and changing the count resizes them all. A taker waiting for
+    /// room checks again whenever the count changes, so raising it lets waiters in at once;
+    /// lowering it takes no lease back, it only holds new takers until enough are returned.
+    /// A count of 0 or less grants no lease; a count node holding something else than 4 bytes
+    /// fails the acquires that check it with [`BadData`](CuratorError::BadData).
+    ///
+    /// The count is read from `count`'s local copy, so start it first. The semaphore follows
+    /// it until the count is closed or dropped, then keeps the last value.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_recipes::locks::InterProcessSemaphoreV2;
+    /// use curator_recipes::shared::SharedCount;
+    ///
+    /// let size = SharedCount::new(&fw, "/pool-size", 1)?; // 1 if the node is new
+    /// size.start().await?;
+    /// let semaphore = InterProcessSemaphoreV2::with_shared_count(&fw, "/pool", &size)?;
+    /// let first = semaphore.acquire().await?;
+    /// size.set(2).await?; // every semaphore sized by /pool-size now grants 2
+    /// let second = semaphore.acquire().await?;
+    /// # first.release().await?;
+    /// # second.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_shared_count(fw: &CuratorFramework, path: &str, count: &SharedCount) -> Result<Self> {
+        Self::with_limit(fw, path, Limit::Shared(count.reader()))
+    }
+
+    fn with_limit(fw: &CuratorFramework, path: &str, limit: Limit) -> Result<Self> {
+        path::validate(path)?;
         Ok(Self {
             fw: fw.clone(),
             locks_path: path::make_path(path, SEMAPHORE_LOCK_PARENT),
             leases_path: path::make_path(path, SEMAPHORE_LEASE_PARENT),
-            max_leases,
+            limit,
             node_data: Mutex::new(None),
         })
+    }
+
+    /// The number of leases granted now: the fixed number, or the shared count's value (0
+    /// when it is below 0).
+    pub fn max_leases(&self) -> Result<usize> {
+        self.limit.clone().now()
     }
 
     /// Data for later lease nodes (default: the framework's default data, the local address).
@@ -167,12 +241,15 @@ impl InterProcessSemaphoreV2 {
         Ok(self.wait_for_room(&lease).await?.then_some(lease))
     }
 
-    /// Lists the leases (with a watch) until ours is within `max_leases`. `Ok(false)` when our
-    /// node is not listed.
+    /// Lists the leases (with a watch) until ours is within the limit, checking again when the
+    /// leases or the limit change. `Ok(false)` when our node is not listed.
     async fn wait_for_room(&self, lease: &Lease) -> Result<bool> {
         let ours = lease.node_name().to_string();
         let leases_path = self.leases_path.clone();
+        let mut limit = self.limit.clone();
         loop {
+            // Read before the listing: a change after it wakes the wait below.
+            let max = limit.now()?;
             let listing = self.fw.call_with_retry("semaphore-list", &leases_path, |session, _| {
                 let leases_path = leases_path.clone();
                 async move {
@@ -185,16 +262,25 @@ impl InterProcessSemaphoreV2 {
                 }
             });
             let (children, watcher) = listing.await?;
-            tracing::debug!(path = %leases_path, ours = %ours, leases = children.len(), max = self.max_leases, "leases listed");
+            tracing::debug!(path = %leases_path, ours = %ours, leases = children.len(), max, "leases listed");
             if !children.contains(&ours) {
                 tracing::debug!(path = %leases_path, ours = %ours, "our lease is not listed: its session is gone");
                 return Ok(false);
             }
-            if children.len() <= self.max_leases {
+            if children.len() <= max {
                 return Ok(true);
             }
             // A timed acquire stops waiting at its deadline (`curator_core::retry::deadline`).
-            let event = deadline::until(&leases_path, async { Ok(watcher.changed().await) }).await?;
+            let wake = async {
+                tokio::select! {
+                    event = watcher.changed() => Ok(Some(event)),
+                    () = limit.changed() => Ok(None),
+                }
+            };
+            let Some(event) = deadline::until(&leases_path, wake).await? else {
+                tracing::debug!(path = %leases_path, ours = %ours, "lease count changed");
+                continue;
+            };
             tracing::debug!(path = %leases_path, ours = %ours, event = ?event.event_type, state = ?event.session_state, "leases changed");
             if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
                 return Ok(false);

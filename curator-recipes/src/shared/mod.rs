@@ -6,5 +6,6 @@
 mod shared_count;
 mod shared_value;
 
+pub(crate) use shared_count::CountReader;
 pub use shared_count::{from_bytes, to_bytes, SharedCount, SharedCountEvent};
 pub use shared_value::{SharedValue, SharedValueEvent, VersionedValue};

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, Result};
 
-use super::shared_value::{SharedValue, SharedValueEvent, VersionedValue};
+use tokio::sync::watch;
+
+use super::shared_value::{Current, SharedValue, SharedValueEvent, VersionedValue};
 
 /// What a [`SharedCount`]'s listeners receive.
 #[derive(Debug, Clone)]
@@ -118,6 +120,12 @@ impl SharedCount {
         Ok(VersionedValue { version: v.version, value: from_bytes(self.path(), &v.value)? })
     }
 
+    /// A reader of the local copy that can wait for it to change (Curator's
+    /// `SharedCountReader`), for the recipes the count sizes.
+    pub(crate) fn reader(&self) -> CountReader {
+        CountReader { path: self.path().to_string(), copy: self.value.subscribe() }
+    }
+
     /// Sets the count whatever it was.
     pub async fn set(&self, count: i32) -> Result<()> {
         self.value.set(to_bytes(count)).await
@@ -156,5 +164,29 @@ impl SharedCount {
 impl Drop for SharedCount {
     fn drop(&mut self) {
         self.events.close();
+    }
+}
+
+/// Follows a [`SharedCount`]'s local copy (Curator's `SharedCountReader`); it keeps the last
+/// copy once the count is dropped.
+#[derive(Debug, Clone)]
+pub(crate) struct CountReader {
+    path: String,
+    copy: watch::Receiver<Current>,
+}
+
+impl CountReader {
+    /// The count now, marking it seen for [`changed`](Self::changed);
+    /// [`BadData`](CuratorError::BadData) when the node holds something else than 4 bytes.
+    pub(crate) fn count(&mut self) -> Result<i32> {
+        from_bytes(&self.path, &self.copy.borrow_and_update().value)
+    }
+
+    /// Waits until the copy changes after the last [`count`](Self::count); never returns once
+    /// the count is dropped.
+    pub(crate) async fn changed(&mut self) {
+        if self.copy.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }

@@ -42,10 +42,10 @@ pub enum SharedValueEvent {
 
 /// The local copy, ordered by the node's `mzxid`.
 #[derive(Debug, Clone)]
-struct Current {
+pub(crate) struct Current {
     mzxid: i64,
     version: i32,
-    value: Vec<u8>,
+    pub(crate) value: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +126,13 @@ impl SharedValue {
     /// The node's path.
     pub fn path(&self) -> &str {
         &self.inner.path
+    }
+
+    /// A receiver of the local copy, which sees every change of it: for the recipes of this
+    /// crate that follow a value (a semaphore sized by a [`SharedCount`](super::SharedCount)).
+    /// It keeps the last copy once the value is dropped.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Current> {
+        self.inner.current.subscribe()
     }
 
     /// Creates the node with the seed if it is missing (and its parents as containers), reads
