@@ -264,12 +264,14 @@ async fn fencing_tokens_grow_and_terms_never_overlap() {
         let fw = fx.client().await;
         let (inside, overlaps, tokens) = (inside.clone(), overlaps.clone(), tokens.clone());
         let recorded = checker.recording(&format!("p{i}"), move |leadership: Leadership| {
-            let (inside, overlaps, tokens) = (inside.clone(), overlaps.clone(), tokens.clone());
+            // Recorded as the function is called, as the checker records the term: a close can
+            // drop the term's future before its first poll.
+            tokens.lock().unwrap().push(leadership.fencing_token());
+            let (inside, overlaps) = (inside.clone(), overlaps.clone());
             async move {
                 if inside.swap(true, Ordering::SeqCst) {
                     overlaps.store(true, Ordering::SeqCst);
                 }
-                tokens.lock().unwrap().push(leadership.fencing_token());
                 tokio::task::yield_now().await;
                 inside.store(false, Ordering::SeqCst);
             }
