@@ -16,6 +16,7 @@
 
 mod leadership;
 mod participant;
+mod rejoin;
 mod selector;
 pub use selector::{LeaderSelector, LeaderSelectorBuilder, SelectorEvent, TermEnd};
 

@@ -16,8 +16,8 @@
 //!
 //! - **Queued**: acquire through the sequential-node core as a mutex (`P/_c_<uuid>-lock-<seq>`,
 //!   data = the participant id, `Predicate::Leases(1)`). An acquire the framework's retry policy
-//!   gave up on a connection error is tried again (the cleanup loop's backoff, or the next
-//!   connection change): a selector in line stays in line while the session is down. Any other
+//!   gave up on a connection error is tried again (the latch's wait, `rejoin.rs`: the cleanup
+//!   loop's backoff, or the next connection change): a selector in line stays in line while the session is down. Any other
 //!   error is reported to the framework's unhandled-error listeners and leaves the selector Idle,
 //!   unless it auto-requeues.
 //! - **Leading**: publish [`SelectorEvent::Took`], then run the user's future against
@@ -32,7 +32,6 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use curator_core::background::spawn_detached;
 use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
@@ -42,11 +41,8 @@ use tokio::sync::watch;
 
 use super::leadership::Leadership;
 use super::participant::{read_leader, read_participants, Participant};
+use super::rejoin::Rejoin;
 use crate::sequential::{ContenderGroup, Hold, LockLost, NodeKind, Predicate, MUTEX_LOCK_NAME};
-
-/// The longest pause between two attempts of an auto-requeued acquire that keeps failing with an
-/// error the cleanup loop would not retry (no permission, say).
-const MAX_REQUEUE_PAUSE: Duration = Duration::from_secs(2);
 
 /// Why a term of leadership ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -454,7 +450,7 @@ impl Shared {
     /// Queued: acquire until granted, closing, or an error that ends the turn.
     async fn take_turn(&self, state: &mut watch::Receiver<State>) -> Turn {
         let fw = self.framework();
-        let mut backoff = fw.cleanup_retry_loop();
+        let mut rejoin = Rejoin::new(fw);
         loop {
             let acquire = self.group.acquire(self.id.as_bytes(), NodeKind::Sequential, Predicate::Leases(1));
             let outcome = tokio::select! {
@@ -485,13 +481,9 @@ impl Shared {
                 });
                 return if idle { Turn::GaveUp } else { Turn::Stop };
             }
-            let pause = backoff.next_pause(&err).unwrap_or(MAX_REQUEUE_PAUSE);
-            tracing::warn!(path = %self.group.base_path(), error = %err, ?pause, "leader selector: acquire failed; trying again");
-            let mut connection = fw.connection_state_watch();
             tokio::select! {
                 _ = stop_asked(state, false) => return Turn::Stop,
-                _ = connection.changed() => {}
-                _ = tokio::time::sleep(pause) => {}
+                () = rejoin.wait(fw, self.group.base_path(), &err) => {}
             }
         }
     }

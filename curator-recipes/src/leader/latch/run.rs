@@ -2,18 +2,14 @@
 //! 15).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use curator_core::{ConnectionState, CuratorError, Result};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{CloseMode, Command, LatchEvent, Shared, Status};
 use crate::leader::leadership::Leadership;
+use crate::leader::rejoin::Rejoin;
 use crate::sequential::{Hold, LockLost, LockNode, NodeKind, Predicate};
-
-/// How long the latch waits before joining again after a join failed while connected (an
-/// error that retrying did not fix, such as a missing permission).
-const REJOIN_PAUSE: Duration = Duration::from_secs(1);
 
 /// The phases of a latch's task.
 enum Phase {
@@ -34,12 +30,16 @@ enum Phase {
 /// The latch's task: runs the phases until the latch or its framework closes.
 pub(super) async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiver<Command>) {
     let mut phase = Phase::Join(None);
+    let mut rejoin = Rejoin::new(shared.group.framework());
     let reply = loop {
         phase = match phase {
             Phase::Join(kept) => join(&shared, &mut commands, kept).await,
-            Phase::Lead(term) => lead(&shared, &mut commands, term).await,
+            Phase::Lead(term) => {
+                rejoin.reset();
+                lead(&shared, &mut commands, term).await
+            }
             Phase::Suspended(hold) => suspended(&shared, &mut commands, hold).await,
-            Phase::Retry(err) => retry(&shared, &mut commands, err).await,
+            Phase::Retry(err) => retry(&shared, &mut commands, &mut rejoin, err).await,
             Phase::Done(reply) => break reply,
         };
     };
@@ -232,29 +232,18 @@ async fn forget_node(shared: &Shared) {
     let _ = ours.wait_for(Option::is_none).await;
 }
 
-/// After a failed join: wait until connected again (or, when connected, a pause), then join
-/// again. Commands are answered meanwhile.
-async fn retry(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, err: CuratorError) -> Phase {
+/// After a failed join: wait as both recipes do (`rejoin.rs`: until connected again, or, when
+/// connected, a backoff pause), then join again. Commands are answered meanwhile.
+async fn retry(
+    shared: &Shared,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    rejoin: &mut Rejoin,
+    err: CuratorError,
+) -> Phase {
     let fw = shared.group.framework();
     shared.ours.send_replace(None);
     shared.status.send_replace(Status::Retrying);
-    let mut states = fw.connection_state_watch();
-    let connected = states.borrow_and_update().state.is_connected();
-    if err.is_retryable() {
-        tracing::warn!(path = %shared.group.base_path(), error = %err, "leader latch could not join; joining again once connected");
-    } else {
-        fw.report_unhandled(
-            &format!("leader latch on {} could not join; trying again", shared.group.base_path()),
-            &err,
-        );
-    }
-    let wait = async {
-        if connected {
-            tokio::time::sleep(REJOIN_PAUSE).await;
-        } else {
-            let _ = states.wait_for(|s| s.state.is_connected() || fw.is_closed()).await;
-        }
-    };
+    let wait = rejoin.wait(fw, shared.group.base_path(), &err);
     tokio::pin!(wait);
     loop {
         tokio::select! {
