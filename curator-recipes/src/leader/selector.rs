@@ -534,9 +534,8 @@ impl Shared {
         let hold = leadership.hold().clone();
         if background {
             hold.release_in_background();
-        } else if let Err(err) = hold.release().await {
-            let path = leadership.path().to_string();
-            self.framework().report_unhandled(&format!("leader selector: could not delete {path}"), &err);
+        } else {
+            hold.release_or_report().await;
         }
     }
 }

@@ -211,15 +211,19 @@ impl Hold {
         }
     }
 
+    /// As [`release`](Self::release), for a caller with no one to give the error to: it goes to
+    /// the framework's unhandled-error listeners.
+    pub(crate) async fn release_or_report(&self) {
+        if let Err(err) = self.release().await {
+            self.fw.report_unhandled(&format!("could not delete recipe node {}", self.node.path), &err);
+        }
+    }
+
     /// Releases in the background (a guard dropped without `release`).
     pub(crate) fn release_in_background(self: Arc<Self>) {
         self.mark(LockLost::Released);
         let fw = self.fw.clone();
-        fw.spawn_background(async move {
-            if let Err(err) = self.release().await {
-                self.fw.report_unhandled(&format!("could not release lock node {}", self.node.path), &err);
-            }
-        });
+        fw.spawn_background(async move { self.release_or_report().await });
     }
 }
 

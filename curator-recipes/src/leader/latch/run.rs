@@ -208,9 +208,7 @@ async fn suspended(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Comma
 
 /// Deletes the node of `hold` (guaranteed) and forgets its path.
 async fn release(shared: &Shared, hold: &Hold) {
-    if let Err(err) = hold.release().await {
-        shared.group.framework().report_unhandled(&format!("could not delete latch node {}", hold.node().path), &err);
-    }
+    hold.release_or_report().await;
     shared.ours.send_if_modified(|ours| {
         let mine = ours.as_deref() == Some(hold.node().path.as_str());
         if mine {
