@@ -21,6 +21,7 @@ pub mod barriers;
 pub mod leader;
 pub mod locks;
 pub mod nodes;
+pub mod queue;
 mod sequential;
 pub mod shared;
 pub mod watch;
