@@ -14,8 +14,10 @@ use super::framing;
 /// How a node's items went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Consumed {
-    /// All consumed (failures, under [`ErrorMode::Delete`], included).
+    /// All consumed.
     Done,
+    /// All handed over, and the consumer failed on some under [`ErrorMode::Delete`].
+    Dropped,
     /// Not readable: reported; the node is to be deleted.
     Bad,
     /// The consumer failed under [`ErrorMode::Requeue`].
@@ -36,6 +38,7 @@ pub(crate) async fn consume<T: Send + 'static>(q: &Shared<T>, name: &str, item_p
             return Consumed::Bad;
         }
     };
+    let mut outcome = Consumed::Done;
     for item in items {
         if let Err(error) = consumer(item).await {
             let mode = q.error_mode();
@@ -44,7 +47,8 @@ pub(crate) async fn consume<T: Send + 'static>(q: &Shared<T>, name: &str, item_p
             if mode == ErrorMode::Requeue {
                 return Consumed::Requeue;
             }
+            outcome = Consumed::Dropped;
         }
     }
-    Consumed::Done
+    outcome
 }

@@ -79,7 +79,7 @@ async fn take_locked<T: Send + 'static>(
                 _ = stop.wait_for(|stopped| *stopped) => None,
             };
             let how = match consumed {
-                Some(Consumed::Done | Consumed::Bad) => Finish::Delete,
+                Some(Consumed::Done | Consumed::Dropped | Consumed::Bad) => Finish::Delete,
                 Some(Consumed::Requeue) => Finish::Requeue,
                 None => Finish::Release,
             };
