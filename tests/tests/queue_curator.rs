@@ -166,10 +166,7 @@ async fn error_mode_requeue_then_delete() {
     queue.put(&"1".to_string()).await.unwrap();
     assert_eq!(recv(&mut rx).await, "1");
     assert_eq!(recv(&mut rx).await, "1"); // requeued, consumed again
-    assert!(matches!(
-        events.next().await,
-        Some(QueueEvent::ConsumerFailed { mode: ErrorMode::Requeue, .. })
-    ));
+    assert!(matches!(events.next().await, Some(QueueEvent::ConsumerFailed { mode: ErrorMode::Requeue, .. })));
     assert!(matches!(events.next().await, Some(QueueEvent::Consumed { .. })));
 
     queue.set_error_mode(ErrorMode::Delete);

@@ -55,7 +55,14 @@ struct Hands {
 
 /// A lock-safe consumer `index` behind a proxy of its own, holding items as `hands` says; the
 /// others do a little work per item.
-async fn consumer(index: usize, path: &str, policy: ErrorPolicy, retry: Retry, hands: Hands, events: Events) -> Consumer {
+async fn consumer(
+    index: usize,
+    path: &str,
+    policy: ErrorPolicy,
+    retry: Retry,
+    hands: Hands,
+    events: Events,
+) -> Consumer {
     let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
     let fw = connected(with_policies(builder(&proxy.connect_string()), policy, retry)).await;
     let states = fw.connection_state_stream();
@@ -141,12 +148,12 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
     drop(old);
     expire_session(&shared(), &info).await.expect("expire");
     let fw0 = consumers[0].fw.clone();
-    let renewed = eventually(deadline(), || async {
-        fw0.session().await.map(|s| s.generation() > generation).unwrap_or(false)
-    });
+    let renewed =
+        eventually(deadline(), || async { fw0.session().await.map(|s| s.generation() > generation).unwrap_or(false) });
     assert!(renewed.await, "{case}: consumer 0 got no new session");
     // Its lock went with the session: another consumer takes the item and holds it.
-    let taker = tokio::time::timeout(deadline(), retaken_rx.recv()).await.expect("the item is taken again").expect("open");
+    let taker =
+        tokio::time::timeout(deadline(), retaken_rx.recv()).await.expect("the item is taken again").expect("open");
     // Consumer 0's consumer now returns success, too late: its fence must refuse to finish the
     // item that the other consumer holds.
     hands.gate.add_permits(1);
@@ -171,7 +178,9 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
             QueueEvent::LockLost { node } if *i == 0 => Some(node.clone()),
             _ => None,
         });
-        events.iter().any(|(i, e)| *i == taker && matches!(e, QueueEvent::Consumed { node } if Some(node) == lost_node.as_ref()))
+        events
+            .iter()
+            .any(|(i, e)| *i == taker && matches!(e, QueueEvent::Consumed { node } if Some(node) == lost_node.as_ref()))
     };
     assert!(by_taker, "{case}: consumer {taker} did not finish {held:?}");
     for c in &consumers {
