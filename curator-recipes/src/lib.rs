@@ -12,6 +12,8 @@
 //! - [`shared`]: `SharedValue` and `SharedCount`, a value every client sees; [`atomic`]:
 //!   `DistributedAtomicLong`, `DistributedAtomicInteger`, `DistributedAtomicValue`,
 //!   `CachedAtomicLong`.
+//! - [`queue`]: `DistributedQueue`, Curator's queue with its node names and framing, bounded
+//!   and lock-safe modes (the lock-safe final delete is fenced by the lock node).
 //! - [`watch`]: `PersistentWatcher`, a persistent (optionally recursive) watch that survives
 //!   reconnections and new sessions, with reset notifications.
 #![warn(missing_docs)]
@@ -21,6 +23,7 @@ pub mod barriers;
 pub mod leader;
 pub mod locks;
 pub mod nodes;
+pub mod queue;
 mod sequential;
 pub mod shared;
 pub mod watch;

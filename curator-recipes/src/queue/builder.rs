@@ -1,0 +1,131 @@
+//! [`QueueBuilder`]: a queue's options (Curator's `QueueBuilder`), checked when it is built.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use curator_core::{path, CuratorError, CuratorFramework, Result};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+
+use super::distributed::DistributedQueue;
+use super::order::ItemOrder;
+use super::serializer::QueueSerializer;
+
+/// What a consumer's failure is: any error.
+pub type ConsumerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The consumer as the queue holds it.
+pub(crate) type ConsumerFn<T> = Arc<dyn Fn(T) -> BoxFuture<'static, Result<(), ConsumerError>> + Send + Sync>;
+
+/// What happens to an item node when the consumer fails on one of its items (Curator's
+/// `ErrorMode`). It applies in lock-safe mode only: in plain mode the node is deleted before its
+/// items are consumed, so a failed item is gone (as in Curator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorMode {
+    /// Put the node back at the end of the queue, to be taken again (Curator's default). The
+    /// items of the node before the failed one are consumed again too.
+    #[default]
+    Requeue,
+    /// Delete the node; the remaining items of the node are still consumed.
+    Delete,
+}
+
+/// The options of a [`DistributedQueue`], in the style of `reqwest`'s builders:
+/// `DistributedQueue::builder(&fw, "/jobs", BytesSerializer).consumer(f).lock_path("/jobs-locks").build()?`.
+///
+/// Left out of Curator's `QueueBuilder`: `executor`/`threadFactory` (the consumer is an async
+/// function run by one tokio task), `putInBackground` (`put` returns once the node is created;
+/// spawn it to put in the background), `finalFlushTime` (nothing is pending after `put`
+/// returns), and the id, priority and delay queues (not built yet).
+pub struct QueueBuilder<T> {
+    pub(crate) fw: CuratorFramework,
+    pub(crate) path: String,
+    pub(crate) serializer: Arc<dyn QueueSerializer<T>>,
+    pub(crate) consumer: Option<ConsumerFn<T>>,
+    pub(crate) lock_path: Option<String>,
+    pub(crate) error_mode: ErrorMode,
+    pub(crate) max_items: Option<usize>,
+    pub(crate) order: ItemOrder,
+}
+
+impl<T> std::fmt::Debug for QueueBuilder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueBuilder")
+            .field("path", &self.path)
+            .field("consumer", &self.consumer.is_some())
+            .field("lock_path", &self.lock_path)
+            .field("error_mode", &self.error_mode)
+            .field("max_items", &self.max_items)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Send + 'static> QueueBuilder<T> {
+    pub(crate) fn new(fw: &CuratorFramework, path: &str, serializer: impl QueueSerializer<T>) -> Self {
+        Self {
+            fw: fw.clone(),
+            path: path.to_string(),
+            serializer: Arc::new(serializer),
+            consumer: None,
+            lock_path: None,
+            error_mode: ErrorMode::default(),
+            max_items: None,
+            order: ItemOrder::default(),
+        }
+    }
+
+    /// The function each item is handed to, in queue order, one at a time. Without one the queue
+    /// only puts (Curator's producer-only queue).
+    pub fn consumer<F, Fut, E>(mut self, consumer: F) -> Self
+    where
+        F: Fn(T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<ConsumerError>,
+    {
+        self.consumer = Some(Arc::new(move |item| consumer(item).map(|r| r.map_err(Into::into)).boxed()));
+        self
+    }
+
+    /// Lock-safe mode: an item node is locked under `lock_path` while its items are consumed,
+    /// and removed only when they were (module docs). Curator's `lockPath`.
+    pub fn lock_path(mut self, lock_path: &str) -> Self {
+        self.lock_path = Some(lock_path.to_string());
+        self
+    }
+
+    /// What a consumer error does to the item node (lock-safe mode). Default:
+    /// [`ErrorMode::Requeue`].
+    pub fn error_mode(mut self, mode: ErrorMode) -> Self {
+        self.error_mode = mode;
+        self
+    }
+
+    /// Bounded mode: `put` waits while the queue holds `max_items` nodes or more (a node holds
+    /// all the items of one `put_multi`). Curator's `maxItems`.
+    pub fn max_items(mut self, max_items: usize) -> Self {
+        self.max_items = Some(max_items);
+        self
+    }
+
+    /// The queue, not started.
+    ///
+    /// # Errors
+    /// [`CuratorError::InvalidPath`] for a queue or lock path that is not a valid ZooKeeper
+    /// path; [`CuratorError::InvalidArgument`] for `max_items(0)` (no put could ever go in)
+    /// or a lock path equal to the queue path.
+    pub fn build(self) -> Result<DistributedQueue<T>> {
+        path::validate(&self.path)?;
+        if let Some(lock_path) = &self.lock_path {
+            path::validate(lock_path)?;
+            if *lock_path == self.path {
+                let reason = "the lock path must differ from the queue path".to_string();
+                return Err(CuratorError::InvalidArgument { path: lock_path.clone(), reason });
+            }
+        }
+        if self.max_items == Some(0) {
+            let reason = "max_items must be at least 1".to_string();
+            return Err(CuratorError::InvalidArgument { path: self.path, reason });
+        }
+        Ok(DistributedQueue::from_builder(self))
+    }
+}

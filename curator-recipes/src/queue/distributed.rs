@@ -1,0 +1,254 @@
+//! [`DistributedQueue`]: the handle, its life cycle (start, close) and its events.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use curator_core::{CuratorError, CuratorFramework, Result};
+use tokio::sync::{oneshot, watch};
+
+use super::builder::{ConsumerFn, ErrorMode, QueueBuilder};
+use super::order::ItemOrder;
+use super::serializer::QueueSerializer;
+use super::{consumer, put};
+
+/// What a queue's listeners receive (from the consuming task).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum QueueEvent {
+    /// The items of `node` were consumed and the node removed (in lock-safe mode: by our
+    /// fenced final delete).
+    Consumed {
+        /// The item node's name.
+        node: String,
+    },
+    /// The data of `node` is not Curator's framing, or the serializer could not read an item of
+    /// it: nothing of it was consumed, and it was deleted (as Curator does).
+    BadItem {
+        /// The item node's name.
+        node: String,
+        /// What is wrong ([`CuratorError::BadData`], or the serializer's error).
+        error: CuratorError,
+        /// The node's data.
+        data: Vec<u8>,
+    },
+    /// The consumer failed on an item of `node`; `mode` says what became of the node.
+    ConsumerFailed {
+        /// The item node's name.
+        node: String,
+        /// The consumer's error, as text.
+        error: String,
+        /// The error mode applied.
+        mode: ErrorMode,
+    },
+    /// Lock-safe mode: the session that locked `node` ended (or its lock node was deleted)
+    /// before the node was finished; it was left for whoever holds it now.
+    LockLost {
+        /// The item node's name.
+        node: String,
+    },
+    /// A ZooKeeper error in the consuming task (the retry policy gave up on a request); the
+    /// task goes on after a pause.
+    Error {
+        /// The error.
+        error: CuratorError,
+    },
+}
+
+/// What the queue's task and its handle share.
+pub(crate) struct Shared<T> {
+    pub(crate) fw: CuratorFramework,
+    pub(crate) path: String,
+    pub(crate) lock_path: Option<String>,
+    pub(crate) serializer: Arc<dyn QueueSerializer<T>>,
+    pub(crate) consumer: Option<ConsumerFn<T>>,
+    pub(crate) error_mode: Mutex<ErrorMode>,
+    pub(crate) max_items: Option<usize>,
+    pub(crate) order: ItemOrder,
+    pub(crate) events: Listeners<QueueEvent>,
+}
+
+impl<T> Shared<T> {
+    pub(crate) fn error_mode(&self) -> ErrorMode {
+        *self.error_mode.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+enum Run {
+    Latent,
+    Started { stop: watch::Sender<bool>, done: Option<oneshot::Receiver<()>> },
+    Closed,
+}
+
+/// A queue of items in ZooKeeper, Curator's `DistributedQueue`: nodes `P/queue-<seq>` holding
+/// one item (`put`) or several (`put_multi`) in Curator's framing, taken in order by the
+/// consumers of every process that started the queue with a consumer, Java or Rust.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use curator_core::CuratorFramework;
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::queue::{DistributedQueue, StringSerializer};
+///
+/// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+/// let queue = DistributedQueue::builder(&fw, "/jobs/queue", StringSerializer)
+///     .lock_path("/jobs/locks") // lock-safe: an item is removed only once consumed
+///     .consumer(move |job: String| {
+///         let tx = tx.clone();
+///         async move { tx.send(job).map_err(|e| e.to_string()) }
+///     })
+///     .build()?;
+/// queue.start().await?;
+/// queue.put(&"resize photo 7".to_string()).await?;
+/// queue.put_multi(&["a".to_string(), "b".to_string()]).await?; // one node, two items
+/// assert_eq!(rx.recv().await.as_deref(), Some("resize photo 7"));
+/// assert_eq!(rx.recv().await.as_deref(), Some("a"));
+/// assert_eq!(rx.recv().await.as_deref(), Some("b"));
+/// queue.close().await;
+/// # Ok(()) }
+/// ```
+pub struct DistributedQueue<T> {
+    shared: Arc<Shared<T>>,
+    run: Mutex<Run>,
+}
+
+impl<T> std::fmt::Debug for DistributedQueue<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DistributedQueue").field("path", &self.shared.path).finish_non_exhaustive()
+    }
+}
+
+impl<T: Send + 'static> DistributedQueue<T> {
+    /// A builder of a queue on `path` whose items `serializer` turns into bytes and back.
+    pub fn builder(fw: &CuratorFramework, path: &str, serializer: impl QueueSerializer<T>) -> QueueBuilder<T> {
+        QueueBuilder::new(fw, path, serializer)
+    }
+
+    pub(crate) fn from_builder(b: QueueBuilder<T>) -> Self {
+        let shared = Shared {
+            fw: b.fw,
+            path: b.path,
+            lock_path: b.lock_path,
+            serializer: b.serializer,
+            consumer: b.consumer,
+            error_mode: Mutex::new(b.error_mode),
+            max_items: b.max_items,
+            order: b.order,
+            events: Listeners::new(),
+        };
+        Self { shared: Arc::new(shared), run: Mutex::new(Run::Latent) }
+    }
+
+    fn run(&self) -> std::sync::MutexGuard<'_, Run> {
+        self.run.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The queue's path.
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    /// Creates the queue's path (and the lock path) as containers if missing, and, if the queue
+    /// has a consumer, starts the task that takes the items (tracked by the framework).
+    ///
+    /// # Errors
+    /// [`CuratorError::IllegalState`] if the queue was started before; the error of creating
+    /// the paths.
+    pub async fn start(&self) -> Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (done_tx, done_rx) = oneshot::channel();
+        {
+            let mut run = self.run();
+            if !matches!(*run, Run::Latent) {
+                return Err(CuratorError::IllegalState("the queue was already started".into()));
+            }
+            *run = Run::Started { stop: stop_tx, done: Some(done_rx) };
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            self.shared.events.start(handle);
+        }
+        self.shared.fw.create_containers(&self.shared.path).await?;
+        if let Some(lock_path) = &self.shared.lock_path {
+            self.shared.fw.create_containers(lock_path).await?;
+        }
+        if self.shared.consumer.is_some() {
+            let shared = self.shared.clone();
+            self.shared.fw.spawn_background(async move {
+                consumer::run(shared, stop_rx).await;
+                let _ = done_tx.send(());
+            });
+        }
+        Ok(())
+    }
+
+    /// Stops taking items and waits for the consuming task to end: in plain mode it finishes
+    /// the node in hand (its node is already deleted: its items are consumed or lost); in
+    /// lock-safe mode the item in hand is abandoned and its lock node deleted, so another
+    /// consumer takes it. Then ends the listeners. Idempotent.
+    pub async fn close(&self) {
+        let done = match std::mem::replace(&mut *self.run(), Run::Closed) {
+            Run::Started { stop, done } => {
+                let _ = stop.send(true);
+                done
+            }
+            Run::Latent | Run::Closed => None,
+        };
+        if let Some(done) = done {
+            let _ = done.await;
+        }
+        self.shared.events.close();
+    }
+
+    /// Puts one item: a new node `P/queue-<seq>` holding it. In bounded mode, first waits while
+    /// the queue holds `max_items` nodes or more.
+    ///
+    /// A put whose reply was lost is retried under the retry policy and may then leave the item
+    /// twice in the queue (as Curator's would).
+    ///
+    /// # Errors
+    /// The serializer's error; [`CuratorError::DataTooLarge`] past the framework's data limit;
+    /// the create's error.
+    pub async fn put(&self, item: &T) -> Result<()> {
+        put::put(&self.shared, std::slice::from_ref(item), None).await.map(|_| ())
+    }
+
+    /// As [`put`](Self::put), waiting at most `max_wait` for room in a bounded queue: `false`
+    /// (nothing put) if there was none in time (Curator's `put(item, maxWait, unit)`).
+    pub async fn put_timeout(&self, item: &T, max_wait: Duration) -> Result<bool> {
+        put::put(&self.shared, std::slice::from_ref(item), Some(max_wait)).await
+    }
+
+    /// Puts several items in one node, consumed in order (Curator's `putMulti`).
+    pub async fn put_multi(&self, items: &[T]) -> Result<()> {
+        put::put(&self.shared, items, None).await.map(|_| ())
+    }
+
+    /// As [`put_multi`](Self::put_multi), waiting at most `max_wait` for room: `false` if
+    /// there was none in time.
+    pub async fn put_multi_timeout(&self, items: &[T], max_wait: Duration) -> Result<bool> {
+        put::put(&self.shared, items, Some(max_wait)).await
+    }
+
+    /// Sets the error mode from now on (Curator's `setErrorMode`).
+    pub fn set_error_mode(&self, mode: ErrorMode) {
+        *self.shared.error_mode.lock().unwrap_or_else(|e| e.into_inner()) = mode;
+    }
+
+    /// A stream of the queue's events from now on; it ends after [`close`](Self::close).
+    pub fn events(&self) -> EventStream<QueueEvent> {
+        self.shared.events.stream()
+    }
+
+    /// Adds a callback for the queue's events (run in order, off the I/O tasks).
+    pub fn add_listener(&self, listener: impl Fn(&QueueEvent) + Send + Sync + 'static) -> ListenerId {
+        self.shared.events.add_callback(Arc::new(listener))
+    }
+
+    /// Removes a listener added with [`add_listener`](Self::add_listener).
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.shared.events.remove(id)
+    }
+}

@@ -1,0 +1,39 @@
+//! Queues: [`DistributedQueue`], Curator's `DistributedQueue` with its node names and data, so
+//! that Java services using Curator 5.x and Rust services share one queue.
+//!
+//! | what | node | mode | data |
+//! |---|---|---|---|
+//! | an item node (one or more items) | `P/queue-<seq>` (parents: containers) | `PersistentSequential` | Curator's `ItemSerializer` framing ([`framing`]) |
+//! | the lock on an item node, lock-safe mode only | `L/<item node name>` (parents: containers) | `Ephemeral` | the framework's default data |
+//!
+//! One task per started queue takes the items: it lists `P` with a watch, sorts the names
+//! (module `order`) and takes each node in turn:
+//! - **plain** (no lock path), as Curator: read the node, delete it at the version read, and
+//!   only if that delete succeeded hand its items to the consumer: each item at most once.
+//! - **lock-safe** (a lock path `L`): create the ephemeral `L/<name>` (already there: another
+//!   consumer has it, skip), read the node, run the consumer, then finish with ONE multi, sent
+//!   only on the session that created the lock: check `L/<name>` is still there, delete the item
+//!   node, delete `L/<name>` (and, to requeue after a consumer error, create the item again).
+//!   A consumer whose session ended meanwhile cannot finish the item: its lock node went with
+//!   its session, and the item is another consumer's (CURATOR-605). docs/architecture.md,
+//!   section 17.
+//!
+//! An item node whose data is not Curator's framing, or whose items the serializer cannot read,
+//! is reported ([`QueueEvent::BadItem`], with its data) and deleted, as Curator deletes it (with
+//! a log line): the queue goes on.
+
+mod builder;
+mod consumer;
+mod deliver;
+mod distributed;
+mod fence;
+pub mod framing;
+mod order;
+mod put;
+mod serializer;
+mod take;
+
+pub use builder::{ConsumerError, ErrorMode, QueueBuilder};
+pub use distributed::{DistributedQueue, QueueEvent};
+pub use order::QUEUE_ITEM_NAME;
+pub use serializer::{BytesSerializer, QueueSerializer, StringSerializer};

@@ -1,0 +1,65 @@
+//! Putting items: one node per `put` or `put_multi`, after waiting for room in a bounded queue.
+//!
+//! ```text
+//! put(items)   : bytes = framing(serialize each item)         (bad item: its error, nothing sent)
+//!                bounded: Room; then create P/queue- (persistent sequential, parents: containers)
+//! Room         : getChildren+watch(P) -> fewer than max_items (or no P): room
+//!                                     -> else wait for the watch, then Room again
+//!                a timed put gives up (false) when its time runs out
+//! ```
+
+use std::time::Duration;
+
+use curator_core::retry::deadline;
+use curator_core::{path, CreateMode, CuratorError, Result};
+
+use super::distributed::Shared;
+use super::framing;
+
+/// Puts `items` in one node; `false` if a timed put found no room in `max_wait`.
+pub(crate) async fn put<T: Send + 'static>(q: &Shared<T>, items: &[T], max_wait: Option<Duration>) -> Result<bool> {
+    let raw = items.iter().map(|item| q.serializer.serialize(item)).collect::<Result<Vec<_>>>()?;
+    let data = framing::encode(&raw);
+    let prefix = path::make_path(&q.path, &q.order.prefix());
+    q.fw.check_data(&prefix, &data)?;
+    if let Some(max_items) = q.max_items {
+        let room = wait_for_room(q, max_items);
+        // A wait too long to add to now has no deadline.
+        match max_wait.and_then(|wait| tokio::time::Instant::now().checked_add(wait)) {
+            None => room.await?,
+            Some(at) => match deadline::with_deadline(at, room).await {
+                Ok(()) => {}
+                Err(CuratorError::Timeout { .. }) => return Ok(false),
+                Err(err) => return Err(err),
+            },
+        }
+    }
+    tracing::debug!(path = %prefix, items = items.len(), "queue put: create (persistent sequential)");
+    q.fw.create()
+        .creating_parent_containers_if_needed()
+        .with_mode(CreateMode::PersistentSequential)
+        .for_path(&prefix, data)
+        .await?;
+    Ok(true)
+}
+
+/// Waits until the queue holds fewer than `max_items` nodes.
+async fn wait_for_room<T: Send + 'static>(q: &Shared<T>, max_items: usize) -> Result<()> {
+    loop {
+        tracing::debug!(path = %q.path, "bounded queue: getChildren+watch (room?)");
+        let (children, _, watch) = match q.fw.get_children().for_path_and_watch(&q.path).await {
+            Ok(listed) => listed,
+            Err(CuratorError::NoNode { .. }) => return Ok(()),
+            Err(err) => return Err(err),
+        };
+        if children.len() < max_items {
+            return Ok(());
+        }
+        tracing::debug!(path = %q.path, count = children.len(), max_items, "bounded queue full: waiting");
+        deadline::until(&q.path, async {
+            watch.changed().await;
+            Ok(())
+        })
+        .await?;
+    }
+}

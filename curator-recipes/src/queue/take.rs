@@ -1,0 +1,139 @@
+//! Taking one item node: plain (at most once) or lock-safe (fenced final delete).
+//!
+//! ```text
+//! plain     : getData(P/n) -> delete(P/n, version read) -> ok: consume the items
+//!             NoNode / BadVersion anywhere: another consumer has it, skip
+//! lock-safe : Lock   : create L/n ephemeral on session s      NodeExists: another has it, skip
+//!             Read   : getData(P/n)                            NoNode: done already, Release
+//!             Consume: the items, in order
+//!             Finish : on session s only, ONE multi:
+//!                      check(L/n) [+ create P/<requeue name> with the data] + delete(P/n) + delete(L/n)
+//!                      not session s any more          -> LockLost (our lock went with s)
+//!                      check failed, first attempt     -> LockLost (someone deleted L/n)
+//!                      check failed after an unknown   -> done (our earlier attempt applied:
+//!                        outcome, on s                    only it deletes L/n while s lives)
+//!                      retryable error                 -> again, until done or s is gone
+//! ```
+//! The fence works because an ephemeral node of a live session is deleted only by a request:
+//! while `s` lives `L/n` is ours, and the multi applies only if it still stands; once `s` is
+//! gone we never send it. So an item is finished by at most one consumer, and a consumer that
+//! lost its session leaves the item for the next (CURATOR-605).
+
+use curator_core::ops::create::make_parents;
+use curator_core::{path, zk, CuratorError, Result, Session};
+use tokio::sync::watch;
+
+use super::deliver::{self, Consumed};
+use super::distributed::{QueueEvent, Shared};
+use super::fence::{self, Finish, Outcome};
+
+/// Takes the node `name` of the queue.
+pub(crate) async fn take<T: Send + 'static>(q: &Shared<T>, name: &str, stop: &mut watch::Receiver<bool>) {
+    let result = match &q.lock_path {
+        None => take_plain(q, name).await,
+        Some(lock_path) => take_locked(q, name, &path::make_path(lock_path, name), stop).await,
+    };
+    match result {
+        Ok(()) | Err(CuratorError::Closed) => {}
+        Err(error) => {
+            tracing::warn!(path = %q.path, node = name, %error, "queue: taking an item failed");
+            q.events.publish(QueueEvent::Error { error });
+        }
+    }
+}
+
+async fn take_plain<T: Send + 'static>(q: &Shared<T>, name: &str) -> Result<()> {
+    let item_path = path::make_path(&q.path, name);
+    tracing::debug!(path = %item_path, "queue: getData");
+    let (data, stat) = match q.fw.get_data().for_path_with_stat(&item_path).await {
+        Ok(read) => read,
+        Err(CuratorError::NoNode { .. }) => return Ok(()),
+        Err(err) => return Err(err),
+    };
+    tracing::debug!(path = %item_path, version = stat.version, "queue: delete (plain take)");
+    match q.fw.delete().with_version(stat.version).for_path(&item_path).await {
+        Ok(()) => {}
+        Err(CuratorError::NoNode { .. } | CuratorError::BadVersion { .. }) => return Ok(()),
+        Err(err) => return Err(err),
+    }
+    // The node is ours and gone: its items are consumed whatever happens (at most once).
+    if let Consumed::Done = deliver::consume(q, name, &item_path, &data).await {
+        q.events.publish(QueueEvent::Consumed { node: name.to_string() });
+    }
+    Ok(())
+}
+
+async fn take_locked<T: Send + 'static>(
+    q: &Shared<T>,
+    name: &str,
+    lock: &str,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<()> {
+    let Some(generation) = lock_item(q, lock).await? else { return Ok(()) };
+    let item_path = path::make_path(&q.path, name);
+    tracing::debug!(path = %item_path, "queue: getData (locked)");
+    let (how, consumed, data) = match q.fw.get_data().for_path(&item_path).await {
+        Ok(data) => {
+            let consumed = tokio::select! {
+                consumed = deliver::consume(q, name, &item_path, &data) => Some(consumed),
+                _ = stop.wait_for(|stopped| *stopped) => None,
+            };
+            let how = match consumed {
+                Some(Consumed::Done | Consumed::Dropped | Consumed::Bad) => Finish::Delete,
+                Some(Consumed::Requeue) => Finish::Requeue,
+                None => Finish::Release,
+            };
+            (how, consumed, data)
+        }
+        Err(CuratorError::NoNode { .. }) => (Finish::Release, None, Vec::new()),
+        Err(err) => {
+            fence::finish(q, name, lock, generation, Finish::Release, &[]).await;
+            return Err(err);
+        }
+    };
+    match fence::finish(q, name, lock, generation, how, &data).await {
+        Outcome::Finished if matches!(consumed, Some(Consumed::Done)) => {
+            q.events.publish(QueueEvent::Consumed { node: name.to_string() });
+        }
+        Outcome::LockLost => q.events.publish(QueueEvent::LockLost { node: name.to_string() }),
+        Outcome::Finished | Outcome::ItemGone | Outcome::Closed => {}
+    }
+    Ok(())
+}
+
+/// Creates our lock node: the generation of the session that holds it, or `None` when another
+/// consumer has it.
+async fn lock_item<T: Send + 'static>(q: &Shared<T>, lock: &str) -> Result<Option<u64>> {
+    let acl = q.fw.acl_for_path(lock);
+    q.fw.call_with_retry("queue lock", lock, |session, attempt| {
+        let acl = acl.clone();
+        async move {
+            let client = session.client();
+            let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&acl));
+            tracing::debug!(path = %lock, "queue: create lock node (ephemeral)");
+            let mut created = client.create(lock, q.fw.default_data(), &options).await;
+            if matches!(created, Err(zk::Error::NoNode)) {
+                // The lock path was reaped (a container): make it again.
+                make_parents(&q.fw, client, lock, q.fw.use_container_parents()).await?;
+                created = client.create(lock, q.fw.default_data(), &options).await;
+            }
+            match created {
+                Ok(_) => Ok(Some(session.generation())),
+                // After an unknown outcome the node may be our own earlier attempt's.
+                Err(zk::Error::NodeExists) if attempt > 0 => owned(&session, lock).await,
+                Err(zk::Error::NodeExists) => Ok(None),
+                Err(e) => Err(CuratorError::from_zk(lock, e)),
+            }
+        }
+    })
+    .await
+}
+
+/// `Some(generation)` if `lock` is an ephemeral node of `session`.
+async fn owned(session: &Session, lock: &str) -> Result<Option<u64>> {
+    match session.client().check_stat(lock).await {
+        Ok(Some(stat)) if stat.ephemeral_owner == session.id() => Ok(Some(session.generation())),
+        Ok(_) => Ok(None),
+        Err(e) => Err(CuratorError::from_zk(lock, e)),
+    }
+}

@@ -1,0 +1,264 @@
+//! `DistributedQueue` under faults, against a real ZooKeeper, under every combination of error
+//! policy and retry policy (`tests::policies::COMBINATIONS`):
+//! - 4 lock-safe consumers, each with its own session behind its own proxy; one consumer's
+//!   session is expired while its consumer is in the middle of an item, and two others have
+//!   their connections cut: no item is lost and none is completed twice (the fenced final
+//!   delete, CURATOR-605), and the expired consumer reports the item as `LockLost`;
+//! - an item node with bad framing is reported to the listeners and skipped (deleted, as
+//!   Curator does), and the queue goes on, in plain and in lock-safe mode.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
+use curator_recipes::queue::{DistributedQueue, QueueEvent, StringSerializer};
+use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use tests::policies::{with_policies, Retry, COMBINATIONS};
+use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};
+use tokio::sync::{mpsc, Semaphore};
+
+fn shared() -> String {
+    TestingServer::shared().connect_string()
+}
+
+fn deadline() -> Duration {
+    Timing::new().deadline()
+}
+
+/// Items put before the consumers start.
+const ITEMS: usize = 40;
+
+/// What the four consumers' queues reported, by consumer.
+type Events = Arc<Mutex<Vec<(usize, QueueEvent)>>>;
+
+/// One consumer: its proxy, framework, state stream and queue.
+struct Consumer {
+    proxy: ChaosProxy,
+    fw: CuratorFramework,
+    states: curator_core::ConnectionStateStream,
+    queue: DistributedQueue<String>,
+}
+
+/// How the test holds items in the consumers' hands.
+#[derive(Clone)]
+struct Hands {
+    /// Consumer 0 sends its first item here, then waits on `gate`.
+    held: mpsc::UnboundedSender<String>,
+    gate: Arc<Semaphore>,
+    /// The item consumer 0 holds, once known: another consumer that gets it sends it to
+    /// `retaken`, then waits on `gate2`.
+    held_item: Arc<Mutex<Option<String>>>,
+    retaken: mpsc::UnboundedSender<usize>,
+    gate2: Arc<Semaphore>,
+}
+
+/// A lock-safe consumer `index` behind a proxy of its own, holding items as `hands` says; the
+/// others do a little work per item.
+async fn consumer(
+    index: usize,
+    path: &str,
+    policy: ErrorPolicy,
+    retry: Retry,
+    hands: Hands,
+    events: Events,
+) -> Consumer {
+    let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
+    let fw = connected(with_policies(builder(&proxy.connect_string()), policy, retry)).await;
+    let states = fw.connection_state_stream();
+    let first = Arc::new(Mutex::new(index == 0));
+    let queue = DistributedQueue::builder(&fw, path, StringSerializer)
+        .lock_path(&format!("{path}-locks"))
+        .consumer(move |item: String| {
+            let (first, hands) = (first.clone(), hands.clone());
+            async move {
+                let hold = std::mem::replace(&mut *first.lock().unwrap(), false);
+                let retaken = hands.held_item.lock().unwrap().as_ref() == Some(&item);
+                if hold {
+                    *hands.held_item.lock().unwrap() = Some(item.clone());
+                    let _ = hands.held.send(item);
+                    hands.gate.acquire().await.map(|p| p.forget()).map_err(|e| e.to_string())?;
+                } else if retaken {
+                    let _ = hands.retaken.send(index);
+                    hands.gate2.acquire().await.map(|p| p.forget()).map_err(|e| e.to_string())?;
+                } else {
+                    // Work, not synchronisation: lets the four consumers share the items.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Ok::<(), String>(())
+            }
+        })
+        .build()
+        .unwrap();
+    let mut stream = queue.events();
+    tokio::spawn(async move {
+        while let Some(event) = stream.next().await {
+            events.lock().unwrap().push((index, event));
+        }
+    });
+    Consumer { proxy, fw, states, queue }
+}
+
+/// Cuts the proxy's connections until the client saw the suspension, then lets it reconnect.
+async fn cut(c: &mut Consumer) {
+    c.proxy.set_reject(true);
+    c.proxy.cut();
+    wait_for(&mut c.states, ConnectionState::Suspended, |_| true).await;
+    c.proxy.pass();
+    wait_for(&mut c.states, ConnectionState::Reconnected, |_| true).await;
+}
+
+/// The scenario of the module docs; returns (items lost, items completed twice).
+async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
+    let case = format!("{policy:?}/{retry:?}");
+    let path = unique_path("queue-faults");
+    let producer_fw = client(&shared()).await;
+    let producer = DistributedQueue::builder(&producer_fw, &path, StringSerializer).build().unwrap();
+    producer.start().await.unwrap();
+    for i in 0..ITEMS {
+        producer.put(&i.to_string()).await.unwrap();
+    }
+    let put_nodes = children(&producer_fw, &path).await;
+    assert_eq!(put_nodes.len(), ITEMS);
+
+    let events: Events = Arc::default();
+    let (held_tx, mut held_rx) = mpsc::unbounded_channel();
+    let (retaken_tx, mut retaken_rx) = mpsc::unbounded_channel();
+    let hands = Hands {
+        held: held_tx,
+        gate: Arc::new(Semaphore::new(0)),
+        held_item: Arc::default(),
+        retaken: retaken_tx,
+        gate2: Arc::new(Semaphore::new(0)),
+    };
+    let mut consumers = Vec::new();
+    // Consumer 0 first, so that it holds an item when the others start.
+    consumers.push(consumer(0, &path, policy, retry, hands.clone(), events.clone()).await);
+    consumers[0].queue.start().await.unwrap();
+    let held = tokio::time::timeout(deadline(), held_rx.recv()).await.expect("consumer 0 holds an item");
+    for index in 1..4 {
+        let c = consumer(index, &path, policy, retry, hands.clone(), events.clone()).await;
+        c.queue.start().await.unwrap();
+        consumers.push(c);
+    }
+
+    // Consumer 0's session expires in the middle of its item.
+    let old = consumers[0].fw.session().await.unwrap();
+    let (generation, info) = (old.generation(), old.client().session().clone());
+    drop(old);
+    expire_session(&shared(), &info).await.expect("expire");
+    let fw0 = consumers[0].fw.clone();
+    let renewed =
+        eventually(deadline(), || async { fw0.session().await.map(|s| s.generation() > generation).unwrap_or(false) });
+    assert!(renewed.await, "{case}: consumer 0 got no new session");
+    // Its lock went with the session: another consumer takes the item and holds it.
+    let taker =
+        tokio::time::timeout(deadline(), retaken_rx.recv()).await.expect("the item is taken again").expect("open");
+    // Consumer 0's consumer now returns success, too late: its fence must refuse to finish the
+    // item that the other consumer holds.
+    hands.gate.add_permits(1);
+    let lock_lost = eventually(deadline(), || async {
+        events.lock().unwrap().iter().any(|(i, e)| *i == 0 && matches!(e, QueueEvent::LockLost { .. }))
+    });
+    assert!(lock_lost.await, "{case}: consumer 0 did not report its item {held:?} as LockLost");
+    hands.gate2.add_permits(1);
+    // Connection cuts for two others while they consume.
+    cut(&mut consumers[1]).await;
+    cut(&mut consumers[2]).await;
+
+    let locks = format!("{path}-locks");
+    let drained = eventually(deadline(), || async {
+        children(&producer_fw, &path).await.is_empty() && children(&producer_fw, &locks).await.is_empty()
+    });
+    assert!(drained.await, "{case}: items left: {:?}", children(&producer_fw, &path).await);
+    // The item consumer 0 held was finished by the consumer that took it again.
+    let by_taker = {
+        let events = events.lock().unwrap();
+        let lost_node = events.iter().find_map(|(i, e)| match e {
+            QueueEvent::LockLost { node } if *i == 0 => Some(node.clone()),
+            _ => None,
+        });
+        events
+            .iter()
+            .any(|(i, e)| *i == taker && matches!(e, QueueEvent::Consumed { node } if Some(node) == lost_node.as_ref()))
+    };
+    assert!(by_taker, "{case}: consumer {taker} did not finish {held:?}");
+    for c in &consumers {
+        c.queue.close().await;
+    }
+
+    let mut completions: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, event) in events.lock().unwrap().iter() {
+        if let QueueEvent::Consumed { node } = event {
+            *completions.entry(node.clone()).or_default() += 1;
+        }
+    }
+    let lost = put_nodes.iter().filter(|n| !completions.contains_key(*n)).count();
+    let twice = completions.values().filter(|&&n| n > 1).count();
+    tracing::warn!(case, lost, twice, completed = completions.len(), "queue fault report");
+    eprintln!("queue faults {case}: items lost {lost}, items completed twice {twice}, completed {}", completions.len());
+    for c in consumers {
+        c.fw.close().await;
+    }
+    producer.close().await;
+    producer_fw.close().await;
+    (lost, twice)
+}
+
+/// 4 lock-safe consumers; one's session expires in the middle of an item; another consumer
+/// takes that item and holds it while the first one's consumer returns success, too late;
+/// two consumers have their connections cut. Under both error policies and both retry
+/// policies, no item is lost, none is completed twice, and the late consumer's final delete is
+/// refused (`LockLost`). Without the fence (Curator's plain delete of the item, CURATOR-605)
+/// the late consumer deleted the item under the other's lock: this test failed on its
+/// `LockLost` assertion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lock_safe_no_loss_no_double_completion_under_expiry_and_cuts() {
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        let (lost, twice) = expiry_and_cuts(policy, retry).await;
+        assert_eq!((lost, twice), (0, 0), "{policy:?}/{retry:?}: items lost, items completed twice");
+    }
+}
+
+/// An item node whose data is not Curator's framing is reported (`BadItem`, with its data),
+/// deleted, and the queue goes on with the next item, in plain and in lock-safe mode.
+#[tokio::test]
+async fn bad_data_item_is_reported_and_skipped() {
+    init_tracing();
+    for lock_safe in [false, true] {
+        let fw = client(&shared()).await;
+        let path = unique_path("queue-bad-data");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut builder = DistributedQueue::builder(&fw, &path, StringSerializer).consumer(move |item: String| {
+            let tx = tx.clone();
+            async move { tx.send(item).map_err(|e| e.to_string()) }
+        });
+        if lock_safe {
+            builder = builder.lock_path(&format!("{path}-locks"));
+        }
+        let queue = builder.build().unwrap();
+        let mut events = queue.events();
+        let bad = fw
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_mode(CreateMode::PersistentSequential)
+            .for_path(&format!("{path}/queue-"), b"not a queue item".to_vec())
+            .await
+            .unwrap();
+        queue.put(&"good".to_string()).await.unwrap();
+        queue.start().await.unwrap();
+        let good = tokio::time::timeout(deadline(), rx.recv()).await.expect("the good item").unwrap();
+        assert_eq!(good, "good");
+        match tokio::time::timeout(deadline(), events.next()).await.expect("an event") {
+            Some(QueueEvent::BadItem { node, error: CuratorError::BadData { .. }, data }) => {
+                assert_eq!(format!("{path}/{node}"), bad);
+                assert_eq!(data, b"not a queue item");
+            }
+            other => panic!("lock_safe {lock_safe}: expected BadItem, got {other:?}"),
+        }
+        assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
+        queue.close().await;
+        fw.close().await;
+    }
+}
