@@ -3,7 +3,8 @@
 //! - 4 lock-safe consumers, each with its own session behind its own proxy; one consumer's
 //!   session is expired while its consumer is in the middle of an item, and two others have
 //!   their connections cut: no item is lost and none is completed twice (the fenced final
-//!   delete, CURATOR-605), and the expired consumer reports the item as `LockLost`;
+//!   delete, CURATOR-605), and the expired consumer reports the item as `LockLost`, its
+//!   function stopped (dropped) before another consumer could take the item;
 //! - an item node with bad framing is reported to the listeners and skipped (deleted, as
 //!   Curator does), and the queue goes on, in plain and in lock-safe mode.
 
@@ -46,6 +47,8 @@ struct Hands {
     /// Consumer 0 sends its first item here, then waits on `gate`.
     held: mpsc::UnboundedSender<String>,
     gate: Arc<Semaphore>,
+    /// Set if consumer 0's function got past `gate`: ran to its end on the item it held.
+    held_returned: Arc<std::sync::atomic::AtomicBool>,
     /// The item consumer 0 holds, once known: another consumer that gets it sends it to
     /// `retaken`, then waits on `gate2`.
     held_item: Arc<Mutex<Option<String>>>,
@@ -78,6 +81,7 @@ async fn consumer(
                     *hands.held_item.lock().unwrap() = Some(item.clone());
                     let _ = hands.held.send(item);
                     hands.gate.acquire().await.map(|p| p.forget()).map_err(|e| e.to_string())?;
+                    hands.held_returned.store(true, std::sync::atomic::Ordering::SeqCst);
                 } else if retaken {
                     let _ = hands.retaken.send(index);
                     hands.gate2.acquire().await.map(|p| p.forget()).map_err(|e| e.to_string())?;
@@ -127,6 +131,7 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
     let hands = Hands {
         held: held_tx,
         gate: Arc::new(Semaphore::new(0)),
+        held_returned: Arc::default(),
         held_item: Arc::default(),
         retaken: retaken_tx,
         gate2: Arc::new(Semaphore::new(0)),
@@ -161,6 +166,10 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
         events.lock().unwrap().iter().any(|(i, e)| *i == 0 && matches!(e, QueueEvent::LockLost { .. }))
     });
     assert!(lock_lost.await, "{case}: consumer 0 did not report its item {held:?} as LockLost");
+    assert!(
+        !hands.held_returned.load(std::sync::atomic::Ordering::SeqCst),
+        "{case}: consumer 0's function ran to its end on {held:?}, which another consumer holds"
+    );
     hands.gate2.add_permits(1);
     // Connection cuts for two others while they consume.
     cut(&mut consumers[1]).await;
@@ -206,12 +215,13 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
 }
 
 /// 4 lock-safe consumers; one's session expires in the middle of an item; another consumer
-/// takes that item and holds it while the first one's consumer returns success, too late;
-/// two consumers have their connections cut. Under both error policies and both retry
-/// policies, no item is lost, none is completed twice, and the late consumer's final delete is
-/// refused (`LockLost`). Without the fence (Curator's plain delete of the item, CURATOR-605)
-/// the late consumer deleted the item under the other's lock: this test failed on its
-/// `LockLost` assertion.
+/// takes that item and holds it, and only then is the first one's function let go; two
+/// consumers have their connections cut. Under both error policies and both retry policies, no
+/// item is lost and none is completed twice. The first consumer reports `LockLost` and its
+/// function never returns: it is dropped as soon as the session ends, before anyone else can
+/// take the item (when it was let run, it returned success on an item another consumer held:
+/// the test failed on `held_returned`). Without the fence as well (Curator's plain delete of the
+/// item, CURATOR-605), the late consumer deleted the item under the other's lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn lock_safe_no_loss_no_double_completion_under_expiry_and_cuts() {
     init_tracing();

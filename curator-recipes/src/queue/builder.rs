@@ -87,7 +87,11 @@ impl<T: Send + 'static> QueueBuilder<T> {
     }
 
     /// Lock-safe mode: an item node is locked under `lock_path` while its items are consumed,
-    /// and removed only when they were (module docs). Curator's `lockPath`.
+    /// and removed only when they were (module docs). Curator's `lockPath`. Past Curator, the
+    /// consumer's future is dropped as soon as the lock may be lost (by the framework's error
+    /// policy, as a held lock's `lost()`), before another consumer can take the item, and the
+    /// item is left for the next: a consumer never runs to its end on an item that is no
+    /// longer its own.
     pub fn lock_path(mut self, lock_path: &str) -> Self {
         self.lock_path = Some(lock_path.to_string());
         self

@@ -41,8 +41,10 @@ pub enum QueueEvent {
         /// The error mode applied.
         mode: ErrorMode,
     },
-    /// Lock-safe mode: the session that locked `node` ended (or its lock node was deleted)
-    /// before the node was finished; it was left for whoever holds it now.
+    /// Lock-safe mode: the lock on `node` may have been lost before the node was finished (the
+    /// connection was suspended under `ErrorPolicy::Standard`, its session ended, or its lock
+    /// node was deleted): the consumer, if still running, was dropped, and the node was left
+    /// for whoever holds it next.
     LockLost {
         /// The item node's name.
         node: String,

@@ -5,7 +5,10 @@
 //!             NoNode / BadVersion anywhere: another consumer has it, skip
 //! lock-safe : Lock   : create L/n ephemeral on session s      NodeExists: another has it, skip
 //!             Read   : getData(P/n)                            NoNode: done already, Release
-//!             Consume: the items, in order
+//!             Consume: the items, in order; the consumer's future is dropped as soon as
+//!                      the lock may be lost (the locks' rule for the error policy:
+//!                      suspended under Standard, the session ended under either)
+//!                      -> LockLost, Release
 //!             Finish : on session s only, ONE multi:
 //!                      check(L/n) [+ create P/<requeue name> with the data] + delete(P/n) + delete(L/n)
 //!                      not session s any more          -> LockLost (our lock went with s)
@@ -17,11 +20,16 @@
 //! The fence works because an ephemeral node of a live session is deleted only by a request:
 //! while `s` lives `L/n` is ours, and the multi applies only if it still stands; once `s` is
 //! gone we never send it. So an item is finished by at most one consumer, and a consumer that
-//! lost its session leaves the item for the next (CURATOR-605).
+//! lost its session leaves the item for the next (CURATOR-605). Past that, a consumer is told
+//! its item may be lost before anyone else can take it: its future is dropped then, so that it
+//! does not run to its end on an item that is someone else's (docs/architecture.md section 17).
 
 use curator_core::ops::create::make_parents;
-use curator_core::{path, zk, CuratorError, Result, Session};
+use curator_core::{path, zk, ConnectionStateEvent, CuratorError, CuratorFramework, Result, Session};
 use tokio::sync::watch;
+
+use crate::sequential::hold::judge;
+use crate::sequential::LockLost;
 
 use super::deliver::{self, Consumed};
 use super::distributed::{QueueEvent, Shared};
@@ -69,12 +77,19 @@ async fn take_locked<T: Send + 'static>(
     lock: &str,
     stop: &mut watch::Receiver<bool>,
 ) -> Result<()> {
-    let Some(generation) = lock_item(q, lock).await? else { return Ok(()) };
+    let Some((generation, at_lock)) = lock_item(q, lock).await? else { return Ok(()) };
     let item_path = path::make_path(&q.path, name);
     tracing::debug!(path = %item_path, "queue: getData (locked)");
+    let mut lost = None;
     let (how, consumed, data) = match q.fw.get_data().for_path(&item_path).await {
         Ok(data) => {
             let consumed = tokio::select! {
+                biased;
+                reason = may_be_lost(&q.fw, generation, &at_lock) => {
+                    tracing::warn!(path = %item_path, %reason, "queue: the item's lock may be lost: its consumer is stopped");
+                    lost = Some(reason);
+                    None
+                }
                 consumed = deliver::consume(q, name, &item_path, &data) => Some(consumed),
                 _ = stop.wait_for(|stopped| *stopped) => None,
             };
@@ -91,19 +106,37 @@ async fn take_locked<T: Send + 'static>(
             return Err(err);
         }
     };
-    match fence::finish(q, name, lock, generation, how, &data).await {
+    let outcome = fence::finish(q, name, lock, generation, how, &data).await;
+    match outcome {
         Outcome::Finished if matches!(consumed, Some(Consumed::Done)) => {
             q.events.publish(QueueEvent::Consumed { node: name.to_string() });
         }
-        Outcome::LockLost => q.events.publish(QueueEvent::LockLost { node: name.to_string() }),
-        Outcome::Finished | Outcome::ItemGone | Outcome::Closed => {}
+        _ if lost.is_some() || outcome == Outcome::LockLost => {
+            q.events.publish(QueueEvent::LockLost { node: name.to_string() });
+        }
+        Outcome::Finished | Outcome::LockLost | Outcome::ItemGone | Outcome::Closed => {}
     }
     Ok(())
 }
 
-/// Creates our lock node: the generation of the session that holds it, or `None` when another
-/// consumer has it.
-async fn lock_item<T: Send + 'static>(q: &Shared<T>, lock: &str) -> Result<Option<u64>> {
+/// Resolves when the lock made on session `generation`, with the connection as `at_lock` was
+/// then, may be lost: judged as a held lock is (`sequential::hold::judge`), from the
+/// connection's states alone, with no request.
+async fn may_be_lost(fw: &CuratorFramework, generation: u64, at_lock: &ConnectionStateEvent) -> LockLost {
+    let mut states = fw.connection_state_watch();
+    loop {
+        if let Some(reason) = judge(fw.error_policy(), generation, at_lock, &states.borrow_and_update()) {
+            return reason;
+        }
+        if states.changed().await.is_err() {
+            return LockLost::Closed;
+        }
+    }
+}
+
+/// Creates our lock node: the generation of the session that holds it and the connection's
+/// state just after, or `None` when another consumer has it.
+async fn lock_item<T: Send + 'static>(q: &Shared<T>, lock: &str) -> Result<Option<(u64, ConnectionStateEvent)>> {
     let acl = q.fw.acl_for_path(lock);
     q.fw.call_with_retry("queue lock", lock, |session, attempt| {
         let acl = acl.clone();
@@ -127,6 +160,7 @@ async fn lock_item<T: Send + 'static>(q: &Shared<T>, lock: &str) -> Result<Optio
         }
     })
     .await
+    .map(|locked| locked.map(|generation| (generation, q.fw.connection_state_watch().borrow().clone())))
 }
 
 /// `Some(generation)` if `lock` is an ephemeral node of `session`.
