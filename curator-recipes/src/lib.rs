@@ -9,6 +9,7 @@
 //! - [`leader`]: `LeaderLatch` and `LeaderSelector`, with fenced leaderships and an observer
 //!   stream for processes that do not take part.
 //! - [`nodes`]: `PersistentNode`, `PersistentTtlNode`, `GroupMember`.
+//! - [`queue`]: `SimpleDistributedQueue`, Curator's queue of raw byte items.
 //! - [`shared`]: `SharedValue` and `SharedCount`, a value every client sees; [`atomic`]:
 //!   `DistributedAtomicLong`, `DistributedAtomicInteger`, `DistributedAtomicValue`,
 //!   `CachedAtomicLong`.
@@ -21,6 +22,7 @@ pub mod barriers;
 pub mod leader;
 pub mod locks;
 pub mod nodes;
+pub mod queue;
 mod sequential;
 pub mod shared;
 pub mod watch;
