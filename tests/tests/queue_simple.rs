@@ -402,10 +402,16 @@ fn spawn_taker(
     })
 }
 
+/// How many times each item was received.
+type Counts = BTreeMap<String, usize>;
+
+/// The item numbers each (taker, producer) pair got, in the order the taker got them.
+type Orders = BTreeMap<(usize, String), Vec<usize>>;
+
 /// Each item's count, and each taker's items of each producer in the order it got them.
-fn tally(received: &Received) -> (BTreeMap<String, usize>, BTreeMap<(usize, String), Vec<usize>>) {
-    let mut counts = BTreeMap::new();
-    let mut order: BTreeMap<(usize, String), Vec<usize>> = BTreeMap::new();
+fn tally(received: &Received) -> (Counts, Orders) {
+    let mut counts = Counts::new();
+    let mut order = Orders::new();
     for (taker, item) in received.lock().unwrap().iter() {
         *counts.entry(item.clone()).or_insert(0) += 1;
         if let Some((producer, n)) = item.split_once('-') {
