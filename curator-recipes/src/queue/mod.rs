@@ -1,5 +1,9 @@
-//! Queues: [`DistributedQueue`], Curator's `DistributedQueue` with its node names and data, so
-//! that Java services using Curator 5.x and Rust services share one queue.
+//! Queues, wire compatible with Apache Curator 5.x: Rust and Java clients on one queue path
+//! hand items to each other.
+//!
+//! - [`SimpleDistributedQueue`]: Curator's (and ZooKeeper's own recipe's) simple queue, one item
+//!   of raw bytes per node `P/qn-<seq>`, taken at most once (module [`simple`]).
+//! - [`DistributedQueue`]: Curator's `DistributedQueue`, with its node names and data:
 //!
 //! | what | node | mode | data |
 //! |---|---|---|---|
@@ -31,9 +35,11 @@ pub mod framing;
 mod order;
 mod put;
 mod serializer;
+pub mod simple;
 mod take;
 
 pub use builder::{ConsumerError, ErrorMode, QueueBuilder};
 pub use distributed::{DistributedQueue, QueueEvent};
 pub use order::QUEUE_ITEM_NAME;
 pub use serializer::{BytesSerializer, QueueSerializer, StringSerializer};
+pub use simple::{SimpleDistributedQueue, QUEUE_NODE_PREFIX};
