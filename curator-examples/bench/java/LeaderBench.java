@@ -13,10 +13,6 @@
 // new leader's callback (less the mntr readings, which the server counts too); the rejoin falls
 // outside. Prints one JSON line.
 
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Locale;
@@ -64,13 +60,13 @@ public class LeaderBench {
 
         long[] samples = new long[h], closes = new long[h], requests = new long[h];
         for (int k = 0; k < h; k++) {
-            long p0 = quietPackets(connect);
+            long p0 = BenchStats.quietPackets(connect);
             long t0 = System.nanoTime();
             latches[leader].close();
             closes[k] = System.nanoTime() - t0;
             long[] next = awaitElected(leader);
             samples[k] = next[1] - t0;
-            requests[k] = quietPackets(connect) - p0;
+            requests[k] = BenchStats.quietPackets(connect) - p0;
             latches[leader] = join(clients[leader], dir, leader); // rejoins at the end of the line
             leader = (int) next[0];
         }
@@ -130,39 +126,5 @@ public class LeaderBench {
             if (e == null) throw new IllegalStateException("no new leader within 30 s");
             if (e[0] != previous) return e;
         }
-    }
-
-    /** zk_packets_received, once two readings 10 ms apart agree (or after 2 s). */
-    static long quietPackets(String connect) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-        long before = packets(connect);
-        while (true) {
-            Thread.sleep(10); // the quiet interval
-            long now = packets(connect);
-            if (now == before || System.nanoTime() > deadline) return now;
-            before = now;
-        }
-    }
-
-    /** mntr readings so far: the server counts each as a packet received. */
-    static long readings;
-
-    /** zk_packets_received less the mntr readings themselves. */
-    static long packets(String connect) throws Exception {
-        readings++;
-        String[] hostPort = connect.split(",")[0].split(":");
-        try (Socket socket = new Socket(hostPort[0], Integer.parseInt(hostPort[1]))) {
-            socket.getOutputStream().write("mntr".getBytes(StandardCharsets.US_ASCII));
-            socket.getOutputStream().flush();
-            InputStream in = socket.getInputStream();
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            byte[] buf = new byte[4096];
-            for (int r; (r = in.read(buf)) > 0; ) out.write(buf, 0, r);
-            for (String line : out.toString(StandardCharsets.UTF_8.name()).split("\n")) {
-                String[] kv = line.split("\\s+");
-                if (kv.length == 2 && kv[0].equals("zk_packets_received")) return Long.parseLong(kv[1]) - readings;
-            }
-        }
-        throw new IllegalStateException("no zk_packets_received in mntr (is mntr in 4lw.commands.whitelist?)");
     }
 }

@@ -6,7 +6,12 @@
 //! apply(make):
 //!   optimistic, under the recipe's retry policy (conflicts count as retryable):
 //!     read P ──► make(value) ──► multi [write P at the version read, bump our tag] ──► done
-//!                                  │ BadVersion / NodeExists / NoNode on P: conflict, retry
+//!       │                          (first try: + get P, sent right behind the multi)
+//!       │                          │ BadVersion / NodeExists / NoNode on P: conflict, retry
+//!       └ an operation whose previous one succeeded at its first try (our tag exists) starts
+//!         from the get behind that write instead (no read); if P or our tag changed since,
+//!         nothing was written and the same try goes on from the get behind this write
+//!         (not a conflict)
 //!                                  │ outcome unknown: sync, read the tag's version:
 //!                                  │     bumped ─► it was applied: done
 //!                                  │     not, or gone within the reap age
@@ -109,6 +114,36 @@ enum Tag {
     At(i32),
 }
 
+/// The value's node as a read sent right behind one of our writes saw it.
+#[derive(Debug, Clone)]
+struct Basis {
+    data: Vec<u8>,
+    version: i32,
+}
+
+/// What a handle keeps between its operations (held for a whole operation).
+#[derive(Debug)]
+struct Own {
+    /// Our write tag.
+    tag: Tag,
+    /// The node as the read behind our last write saw it: where the next try starts, without
+    /// a read of its own. Sound while our tag exists: a write of `P` at `version` that also
+    /// bumps our tag at its version applies only if `P` was neither written nor deleted since
+    /// the read (it cannot be deleted while our tag is under it, and only we make our tag).
+    basis: Option<Basis>,
+}
+
+/// How a write went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Written,
+    /// The node changed, appeared or went since it was read: a conflict.
+    Conflict,
+    /// A speculative write (from the basis kept since the previous operation) found the node
+    /// or our tag changed since: nothing was written, and the try goes on from a fresh read.
+    Stale,
+}
+
 /// One write of the value's node.
 #[derive(Debug, Clone, Copy)]
 enum Write<'a> {
@@ -127,7 +162,7 @@ pub(crate) struct Engine {
     policy: Arc<dyn RetryPolicy>,
     promoted: Option<(PromotedToLock, InterProcessMutex)>,
     /// Held for a whole operation: the tag's version is exact only if one write at a time uses it.
-    tag: Mutex<Tag>,
+    own: Mutex<Own>,
     /// Other handles' tags unwritten for longer are reaped when we make ours.
     reap_age: Duration,
 }
@@ -154,7 +189,7 @@ impl Engine {
             tag_path,
             policy,
             promoted,
-            tag: Mutex::new(Tag::Absent),
+            own: Mutex::new(Own { tag: Tag::Absent, basis: None }),
             reap_age: WRITE_TAG_REAP_AGE,
         })
     }
@@ -196,11 +231,13 @@ impl Engine {
         }
     }
 
-    /// Writes `write` and bumps our tag in one transaction. `Ok(true)` when written,
-    /// `Ok(false)` on a conflict (the node changed, appeared or went), `Err` for anything
-    /// else; a write whose outcome is unknown is decided first (`resolve`), and is an `Err`
-    /// (retryable) only when it was not applied.
-    async fn write(&self, tag: &mut Tag, write: Write<'_>) -> Result<bool> {
+    /// Writes `write` and bumps our tag in one transaction; with `read_behind`, a read of the
+    /// node sent right behind it gives `own.basis` (else it is cleared). `Written`,
+    /// `Conflict` (the node changed, appeared or went), `Stale` (only when `speculative`: the
+    /// node or our tag changed since the basis was read), or `Err` for anything else; a write
+    /// whose outcome is unknown is decided first (`resolve`), and is an `Err` (retryable) only
+    /// when it was not applied.
+    async fn write(&self, own: &mut Own, write: Write<'_>, speculative: bool, read_behind: bool) -> Result<Outcome> {
         let data = match write {
             Write::Create(d) | Write::Set(d, _) => d,
         };
@@ -216,7 +253,9 @@ impl Engine {
         let tag_options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&tag_acl));
         let invalid = |e: zk::Error| CuratorError::from_zk(&self.path, e);
         let mut resent = false;
+        own.basis = None;
         loop {
+            let tag = &mut own.tag;
             let making_tag = *tag == Tag::Absent;
             let mut multi = client.new_multi_writer();
             match write {
@@ -229,32 +268,54 @@ impl Engine {
             }
             tracing::debug!(path = %self.path, tag = ?*tag, write = ?write_kind(write), "atomic: versioned write");
             let sent = Instant::now();
-            match multi.commit().await {
+            let commit = multi.commit();
+            // Queued right behind the write on the same session, so answered right after it
+            // (section 2.1): the node as our write left it, or as the write that beat ours did.
+            let behind = read_behind.then(|| {
+                tracing::trace!(path = %self.path, "atomic: get_data behind the write");
+                client.get_data(&self.path)
+            });
+            // Awaited only when the write had an answer: after a lost connection it could wait
+            // for the next one.
+            let behind = async {
+                let (data, stat) = behind?.await.ok()?;
+                Some(Basis { data, version: stat.version })
+            };
+            match commit.await {
                 Ok(_) => {
                     *tag = bumped(*tag);
+                    own.basis = behind.await;
                     if making_tag {
                         self.reap_others();
                     }
-                    return Ok(true);
+                    return Ok(Outcome::Written);
                 }
                 Err(zk::MultiWriteError::OperationFailed { index: 0, source }) => {
                     let err = CuratorError::from_zk(&self.path, source);
-                    return if is_conflict(&err) { Ok(false) } else { Err(err) };
+                    if !is_conflict(&err) {
+                        return Err(err);
+                    }
+                    own.basis = behind.await;
+                    return Ok(if speculative { Outcome::Stale } else { Outcome::Conflict });
                 }
                 Err(zk::MultiWriteError::OperationFailed { source, .. }) => {
                     // Our tag is not as we thought: reaped by another handle while we were idle
                     // (or deleted with its parent, which was then made again). Nothing was
                     // written: learn it and send the same write again at once (it is no
-                    // conflict), once; a second miss counts as a conflict.
+                    // conflict), once; a second miss counts as a conflict. A speculative
+                    // write is not sent again: its basis may predate the node's deletion.
                     tracing::debug!(tag = %self.tag_path, error = %source, "atomic: write tag out of step, reading it");
                     let now = self.read_tag(client).await?;
                     let changed = now != *tag;
                     *tag = now;
+                    if speculative {
+                        return Ok(Outcome::Stale);
+                    }
                     if changed && !resent {
                         resent = true;
                         continue;
                     }
-                    return Ok(false);
+                    return Ok(Outcome::Conflict);
                 }
                 Err(zk::MultiWriteError::RequestFailed { source }) => {
                     let err = CuratorError::from_zk(&self.path, source);
@@ -268,7 +329,7 @@ impl Engine {
                     if making_tag {
                         self.reap_others();
                     }
-                    return Ok(true);
+                    return Ok(Outcome::Written);
                 }
             }
         }
@@ -356,48 +417,77 @@ impl Engine {
 
     /// One try: read, make the new value, write it at the version read. `Ok(Some((pre,
     /// post)))` when written, `Ok(None)` on a conflict. `pre` is `None` for a missing node.
+    /// The read is skipped when `own.basis` holds the node as read behind our last write; a
+    /// `speculative` basis (kept since the previous operation) that turns out stale costs the
+    /// write, not the try, which goes on from the read behind that write. `first`: the
+    /// operation's first try, whose writes read behind themselves.
     async fn try_once<F>(
         &self,
-        tag: &mut Tag,
+        own: &mut Own,
         make: &F,
         last_pre: &mut Option<Vec<u8>>,
+        first: bool,
+        mut speculative: bool,
     ) -> Result<Option<(Option<Vec<u8>>, Vec<u8>)>>
     where
         F: Fn(Option<&[u8]>) -> Result<Vec<u8>>,
     {
-        let current = self.read().await?;
-        let pre = current.as_ref().map(|(d, _)| d.clone());
-        *last_pre = pre.clone();
-        let new = make(pre.as_deref())?;
-        let write = match &current {
-            Some((_, stat)) => Write::Set(&new, stat.version),
-            None => Write::Create(&new),
-        };
-        Ok(self.write(tag, write).await?.then_some((pre, new)))
+        loop {
+            let current = match own.basis.take() {
+                Some(Basis { data, version }) => Some((data, version)),
+                None => {
+                    speculative = false;
+                    self.read().await?.map(|(data, stat)| (data, stat.version))
+                }
+            };
+            let pre = current.as_ref().map(|(d, _)| d.clone());
+            *last_pre = pre.clone();
+            let new = make(pre.as_deref())?;
+            let write = match &current {
+                Some((_, version)) => Write::Set(&new, *version),
+                None => Write::Create(&new),
+            };
+            // Only the first try reads behind its write: what a later try (after a pause) would
+            // read there serves the next operation only, which then starts with a read.
+            match self.write(own, write, speculative, first).await? {
+                Outcome::Written => return Ok(Some((pre, new))),
+                Outcome::Conflict => return Ok(None),
+                Outcome::Stale => speculative = false,
+            }
+        }
     }
 
-    /// Tries under `policy` until written, out of tries (`Ok(None)`) or failed (`Err`).
+    /// Tries under `policy` until written, out of tries (`Ok(None)`) or failed (`Err`). With
+    /// `first`, the first try may start from the basis left by the previous operation's write.
     async fn tries<F>(
         &self,
-        tag: &mut Tag,
+        own: &mut Own,
         policy: &Arc<dyn RetryPolicy>,
         make: &F,
         count: &mut u32,
         last_pre: &mut Option<Vec<u8>>,
+        first: bool,
     ) -> Result<Option<(Option<Vec<u8>>, Vec<u8>)>>
     where
         F: Fn(Option<&[u8]>) -> Result<Vec<u8>>,
     {
         let mut retry = self.retry_loop(policy, true);
+        // The basis is sound only while our tag exists (`Own::basis`).
+        let mut speculative = first && matches!(own.tag, Tag::At(_));
+        if !speculative {
+            own.basis = None;
+        }
         loop {
             *count += 1;
-            let err = match self.try_once(tag, make, last_pre).await {
+            let err = match self.try_once(own, make, last_pre, first && *count == 1, speculative).await {
                 Ok(Some(done)) => return Ok(Some(done)),
                 Ok(None) => CuratorError::BadVersion { path: self.path.clone() },
                 Err(err) => err,
             };
+            speculative = false;
             match retry.on_error(err).await {
-                Ok(()) => {}
+                // What was read behind the last write is old after the pause.
+                Ok(()) => own.basis = None,
                 Err(err) if is_conflict(&err) => return Ok(None),
                 Err(err) => return Err(err),
             }
@@ -411,11 +501,11 @@ impl Engine {
     where
         F: Fn(Option<&[u8]>) -> Result<Vec<u8>>,
     {
-        let mut tag = self.tag.lock().await;
+        let mut own = self.own.lock().await;
         let mut stats = AtomicStats::default();
         let mut last_pre = None;
         let started = Instant::now();
-        let done = self.tries(&mut tag, &self.policy, &make, &mut stats.optimistic_tries, &mut last_pre).await;
+        let done = self.tries(&mut own, &self.policy, &make, &mut stats.optimistic_tries, &mut last_pre, true).await;
         stats.optimistic_time = started.elapsed();
         let done = match (done?, &self.promoted) {
             (Some(done), _) => Some(done),
@@ -431,11 +521,12 @@ impl Engine {
                         tracing::debug!(path = %self.path, lock = %promoted.lock_path, "atomic: promoted to the mutex");
                         let done = self
                             .tries(
-                                &mut tag,
+                                &mut own,
                                 &promoted.retry_policy,
                                 &make,
                                 &mut stats.promoted_lock_tries,
                                 &mut last_pre,
+                                false,
                             )
                             .await;
                         guard.release().await?;
@@ -463,7 +554,7 @@ impl Engine {
     where
         M: Fn(&[u8]) -> Result<bool>,
     {
-        let mut tag = self.tag.lock().await;
+        let mut own = self.own.lock().await;
         let mut retry = self.retry_loop(&self.policy, false);
         let mut stats = AtomicStats::default();
         let started = Instant::now();
@@ -474,8 +565,8 @@ impl Engine {
                 if !matches(&data)? {
                     return Ok((false, data));
                 }
-                let written = self.write(&mut tag, Write::Set(new, stat.version)).await?;
-                Ok((written, data))
+                let written = self.write(&mut own, Write::Set(new, stat.version), false, false).await?;
+                Ok((written == Outcome::Written, data))
             };
             match attempt.await {
                 Ok((succeeded, pre)) => {
@@ -490,11 +581,11 @@ impl Engine {
 
     /// Creates the node with `value` if it is missing: true if this call created it.
     pub(crate) async fn initialize(&self, value: &[u8]) -> Result<bool> {
-        let mut tag = self.tag.lock().await;
+        let mut own = self.own.lock().await;
         let mut retry = self.retry_loop(&self.policy, false);
         loop {
-            match self.write(&mut tag, Write::Create(value)).await {
-                Ok(created) => return Ok(created),
+            match self.write(&mut own, Write::Create(value), false, false).await {
+                Ok(created) => return Ok(created == Outcome::Written),
                 Err(err) => retry.on_error(err).await?,
             }
         }
@@ -518,7 +609,7 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         // Our tag, if any, goes with us (a guaranteed delete, tracked by the framework).
-        let tag = *self.tag.get_mut();
+        let tag = self.own.get_mut().tag;
         if tag == Tag::Absent || self.fw.is_closed() {
             return;
         }
@@ -654,6 +745,51 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    /// An operation that starts from the read behind the previous one's write (no read of its
+    /// own) never writes on data older than the node: here the node is deleted and made again
+    /// at the same version with other data meanwhile (an ABA on the version), and the next
+    /// increment still adds to the new data, in one try with no retry allowed. Our tag, deleted
+    /// with the node, makes the speculative write fail; the try goes on from a fresh read.
+    #[tokio::test]
+    async fn a_write_from_the_read_behind_never_lands_on_a_remade_node() {
+        let server = curator_test::TestingServer::shared();
+        let fw = CuratorFramework::builder().connect_string(server.connect_string()).build().expect("options");
+        fw.start().expect("start");
+        fw.block_until_connected(Duration::from_secs(30)).await.expect("connected");
+        let path = format!("/behind-unit-{}", uuid::Uuid::new_v4());
+        let engine = Engine::new(&fw, &path, Arc::new(RetryNTimes::new(0, Duration::ZERO)), None).expect("engine");
+        let increment = |current: Option<&[u8]>| {
+            let n = current.map_or(0, |b| i64::from_be_bytes(b.try_into().expect("8 bytes")));
+            Ok((n + 1).to_be_bytes().to_vec())
+        };
+        let value = |v: &AtomicValue<Vec<u8>>| {
+            // A missing node's pre-value is empty.
+            let n = |b: &[u8]| if b.is_empty() { 0 } else { i64::from_be_bytes(b.try_into().expect("8 bytes")) };
+            (v.succeeded, n(&v.pre_value), n(&v.post_value), v.stats.optimistic_tries)
+        };
+        assert_eq!(value(&engine.apply(increment).await.expect("create")), (true, 0, 1, 1));
+        let second = engine.apply(increment).await.expect("speculative");
+        assert_eq!(value(&second), (true, 1, 2, 1));
+        let version = fw.check_exists().for_path(&path).await.expect("stat").expect("node").version;
+
+        fw.delete().deleting_children_if_needed().for_path(&path).await.expect("delete");
+        fw.create().for_path(&path, 100i64.to_be_bytes().to_vec()).await.expect("remake");
+        for n in 0..version {
+            fw.set_data().for_path(&path, (101 + i64::from(n)).to_be_bytes().to_vec()).await.expect("write");
+        }
+        let remade = fw.get_data().for_path(&path).await.expect("read");
+        let at = fw.check_exists().for_path(&path).await.expect("stat").expect("node").version;
+        assert_eq!(at, version, "the remade node is at the version the basis holds");
+        let on = i64::from_be_bytes(remade.as_slice().try_into().expect("8 bytes"));
+
+        let third = engine.apply(increment).await.expect("after the remake");
+        assert_eq!(value(&third), (true, on, on + 1, 1));
+        assert_eq!(fw.get_data().for_path(&path).await.expect("read"), (on + 1).to_be_bytes());
+        drop(engine);
+        fw.delete().deleting_children_if_needed().for_path(&path).await.expect("cleanup");
+        fw.close().await;
+    }
 
     /// The reaper's two rounds with a write between them, against a real server: a tag bumped
     /// after the reaper read it fails its delete's version check and is kept; a tag not

@@ -37,6 +37,19 @@ pub(crate) struct Args {
     pub participants: usize,
     /// Ours: `leader_failover`'s handoffs (`--handoffs`, 100 by default).
     pub handoffs: usize,
+    /// Ours: `atomic_increments`'s sessions (`--sessions`, 1 by default).
+    pub sessions: usize,
+    /// Ours: `atomic_increments`'s increments per session (`--increments`, 1000 by default).
+    pub increments: usize,
+    /// Ours: `atomic_increments` runs for this many seconds instead (`--seconds`, 0: off).
+    pub seconds: f64,
+    /// Ours: `atomic_increments`'s untimed increments per session first (`--warmup-increments`,
+    /// 20 by default).
+    pub warmup_increments: usize,
+    /// Ours: the counter's `RetryNTimes` (`--retry-times`, 20 by default).
+    pub retry_times: u32,
+    /// Ours: its sleep in milliseconds (`--retry-sleep-ms`, 1 by default).
+    pub retry_sleep_ms: u64,
 }
 
 impl Args {
@@ -63,6 +76,12 @@ impl Args {
             listen: "callback".into(),
             participants: 2,
             handoffs: 100,
+            sessions: 1,
+            increments: 1000,
+            seconds: 0.0,
+            warmup_increments: 20,
+            retry_times: 20,
+            retry_sleep_ms: 1,
         };
         while let Some(key) = it.next() {
             let Some(value) = it.next() else { return Err(format!("{key} needs a value")) };
@@ -89,6 +108,20 @@ impl Args {
                 "--listen" => a.listen = value,
                 "--participants" => a.participants = num(&value)?.max(2),
                 "--handoffs" => a.handoffs = num(&value)?.max(1),
+                "--sessions" => a.sessions = num(&value)?.max(1),
+                "--increments" => a.increments = num(&value)?.max(1),
+                "--seconds" => {
+                    a.seconds = value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .ok_or_else(|| format!("{key}: not a number of seconds: {value}"))?
+                }
+                "--warmup-increments" => a.warmup_increments = num(&value)?,
+                "--retry-times" => {
+                    a.retry_times = u32::try_from(num(&value)?).map_err(|_| format!("{key}: too large"))?
+                }
+                "--retry-sleep-ms" => a.retry_sleep_ms = num(&value)? as u64,
                 _ => {}
             }
         }

@@ -15,7 +15,6 @@
 //! the same with Curator's `LeaderLatch`. Besides the contract's keys the line carries the
 //! median and mean requests per handoff and how long `close()` took.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use curator_core::{CuratorError, CuratorFramework, Result};
@@ -24,14 +23,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::args::Args;
-use crate::report::{line, micros, percentile, round};
+use crate::report::{line, micros, percentile, round, Counter};
 
 /// How long a handoff may take before the run fails.
 const HANDOFF_DEADLINE: Duration = Duration::from_secs(30);
-/// The server counts as quiet when two `mntr` readings this far apart agree.
-const QUIET: Duration = Duration::from_millis(10);
-/// The longest wait for quiet; the reading is taken anyway after it.
-const QUIET_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Becoming leader, as a listener heard it: (participant, when).
 type Elected = (usize, Instant);
@@ -70,47 +65,6 @@ async fn elected(rx: &mut mpsc::UnboundedReceiver<Elected>, previous: Option<usi
         .ok()
         .flatten()
         .ok_or_else(|| CuratorError::IllegalState(format!("no new leader within {HANDOFF_DEADLINE:?}")))
-}
-
-/// Reads the server's request counter through `mntr`.
-struct Counter {
-    addr: String,
-    /// Readings so far: each is a packet the server counts.
-    readings: AtomicU64,
-}
-
-impl Counter {
-    fn new(connect: &str) -> Counter {
-        let addr = connect.split(',').next().unwrap_or(connect).to_string();
-        Counter { addr, readings: AtomicU64::new(0) }
-    }
-
-    /// `zk_packets_received`, less our readings.
-    async fn packets(&self) -> Result<u64> {
-        let readings = self.readings.fetch_add(1, Ordering::Relaxed) + 1;
-        let mntr = curator_test::four_letter_word(&self.addr, "mntr")
-            .await
-            .map_err(|e| CuratorError::IllegalState(format!("mntr: {e}")))?;
-        mntr.lines()
-            .filter_map(|l| l.strip_prefix("zk_packets_received"))
-            .find_map(|v| v.trim().parse::<u64>().ok())
-            .map(|p| p.saturating_sub(readings))
-            .ok_or_else(|| CuratorError::IllegalState("no zk_packets_received in mntr (is mntr allowed?)".into()))
-    }
-
-    /// The counter once two readings [`QUIET`] apart agree (or after [`QUIET_DEADLINE`]).
-    async fn quiet(&self) -> Result<u64> {
-        let deadline = Instant::now() + QUIET_DEADLINE;
-        let mut before = self.packets().await?;
-        loop {
-            tokio::time::sleep(QUIET).await; // the quiet interval
-            let now = self.packets().await?;
-            if now == before || Instant::now() > deadline {
-                return Ok(now);
-            }
-            before = now;
-        }
-    }
 }
 
 pub(crate) async fn leader_failover(args: &Args) -> Result<Vec<String>> {

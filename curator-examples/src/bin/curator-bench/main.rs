@@ -12,12 +12,15 @@
 //! --caches C --adds A`: a `ServiceCache`'s first load of N instances, and a registration's way
 //! to every cache; see discovery.rs) and `leader_failover` (`--participants N --handoffs H`
 //! `LeaderLatch`es, each its own session: from the leader's `close()` to the next leader's
-//! is-leader event; see leader.rs). Not a scenario: `--scenario serve [--force-sync no]`
+//! is-leader event; see leader.rs) and `atomic_increments` (`--sessions S --increments I` or
+//! `--seconds D`: a `DistributedAtomicLong` incremented by S sessions in optimistic mode; see
+//! atomic.rs). Not a scenario: `--scenario serve [--force-sync no]`
 //! starts a throwaway ZooKeeper (curator-test's `TestingServer`), prints its connect string and
-//! stops it when stdin closes (scripts/bench-group, scripts/bench-discovery and
-//! scripts/bench-leader use it).
+//! stops it when stdin closes (scripts/bench-group, scripts/bench-discovery, scripts/bench-leader
+//! and scripts/bench-atomic use it).
 
 mod args;
+mod atomic;
 mod cache;
 mod discovery;
 mod group;
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
             "group_leave" => group::group_leave(&args).await.map(Some),
             "discovery_cache" => discovery::discovery_cache(&args).await.map(Some),
             "leader_failover" => leader::leader_failover(&args).await.map(Some),
+            "atomic_increments" => atomic::atomic_increments(&args).await.map(Some),
             "serve" => serve(&args).await.map(|()| Some(Vec::new())),
             _ => Ok(None),
         }

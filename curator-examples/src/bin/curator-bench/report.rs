@@ -1,7 +1,10 @@
-//! Result lines: nearest-rank percentiles, JSON objects, resident memory.
+//! Result lines: nearest-rank percentiles, JSON objects, resident memory, and the server's
+//! request counter (`Counter`).
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
+use curator_core::{CuratorError, Result};
 use serde_json::{json, Map, Value};
 
 /// Our implementation's name in the table.
@@ -43,6 +46,52 @@ pub(crate) fn line(
         obj.extend(extra);
     }
     Value::Object(obj).to_string()
+}
+
+/// The server counts as quiet when two `mntr` readings this far apart agree.
+const QUIET: Duration = Duration::from_millis(10);
+/// The longest wait for quiet; the reading is taken anyway after it.
+const QUIET_DEADLINE: Duration = Duration::from_secs(2);
+
+/// Reads the server's request counter through `mntr`.
+pub(crate) struct Counter {
+    addr: String,
+    /// Readings so far: each is a packet the server counts.
+    readings: AtomicU64,
+}
+
+impl Counter {
+    pub(crate) fn new(connect: &str) -> Counter {
+        let addr = connect.split(',').next().unwrap_or(connect).to_string();
+        Counter { addr, readings: AtomicU64::new(0) }
+    }
+
+    /// `zk_packets_received`, less our readings.
+    pub(crate) async fn packets(&self) -> Result<u64> {
+        let readings = self.readings.fetch_add(1, Ordering::Relaxed) + 1;
+        let mntr = curator_test::four_letter_word(&self.addr, "mntr")
+            .await
+            .map_err(|e| CuratorError::IllegalState(format!("mntr: {e}")))?;
+        mntr.lines()
+            .filter_map(|l| l.strip_prefix("zk_packets_received"))
+            .find_map(|v| v.trim().parse::<u64>().ok())
+            .map(|p| p.saturating_sub(readings))
+            .ok_or_else(|| CuratorError::IllegalState("no zk_packets_received in mntr (is mntr allowed?)".into()))
+    }
+
+    /// The counter once two readings [`QUIET`] apart agree (or after [`QUIET_DEADLINE`]).
+    pub(crate) async fn quiet(&self) -> Result<u64> {
+        let deadline = Instant::now() + QUIET_DEADLINE;
+        let mut before = self.packets().await?;
+        loop {
+            tokio::time::sleep(QUIET).await; // the quiet interval
+            let now = self.packets().await?;
+            if now == before || Instant::now() > deadline {
+                return Ok(now);
+            }
+            before = now;
+        }
+    }
 }
 
 pub(crate) fn round(x: f64) -> f64 {
