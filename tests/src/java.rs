@@ -78,3 +78,61 @@ pub fn peer(class: &str) -> Command {
     command.args(["-cp", &cp, class]).kill_on_drop(true);
     command
 }
+
+/// A Java peer driven line by line: started with its arguments, it prints `READY` once
+/// connected, then answers each command line with a line, and `QUIT` with `BYE`. Every wait is
+/// bounded by the test deadline.
+pub struct LinePeer {
+    class: String,
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl LinePeer {
+    /// Runs peer `class` with `args` and waits for its `READY`.
+    pub async fn start(class: &str, args: &[&str]) -> LinePeer {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = peer(class)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("run java (apt-get install default-jdk-headless)");
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut peer =
+            LinePeer { class: class.to_string(), child, stdin, lines: tokio::io::BufReader::new(stdout).lines() };
+        let ready = peer.next_line().await;
+        assert_eq!(ready.as_deref(), Some("READY"), "{class} did not start");
+        peer
+    }
+
+    /// Sends one command line.
+    pub async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the java peer");
+        self.stdin.flush().await.expect("flush");
+    }
+
+    /// The peer's next line; `None` once it has closed its output. Panics past the deadline.
+    pub async fn next_line(&mut self) -> Option<String> {
+        let line = tokio::time::timeout(curator_test::Timing::new().deadline(), self.lines.next_line()).await;
+        let class = &self.class;
+        line.unwrap_or_else(|_| panic!("{class} did not answer in time")).expect("read from the java peer")
+    }
+
+    /// Sends `line` and returns the answer.
+    pub async fn command(&mut self, line: &str) -> String {
+        self.send(line).await;
+        let class = self.class.clone();
+        self.next_line().await.unwrap_or_else(|| panic!("{class} ended instead of answering {line:?}"))
+    }
+
+    /// Sends `QUIT`, expects `BYE`, and waits for the process to exit successfully.
+    pub async fn quit(mut self) {
+        assert_eq!(self.command("QUIT").await, "BYE");
+        let status = tokio::time::timeout(curator_test::Timing::new().deadline(), self.child.wait()).await;
+        assert!(status.expect("the java peer exits").expect("wait").success(), "{} failed", self.class);
+    }
+}

@@ -3,46 +3,24 @@
 //! same payloads, as members join and leave on either side.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 
 use curator_core::CuratorFramework;
 use curator_recipes::nodes::GroupMember;
 use curator_test::{eventually, TestingServer, Timing};
+use tests::java::LinePeer;
 use tests::{client, init_tracing, unique_path};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
 
 /// A Curator `GroupMember` in a Java process.
-struct JavaMember {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
-}
+struct JavaMember(LinePeer);
 
 impl JavaMember {
     async fn join(connect: &str, path: &str, id: &str, payload: &str) -> JavaMember {
-        let mut child = tests::java::peer("GroupPeer")
-            .args([connect, path, id, payload])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java (apt-get install default-jdk-headless)");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let ready = tokio::time::timeout(Timing::new().deadline(), lines.next_line()).await;
-        assert_eq!(ready.expect("the java member starts in time").expect("read").as_deref(), Some("READY"));
-        let stdin = child.stdin.take().expect("stdin");
-        JavaMember { child, stdin, lines }
-    }
-
-    async fn command(&mut self, line: &str) -> Option<String> {
-        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the java member");
-        self.stdin.flush().await.expect("flush");
-        tokio::time::timeout(Timing::new().deadline(), self.lines.next_line()).await.ok()?.ok()?
+        JavaMember(LinePeer::start("GroupPeer", &[connect, path, id, payload]).await)
     }
 
     /// The members and payloads as Curator's `getCurrentMembers()` sees them.
     async fn members(&mut self) -> BTreeMap<String, Vec<u8>> {
-        let line = self.command("MEMBERS").await.unwrap_or_default();
+        let line = self.0.command("MEMBERS").await;
         line.split_whitespace()
             .skip(1)
             .filter_map(|pair| pair.split_once('='))
@@ -50,10 +28,8 @@ impl JavaMember {
             .collect()
     }
 
-    async fn leave(mut self) {
-        assert_eq!(self.command("QUIT").await.as_deref(), Some("BYE"));
-        let status = tokio::time::timeout(Timing::new().deadline(), self.child.wait()).await;
-        assert!(status.expect("the java member exits").expect("wait").success());
+    async fn leave(self) {
+        self.0.quit().await;
     }
 }
 

@@ -6,41 +6,22 @@
 //! test with a message saying what to install.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 
 use curator_recipes::queue::SimpleDistributedQueue;
 use curator_test::{TestingServer, Timing};
+use tests::java::LinePeer;
 use tests::{client, init_tracing, unique_path};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
 
 /// A Curator `SimpleDistributedQueue` in a Java process.
-struct JavaQueue {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
-}
+struct JavaQueue(LinePeer);
 
 impl JavaQueue {
     async fn start(connect: &str, path: &str) -> JavaQueue {
-        let mut child = tests::java::peer("SimpleQueuePeer")
-            .args([connect, path])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java (apt-get install default-jdk-headless)");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let ready = tokio::time::timeout(Timing::new().deadline(), lines.next_line()).await;
-        assert_eq!(ready.expect("the java peer starts in time").expect("read").as_deref(), Some("READY"));
-        let stdin = child.stdin.take().expect("stdin");
-        JavaQueue { child, stdin, lines }
+        JavaQueue(LinePeer::start("SimpleQueuePeer", &[connect, path]).await)
     }
 
     async fn command(&mut self, line: &str) -> String {
-        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the java peer");
-        self.stdin.flush().await.expect("flush");
-        let answer = tokio::time::timeout(Timing::new().deadline(), self.lines.next_line()).await;
-        answer.expect("the java peer answers in time").expect("read").expect("the java peer is running")
+        self.0.command(line).await
     }
 
     async fn offer(&mut self, item: &[u8]) {
@@ -57,9 +38,8 @@ impl JavaQueue {
         answer.strip_prefix("TOOK").map(|h| unhex(h.trim()))
     }
 
-    async fn quit(mut self) {
-        assert_eq!(self.command("QUIT").await, "BYE");
-        let _ = self.child.wait().await;
+    async fn quit(self) {
+        self.0.quit().await;
     }
 }
 
