@@ -116,7 +116,13 @@ impl JavaPeer {
 
     /// The items the Java consumers were handed so far, in order.
     fn items(&self) -> Vec<String> {
-        self.consumed.lock().unwrap().iter().filter(|(who, _)| who.starts_with("java")).map(|(_, i)| i.clone()).collect()
+        self.consumed
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(who, _)| who.starts_with("java"))
+            .map(|(_, i)| i.clone())
+            .collect()
     }
 
     /// The Java consumers' items once there are `n` of them (within the deadline).
@@ -140,19 +146,23 @@ impl JavaPeer {
 }
 
 /// A Rust queue on `path` (lock-safe under `lock` if given) whose consumer logs each item as
-/// `(who, item)`; its `BadItem` node names go to `bad`.
+/// `(who, item)` and then works on it for `work`; its `BadItem` node names go to `bad`.
 fn rust_consumer(
     fw: &CuratorFramework,
     path: &str,
     lock: Option<&str>,
-    who: &str,
+    (who, work): (&str, Duration),
     log: &Log,
     bad: &Arc<Mutex<Vec<String>>>,
 ) -> DistributedQueue<String> {
     let (log, who) = (log.clone(), who.to_string());
     let mut builder = DistributedQueue::builder(fw, path, StringSerializer).consumer(move |item: String| {
         log.lock().unwrap().push((who.clone(), item));
-        async { Ok::<(), String>(()) }
+        async move {
+            // The work an item takes: long enough that Curator's consumers get their share.
+            tokio::time::sleep(work).await;
+            Ok::<(), String>(())
+        }
     });
     if let Some(lock) = lock {
         builder = builder.lock_path(lock);
@@ -212,7 +222,7 @@ async fn curator_producer_rust_consumer_in_order() {
     }
 
     let bad = Arc::default();
-    let queue = rust_consumer(&f.fw, &path, None, "rust", &log, &bad);
+    let queue = rust_consumer(&f.fw, &path, None, ("rust", Duration::ZERO), &log, &bad);
     queue.start().await.expect("start");
     assert_eq!(wait_rust_items(&log, 20).await, numbered("java", 20), "Curator's order");
     drained(&f.fw, &path).await;
@@ -267,7 +277,7 @@ async fn two_consumers_on_each_side(lock_safe: bool) {
     let mut ours = Vec::new();
     for i in 0..2 {
         let fw = f.client().await;
-        let queue = rust_consumer(&fw, &path, lock, &format!("rust-{i}"), &log, &bad);
+        let queue = rust_consumer(&fw, &path, lock, (&format!("rust-{i}"), Duration::from_millis(3)), &log, &bad);
         queue.start().await.expect("start");
         ours.push((fw, queue));
     }
@@ -318,7 +328,8 @@ async fn two_consumers_on_each_side(lock_safe: bool) {
     assert!(all, "not all consumed: {counts}");
     assert_eq!((twice, missing), (0, 0), "items consumed twice, items never consumed ({counts})");
     assert_eq!(consumed.len(), 2 * ITEMS, "{counts}");
-    assert!(by("java", "").min(by("rust", "")) > 0, "both sides consumed: {counts}");
+    let cross = [by("java", "java"), by("java", "rust"), by("rust", "java"), by("rust", "rust")];
+    assert!(cross.iter().all(|&n| n > 0), "each side consumed items of both producers: {counts}");
     assert!(bad.lock().unwrap().is_empty(), "no bad items: {:?}", bad.lock().unwrap());
 
     producer.close().await;
@@ -367,7 +378,7 @@ async fn put_multi_from_each_side_is_read_by_the_other() {
     assert_eq!(java_data, rust_data, "Curator's putMulti and ours write the same bytes");
     assert_eq!(java_data, framing::encode(["a1", "a2", "a3"]));
     java.put_multi("p", "-", &["b1", "b2"]).await;
-    let queue = rust_consumer(&f.fw, &to_rust, None, "rust", &log, &bad);
+    let queue = rust_consumer(&f.fw, &to_rust, None, ("rust", Duration::ZERO), &log, &bad);
     queue.start().await.expect("start");
     assert_eq!(wait_rust_items(&log, 8).await, ["a1", "a2", "a3", "a1", "a2", "a3", "b1", "b2"]);
     drained(&f.fw, &to_rust).await;
@@ -433,7 +444,7 @@ async fn curator_written_broken_framing_is_skipped_by_rust() {
     broken.push(java.raw(&path, &trailing).await);
     java.put_n("p", "after", 1).await;
 
-    let queue = rust_consumer(&f.fw, &path, None, "rust", &log, &bad);
+    let queue = rust_consumer(&f.fw, &path, None, ("rust", Duration::ZERO), &log, &bad);
     queue.start().await.expect("start");
     assert_eq!(wait_rust_items(&log, 2).await, ["before-0", "after-0"]);
     drained(&f.fw, &path).await;
@@ -459,12 +470,17 @@ async fn rust_written_broken_framing_is_skipped_by_curator() {
     producer.start().await.expect("start");
     producer.put(&"before".into()).await.expect("put");
     for (what, data) in broken_nodes() {
-        let created = f.fw.create().with_mode(CreateMode::PersistentSequential).for_path(&format!("{path}/queue-"), data);
+        let created =
+            f.fw.create().with_mode(CreateMode::PersistentSequential).for_path(&format!("{path}/queue-"), data);
         created.await.unwrap_or_else(|e| panic!("create the {what} node: {e}"));
     }
     let mut trailing = framing::encode(["t"]);
     trailing.push(0xff);
-    f.fw.create().with_mode(CreateMode::PersistentSequential).for_path(&format!("{path}/queue-"), trailing).await.expect("create");
+    f.fw.create()
+        .with_mode(CreateMode::PersistentSequential)
+        .for_path(&format!("{path}/queue-"), trailing)
+        .await
+        .expect("create");
     producer.put(&"after".into()).await.expect("put");
 
     let mut java = JavaPeer::start(&f.connect_string(), &log).await;
@@ -496,8 +512,7 @@ async fn queue_paths_stay_for_curator_when_empty() {
     let path = format!("{}/queue", unique_path("interop-queue-reaper"));
     let locks = format!("{path}-locks");
     let log: Log = Arc::default();
-    let producer =
-        DistributedQueue::builder(&fw, &path, StringSerializer).lock_path(&locks).build().expect("queue");
+    let producer = DistributedQueue::builder(&fw, &path, StringSerializer).lock_path(&locks).build().expect("queue");
     producer.start().await.expect("start: creates the paths");
 
     let mut java = JavaPeer::start(&server.connect_string(), &log).await;
@@ -513,7 +528,8 @@ async fn queue_paths_stay_for_curator_when_empty() {
     fw.create().with_mode(CreateMode::Container).for_path(&sentinel, Vec::new()).await.expect("container");
     fw.create().for_path(&format!("{sentinel}/x"), Vec::new()).await.expect("child");
     fw.delete().for_path(&format!("{sentinel}/x")).await.expect("delete child");
-    let reaped = eventually(deadline(), || async { fw.check_exists().for_path(&sentinel).await.ok().flatten().is_none() });
+    let reaped =
+        eventually(deadline(), || async { fw.check_exists().for_path(&sentinel).await.ok().flatten().is_none() });
     assert!(reaped.await, "the reaper never took the empty sentinel container");
 
     producer.put(&"second".into()).await.expect("put");
