@@ -330,9 +330,9 @@ async fn item_nodes_are_curators() {
     fw.close().await;
 }
 
-/// CURATOR-308: the queue's path and lock path are containers; when the server reaps them
-/// (here: deleted, as the reaper would once they are empty), the consumer creates them again
-/// and goes on taking items.
+/// CURATOR-308: when the queue's path and lock path go (here: deleted, as the reaper would take
+/// them were they containers, or their container parents), the consumer creates them again and
+/// goes on taking items.
 #[tokio::test]
 async fn take_survives_the_container_being_reaped() {
     let fw = fw().await;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! List : getChildren+watch(P) -> names starting with queue-, sorted (module order)
-//!        NoNode (P reaped, CURATOR-308): create P's containers again -> List
+//!        NoNode (P deleted, CURATOR-308): create P again (persistent, as Curator) -> List
 //!        error: report it, pause (retry policy's pause, else the cleanup backoff) -> List
 //! Take : each name whose time has come, in order: take it (module take) -> List
 //!        none: wait for the watch, the first delayed name's time, or stop -> List
@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use curator_core::CuratorError;
 use tokio::sync::watch;
 
-use super::distributed::{QueueEvent, Shared};
+use super::distributed::{self, QueueEvent, Shared};
 use super::order::QUEUE_ITEM_NAME;
 use super::take;
 
@@ -34,8 +34,8 @@ pub(crate) async fn run<T: Send + 'static>(q: Arc<Shared<T>>, mut stop: watch::R
             Ok((names, _, watch)) => (names, watch),
             Err(CuratorError::Closed) => return,
             Err(CuratorError::NoNode { .. }) => {
-                tracing::debug!(path = %q.path, "queue: the path is gone (container reaped?): create it again");
-                if let Err(err) = q.fw.create_containers(&q.path).await {
+                tracing::debug!(path = %q.path, "queue: the path is gone (deleted, or its parent reaped): create it again");
+                if let Err(err) = distributed::create_path(&q.fw, &q.path).await {
                     pause(&q, &mut stop, &mut pauses, &mut backoff, err).await;
                 }
                 continue;

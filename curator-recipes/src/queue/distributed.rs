@@ -153,7 +153,7 @@ impl<T: Send + 'static> DistributedQueue<T> {
         &self.shared.path
     }
 
-    /// Creates the queue's path (and the lock path) as containers if missing, and, if the queue
+    /// Creates the queue's path (and the lock path) if missing, and, if the queue
     /// has a consumer, starts the task that takes the items (tracked by the framework).
     ///
     /// # Errors
@@ -172,9 +172,9 @@ impl<T: Send + 'static> DistributedQueue<T> {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             self.shared.events.start(handle);
         }
-        self.shared.fw.create_containers(&self.shared.path).await?;
+        create_path(&self.shared.fw, &self.shared.path).await?;
         if let Some(lock_path) = &self.shared.lock_path {
-            self.shared.fw.create_containers(lock_path).await?;
+            create_path(&self.shared.fw, lock_path).await?;
         }
         if self.shared.consumer.is_some() {
             let shared = self.shared.clone();
@@ -252,5 +252,17 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// Removes a listener added with [`add_listener`](Self::add_listener).
     pub fn remove_listener(&self, id: ListenerId) -> bool {
         self.shared.events.remove(id)
+    }
+}
+
+/// Creates `path` as Curator's `DistributedQueue.start` does, if missing: a persistent node whose
+/// missing parents are containers. Not a container itself: the server would reap it whenever the
+/// queue ran empty, and Curator's consumers stop for good when it goes (their children watch
+/// ends with it; their lock-safe take cannot create `L/<item>`).
+pub(crate) async fn create_path(fw: &CuratorFramework, path: &str) -> Result<()> {
+    tracing::debug!(path, "queue: create the path (persistent, parents: containers)");
+    match fw.create().creating_parent_containers_if_needed().for_path(path, fw.default_data().to_vec()).await {
+        Ok(_) | Err(CuratorError::NodeExists { .. }) => Ok(()),
+        Err(err) => Err(err),
     }
 }

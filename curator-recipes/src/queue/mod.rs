@@ -7,8 +7,8 @@
 //!
 //! | what | node | mode | data |
 //! |---|---|---|---|
-//! | an item node (one or more items) | `P/queue-<seq>` (parents: containers) | `PersistentSequential` | Curator's `ItemSerializer` framing ([`framing`]) |
-//! | the lock on an item node, lock-safe mode only | `L/<item node name>` (parents: containers) | `Ephemeral` | the framework's default data |
+//! | an item node (one or more items) | `P/queue-<seq>` (`P` persistent as in Curator, its parents containers) | `PersistentSequential` | Curator's `ItemSerializer` framing ([`framing`]) |
+//! | the lock on an item node, lock-safe mode only | `L/<item node name>` (`L` persistent, its parents containers) | `Ephemeral` | the framework's default data |
 //!
 //! One task per started queue takes the items: it lists `P` with a watch, sorts the names
 //! (module `order`) and takes each node in turn:

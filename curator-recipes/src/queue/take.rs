@@ -146,7 +146,7 @@ async fn lock_item<T: Send + 'static>(q: &Shared<T>, lock: &str) -> Result<Optio
             tracing::debug!(path = %lock, "queue: create lock node (ephemeral)");
             let mut created = client.create(lock, q.fw.default_data(), &options).await;
             if matches!(created, Err(zk::Error::NoNode)) {
-                // The lock path was reaped (a container): make it again.
+                // The lock path was deleted (or its parent reaped): make it again.
                 make_parents(&q.fw, client, lock, q.fw.use_container_parents()).await?;
                 created = client.create(lock, q.fw.default_data(), &options).await;
             }

@@ -1,0 +1,600 @@
+//! Interop with Apache Curator 5.4's `DistributedQueue` (Debian's jars): a Java peer
+//! (tests/java/QueuePeer.java) and Rust queues put and take on the same queue path. Items put by
+//! one side are consumed by the other, in Curator's order for a single consumer; with two
+//! consumers on each side at once every item is consumed exactly once (lock-safe mode, and in
+//! plain mode too when nothing fails); a `put_multi` from either side is one node, byte for byte
+//! the same, read item by item by the other; a node with broken framing written by one side is
+//! skipped (and deleted) by the other. The queue and lock paths are persistent, as Curator makes
+//! them, so the server's container reaper never takes them from under a Java peer. Curator's
+//! priority and delay queues run too (their node names are checked for the Rust variants).
+//! Missing `javac` or jars fail the test with a message saying what to install.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use curator_core::{CreateMode, CuratorFramework};
+use curator_recipes::queue::{framing, DistributedQueue, QueueEvent, StringSerializer};
+use curator_test::{eventually, TestingServer, Timing};
+use tests::fixture::{init_tracing, unique_path, Fixture};
+use tests::{children, client};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::mpsc;
+
+/// Who consumed which item, in the order they were consumed: `(consumer, item)`.
+type Log = Arc<Mutex<Vec<(String, String)>>>;
+
+fn deadline() -> Duration {
+    Timing::new().deadline()
+}
+
+/// Curator's queues in a Java process.
+struct JavaPeer {
+    child: Child,
+    stdin: ChildStdin,
+    answers: mpsc::UnboundedReceiver<String>,
+    /// What the Java consumers were handed (`ITEM <id> <item>`), as `("java-<id>", item)`.
+    consumed: Log,
+}
+
+impl JavaPeer {
+    async fn start(connect: &str, consumed: &Log) -> JavaPeer {
+        let mut child = tests::java::peer("QueuePeer")
+            .arg(connect)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run java (apt-get install default-jdk-headless)");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let (tx, mut answers) = mpsc::unbounded_channel();
+        let heard = consumed.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                match line.strip_prefix("ITEM ").and_then(|rest| rest.split_once(' ')) {
+                    Some((id, item)) => heard.lock().unwrap().push((format!("java-{id}"), item.to_string())),
+                    None => {
+                        let _ = tx.send(line);
+                    }
+                }
+            }
+        });
+        let ready = tokio::time::timeout(deadline(), answers.recv()).await;
+        assert_eq!(ready.expect("the java peer starts in time").as_deref(), Some("READY"));
+        let stdin = child.stdin.take().expect("stdin");
+        JavaPeer { child, stdin, answers, consumed: consumed.clone() }
+    }
+
+    /// Sends `line` and returns the answer, ERROR included.
+    async fn try_command(&mut self, line: &str) -> String {
+        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the java peer");
+        self.stdin.flush().await.expect("flush");
+        tokio::time::timeout(deadline(), self.answers.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the java peer did not answer {line:?} in time"))
+            .expect("the java peer's output ended")
+    }
+
+    /// Sends `line` and returns the answer; panics on ERROR.
+    async fn command(&mut self, line: &str) -> String {
+        let answer = self.try_command(line).await;
+        assert!(!answer.starts_with("ERROR"), "the java peer failed {line:?}: {answer}");
+        answer
+    }
+
+    /// Starts Curator's queue `kind` (`queue`, `priority`, `delay`) with a consumer `id` on a
+    /// session of its own, lock-safe under `lock` if given.
+    async fn consume(&mut self, id: &str, kind: &str, path: &str, lock: Option<&str>) {
+        let answer = self.command(&format!("CONSUME {id} {kind} {path} {}", lock.unwrap_or("-"))).await;
+        assert_eq!(answer, format!("STARTED {id}"));
+    }
+
+    /// Starts Curator's producer-only queue `kind` as `id`.
+    async fn produce(&mut self, id: &str, kind: &str, path: &str) {
+        assert_eq!(self.command(&format!("PRODUCE {id} {kind} {path}")).await, format!("STARTED {id}"));
+    }
+
+    /// Curator's `put` of `<prefix>-0` .. `<prefix>-<n-1>` on queue `id`, one node each.
+    async fn put_n(&mut self, id: &str, prefix: &str, n: usize) {
+        assert_eq!(self.command(&format!("PUTN {id} - {prefix} {n}")).await, format!("PUT {n}"));
+    }
+
+    /// Curator's `putMulti` of `items` (one node) on queue `id`; `arg` is the priority or the
+    /// delay's epoch ms, `-` for a plain queue.
+    async fn put_multi(&mut self, id: &str, arg: &str, items: &[&str]) {
+        let answer = self.command(&format!("PUTMULTI {id} {arg} {}", items.join(" "))).await;
+        assert_eq!(answer, format!("PUT {}", items.len()));
+    }
+
+    /// Creates `path/queue-<seq>` holding `data` with Curator's client; returns the node's name.
+    async fn raw(&mut self, path: &str, data: &[u8]) -> String {
+        let hex: String = if data.is_empty() { "-".into() } else { data.iter().map(|b| format!("{b:02x}")).collect() };
+        let answer = self.command(&format!("RAW {path} {hex}")).await;
+        answer.strip_prefix("RAW ").expect("RAW <name>").to_string()
+    }
+
+    /// The items the Java consumers were handed so far, in order.
+    fn items(&self) -> Vec<String> {
+        self.consumed
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(who, _)| who.starts_with("java"))
+            .map(|(_, i)| i.clone())
+            .collect()
+    }
+
+    /// The Java consumers' items once there are `n` of them (within the deadline).
+    async fn wait_items(&self, n: usize) -> Vec<String> {
+        let consumed = self.consumed.clone();
+        let count = move || consumed.lock().unwrap().iter().filter(|(who, _)| who.starts_with("java")).count();
+        let reached = eventually(deadline(), || {
+            let count = count.clone();
+            async move { count() >= n }
+        })
+        .await;
+        assert!(reached, "the java consumers were handed {:?}, want {n} items", self.items());
+        self.items()
+    }
+
+    async fn quit(mut self) {
+        assert_eq!(self.try_command("QUIT").await, "BYE");
+        let status = tokio::time::timeout(deadline(), self.child.wait()).await;
+        assert!(status.expect("the java peer exits").expect("wait").success());
+    }
+}
+
+/// A Rust queue on `path` (lock-safe under `lock` if given) whose consumer logs each item as
+/// `(who, item)` and then works on it for `work`; its `BadItem` node names go to `bad`.
+fn rust_consumer(
+    fw: &CuratorFramework,
+    path: &str,
+    lock: Option<&str>,
+    (who, work): (&str, Duration),
+    log: &Log,
+    bad: &Arc<Mutex<Vec<String>>>,
+) -> DistributedQueue<String> {
+    let (log, who) = (log.clone(), who.to_string());
+    let mut builder = DistributedQueue::builder(fw, path, StringSerializer).consumer(move |item: String| {
+        log.lock().unwrap().push((who.clone(), item));
+        async move {
+            // The work an item takes: long enough that Curator's consumers get their share.
+            tokio::time::sleep(work).await;
+            Ok::<(), String>(())
+        }
+    });
+    if let Some(lock) = lock {
+        builder = builder.lock_path(lock);
+    }
+    let queue = builder.build().expect("valid queue");
+    let bad = bad.clone();
+    queue.add_listener(move |event| {
+        if let QueueEvent::BadItem { node, .. } = event {
+            bad.lock().unwrap().push(node.clone());
+        }
+    });
+    queue
+}
+
+/// The items of `log` consumed by Rust consumers, in order.
+fn rust_items(log: &Log) -> Vec<String> {
+    log.lock().unwrap().iter().filter(|(who, _)| who.starts_with("rust")).map(|(_, i)| i.clone()).collect()
+}
+
+/// Waits until Rust consumers have consumed `n` items and returns them.
+async fn wait_rust_items(log: &Log, n: usize) -> Vec<String> {
+    let reached = eventually(deadline(), || async { rust_items(log).len() >= n }).await;
+    assert!(reached, "the rust consumers consumed {:?}, want {n} items", rust_items(log));
+    rust_items(log)
+}
+
+/// `<prefix>-0` .. `<prefix>-<n-1>`.
+fn numbered(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+/// Waits until `path` has no children.
+async fn drained(fw: &CuratorFramework, path: &str) {
+    let empty = eventually(deadline(), || async { children(fw, path).await.is_empty() }).await;
+    assert!(empty, "{path} still holds {:?}", children(fw, path).await);
+}
+
+/// Items Curator's producer puts reach a Rust consumer in Curator's order (a single consumer:
+/// the order of the sequence numbers); the nodes are `P/queue-<seq>` holding our framing of one
+/// item, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_producer_rust_consumer_in_order() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let path = unique_path("interop-queue-j2r");
+    let log: Log = Arc::default();
+    let mut java = JavaPeer::start(&f.connect_string(), &log).await;
+    java.produce("p", "queue", &path).await;
+    java.put_n("p", "java", 20).await;
+
+    let mut names = children(&f.fw, &path).await;
+    names.sort();
+    assert_eq!(names, (0..20).map(|i| format!("queue-{i:010}")).collect::<Vec<_>>());
+    for (i, name) in names.iter().enumerate() {
+        let data = f.fw.get_data().for_path(&format!("{path}/{name}")).await.expect("read");
+        assert_eq!(data, framing::encode([format!("java-{i}")]), "Curator's framing of {name}");
+    }
+
+    let bad = Arc::default();
+    let queue = rust_consumer(&f.fw, &path, None, ("rust", Duration::ZERO), &log, &bad);
+    queue.start().await.expect("start");
+    assert_eq!(wait_rust_items(&log, 20).await, numbered("java", 20), "Curator's order");
+    drained(&f.fw, &path).await;
+    queue.close().await;
+    assert_eq!(rust_items(&log).len(), 20, "nothing consumed twice");
+    java.quit().await;
+    f.close().await;
+}
+
+/// The reverse: items our producer puts reach Curator's consumer in order, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_producer_curator_consumer_in_order() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let path = unique_path("interop-queue-r2j");
+    let log: Log = Arc::default();
+    let producer = DistributedQueue::builder(&f.fw, &path, StringSerializer).build().expect("queue");
+    producer.start().await.expect("start");
+    for item in numbered("rust", 20) {
+        producer.put(&item).await.expect("put");
+    }
+    let mut java = JavaPeer::start(&f.connect_string(), &log).await;
+    java.consume("c", "queue", &path, None).await;
+    assert_eq!(java.wait_items(20).await, numbered("rust", 20), "Curator's consumer, in order");
+    drained(&f.fw, &path).await;
+    java.command("STOP c").await;
+    assert_eq!(java.items().len(), 20, "nothing consumed twice");
+    producer.close().await;
+    java.quit().await;
+    f.close().await;
+}
+
+/// Items per producer in [`two_consumers_on_each_side`].
+const ITEMS: usize = 100;
+
+/// Two Curator consumers and two of ours (a session each) on one queue, lock-safe under a
+/// shared lock path or plain; Curator's producer and ours each put `ITEMS` items at once.
+/// Counts items consumed twice and items never consumed, and asserts both are 0.
+async fn two_consumers_on_each_side(lock_safe: bool) {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let path = unique_path("interop-queue-four");
+    let locks = format!("{path}-locks");
+    let lock = lock_safe.then_some(locks.as_str());
+    let log: Log = Arc::default();
+    let bad = Arc::default();
+
+    let mut java = JavaPeer::start(&f.connect_string(), &log).await;
+    java.consume("0", "queue", &path, lock).await;
+    java.consume("1", "queue", &path, lock).await;
+    java.produce("p", "queue", &path).await;
+    let mut ours = Vec::new();
+    for i in 0..2 {
+        let fw = f.client().await;
+        let queue = rust_consumer(&fw, &path, lock, (&format!("rust-{i}"), Duration::from_millis(3)), &log, &bad);
+        queue.start().await.expect("start");
+        ours.push((fw, queue));
+    }
+    let producer = DistributedQueue::builder(&f.fw, &path, StringSerializer).build().expect("queue");
+    producer.start().await.expect("start");
+
+    let rust_puts = tokio::spawn(async move {
+        for item in numbered("rust", ITEMS) {
+            producer.put(&item).await.expect("put");
+        }
+        producer
+    });
+    java.put_n("p", "java", ITEMS).await;
+    let producer = rust_puts.await.expect("rust producer");
+
+    let all = eventually(deadline(), || async { log.lock().unwrap().len() >= 2 * ITEMS }).await;
+    drained(&f.fw, &path).await;
+    if lock_safe {
+        drained(&f.fw, &locks).await;
+    }
+    for (fw, queue) in ours {
+        queue.close().await;
+        fw.close().await;
+    }
+    for id in ["0", "1"] {
+        java.command(&format!("STOP {id}")).await;
+    }
+
+    let consumed = log.lock().unwrap().clone();
+    let mut times: HashMap<&str, usize> = HashMap::new();
+    for (_, item) in &consumed {
+        *times.entry(item.as_str()).or_default() += 1;
+    }
+    let expected: Vec<String> = numbered("java", ITEMS).into_iter().chain(numbered("rust", ITEMS)).collect();
+    let twice = times.values().filter(|&&n| n > 1).count();
+    let missing = expected.iter().filter(|item| !times.contains_key(item.as_str())).count();
+    let by = |consumer: &str, producer: &str| {
+        consumed.iter().filter(|(who, item)| who.starts_with(consumer) && item.starts_with(producer)).count()
+    };
+    let counts = format!(
+        "java took {} of java's and {} of rust's, rust took {} of java's and {} of rust's",
+        by("java", "java"),
+        by("java", "rust"),
+        by("rust", "java"),
+        by("rust", "rust")
+    );
+    tracing::info!(lock_safe, twice, missing, "{counts}");
+    assert!(all, "not all consumed: {counts}");
+    assert_eq!((twice, missing), (0, 0), "items consumed twice, items never consumed ({counts})");
+    assert_eq!(consumed.len(), 2 * ITEMS, "{counts}");
+    let cross = [by("java", "java"), by("java", "rust"), by("rust", "java"), by("rust", "rust")];
+    assert!(cross.iter().all(|&n| n > 0), "each side consumed items of both producers: {counts}");
+    assert!(bad.lock().unwrap().is_empty(), "no bad items: {:?}", bad.lock().unwrap());
+
+    producer.close().await;
+    java.quit().await;
+    f.close().await;
+}
+
+/// Lock-safe mode (Curator's `lockPath`), two Curator consumers and two of ours on one queue
+/// and one lock path: each of the 200 items put by both sides is consumed exactly once. Curator
+/// and we lock an item with the same ephemeral `L/<item node>`; whoever fails to create it
+/// leaves the item to the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_safe_two_consumers_on_each_side_exactly_once() {
+    two_consumers_on_each_side(true).await;
+}
+
+/// Plain mode, the same four consumers: each item at most once (whoever deletes the node
+/// consumes it), and, as nothing fails here, none is lost either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_two_consumers_on_each_side_at_most_once() {
+    two_consumers_on_each_side(false).await;
+}
+
+/// `put_multi` from each side is one node, the same bytes for the same items, read item by item
+/// and in order by the other side's consumer (Curator's `putMulti` and `MultiItem`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_multi_from_each_side_is_read_by_the_other() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let log: Log = Arc::default();
+    let bad = Arc::default();
+    let mut java = JavaPeer::start(&f.connect_string(), &log).await;
+
+    // Curator puts a multi, then we put the same items: two nodes, identical data.
+    let to_rust = unique_path("interop-queue-multi-j2r");
+    java.produce("p", "queue", &to_rust).await;
+    java.put_multi("p", "-", &["a1", "a2", "a3"]).await;
+    let producer = DistributedQueue::builder(&f.fw, &to_rust, StringSerializer).build().expect("queue");
+    producer.start().await.expect("start");
+    producer.put_multi(&["a1".into(), "a2".into(), "a3".into()]).await.expect("put_multi");
+    let mut names = children(&f.fw, &to_rust).await;
+    names.sort();
+    assert_eq!(names, ["queue-0000000000", "queue-0000000001"]);
+    let java_data = f.fw.get_data().for_path(&format!("{to_rust}/{}", names[0])).await.expect("read");
+    let rust_data = f.fw.get_data().for_path(&format!("{to_rust}/{}", names[1])).await.expect("read");
+    assert_eq!(java_data, rust_data, "Curator's putMulti and ours write the same bytes");
+    assert_eq!(java_data, framing::encode(["a1", "a2", "a3"]));
+    java.put_multi("p", "-", &["b1", "b2"]).await;
+    let queue = rust_consumer(&f.fw, &to_rust, None, ("rust", Duration::ZERO), &log, &bad);
+    queue.start().await.expect("start");
+    assert_eq!(wait_rust_items(&log, 8).await, ["a1", "a2", "a3", "a1", "a2", "a3", "b1", "b2"]);
+    drained(&f.fw, &to_rust).await;
+    queue.close().await;
+    producer.close().await;
+
+    // We put multis, Curator consumes them item by item.
+    let to_java = unique_path("interop-queue-multi-r2j");
+    let producer = DistributedQueue::builder(&f.fw, &to_java, StringSerializer).build().expect("queue");
+    producer.start().await.expect("start");
+    producer.put_multi(&["c1".into(), "c2".into(), "c3".into()]).await.expect("put_multi");
+    producer.put(&"d".into()).await.expect("put");
+    producer.put_multi(&["e1".into(), "e2".into()]).await.expect("put_multi");
+    java.consume("c", "queue", &to_java, Some(&format!("{to_java}-locks"))).await;
+    assert_eq!(java.wait_items(6).await, ["c1", "c2", "c3", "d", "e1", "e2"]);
+    drained(&f.fw, &to_java).await;
+    java.command("STOP c").await;
+    assert_eq!(java.items().len(), 6);
+    assert!(bad.lock().unwrap().is_empty());
+
+    producer.close().await;
+    java.quit().await;
+    f.close().await;
+}
+
+/// Node data that is not Curator's framing (or holds an item that is not UTF-8), each skipped
+/// by both sides' consumers.
+fn broken_nodes() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("empty", vec![]),
+        ("wrong version", vec![0, 1, 0, 2, 1, 0, 0, 0, 1, b'x', 2]),
+        ("no end byte", vec![0, 1, 0, 1, 1, 0, 0, 0, 1, b'x']),
+        ("unknown opcode", vec![0, 1, 0, 1, 7, 2]),
+        ("negative length", vec![0, 1, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 2]),
+        ("length past the end", vec![0, 1, 0, 1, 1, 0, 0, 0, 9, b'x', 2]),
+        ("not UTF-8", framing::encode([[0xffu8, 0xfe]])),
+        ("not a queue item", b"hello".to_vec()),
+    ]
+}
+
+/// Broken nodes that Curator's producer side wrote (with Curator's client, between two good
+/// puts) are reported by our consumer (`QueueEvent::BadItem`, one per node) and deleted, and
+/// the good items on either side of them are consumed. One known difference: bytes after the
+/// end byte. Curator's `ItemSerializer` stops reading at the end byte and consumes the items
+/// before it; ours refuses the node as `BadData` (see
+/// `rust_written_broken_framing_is_skipped_by_curator`, which shows Curator's side).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_written_broken_framing_is_skipped_by_rust() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let path = unique_path("interop-queue-bad-j2r");
+    let log: Log = Arc::default();
+    let bad: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut java = JavaPeer::start(&f.connect_string(), &log).await;
+    java.produce("p", "queue", &path).await;
+    java.put_n("p", "before", 1).await;
+    let mut broken = Vec::new();
+    for (_, data) in broken_nodes() {
+        broken.push(java.raw(&path, &data).await);
+    }
+    let mut trailing = framing::encode(["t"]);
+    trailing.push(0xff);
+    broken.push(java.raw(&path, &trailing).await);
+    java.put_n("p", "after", 1).await;
+
+    let queue = rust_consumer(&f.fw, &path, None, ("rust", Duration::ZERO), &log, &bad);
+    queue.start().await.expect("start");
+    assert_eq!(wait_rust_items(&log, 2).await, ["before-0", "after-0"]);
+    drained(&f.fw, &path).await;
+    queue.close().await;
+    assert_eq!(*bad.lock().unwrap(), broken, "each broken node reported once, in queue order");
+    assert_eq!(rust_items(&log), ["before-0", "after-0"], "nothing of the broken nodes consumed");
+    java.quit().await;
+    f.close().await;
+}
+
+/// The reverse: broken nodes we wrote (between two good puts) are skipped by Curator's
+/// lock-safe consumer, which logs "Corrupted queue item" and deletes each (its
+/// `processMessageBytes` treats an unreadable node as done); it consumes the good items on
+/// either side. A node with bytes after its end byte is where Curator differs from us: it
+/// consumes the item before the end byte and ignores the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_written_broken_framing_is_skipped_by_curator() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let path = unique_path("interop-queue-bad-r2j");
+    let log: Log = Arc::default();
+    let producer = DistributedQueue::builder(&f.fw, &path, StringSerializer).build().expect("queue");
+    producer.start().await.expect("start");
+    producer.put(&"before".into()).await.expect("put");
+    for (what, data) in broken_nodes() {
+        let created =
+            f.fw.create().with_mode(CreateMode::PersistentSequential).for_path(&format!("{path}/queue-"), data);
+        created.await.unwrap_or_else(|e| panic!("create the {what} node: {e}"));
+    }
+    let mut trailing = framing::encode(["t"]);
+    trailing.push(0xff);
+    f.fw.create()
+        .with_mode(CreateMode::PersistentSequential)
+        .for_path(&format!("{path}/queue-"), trailing)
+        .await
+        .expect("create");
+    producer.put(&"after".into()).await.expect("put");
+
+    let mut java = JavaPeer::start(&f.connect_string(), &log).await;
+    java.consume("c", "queue", &path, Some(&format!("{path}-locks"))).await;
+    assert_eq!(java.wait_items(3).await, ["before", "t", "after"], "Curator skips all but the trailing-bytes node");
+    drained(&f.fw, &path).await;
+    drained(&f.fw, &format!("{path}-locks")).await;
+    java.command("STOP c").await;
+    assert_eq!(java.items().len(), 3);
+    producer.close().await;
+    java.quit().await;
+    f.close().await;
+}
+
+/// The queue path and the lock path our queue creates are persistent nodes (only their parents
+/// are containers), as Curator's `DistributedQueue.start` makes them. Before, ours made them
+/// containers: once a Rust queue had created them and the queue ran empty, the server's
+/// container reaper deleted both, and Curator's peers broke for good: its consumer's children
+/// watch ends with the node (`getChildren` on a missing node sets no watch, so it never hears of
+/// an item again) and its lock-safe consumer cannot create `L/<item>` (NoNode, taken as "another
+/// consumer has it"). This test failed then: Curator's consumer never got "second". Our own
+/// consumer already survived the reaping (CURATOR-308), and still does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_paths_stay_for_curator_when_empty() {
+    init_tracing();
+    let server =
+        TestingServer::builder().container_check_interval(Duration::from_millis(100)).start().await.expect("server");
+    let fw = client(&server.connect_string()).await;
+    let path = format!("{}/queue", unique_path("interop-queue-reaper"));
+    let locks = format!("{path}-locks");
+    let log: Log = Arc::default();
+    let producer = DistributedQueue::builder(&fw, &path, StringSerializer).lock_path(&locks).build().expect("queue");
+    producer.start().await.expect("start: creates the paths");
+
+    let mut java = JavaPeer::start(&server.connect_string(), &log).await;
+    java.consume("c", "queue", &path, Some(&locks)).await;
+    producer.put(&"first".into()).await.expect("put");
+    assert_eq!(java.wait_items(1).await, ["first"]);
+    drained(&fw, &path).await;
+    drained(&fw, &locks).await;
+
+    // A container that has had a child and is now empty, emptied after the queue's paths: once
+    // the reaper has taken it, it has had its chance at the queue's paths too.
+    let sentinel = unique_path("interop-queue-reaper-sentinel");
+    fw.create().with_mode(CreateMode::Container).for_path(&sentinel, Vec::new()).await.expect("container");
+    fw.create().for_path(&format!("{sentinel}/x"), Vec::new()).await.expect("child");
+    fw.delete().for_path(&format!("{sentinel}/x")).await.expect("delete child");
+    let reaped =
+        eventually(deadline(), || async { fw.check_exists().for_path(&sentinel).await.ok().flatten().is_none() });
+    assert!(reaped.await, "the reaper never took the empty sentinel container");
+
+    producer.put(&"second".into()).await.expect("put");
+    assert_eq!(java.wait_items(2).await, ["first", "second"], "Curator's consumer goes on");
+    java.command("STOP c").await;
+    producer.close().await;
+    java.quit().await;
+    fw.close().await;
+}
+
+/// Milliseconds since the epoch.
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() as u64
+}
+
+/// Curator's `DistributedPriorityQueue` in the peer: its node names are `queue-` + `0` for a
+/// negative priority, `1` otherwise, + `%08X` of the priority as 32 bits + the sequence number,
+/// and its consumer takes the lowest priority first. (For our priority queue's interop, to come:
+/// the peer's `priority` kind is ready.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_priority_queue_names_and_order() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let path = unique_path("interop-queue-priority");
+    let log: Log = Arc::default();
+    let mut java = JavaPeer::start(&f.connect_string(), &log).await;
+    java.produce("p", "priority", &path).await;
+    for (priority, item) in [("5", "five"), ("-3", "minus-three"), ("1", "one")] {
+        assert_eq!(java.command(&format!("PUT p {priority} {item}")).await, "PUT");
+    }
+    java.put_multi("p", "0", &["zero-a", "zero-b"]).await;
+    let mut names = children(&f.fw, &path).await;
+    names.sort();
+    let prefixes: Vec<&str> = names.iter().map(|n| &n[..n.len() - 10]).collect();
+    assert_eq!(prefixes, ["queue-0FFFFFFFD", "queue-100000000", "queue-100000001", "queue-100000005"]);
+    java.consume("c", "priority", &path, None).await;
+    assert_eq!(java.wait_items(5).await, ["minus-three", "zero-a", "zero-b", "one", "five"]);
+    drained(&f.fw, &path).await;
+    java.quit().await;
+    f.close().await;
+}
+
+/// Curator's `DistributedDelayQueue` in the peer: its node names are
+/// `queue-|<%08X of the epoch ms>|<seq>`, and its consumer hands an item over no earlier than
+/// its time, the earliest first. (For our delay queue's interop, to come: the peer's `delay`
+/// kind is ready.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_delay_queue_names_and_order() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let path = unique_path("interop-queue-delay");
+    let log: Log = Arc::default();
+    let mut java = JavaPeer::start(&f.connect_string(), &log).await;
+    java.produce("p", "delay", &path).await;
+    let later = now_ms() + 1500;
+    let sooner = now_ms() + 500;
+    assert_eq!(java.command(&format!("PUT p {later} later")).await, "PUT");
+    assert_eq!(java.command(&format!("PUT p {sooner} sooner")).await, "PUT");
+    let mut names = children(&f.fw, &path).await;
+    names.sort_by_key(|name| name[name.len() - 10..].to_string());
+    assert_eq!(names, [format!("queue-|{later:08X}|0000000000"), format!("queue-|{sooner:08X}|0000000001")]);
+    java.consume("c", "delay", &path, None).await;
+    assert_eq!(java.wait_items(2).await, ["sooner", "later"]);
+    assert!(now_ms() >= later, "not handed over before its time");
+    drained(&f.fw, &path).await;
+    java.quit().await;
+    f.close().await;
+}
