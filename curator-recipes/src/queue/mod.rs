@@ -1,9 +1,15 @@
 //! Queues: [`DistributedQueue`], Curator's `DistributedQueue` with its node names and data, so
-//! that Java services using Curator 5.x and Rust services share one queue.
+//! that Java services using Curator 5.x and Rust services share one queue; and Curator's
+//! [`DistributedIdQueue`], [`DistributedPriorityQueue`] and [`DistributedDelayQueue`], each a
+//! thin typed wrapper over a `DistributedQueue` that names its item nodes differently and
+//! takes them in another order ([`QueueBuilder::build_id_queue`] and the like).
 //!
 //! | what | node | mode | data |
 //! |---|---|---|---|
 //! | an item node (one or more items) | `P/queue-<seq>` (parents: containers) | `PersistentSequential` | Curator's `ItemSerializer` framing ([`framing`]) |
+//! | an id queue's item node | `P/queue-\|<id>\|<seq>` | `PersistentSequential` | the same |
+//! | a priority queue's item node | `P/queue-<0 if negative, else 1><%08X priority><seq>` | `PersistentSequential` | the same |
+//! | a delay queue's item node | `P/queue-\|<%08X epoch ms>\|<seq>` | `PersistentSequential` | the same |
 //! | the lock on an item node, lock-safe mode only | `L/<item node name>` (parents: containers) | `Ephemeral` | the framework's default data |
 //!
 //! One task per started queue takes the items: it lists `P` with a watch, sorts the names
@@ -24,16 +30,24 @@
 
 mod builder;
 mod consumer;
+mod delay;
 mod deliver;
 mod distributed;
 mod fence;
 pub mod framing;
+mod id;
 mod order;
+mod priority;
 mod put;
+mod remove;
 mod serializer;
 mod take;
+mod wrapper;
 
 pub use builder::{ConsumerError, ErrorMode, QueueBuilder};
+pub use delay::DistributedDelayQueue;
 pub use distributed::{DistributedQueue, QueueEvent};
-pub use order::QUEUE_ITEM_NAME;
+pub use id::DistributedIdQueue;
+pub use order::{NEGATIVE_PRIORITY, NON_NEGATIVE_PRIORITY, QUEUE_ITEM_NAME, SEPARATOR};
+pub use priority::DistributedPriorityQueue;
 pub use serializer::{BytesSerializer, QueueSerializer, StringSerializer};

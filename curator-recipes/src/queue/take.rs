@@ -103,7 +103,7 @@ async fn take_locked<T: Send + 'static>(
 
 /// Creates our lock node: the generation of the session that holds it, or `None` when another
 /// consumer has it.
-async fn lock_item<T: Send + 'static>(q: &Shared<T>, lock: &str) -> Result<Option<u64>> {
+pub(crate) async fn lock_item<T: Send + 'static>(q: &Shared<T>, lock: &str) -> Result<Option<u64>> {
     let acl = q.fw.acl_for_path(lock);
     q.fw.call_with_retry("queue lock", lock, |session, attempt| {
         let acl = acl.clone();
