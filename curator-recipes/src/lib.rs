@@ -13,7 +13,8 @@
 //!   `DistributedAtomicLong`, `DistributedAtomicInteger`, `DistributedAtomicValue`,
 //!   `CachedAtomicLong`.
 //! - [`queue`]: `DistributedQueue`, Curator's queue with its node names and framing, bounded
-//!   and lock-safe modes (the lock-safe final delete is fenced by the lock node), and
+//!   and lock-safe modes (the lock-safe final delete is fenced by the lock node), with the
+//!   `DistributedIdQueue`, `DistributedPriorityQueue` and `DistributedDelayQueue` over it; and
 //!   `SimpleDistributedQueue`, Curator's queue of raw byte items.
 //! - [`watch`]: `PersistentWatcher`, a persistent (optionally recursive) watch that survives
 //!   reconnections and new sessions, with reset notifications.

@@ -7,8 +7,11 @@ use curator_core::{path, CuratorError, CuratorFramework, Result};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 
+use super::delay::DistributedDelayQueue;
 use super::distributed::DistributedQueue;
-use super::order::ItemOrder;
+use super::id::DistributedIdQueue;
+use super::order::{ItemOrder, SEPARATOR};
+use super::priority::DistributedPriorityQueue;
 use super::serializer::QueueSerializer;
 
 /// What a consumer's failure is: any error.
@@ -33,10 +36,15 @@ pub enum ErrorMode {
 /// The options of a [`DistributedQueue`], in the style of `reqwest`'s builders:
 /// `DistributedQueue::builder(&fw, "/jobs", BytesSerializer).consumer(f).lock_path("/jobs-locks").build()?`.
 ///
+/// `build()` makes a [`DistributedQueue`]; as Curator's `buildIdQueue`, `buildPriorityQueue`
+/// and `buildDelayQueue`, [`build_id_queue`](Self::build_id_queue),
+/// [`build_priority_queue`](Self::build_priority_queue) and
+/// [`build_delay_queue`](Self::build_delay_queue) make the other kinds, all with these options.
+///
 /// Left out of Curator's `QueueBuilder`: `executor`/`threadFactory` (the consumer is an async
 /// function run by one tokio task), `putInBackground` (`put` returns once the node is created;
 /// spawn it to put in the background), `finalFlushTime` (nothing is pending after `put`
-/// returns), and the id, priority and delay queues (not built yet).
+/// returns).
 pub struct QueueBuilder<T> {
     pub(crate) fw: CuratorFramework,
     pub(crate) path: String,
@@ -46,6 +54,7 @@ pub struct QueueBuilder<T> {
     pub(crate) error_mode: ErrorMode,
     pub(crate) max_items: Option<usize>,
     pub(crate) order: ItemOrder,
+    pub(crate) refresh_after: Option<usize>,
 }
 
 impl<T> std::fmt::Debug for QueueBuilder<T> {
@@ -71,6 +80,7 @@ impl<T: Send + 'static> QueueBuilder<T> {
             error_mode: ErrorMode::default(),
             max_items: None,
             order: ItemOrder::default(),
+            refresh_after: None,
         }
     }
 
@@ -118,6 +128,46 @@ impl<T: Send + 'static> QueueBuilder<T> {
     /// path; [`CuratorError::InvalidArgument`] for `max_items(0)` (no put could ever go in)
     /// or a lock path equal to the queue path.
     pub fn build(self) -> Result<DistributedQueue<T>> {
+        self.checked(ItemOrder::Fifo).map(DistributedQueue::from_builder)
+    }
+
+    /// A [`DistributedIdQueue`], not started: items with ids, `P/queue-|<id>|<seq>`, taken
+    /// first in, first out (Curator's `buildIdQueue`).
+    ///
+    /// # Errors
+    /// As [`build`](Self::build); also [`CuratorError::InvalidArgument`] for a queue path
+    /// holding `|` (Curator refuses it too).
+    pub fn build_id_queue(self) -> Result<DistributedIdQueue<T>> {
+        if self.path.contains(SEPARATOR) {
+            let reason = format!("an id queue's path cannot hold '{SEPARATOR}'");
+            return Err(CuratorError::InvalidArgument { path: self.path, reason });
+        }
+        self.checked(ItemOrder::Id).map(|b| DistributedIdQueue::new(DistributedQueue::from_builder(b)))
+    }
+
+    /// A [`DistributedPriorityQueue`], not started: items taken lowest priority first
+    /// (Curator's `buildPriorityQueue`). After `min_items_before_refresh` items of one listing
+    /// the consumer lists the queue again before each item if it changed meanwhile, so that
+    /// an item put with a lower priority meanwhile comes next (0: before every item).
+    ///
+    /// # Errors
+    /// As [`build`](Self::build).
+    pub fn build_priority_queue(mut self, min_items_before_refresh: usize) -> Result<DistributedPriorityQueue<T>> {
+        self.refresh_after = Some(min_items_before_refresh);
+        self.checked(ItemOrder::Priority).map(|b| DistributedPriorityQueue::new(DistributedQueue::from_builder(b)))
+    }
+
+    /// A [`DistributedDelayQueue`], not started: items taken no earlier than their time,
+    /// earliest first (Curator's `buildDelayQueue`).
+    ///
+    /// # Errors
+    /// As [`build`](Self::build).
+    pub fn build_delay_queue(self) -> Result<DistributedDelayQueue<T>> {
+        self.checked(ItemOrder::Delay).map(|b| DistributedDelayQueue::new(DistributedQueue::from_builder(b)))
+    }
+
+    /// The builder, its options checked, for a queue ordered by `order`.
+    fn checked(mut self, order: ItemOrder) -> Result<Self> {
         path::validate(&self.path)?;
         if let Some(lock_path) = &self.lock_path {
             path::validate(lock_path)?;
@@ -130,6 +180,7 @@ impl<T: Send + 'static> QueueBuilder<T> {
             let reason = "max_items must be at least 1".to_string();
             return Err(CuratorError::InvalidArgument { path: self.path, reason });
         }
-        Ok(DistributedQueue::from_builder(self))
+        self.order = order;
+        Ok(self)
     }
 }

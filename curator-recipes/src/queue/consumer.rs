@@ -5,6 +5,7 @@
 //!        NoNode (P deleted, CURATOR-308): create P again (persistent, as Curator) -> List
 //!        error: report it, pause (retry policy's pause, else the cleanup backoff) -> List
 //! Take : each name whose time has come, in order: take it (module take) -> List
+//!        priority queue, after `refresh_after` items: the watch fired -> List (re-sort)
 //!        none: wait for the watch, the first delayed name's time, or stop -> List
 //! ```
 //! Stop (the queue's `close`) is looked at between items and while waiting; in lock-safe mode
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use curator_core::CuratorError;
+use futures::FutureExt;
 use tokio::sync::watch;
 
 use super::distributed::{self, QueueEvent, Shared};
@@ -30,8 +32,8 @@ pub(crate) async fn run<T: Send + 'static>(q: Arc<Shared<T>>, mut stop: watch::R
             listed = q.fw.get_children().for_path_and_watch(&q.path) => listed,
             _ = stop.changed() => return,
         };
-        let (mut names, watch) = match listed {
-            Ok((names, _, watch)) => (names, watch),
+        let (mut names, mut fired) = match listed {
+            Ok((names, _, watch)) => (names, Box::pin(watch.changed())),
             Err(CuratorError::Closed) => return,
             Err(CuratorError::NoNode { .. }) => {
                 tracing::debug!(path = %q.path, "queue: the path is gone (deleted, or its parent reaped): create it again");
@@ -54,15 +56,20 @@ pub(crate) async fn run<T: Send + 'static>(q: Arc<Shared<T>>, mut stop: watch::R
         if ready == 0 {
             let first_due = names.first().map(|name| q.order.delay(name, now));
             tokio::select! {
-                _ = watch.changed() => {}
+                _ = &mut fired => {}
                 _ = tokio::time::sleep(first_due.unwrap_or(Duration::MAX)), if first_due.is_some() => {}
                 _ = stop.changed() => return,
             }
             continue;
         }
-        for name in &names[..ready] {
+        for (taken, name) in names[..ready].iter().enumerate() {
             if *stop.borrow() || q.fw.is_closed() {
                 return;
+            }
+            // Curator's `minItemsBeforeRefresh`: a changed queue is sorted again first.
+            if q.refresh_after.is_some_and(|min| taken >= min) && (&mut fired).now_or_never().is_some() {
+                tracing::debug!(path = %q.path, taken, "queue: children changed: listing again");
+                break;
             }
             take::take(&q, name, &mut stop).await;
         }

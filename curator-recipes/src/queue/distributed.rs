@@ -8,7 +8,7 @@ use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::{oneshot, watch};
 
 use super::builder::{ConsumerFn, ErrorMode, QueueBuilder};
-use super::order::ItemOrder;
+use super::order::{ItemOrder, QUEUE_ITEM_NAME};
 use super::serializer::QueueSerializer;
 use super::{consumer, put};
 
@@ -67,6 +67,9 @@ pub(crate) struct Shared<T> {
     pub(crate) error_mode: Mutex<ErrorMode>,
     pub(crate) max_items: Option<usize>,
     pub(crate) order: ItemOrder,
+    /// Re-list (and so re-sort) after this many items of a listing if the children changed
+    /// meanwhile (Curator's `minItemsBeforeRefresh`, priority queues only); `None`: never.
+    pub(crate) refresh_after: Option<usize>,
     pub(crate) events: Listeners<QueueEvent>,
 }
 
@@ -113,7 +116,7 @@ enum Run {
 /// # Ok(()) }
 /// ```
 pub struct DistributedQueue<T> {
-    shared: Arc<Shared<T>>,
+    pub(super) shared: Arc<Shared<T>>,
     run: Mutex<Run>,
 }
 
@@ -139,6 +142,7 @@ impl<T: Send + 'static> DistributedQueue<T> {
             error_mode: Mutex::new(b.error_mode),
             max_items: b.max_items,
             order: b.order,
+            refresh_after: b.refresh_after,
             events: Listeners::new(),
         };
         Self { shared: Arc::new(shared), run: Mutex::new(Run::Latent) }
@@ -214,24 +218,30 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// The serializer's error; [`CuratorError::DataTooLarge`] past the framework's data limit;
     /// the create's error.
     pub async fn put(&self, item: &T) -> Result<()> {
-        put::put(&self.shared, std::slice::from_ref(item), None).await.map(|_| ())
+        put::put(&self.shared, QUEUE_ITEM_NAME, std::slice::from_ref(item), None).await.map(|_| ())
     }
 
     /// As [`put`](Self::put), waiting at most `max_wait` for room in a bounded queue: `false`
     /// (nothing put) if there was none in time (Curator's `put(item, maxWait, unit)`).
     pub async fn put_timeout(&self, item: &T, max_wait: Duration) -> Result<bool> {
-        put::put(&self.shared, std::slice::from_ref(item), Some(max_wait)).await
+        put::put(&self.shared, QUEUE_ITEM_NAME, std::slice::from_ref(item), Some(max_wait)).await
     }
 
     /// Puts several items in one node, consumed in order (Curator's `putMulti`).
     pub async fn put_multi(&self, items: &[T]) -> Result<()> {
-        put::put(&self.shared, items, None).await.map(|_| ())
+        put::put(&self.shared, QUEUE_ITEM_NAME, items, None).await.map(|_| ())
     }
 
     /// As [`put_multi`](Self::put_multi), waiting at most `max_wait` for room: `false` if
     /// there was none in time.
     pub async fn put_multi_timeout(&self, items: &[T], max_wait: Duration) -> Result<bool> {
-        put::put(&self.shared, items, Some(max_wait)).await
+        put::put(&self.shared, QUEUE_ITEM_NAME, items, Some(max_wait)).await
+    }
+
+    /// Puts `items` in one node named `prefix` + sequence number: the id, priority and delay
+    /// queues' puts.
+    pub(crate) async fn put_named(&self, prefix: &str, items: &[T], max_wait: Option<Duration>) -> Result<bool> {
+        put::put(&self.shared, prefix, items, max_wait).await
     }
 
     /// Sets the error mode from now on (Curator's `setErrorMode`).

@@ -3,11 +3,18 @@
 //!
 //! - [`SimpleDistributedQueue`]: Curator's (and ZooKeeper's own recipe's) simple queue, one item
 //!   of raw bytes per node `P/qn-<seq>`, taken at most once (module [`simple`]).
-//! - [`DistributedQueue`]: Curator's `DistributedQueue`, with its node names and data:
+//! - [`DistributedQueue`]: Curator's `DistributedQueue`, with its node names and data; and
+//!   Curator's [`DistributedIdQueue`], [`DistributedPriorityQueue`] and
+//!   [`DistributedDelayQueue`], each a thin typed wrapper over a `DistributedQueue` that names
+//!   its item nodes differently and takes them in another order
+//!   ([`QueueBuilder::build_id_queue`] and the like):
 //!
 //! | what | node | mode | data |
 //! |---|---|---|---|
 //! | an item node (one or more items) | `P/queue-<seq>` (`P` persistent as in Curator, its parents containers) | `PersistentSequential` | Curator's `ItemSerializer` framing ([`framing`]) |
+//! | an id queue's item node | `P/queue-\|<id>\|<seq>` | `PersistentSequential` | the same |
+//! | a priority queue's item node | `P/queue-<0 if negative, else 1><%08X priority><seq>` | `PersistentSequential` | the same |
+//! | a delay queue's item node | `P/queue-\|<%08X epoch ms>\|<seq>` | `PersistentSequential` | the same |
 //! | the lock on an item node, lock-safe mode only | `L/<item node name>` (`L` persistent, its parents containers) | `Ephemeral` | the framework's default data |
 //!
 //! One task per started queue takes the items: it lists `P` with a watch, sorts the names
@@ -28,18 +35,26 @@
 
 mod builder;
 mod consumer;
+mod delay;
 mod deliver;
 mod distributed;
 mod fence;
 pub mod framing;
+mod id;
 mod order;
+mod priority;
 mod put;
+mod remove;
 mod serializer;
 pub mod simple;
 mod take;
+mod wrapper;
 
 pub use builder::{ConsumerError, ErrorMode, QueueBuilder};
+pub use delay::DistributedDelayQueue;
 pub use distributed::{DistributedQueue, QueueEvent};
-pub use order::QUEUE_ITEM_NAME;
+pub use id::DistributedIdQueue;
+pub use order::{NEGATIVE_PRIORITY, NON_NEGATIVE_PRIORITY, QUEUE_ITEM_NAME, SEPARATOR};
+pub use priority::DistributedPriorityQueue;
 pub use serializer::{BytesSerializer, QueueSerializer, StringSerializer};
 pub use simple::{SimpleDistributedQueue, QUEUE_NODE_PREFIX};

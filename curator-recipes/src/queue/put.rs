@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! put(items)   : bytes = framing(serialize each item)         (bad item: its error, nothing sent)
-//!                bounded: Room; then create P/queue- (persistent sequential, parents: containers)
+//!                bounded: Room; then create P/<prefix> (persistent sequential, parents:
+//!                containers); the prefix is `queue-`, or the id, priority or delay queue's name
 //! Room         : getChildren+watch(P) -> fewer than max_items (or no P): room
 //!                                     -> else wait for the watch, then Room again
 //!                a timed put gives up (false) when its time runs out
@@ -16,11 +17,17 @@ use curator_core::{path, CreateMode, CuratorError, Result};
 use super::distributed::Shared;
 use super::framing;
 
-/// Puts `items` in one node; `false` if a timed put found no room in `max_wait`.
-pub(crate) async fn put<T: Send + 'static>(q: &Shared<T>, items: &[T], max_wait: Option<Duration>) -> Result<bool> {
+/// Puts `items` in one node named `prefix` + sequence number; `false` if a timed put found no
+/// room in `max_wait`.
+pub(crate) async fn put<T: Send + 'static>(
+    q: &Shared<T>,
+    prefix: &str,
+    items: &[T],
+    max_wait: Option<Duration>,
+) -> Result<bool> {
     let raw = items.iter().map(|item| q.serializer.serialize(item)).collect::<Result<Vec<_>>>()?;
     let data = framing::encode(&raw);
-    let prefix = path::make_path(&q.path, &q.order.prefix());
+    let prefix = path::make_path(&q.path, prefix);
     q.fw.check_data(&prefix, &data)?;
     if let Some(max_items) = q.max_items {
         let room = wait_for_room(q, max_items);

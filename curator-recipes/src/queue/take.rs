@@ -136,7 +136,10 @@ async fn may_be_lost(fw: &CuratorFramework, generation: u64, at_lock: &Connectio
 
 /// Creates our lock node: the generation of the session that holds it and the connection's
 /// state just after, or `None` when another consumer has it.
-async fn lock_item<T: Send + 'static>(q: &Shared<T>, lock: &str) -> Result<Option<(u64, ConnectionStateEvent)>> {
+pub(crate) async fn lock_item<T: Send + 'static>(
+    q: &Shared<T>,
+    lock: &str,
+) -> Result<Option<(u64, ConnectionStateEvent)>> {
     let acl = q.fw.acl_for_path(lock);
     q.fw.call_with_retry("queue lock", lock, |session, attempt| {
         let acl = acl.clone();

@@ -1,0 +1,69 @@
+//! The methods the id, priority and delay queues share with [`DistributedQueue`], written once:
+//! each hands the call to the queue it wraps.
+//!
+//! [`DistributedQueue`]: super::DistributedQueue
+
+/// Adds to `impl<T: Send + 'static> $queue<T>` (a struct whose field `queue` is the wrapped
+/// `DistributedQueue<T>`) its life cycle, error mode and events.
+macro_rules! delegate_to_queue {
+    ($queue:ident) => {
+        impl<T> std::fmt::Debug for $queue<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($queue)).field("queue", &self.queue).finish_non_exhaustive()
+            }
+        }
+
+        impl<T: Send + 'static> $queue<T> {
+            /// The queue's path.
+            pub fn path(&self) -> &str {
+                self.queue.path()
+            }
+
+            /// Creates the queue's path (and the lock path) as containers if missing and, if
+            /// the queue has a consumer, starts taking items ([`DistributedQueue::start`]).
+            ///
+            /// # Errors
+            /// [`CuratorError::IllegalState`](curator_core::CuratorError::IllegalState) if the
+            /// queue was started before; the error of creating the paths.
+            ///
+            /// [`DistributedQueue::start`]: super::DistributedQueue::start
+            pub async fn start(&self) -> curator_core::Result<()> {
+                self.queue.start().await
+            }
+
+            /// Stops taking items and waits for the consuming task to end
+            /// ([`DistributedQueue::close`]). Idempotent.
+            ///
+            /// [`DistributedQueue::close`]: super::DistributedQueue::close
+            pub async fn close(&self) {
+                self.queue.close().await
+            }
+
+            /// Sets the error mode from now on (Curator's `setErrorMode`).
+            pub fn set_error_mode(&self, mode: super::ErrorMode) {
+                self.queue.set_error_mode(mode)
+            }
+
+            /// A stream of the queue's events from now on; it ends after
+            /// [`close`](Self::close).
+            pub fn events(&self) -> curator_core::listeners::EventStream<super::QueueEvent> {
+                self.queue.events()
+            }
+
+            /// Adds a callback for the queue's events (run in order, off the I/O tasks).
+            pub fn add_listener(
+                &self,
+                listener: impl Fn(&super::QueueEvent) + Send + Sync + 'static,
+            ) -> curator_core::listeners::ListenerId {
+                self.queue.add_listener(listener)
+            }
+
+            /// Removes a listener added with [`add_listener`](Self::add_listener).
+            pub fn remove_listener(&self, id: curator_core::listeners::ListenerId) -> bool {
+                self.queue.remove_listener(id)
+            }
+        }
+    };
+}
+
+pub(crate) use delegate_to_queue;
