@@ -19,8 +19,8 @@ macro_rules! delegate_to_queue {
                 self.queue.path()
             }
 
-            /// Creates the queue's path (and the lock path) as containers if missing and, if
-            /// the queue has a consumer, starts taking items ([`DistributedQueue::start`]).
+            /// Creates the queue's path (and the lock path) if missing, as Curator does, and,
+            /// if the queue has a consumer, starts taking items ([`DistributedQueue::start`]).
             ///
             /// # Errors
             /// [`CuratorError::IllegalState`](curator_core::CuratorError::IllegalState) if the
