@@ -6,10 +6,10 @@
 //! apply(make):
 //!   optimistic, under the recipe's retry policy (conflicts count as retryable):
 //!     read P ──► make(value) ──► multi [write P at the version read, bump our tag] ──► done
-//!       │                          (first try: + get P, sent right behind the multi)
+//!       │                          (+ get P, sent right behind the multi)
 //!       │                          │ BadVersion / NodeExists / NoNode on P: conflict, retry
-//!       └ an operation whose previous one succeeded at its first try (our tag exists) starts
-//!         from the get behind that write instead (no read); if P or our tag changed since,
+//!       └ an operation whose previous one succeeded (our tag exists) starts from the get
+//!         behind that write instead (no read); if P or our tag changed since,
 //!         nothing was written and the same try goes on from the get behind this write
 //!         (not a conflict)
 //!                                  │ outcome unknown: sync, read the tag's version:
@@ -419,14 +419,14 @@ impl Engine {
     /// post)))` when written, `Ok(None)` on a conflict. `pre` is `None` for a missing node.
     /// The read is skipped when `own.basis` holds the node as read behind our last write; a
     /// `speculative` basis (kept since the previous operation) that turns out stale costs the
-    /// write, not the try, which goes on from the read behind that write. `first`: the
-    /// operation's first try, whose writes read behind themselves.
+    /// write, not the try, which goes on from the read behind that write. Every write reads
+    /// behind itself: the read serves this try when the write is stale, the next operation
+    /// when it succeeds, and nothing after a conflict (the pause makes it old).
     async fn try_once<F>(
         &self,
         own: &mut Own,
         make: &F,
         last_pre: &mut Option<Vec<u8>>,
-        first: bool,
         mut speculative: bool,
     ) -> Result<Option<(Option<Vec<u8>>, Vec<u8>)>>
     where
@@ -447,9 +447,7 @@ impl Engine {
                 Some((_, version)) => Write::Set(&new, *version),
                 None => Write::Create(&new),
             };
-            // Only the first try reads behind its write: what a later try (after a pause) would
-            // read there serves the next operation only, which then starts with a read.
-            match self.write(own, write, speculative, first).await? {
+            match self.write(own, write, speculative, true).await? {
                 Outcome::Written => return Ok(Some((pre, new))),
                 Outcome::Conflict => return Ok(None),
                 Outcome::Stale => speculative = false,
@@ -479,7 +477,7 @@ impl Engine {
         }
         loop {
             *count += 1;
-            let err = match self.try_once(own, make, last_pre, first && *count == 1, speculative).await {
+            let err = match self.try_once(own, make, last_pre, speculative).await {
                 Ok(Some(done)) => return Ok(Some(done)),
                 Ok(None) => CuratorError::BadVersion { path: self.path.clone() },
                 Err(err) => err,

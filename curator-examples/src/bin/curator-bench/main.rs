@@ -4,7 +4,7 @@
 //! unknown scenario. Every client is its own session, and everything goes through the project's
 //! public API, as a user would write it.
 //!
-//! Scenarios: `raw_sync`, `raw_async`, `lock`, `rwlock`, `children_cache`, `tree_cache` (the
+//! Scenarios: `raw_sync`, `raw_async`, `raw_versioned`, `lock`, `rwlock`, `children_cache`, `tree_cache` (the
 //! harness's), and ours: `waiters` (one framework, `--clients N` acquirers of one mutex as
 //! tasks), `cache_memory` (resident memory with `--children C` cached), `group_leave`
 //! (`--members M --observers O` GroupMembers, each its own session: from a member's session
@@ -69,6 +69,7 @@ fn main() -> ExitCode {
         match args.scenario.as_str() {
             "raw_sync" => raw::raw_sync(&args).await.map(Some),
             "raw_async" => raw::raw_async(&args).await.map(Some),
+            "raw_versioned" => raw::raw_versioned(&args).await.map(Some),
             "lock" => locks::lock(&args).await.map(Some),
             "rwlock" => locks::rwlock(&args).await.map(Some),
             "waiters" => locks::waiters(&args).await.map(Some),

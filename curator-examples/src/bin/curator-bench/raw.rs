@@ -1,5 +1,6 @@
 //! `raw_sync` and `raw_async`: create(EPHEMERAL_SEQUENTIAL) + delete pairs on the session's raw
-//! client (`Session::client`), the limit every recipe is measured against.
+//! client (`Session::client`), the limit every recipe is measured against. `raw_versioned`: the
+//! limit of any counter kept in one node, however many clients share it (`atomic_increments`).
 
 use std::time::Instant;
 
@@ -36,6 +37,43 @@ pub(crate) async fn raw_sync(args: &Args) -> Result<Vec<String>> {
     drop(session); // a Session must not outlive its use: close() ends the session when it is gone
     fw.close().await;
     Ok(vec![line("raw_sync", 1, args.cycles, wall, &mut samples, json!({}))])
+}
+
+/// `raw_versioned`: one session writes an 8-byte counter node at the version its previous
+/// write returned, one write after the other (`--cycles` of them): no read, no conflict, one
+/// request and one round trip per increment. No client of a counter in one versioned node can
+/// make more increments per second than this: each successful write names the version the
+/// previous one made, so it is sent only once the previous one is committed and its new version
+/// known to the writer (a reply, as here, or a read, which is no sooner); the server commits them
+/// one by one, each with its own fsync under forceSync=yes. `atomic_increments` at any number of
+/// sessions is bounded by this scenario's rate on the same server.
+pub(crate) async fn raw_versioned(args: &Args) -> Result<Vec<String>> {
+    let fw = crate::client(args).await?;
+    crate::ensure_path(&fw, &args.path).await?;
+    let session = fw.session().await?;
+    let client = session.client();
+    let path = format!("{}/counter", args.path);
+    let zk = |e| CuratorError::from_zk(&path, e);
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let (stat, _) = client.create(&path, &0i64.to_be_bytes(), &options).await.map_err(zk)?;
+    let (mut value, mut version) = (0i64, stat.version);
+    let mut samples = Vec::with_capacity(args.cycles);
+    let mut started = Instant::now();
+    for i in 0..args.warmup + args.cycles {
+        if i == args.warmup {
+            started = Instant::now();
+        }
+        let t = Instant::now();
+        value += 1;
+        version = client.set_data(&path, &value.to_be_bytes(), Some(version)).await.map_err(zk)?.version;
+        if i >= args.warmup {
+            samples.push(micros(t.elapsed()));
+        }
+    }
+    let wall = started.elapsed();
+    drop(session);
+    fw.close().await;
+    Ok(vec![line("raw_versioned", 1, args.cycles, wall, &mut samples, json!({}))])
 }
 
 pub(crate) async fn raw_async(args: &Args) -> Result<Vec<String>> {
