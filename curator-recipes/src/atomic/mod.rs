@@ -15,6 +15,7 @@ mod integer;
 mod long;
 mod number;
 mod optimistic;
+mod reap;
 mod result;
 
 pub use cached::CachedAtomicLong;
