@@ -1,7 +1,8 @@
 // Interop peer for the Rust lock tests: Apache Curator 5.x's own InterProcessMutex,
-// InterProcessReadWriteLock and InterProcessSemaphoreMutex on the same path as the Rust clients.
+// InterProcessReadWriteLock and InterProcessSemaphoreMutex on the same path as the Rust clients,
+// and InterProcessSemaphoreV2 sized by a SharedCount at <path>-count (seeded 1 if missing).
 //
-// Usage: java LockPeer <connect> <mutex|rw|semaphore> <path> <cycles> <holdMicros>
+// Usage: java LockPeer <connect> <mutex|rw|semaphore|semaphore-count> <path> <cycles> <holdMicros>
 // Prints READY once connected, waits for a line on stdin, then runs the cycles and prints,
 // for each hold, "HOLD <X|R|W> <startMicros> <endMicros>" with times since the epoch
 // read while holding, then DONE.
@@ -18,6 +19,9 @@ import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class LockPeer {
@@ -41,6 +45,23 @@ public class LockPeer {
         InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
         InterProcessSemaphoreMutex semaphore = new InterProcessSemaphoreMutex(client, path);
         StringBuilder out = new StringBuilder();
+        if (mode.equals("semaphore-count")) {
+            SharedCount count = new SharedCount(client, path + "-count", 1);
+            count.start();
+            InterProcessSemaphoreV2 sized = new InterProcessSemaphoreV2(client, path, count);
+            for (int i = 0; i < cycles; i++) {
+                Lease lease = sized.acquire();
+                long start = micros();
+                if (holdMicros > 0) {
+                    LockSupport.parkNanos(holdMicros * 1000);
+                }
+                long end = micros();
+                sized.returnLease(lease);
+                out.append("HOLD X ").append(start).append(' ').append(end).append('\n');
+            }
+            count.close();
+            cycles = 0;
+        }
         for (int i = 0; i < cycles; i++) {
             String kind;
             InterProcessLock lock;

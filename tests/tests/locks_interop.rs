@@ -1,14 +1,17 @@
 //! Interop with Apache Curator 5.4 (Debian's jars): a Java peer (tests/java/LockPeer.java,
 //! compiled here with `javac`) takes Curator's InterProcessMutex, InterProcessReadWriteLock and
-//! InterProcessSemaphoreMutex on the same paths as Rust clients; the checker sees no overlap
-//! either way. Missing `javac`
+//! InterProcessSemaphoreMutex, and InterProcessSemaphoreV2 sized by a SharedCount, on the same
+//! paths as Rust clients; the checker sees no overlap either way. Missing `javac`
 //! or jars fail the test with a message saying what to install.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use curator_core::CuratorFramework;
-use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex};
+use curator_recipes::locks::{
+    InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+};
+use curator_recipes::shared::SharedCount;
 use curator_test::{TestingServer, Timing};
 use tests::locks::{framework, Checker, HoldRecord};
 use tests::{init_tracing, unique_path};
@@ -200,6 +203,50 @@ async fn curator_and_rust_semaphores_exclude_each_other() {
     verify_with_java(java, &checker, RUST_CLIENTS * RUST_CYCLES + JAVA_CYCLES);
     let leases = tests::children(&fws[0], &format!("{path}/leases")).await;
     assert!(leases.is_empty(), "leases left behind: {leases:?}");
+    for fw in fws {
+        fw.close().await;
+    }
+}
+
+/// Curator's `InterProcessSemaphoreV2` sized by a `SharedCountReader` and ours sized by a
+/// `SharedCount` (`with_shared_count`), on one semaphore path and one count node holding 1:
+/// each side reads the count the other seeded or found, and their leases exclude each other
+/// (issue 16's semaphore sized from a count; Curator's `testThreadedLeaseIncrease` in
+/// `locks_curator_semaphore.rs` covers resizing on our side alone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_semaphores_sized_by_one_count_exclude_each_other() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let path = unique_path("interop-semaphore-count");
+    let count_path = format!("{path}-count");
+    let checker = Checker::new();
+    const RUST_CLIENTS: usize = 3;
+    const RUST_CYCLES: usize = 30;
+    const JAVA_CYCLES: usize = 60;
+    let mut fws = Vec::new();
+    for _ in 0..RUST_CLIENTS {
+        fws.push(framework(&server.connect_string()).await);
+    }
+    let rust_side = rust_clients(fws.clone(), |c, fw| {
+        let (path, count_path, checker) = (path.clone(), count_path.clone(), checker.clone());
+        async move {
+            let count = SharedCount::new(&fw, &count_path, 1).unwrap();
+            count.start().await.unwrap();
+            assert_eq!(count.count().unwrap(), 1, "the count node holds 1, whoever seeded it");
+            let semaphore = InterProcessSemaphoreV2::with_shared_count(&fw, &path, &count).unwrap();
+            for _ in 0..RUST_CYCLES {
+                let lease = semaphore.acquire().await.unwrap();
+                checker.hold(&format!("rust{c}"), None, Duration::from_micros(200)).await;
+                lease.release().await.unwrap();
+            }
+        }
+    });
+    let java = with_java_peer(&server.connect_string(), "semaphore-count", &path, JAVA_CYCLES, 200, rust_side).await;
+    verify_with_java(java, &checker, RUST_CLIENTS * RUST_CYCLES + JAVA_CYCLES);
+    let leases = tests::children(&fws[0], &format!("{path}/leases")).await;
+    assert!(leases.is_empty(), "leases left behind: {leases:?}");
+    let data = fws[0].get_data().for_path(&count_path).await.unwrap();
+    assert_eq!(data, 1i32.to_be_bytes(), "the count node is Curator's 4-byte big-endian 1");
     for fw in fws {
         fw.close().await;
     }
