@@ -6,7 +6,8 @@
 //! the same, read item by item by the other; a node with broken framing written by one side is
 //! skipped (and deleted) by the other. The queue and lock paths are persistent, as Curator makes
 //! them, so the server's container reaper never takes them from under a Java peer. Curator's
-//! priority and delay queues run too (their node names are checked for the Rust variants).
+//! priority and delay queues run too (their node names and order; their interop with our variants
+//! is `queue_variants_interop.rs`).
 //! Missing `javac` or jars fail the test with a message saying what to install.
 
 use std::sync::{Arc, Mutex};
@@ -347,8 +348,8 @@ async fn queue_paths_stay_for_curator_when_empty() {
 
 /// Curator's `DistributedPriorityQueue` in the peer: its node names are `queue-` + `0` for a
 /// negative priority, `1` otherwise, + `%08X` of the priority as 32 bits + the sequence number,
-/// and its consumer takes the lowest priority first. (For our priority queue's interop, to come:
-/// the peer's `priority` kind is ready.)
+/// and its consumer takes the lowest priority first. (Its interop with our priority queue:
+/// `queue_variants_interop.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_priority_queue_names_and_order() {
     init_tracing();
@@ -374,8 +375,7 @@ async fn curator_priority_queue_names_and_order() {
 
 /// Curator's `DistributedDelayQueue` in the peer: its node names are
 /// `queue-|<%08X of the epoch ms>|<seq>`, and its consumer hands an item over no earlier than
-/// its time, the earliest first. (For our delay queue's interop, to come: the peer's `delay`
-/// kind is ready.)
+/// its time, the earliest first. (Its interop with our delay queue: `queue_variants_interop.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_delay_queue_names_and_order() {
     init_tracing();

@@ -327,6 +327,8 @@ async fn two_consumers_on_each_side(kind: Kind) {
     assert!(all, "not all consumed: {tally}");
     assert_eq!((tally.twice, tally.missing), (0, 0), "items consumed twice, items never consumed ({tally})");
     assert_eq!(consumed.len(), 2 * ITEMS, "{tally}");
+    let [jj, jr, rj, rr] = tally.cross;
+    assert!(jj + jr > 0 && rj + rr > 0, "both sides' consumers took items: {tally}");
     assert!(bad.lock().unwrap().is_empty(), "no bad items: {:?}", bad.lock().unwrap());
     java.quit().await;
     f.close().await;
