@@ -241,7 +241,6 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() as u64
 }
 
-
 /// How a run with consumers on both sides went: items consumed more than once, items never
 /// consumed, and who took whose.
 #[derive(Debug)]
