@@ -1,26 +1,30 @@
 // Interop peer for the Rust queue tests: Apache Curator 5.x's own DistributedQueue,
-// DistributedPriorityQueue and DistributedDelayQueue on the same paths as the Rust queues, with
+// DistributedPriorityQueue, DistributedDelayQueue and DistributedIdQueue on the same paths as the Rust queues, with
 // items as UTF-8 text (the serializer below, which refuses bytes that are not UTF-8 as the Rust
 // StringSerializer does).
 //
 // Usage: java QueuePeer <connect>
 // Connects one client (for RAW), prints READY, then answers each line of stdin:
 //   CONSUME <id> <kind> <path> <lockPath|->
-//       a queue of kind <kind> (queue, priority or delay) with a consumer, on a client (session)
-//       of its own, lock-safe with <lockPath> unless "-"; answers "STARTED <id>". From then on
-//       the consumer prints "ITEM <id> <item>" for each item it is handed, when it is handed it.
+//       a queue of kind <kind> (queue, priority, delay or id) with a consumer, on a client
+//       (session) of its own, lock-safe with <lockPath> unless "-"; answers "STARTED <id>". From
+//       then on the consumer prints "ITEM <id> <item> <epoch ms>" for each item it is handed,
+//       when it is handed it (the time is System.currentTimeMillis() then).
 //       (Curator's QueueConsumer is not told the item's node name, so none is printed.)
 //   PRODUCE <id> <kind> <path>
 //       a producer-only queue (no consumer) on a client of its own; answers "STARTED <id>".
 //   PUT <id> <arg|-> <item>
 //       put(item) on queue <id>: for a priority queue <arg> is the priority (an int), for a delay
-//       queue the epoch time in ms before which the item is not consumed; "-" for a plain queue.
+//       queue the epoch time in ms before which the item is not consumed, for an id queue the
+//       item's id; "-" for a plain queue.
 //       Puts are made in the foreground (putInBackground(false)), so "PUT" answers once the
 //       node is there.
 //   PUTN <id> <arg|-> <prefix> <n>
 //       puts <prefix>-0 ... <prefix>-<n-1>, one node each, in order; answers "PUT <n>".
 //   PUTMULTI <id> <arg|-> <item> <item> ...
 //       putMulti: all the items in one node; answers "PUT <count>".
+//   REMOVE <id> <itemId>
+//       DistributedIdQueue.remove(itemId) on id queue <id>; answers "REMOVED <count>".
 //   RAW <path> <hex>
 //       creates the persistent sequential node <path>/queue- holding the bytes <hex> ("-" for
 //       none), as a producer with broken framing would; answers "RAW <node name>".
@@ -43,6 +47,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
+import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
 import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
 import org.apache.curator.framework.recipes.queue.DistributedQueue;
 import org.apache.curator.framework.recipes.queue.MultiItem;
@@ -95,8 +100,15 @@ public class QueuePeer {
                 case "queue": ((DistributedQueue<String>) queue).put(item); break;
                 case "priority": ((DistributedPriorityQueue<String>) queue).put(item, Integer.parseInt(arg)); break;
                 case "delay": ((DistributedDelayQueue<String>) queue).put(item, Long.parseLong(arg)); break;
+                case "id": ((DistributedIdQueue<String>) queue).put(item, arg); break;
                 default: throw new IllegalStateException(kind);
             }
+        }
+
+        @SuppressWarnings("unchecked")
+        int remove(String itemId) throws Exception {
+            if (!kind.equals("id")) throw new IllegalStateException("REMOVE on a " + kind + " queue");
+            return ((DistributedIdQueue<String>) queue).remove(itemId);
         }
 
         @SuppressWarnings("unchecked")
@@ -136,7 +148,7 @@ public class QueuePeer {
                         QueueConsumer<String> consumer = new QueueConsumer<String>() {
                             @Override
                             public void consumeMessage(String item) {
-                                say("ITEM " + id + " " + item);
+                                say("ITEM " + id + " " + item + " " + System.currentTimeMillis());
                             }
 
                             @Override
@@ -164,6 +176,7 @@ public class QueuePeer {
                         say("PUT " + items.length);
                         break;
                     }
+                    case "REMOVE": say("REMOVED " + peer(peers, w[1]).remove(w[2])); break;
                     case "RAW": {
                         byte[] data = w[2].equals("-") ? new byte[0] : hex(w[2]);
                         String created = client.create()
@@ -219,9 +232,15 @@ public class QueuePeer {
                 queue = q;
                 break;
             }
+            case "id": {
+                DistributedIdQueue<String> q = b.buildIdQueue();
+                q.start();
+                queue = q;
+                break;
+            }
             default:
                 c.close();
-                throw new IllegalArgumentException("want queue, priority or delay, not " + kind);
+                throw new IllegalArgumentException("want queue, priority, delay or id, not " + kind);
         }
         return new Peer(kind, c, queue);
     }

@@ -7,6 +7,8 @@
 //! - [`locks`]: the mutual-exclusion checker and the lock tests' frameworks.
 //! - [`caches`]: node edits, event waits and event-log replays for the cache tests.
 //! - [`java`]: the Apache Curator peers of the interop tests.
+//! - [`queues`]: Curator's queues in a Java peer and logging Rust consumers, for the queue
+//!   interop tests.
 //! - [`leadership`]: the leadership checker every election test uses, and recording participants.
 //! - [`policies`]: the error and retry policies every injected fault is tried with.
 
@@ -17,6 +19,7 @@ pub mod java;
 pub mod leadership;
 pub mod locks;
 pub mod policies;
+pub mod queues;
 pub mod zk;
 
 pub use fixture::{builder, client, connected, init_tracing, proxied_with_states, unique_path, wait_for, Fixture};

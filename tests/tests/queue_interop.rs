@@ -6,199 +6,21 @@
 //! the same, read item by item by the other; a node with broken framing written by one side is
 //! skipped (and deleted) by the other. The queue and lock paths are persistent, as Curator makes
 //! them, so the server's container reaper never takes them from under a Java peer. Curator's
-//! priority and delay queues run too (their node names are checked for the Rust variants).
+//! priority and delay queues run too (their node names and order; their interop with our variants
+//! is `queue_variants_interop.rs`).
 //! Missing `javac` or jars fail the test with a message saying what to install.
 
-use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use curator_core::{CreateMode, CuratorFramework};
-use curator_recipes::queue::{framing, DistributedQueue, QueueEvent, StringSerializer};
-use curator_test::{eventually, TestingServer, Timing};
+use curator_core::CreateMode;
+use curator_recipes::queue::{framing, DistributedQueue, StringSerializer};
+use curator_test::{eventually, TestingServer};
 use tests::fixture::{init_tracing, unique_path, Fixture};
+use tests::queues::{
+    deadline, drained, now_ms, numbered, rust_consumer, rust_items, wait_rust_items, JavaPeer, Log, Tally,
+};
 use tests::{children, client};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
-use tokio::sync::mpsc;
-
-/// Who consumed which item, in the order they were consumed: `(consumer, item)`.
-type Log = Arc<Mutex<Vec<(String, String)>>>;
-
-fn deadline() -> Duration {
-    Timing::new().deadline()
-}
-
-/// Curator's queues in a Java process.
-struct JavaPeer {
-    child: Child,
-    stdin: ChildStdin,
-    answers: mpsc::UnboundedReceiver<String>,
-    /// What the Java consumers were handed (`ITEM <id> <item>`), as `("java-<id>", item)`.
-    consumed: Log,
-}
-
-impl JavaPeer {
-    async fn start(connect: &str, consumed: &Log) -> JavaPeer {
-        let mut child = tests::java::peer("QueuePeer")
-            .arg(connect)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java (apt-get install default-jdk-headless)");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (tx, mut answers) = mpsc::unbounded_channel();
-        let heard = consumed.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                match line.strip_prefix("ITEM ").and_then(|rest| rest.split_once(' ')) {
-                    Some((id, item)) => heard.lock().unwrap().push((format!("java-{id}"), item.to_string())),
-                    None => {
-                        let _ = tx.send(line);
-                    }
-                }
-            }
-        });
-        let ready = tokio::time::timeout(deadline(), answers.recv()).await;
-        assert_eq!(ready.expect("the java peer starts in time").as_deref(), Some("READY"));
-        let stdin = child.stdin.take().expect("stdin");
-        JavaPeer { child, stdin, answers, consumed: consumed.clone() }
-    }
-
-    /// Sends `line` and returns the answer, ERROR included.
-    async fn try_command(&mut self, line: &str) -> String {
-        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the java peer");
-        self.stdin.flush().await.expect("flush");
-        tokio::time::timeout(deadline(), self.answers.recv())
-            .await
-            .unwrap_or_else(|_| panic!("the java peer did not answer {line:?} in time"))
-            .expect("the java peer's output ended")
-    }
-
-    /// Sends `line` and returns the answer; panics on ERROR.
-    async fn command(&mut self, line: &str) -> String {
-        let answer = self.try_command(line).await;
-        assert!(!answer.starts_with("ERROR"), "the java peer failed {line:?}: {answer}");
-        answer
-    }
-
-    /// Starts Curator's queue `kind` (`queue`, `priority`, `delay`) with a consumer `id` on a
-    /// session of its own, lock-safe under `lock` if given.
-    async fn consume(&mut self, id: &str, kind: &str, path: &str, lock: Option<&str>) {
-        let answer = self.command(&format!("CONSUME {id} {kind} {path} {}", lock.unwrap_or("-"))).await;
-        assert_eq!(answer, format!("STARTED {id}"));
-    }
-
-    /// Starts Curator's producer-only queue `kind` as `id`.
-    async fn produce(&mut self, id: &str, kind: &str, path: &str) {
-        assert_eq!(self.command(&format!("PRODUCE {id} {kind} {path}")).await, format!("STARTED {id}"));
-    }
-
-    /// Curator's `put` of `<prefix>-0` .. `<prefix>-<n-1>` on queue `id`, one node each.
-    async fn put_n(&mut self, id: &str, prefix: &str, n: usize) {
-        assert_eq!(self.command(&format!("PUTN {id} - {prefix} {n}")).await, format!("PUT {n}"));
-    }
-
-    /// Curator's `putMulti` of `items` (one node) on queue `id`; `arg` is the priority or the
-    /// delay's epoch ms, `-` for a plain queue.
-    async fn put_multi(&mut self, id: &str, arg: &str, items: &[&str]) {
-        let answer = self.command(&format!("PUTMULTI {id} {arg} {}", items.join(" "))).await;
-        assert_eq!(answer, format!("PUT {}", items.len()));
-    }
-
-    /// Creates `path/queue-<seq>` holding `data` with Curator's client; returns the node's name.
-    async fn raw(&mut self, path: &str, data: &[u8]) -> String {
-        let hex: String = if data.is_empty() { "-".into() } else { data.iter().map(|b| format!("{b:02x}")).collect() };
-        let answer = self.command(&format!("RAW {path} {hex}")).await;
-        answer.strip_prefix("RAW ").expect("RAW <name>").to_string()
-    }
-
-    /// The items the Java consumers were handed so far, in order.
-    fn items(&self) -> Vec<String> {
-        self.consumed
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(who, _)| who.starts_with("java"))
-            .map(|(_, i)| i.clone())
-            .collect()
-    }
-
-    /// The Java consumers' items once there are `n` of them (within the deadline).
-    async fn wait_items(&self, n: usize) -> Vec<String> {
-        let consumed = self.consumed.clone();
-        let count = move || consumed.lock().unwrap().iter().filter(|(who, _)| who.starts_with("java")).count();
-        let reached = eventually(deadline(), || {
-            let count = count.clone();
-            async move { count() >= n }
-        })
-        .await;
-        assert!(reached, "the java consumers were handed {:?}, want {n} items", self.items());
-        self.items()
-    }
-
-    async fn quit(mut self) {
-        assert_eq!(self.try_command("QUIT").await, "BYE");
-        let status = tokio::time::timeout(deadline(), self.child.wait()).await;
-        assert!(status.expect("the java peer exits").expect("wait").success());
-    }
-}
-
-/// A Rust queue on `path` (lock-safe under `lock` if given) whose consumer logs each item as
-/// `(who, item)` and then works on it for `work`; its `BadItem` node names go to `bad`.
-fn rust_consumer(
-    fw: &CuratorFramework,
-    path: &str,
-    lock: Option<&str>,
-    (who, work): (&str, Duration),
-    log: &Log,
-    bad: &Arc<Mutex<Vec<String>>>,
-) -> DistributedQueue<String> {
-    let (log, who) = (log.clone(), who.to_string());
-    let mut builder = DistributedQueue::builder(fw, path, StringSerializer).consumer(move |item: String| {
-        log.lock().unwrap().push((who.clone(), item));
-        async move {
-            // The work an item takes: long enough that Curator's consumers get their share.
-            tokio::time::sleep(work).await;
-            Ok::<(), String>(())
-        }
-    });
-    if let Some(lock) = lock {
-        builder = builder.lock_path(lock);
-    }
-    let queue = builder.build().expect("valid queue");
-    let bad = bad.clone();
-    queue.add_listener(move |event| {
-        if let QueueEvent::BadItem { node, .. } = event {
-            bad.lock().unwrap().push(node.clone());
-        }
-    });
-    queue
-}
-
-/// The items of `log` consumed by Rust consumers, in order.
-fn rust_items(log: &Log) -> Vec<String> {
-    log.lock().unwrap().iter().filter(|(who, _)| who.starts_with("rust")).map(|(_, i)| i.clone()).collect()
-}
-
-/// Waits until Rust consumers have consumed `n` items and returns them.
-async fn wait_rust_items(log: &Log, n: usize) -> Vec<String> {
-    let reached = eventually(deadline(), || async { rust_items(log).len() >= n }).await;
-    assert!(reached, "the rust consumers consumed {:?}, want {n} items", rust_items(log));
-    rust_items(log)
-}
-
-/// `<prefix>-0` .. `<prefix>-<n-1>`.
-fn numbered(prefix: &str, n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}-{i}")).collect()
-}
-
-/// Waits until `path` has no children.
-async fn drained(fw: &CuratorFramework, path: &str) {
-    let empty = eventually(deadline(), || async { children(fw, path).await.is_empty() }).await;
-    assert!(empty, "{path} still holds {:?}", children(fw, path).await);
-}
 
 /// Items Curator's producer puts reach a Rust consumer in Curator's order (a single consumer:
 /// the order of the sequence numbers); the nodes are `P/queue-<seq>` holding our framing of one
@@ -307,29 +129,13 @@ async fn two_consumers_on_each_side(lock_safe: bool) {
     }
 
     let consumed = log.lock().unwrap().clone();
-    let mut times: HashMap<&str, usize> = HashMap::new();
-    for (_, item) in &consumed {
-        *times.entry(item.as_str()).or_default() += 1;
-    }
     let expected: Vec<String> = numbered("java", ITEMS).into_iter().chain(numbered("rust", ITEMS)).collect();
-    let twice = times.values().filter(|&&n| n > 1).count();
-    let missing = expected.iter().filter(|item| !times.contains_key(item.as_str())).count();
-    let by = |consumer: &str, producer: &str| {
-        consumed.iter().filter(|(who, item)| who.starts_with(consumer) && item.starts_with(producer)).count()
-    };
-    let counts = format!(
-        "java took {} of java's and {} of rust's, rust took {} of java's and {} of rust's",
-        by("java", "java"),
-        by("java", "rust"),
-        by("rust", "java"),
-        by("rust", "rust")
-    );
-    tracing::info!(lock_safe, twice, missing, "{counts}");
-    assert!(all, "not all consumed: {counts}");
-    assert_eq!((twice, missing), (0, 0), "items consumed twice, items never consumed ({counts})");
-    assert_eq!(consumed.len(), 2 * ITEMS, "{counts}");
-    let cross = [by("java", "java"), by("java", "rust"), by("rust", "java"), by("rust", "rust")];
-    assert!(cross.iter().all(|&n| n > 0), "each side consumed items of both producers: {counts}");
+    let tally = Tally::of(&consumed, &expected);
+    tracing::info!(lock_safe, "{tally}");
+    assert!(all, "not all consumed: {tally}");
+    assert_eq!((tally.twice, tally.missing), (0, 0), "items consumed twice, items never consumed ({tally})");
+    assert_eq!(consumed.len(), 2 * ITEMS, "{tally}");
+    assert!(tally.cross.iter().all(|&n| n > 0), "each side consumed items of both producers: {tally}");
     assert!(bad.lock().unwrap().is_empty(), "no bad items: {:?}", bad.lock().unwrap());
 
     producer.close().await;
@@ -540,15 +346,10 @@ async fn queue_paths_stay_for_curator_when_empty() {
     fw.close().await;
 }
 
-/// Milliseconds since the epoch.
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_millis() as u64
-}
-
 /// Curator's `DistributedPriorityQueue` in the peer: its node names are `queue-` + `0` for a
 /// negative priority, `1` otherwise, + `%08X` of the priority as 32 bits + the sequence number,
-/// and its consumer takes the lowest priority first. (For our priority queue's interop, to come:
-/// the peer's `priority` kind is ready.)
+/// and its consumer takes the lowest priority first. (Its interop with our priority queue:
+/// `queue_variants_interop.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_priority_queue_names_and_order() {
     init_tracing();
@@ -574,8 +375,7 @@ async fn curator_priority_queue_names_and_order() {
 
 /// Curator's `DistributedDelayQueue` in the peer: its node names are
 /// `queue-|<%08X of the epoch ms>|<seq>`, and its consumer hands an item over no earlier than
-/// its time, the earliest first. (For our delay queue's interop, to come: the peer's `delay`
-/// kind is ready.)
+/// its time, the earliest first. (Its interop with our delay queue: `queue_variants_interop.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_delay_queue_names_and_order() {
     init_tracing();
