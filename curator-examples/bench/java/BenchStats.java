@@ -1,6 +1,7 @@
 // Statistics shared by the Java peers of the benchmarks (GroupBench, DiscoveryBench, LeaderBench,
-// AtomicBench): nearest-rank percentiles of nanosecond samples, printed in microseconds as the
-// harness's JSON lines want, and the server's request counter (zk_packets_received through mntr).
+// AtomicBench, QueueBench): nearest-rank percentiles of nanosecond samples, printed in microseconds
+// as the harness's JSON lines want, and the server's request counter (zk_packets_received through
+// mntr).
 
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;

@@ -15,7 +15,8 @@ pub(crate) struct Args {
     pub adds: usize,
     /// Ours: run on tokio's current-thread runtime (`--runtime current`).
     pub current_thread: bool,
-    /// Ours: `waiters` with `--mode queued` uses a QueuedMutex.
+    /// Ours: `waiters` with `--mode queued` uses a QueuedMutex; `queue`'s mode, `plain` (the
+    /// default) or `lock-safe`.
     pub mode: String,
     /// Ours: `group_leave`'s members (`--members`, 100 by default).
     pub members: usize,
@@ -50,6 +51,14 @@ pub(crate) struct Args {
     pub retry_times: u32,
     /// Ours: its sleep in milliseconds (`--retry-sleep-ms`, 1 by default).
     pub retry_sleep_ms: u64,
+    /// Ours: `queue`'s consumer sessions (`--consumers`, 4 by default).
+    pub consumers: usize,
+    /// Ours: `queue`'s timed items (`--items`, 2000 by default).
+    pub items: usize,
+    /// Ours: `queue`'s item size in bytes (`--item-size`, 64 by default).
+    pub item_size: usize,
+    /// Ours: `queue`'s untimed items put and taken first (`--warmup-items`, 20 by default).
+    pub warmup_items: usize,
 }
 
 impl Args {
@@ -82,6 +91,10 @@ impl Args {
             warmup_increments: 20,
             retry_times: 20,
             retry_sleep_ms: 1,
+            consumers: 4,
+            items: 2000,
+            item_size: 64,
+            warmup_items: 20,
         };
         while let Some(key) = it.next() {
             let Some(value) = it.next() else { return Err(format!("{key} needs a value")) };
@@ -122,6 +135,10 @@ impl Args {
                     a.retry_times = u32::try_from(num(&value)?).map_err(|_| format!("{key}: too large"))?
                 }
                 "--retry-sleep-ms" => a.retry_sleep_ms = num(&value)? as u64,
+                "--consumers" => a.consumers = num(&value)?.max(1),
+                "--items" => a.items = num(&value)?.max(1),
+                "--item-size" => a.item_size = num(&value)?,
+                "--warmup-items" => a.warmup_items = num(&value)?,
                 _ => {}
             }
         }

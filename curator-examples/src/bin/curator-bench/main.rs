@@ -14,10 +14,12 @@
 //! `LeaderLatch`es, each its own session: from the leader's `close()` to the next leader's
 //! is-leader event; see leader.rs) and `atomic_increments` (`--sessions S --increments I` or
 //! `--seconds D`: a `DistributedAtomicLong` incremented by S sessions in optimistic mode; see
-//! atomic.rs). Not a scenario: `--scenario serve [--force-sync no]`
+//! atomic.rs) and `queue` (`--consumers C --items N --item-size B --mode plain|lock-safe`: one
+//! producer and C consumer sessions on one `DistributedQueue`, items per second put and taken;
+//! see queue.rs). Not a scenario: `--scenario serve [--force-sync no]`
 //! starts a throwaway ZooKeeper (curator-test's `TestingServer`), prints its connect string and
-//! stops it when stdin closes (scripts/bench-group, scripts/bench-discovery, scripts/bench-leader
-//! and scripts/bench-atomic use it).
+//! stops it when stdin closes (scripts/bench-group, scripts/bench-discovery, scripts/bench-leader,
+//! scripts/bench-atomic and scripts/bench-queue use it).
 
 mod args;
 mod atomic;
@@ -26,6 +28,7 @@ mod discovery;
 mod group;
 mod leader;
 mod locks;
+mod queue;
 mod raw;
 mod report;
 
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
             "discovery_cache" => discovery::discovery_cache(&args).await.map(Some),
             "leader_failover" => leader::leader_failover(&args).await.map(Some),
             "atomic_increments" => atomic::atomic_increments(&args).await.map(Some),
+            "queue" => queue::queue(&args).await.map(Some),
             "serve" => serve(&args).await.map(|()| Some(Vec::new())),
             _ => Ok(None),
         }
