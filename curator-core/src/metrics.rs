@@ -177,6 +177,31 @@ pub mod cache {
     pub const TREE_CACHE: &str = "tree_cache";
 }
 
+/// Tells the installed recorder the unit and a one-line help text of every metric (an exporter
+/// shows them, as Prometheus's `# HELP`). Call it once, after installing the recorder; metrics
+/// are recorded whether or not it is called.
+pub fn describe() {
+    use ::metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    let state = "connection state: 0 latent, 1 connected, 2 suspended, 3 reconnected, 4 lost, 5 read_only, 6 closed";
+    describe_gauge!(CONNECTION_STATE, state);
+    describe_counter!(CONNECTION_STATE_CHANGES, Unit::Count, "connection-state transitions, by state entered");
+    describe_counter!(SESSIONS, Unit::Count, "sessions opened");
+    describe_counter!(SESSION_EXPIRATIONS, Unit::Count, "sessions lost, by reason");
+    describe_counter!(RECONNECTIONS, Unit::Count, "connections regained on the same session");
+    describe_counter!(CONNECT_FAILURES, Unit::Count, "failed attempts to open a session");
+    describe_histogram!(OPERATION_DURATION, Unit::Seconds, "operation time, retries included, by op");
+    describe_counter!(OPERATION_ERRORS, Unit::Count, "failed operations, by op and error");
+    describe_counter!(OPERATION_RETRIES, Unit::Count, "operation retries, by op and error");
+    describe_histogram!(LOCK_WAIT, Unit::Seconds, "acquire start to grant, by recipe");
+    describe_histogram!(LOCK_HOLD, Unit::Seconds, "grant to release or loss, by recipe");
+    describe_counter!(LOCK_LOST, Unit::Count, "holds that may have been lost, by recipe and reason");
+    describe_counter!(LEADER_CHANGES, Unit::Count, "terms of leadership begun here, by recipe");
+    describe_counter!(CACHE_LOADS, Unit::Count, "full cache loads, by cache");
+    describe_counter!(CACHE_LOAD_FAILURES, Unit::Count, "failed cache loads, by cache");
+    describe_histogram!(CACHE_LOAD_DURATION, Unit::Seconds, "full cache load time, by cache");
+    describe_histogram!(CACHE_EVENT_LAG, Unit::Seconds, "watch event to listener queue, by cache");
+}
+
 /// The number [`CONNECTION_STATE`] shows for `state`.
 pub fn state_number(state: ConnectionState) -> u8 {
     match state {
