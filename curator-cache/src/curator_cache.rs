@@ -243,6 +243,7 @@ impl CuratorCacheBuilder {
             },
             cache_data: !has(CuratorCacheOption::DoNotCacheData),
             create_path: has(CuratorCacheOption::CreateParentContainers),
+            kind: curator_core::metrics::cache::CURATOR_CACHE,
         };
         let shell = CacheShell::new(&self.fw, config, !has(CuratorCacheOption::DoNotClearOnClose))?;
         Ok(CuratorCache { shell })

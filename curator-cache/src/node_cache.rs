@@ -62,6 +62,7 @@ impl NodeCache {
             scope: Scope { root: path.to_string(), max_depth: 0, selector: None },
             cache_data: true,
             create_path: false,
+            kind: curator_core::metrics::cache::NODE_CACHE,
         };
         Ok(Self { shell: CacheShell::new(fw, config, true)? })
     }

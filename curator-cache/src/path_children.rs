@@ -158,6 +158,7 @@ impl PathChildrenCacheBuilder {
             scope: Scope { root: self.path, max_depth: 1, selector: None },
             cache_data: self.cache_data,
             create_path: self.create_parent_containers,
+            kind: curator_core::metrics::cache::PATH_CHILDREN_CACHE,
         };
         Ok(PathChildrenCache { shell: CacheShell::new(&self.fw, config, true)? })
     }

@@ -114,6 +114,7 @@ impl TreeCacheBuilder {
             scope: Scope { root: self.path, max_depth: self.max_depth, selector: self.selector },
             cache_data: self.cache_data,
             create_path: self.create_parent_containers,
+            kind: curator_core::metrics::cache::TREE_CACHE,
         };
         Ok(TreeCache { shell: CacheShell::new(&self.fw, config, true)? })
     }

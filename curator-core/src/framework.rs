@@ -468,6 +468,7 @@ impl CuratorFramework {
     {
         let span = tracing::debug_span!("zk", op, path);
         async {
+            let started = std::time::Instant::now();
             let mut retry = self.retry_loop();
             let mut shutdown = self.inner.shutdown.subscribe();
             loop {
@@ -482,9 +483,19 @@ impl CuratorFramework {
                 match result {
                     Ok(value) => {
                         tracing::debug!(retries = retry.retries(), "ok");
+                        crate::metrics::operation_done(op, started, None);
                         return Ok(value);
                     }
-                    Err(err) => retry.on_error(err).await?,
+                    Err(err) => {
+                        let kind = crate::metrics::error_kind(&err);
+                        match retry.on_error(err).await {
+                            Ok(()) => crate::metrics::operation_retried(op, kind),
+                            Err(err) => {
+                                crate::metrics::operation_done(op, started, Some(&err));
+                                return Err(err);
+                            }
+                        }
+                    }
                 }
             }
         }

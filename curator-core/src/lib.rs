@@ -36,7 +36,8 @@
 //!
 //! Module map: [`framework`] (the client), [`builder`] (its options), [`session`] (the session manager),
 //! [`state`] (connection states), [`retry`], [`path`], [`ops`] (the fluent operations),
-//! [`background`] (callbacks), [`listeners`] (the one listener queue), [`error`].
+//! [`background`] (callbacks), [`listeners`] (the one listener queue), [`metrics`] (the names
+//! of the metrics and where they are recorded), [`error`].
 
 #![warn(missing_docs)]
 
@@ -46,6 +47,7 @@ pub mod builder;
 pub mod error;
 pub mod framework;
 pub mod listeners;
+pub mod metrics;
 pub mod ops;
 pub mod path;
 pub mod retry;

@@ -141,6 +141,7 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
             },
         };
         failures += 1;
+        crate::metrics::connect_failed();
         if failures == 1 {
             tracing::warn!(connect_string = %connect_string, error = %error, "could not open a session; retrying with backoff");
         } else {
@@ -251,6 +252,7 @@ async fn follow(
             _ = shutdown.changed() => return End::Shutdown,
             _ = tokio::time::sleep_until(lost_at) => {
                 tracing::warn!(session = %client.session_id(), silent = ?heard.elapsed(), "no answer from the server for most of a session timeout: presuming the session lost");
+                crate::metrics::session_presumed_lost();
                 return End::Lost;
             }
             _ = probes.tick(), if idle => {
@@ -286,6 +288,7 @@ async fn follow(
             }
             (s, _) if s.is_terminated() => {
                 tracing::warn!(session = %client.session_id(), state = %s, "session ended");
+                crate::metrics::session_ended(s);
                 return End::Lost;
             }
             _ => {}

@@ -114,7 +114,9 @@ impl StateHub {
     pub(crate) fn publish(&self, mut event: ConnectionStateEvent) {
         tracing::info!(state = ?event.state, session = format_args!("{:#x}", event.session_id), generation = event.generation, new_session = event.new_session, "connection state");
         let _order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let previous_generation = self.latest.borrow().generation;
         event.seq = self.latest.borrow().seq + 1;
+        crate::metrics::state_published(&event, previous_generation);
         self.listeners.publish(event.clone());
         self.latest.send_replace(event);
     }

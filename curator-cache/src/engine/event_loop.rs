@@ -35,10 +35,13 @@ enum Action {
     Read {
         path: String,
         result: std::result::Result<(Vec<u8>, zk::Stat), zk::Error>,
+        /// When its watch event came (for the event lag metric).
+        received: std::time::Instant,
     },
     Delete {
         path: String,
         zxid: i64,
+        received: std::time::Instant,
     },
     /// The read of a `rebuild_node` command, applied without events.
     Rebuilt {
@@ -366,13 +369,14 @@ impl Engine {
                 }
                 tracing::trace!(path = %path, kind = ?event.event_type, "reading changed node");
                 let read = live.client.get_data(&path);
-                live.pending.push_back(Box::pin(async move { Action::Read { path, result: read.await } }));
+                let received = std::time::Instant::now();
+                live.pending.push_back(Box::pin(async move { Action::Read { path, result: read.await, received } }));
             }
             zk::EventType::NodeDeleted => {
                 let path = event.path;
                 if self.config.scope.contains(&path) {
-                    let zxid = event.zxid;
-                    live.pending.push_back(Box::pin(async move { Action::Delete { path, zxid } }));
+                    let (zxid, received) = (event.zxid, std::time::Instant::now());
+                    live.pending.push_back(Box::pin(async move { Action::Delete { path, zxid, received } }));
                 }
             }
             zk::EventType::NodeChildrenChanged => {}
@@ -381,8 +385,8 @@ impl Engine {
 
     fn apply(&mut self, action: Action) {
         match action {
-            Action::Read { path, result } => match result {
-                Ok((data, stat)) => self.apply_read(path, data, stat),
+            Action::Read { path, result, received } => match result {
+                Ok((data, stat)) => self.apply_read(path, data, stat, received),
                 Err(zk::Error::NoNode) => {
                     tracing::trace!(path = %path, "node gone before its read; its deletion follows")
                 }
@@ -391,7 +395,7 @@ impl Engine {
                     self.need_sync();
                 }
             },
-            Action::Delete { path, zxid } => self.apply_delete(&path, zxid),
+            Action::Delete { path, zxid, received } => self.apply_delete(&path, zxid, received),
             Action::Rebuilt { id, path, result } => self.apply_rebuilt(id, path, result),
         }
     }
@@ -430,7 +434,7 @@ impl Engine {
         let _ = reply.send(outcome);
     }
 
-    fn apply_read(&mut self, path: String, data: Vec<u8>, stat: zk::Stat) {
+    fn apply_read(&mut self, path: String, data: Vec<u8>, stat: zk::Stat, received: std::time::Instant) {
         let new = Arc::new(ChildData { path: path.clone(), stat, data: self.config.cache_data.then_some(data) });
         let mut events = Vec::with_capacity(1);
         {
@@ -452,9 +456,10 @@ impl Engine {
         for event in events {
             self.emit(event);
         }
+        curator_core::metrics::cache_event_delivered(self.config.kind, received);
     }
 
-    fn apply_delete(&mut self, path: &str, zxid: i64) {
+    fn apply_delete(&mut self, path: &str, zxid: i64, received: std::time::Instant) {
         let mut removed = Vec::new();
         {
             let mut nodes = self.shared.nodes_mut();
@@ -477,6 +482,7 @@ impl Engine {
             tracing::trace!(path = %node.path, "node deleted");
             self.emit(EngineEvent::Deleted(node));
         }
+        curator_core::metrics::cache_event_delivered(self.config.kind, received);
     }
 
     fn sync_failed(&mut self, err: CuratorError) {
@@ -490,6 +496,7 @@ impl Engine {
         for waiter in self.next_load.waiters.drain(..) {
             let _ = waiter.send(Err(err.clone()));
         }
+        curator_core::metrics::cache_load_failed(self.config.kind);
         self.shared.status.send_modify(|s| {
             s.failed_loads += 1;
             s.last_error = Some(err.clone());
@@ -548,6 +555,7 @@ impl Engine {
         let started = std::time::Instant::now();
         let loaded = load(&client, &self.config, &self.shared, &mut self.avg_data_len).await?;
         tracing::debug!(path = %root, nodes = loaded.len(), elapsed = ?started.elapsed(), "cache loaded");
+        curator_core::metrics::cache_loaded(self.config.kind, started.elapsed());
         self.install(loaded);
         Ok(())
     }

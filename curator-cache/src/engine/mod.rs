@@ -86,6 +86,8 @@ pub(crate) struct EngineConfig {
     /// Make the root and its missing parents as containers before the first load (Curator's
     /// `EnsureContainers`, through core's create with parent containers).
     pub(crate) create_path: bool,
+    /// The `cache` label of its metrics (`curator_core::metrics::cache`).
+    pub(crate) kind: &'static str,
 }
 
 /// Progress of the engine, for `start` and `wait_initialized`.

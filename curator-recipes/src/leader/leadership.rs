@@ -31,6 +31,7 @@ pub struct Leadership {
 impl Leadership {
     /// The leadership of participant `id` that `hold` granted.
     pub(crate) fn new(hold: Arc<Hold>, id: Arc<str>) -> Self {
+        curator_core::metrics::leader_changed(hold.recipe());
         Self { hold, id }
     }
 

@@ -218,7 +218,8 @@ impl LeaderSelectorBuilder {
     /// [`start`](LeaderSelector::start). Fails with a typed error for an invalid path or an id
     /// over the framework's data limit.
     pub fn build(self) -> Result<LeaderSelector> {
-        let group = ContenderGroup::new(&self.fw, &self.path, MUTEX_LOCK_NAME, &[MUTEX_LOCK_NAME])?;
+        let group = ContenderGroup::new(&self.fw, &self.path, MUTEX_LOCK_NAME, &[MUTEX_LOCK_NAME])?
+            .labelled(curator_core::metrics::recipe::LEADER_SELECTOR);
         let id = self.id.unwrap_or_else(|| String::from_utf8_lossy(self.fw.default_data()).into_owned());
         self.fw.check_data(&self.path, id.as_bytes())?;
         let events = Listeners::new();

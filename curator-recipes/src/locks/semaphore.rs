@@ -231,7 +231,8 @@ impl InterProcessSemaphoreV2 {
             .await?;
         let sequence = sequence_in(path::node_name(&created), &[LEASE_NAME]).unwrap_or(0);
         let node = LockNode::created_on(created, sequence, &stat, &session);
-        let lease = Lease { hold: Hold::new(&self.fw, Granted { node, watch: None }), armed: true };
+        let granted = Granted { node, watch: None, recipe: curator_core::metrics::recipe::LEASE };
+        let lease = Lease { hold: Hold::new(&self.fw, granted), armed: true };
         let owned = stat.ephemeral_owner == session.id() && session.generation() == generation;
         if !owned {
             tracing::debug!(path = %lease.path(), "lease made on another session than the mutex: start over");

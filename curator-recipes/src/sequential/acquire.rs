@@ -71,6 +71,8 @@ pub(crate) type NodeWatch = std::pin::Pin<Box<dyn std::future::Future<Output = z
 pub(crate) struct Granted {
     pub(crate) node: LockNode,
     pub(crate) watch: Option<NodeWatch>,
+    /// The `recipe` label of the hold's metrics (`curator_core::metrics::recipe`).
+    pub(crate) recipe: &'static str,
 }
 
 /// A phase's outcome: on failure, the error and the phase to retry with.
@@ -94,6 +96,8 @@ pub(super) struct Acquire<'a> {
     data: &'a [u8],
     kind: NodeKind,
     predicate: Predicate,
+    /// The `recipe` label of the metrics (the group's).
+    recipe: &'static str,
     cleanup: Cleanup,
     parent_attempts: u32,
     /// Told the path of our node whenever it becomes known (a latch's `our_path()` while it
@@ -135,6 +139,7 @@ impl<'a> Acquire<'a> {
             base_path,
             sort_names: group.sort_names(),
             create_path: kind.create_path(base_path, &prefix, group.node_name()),
+            recipe: group.recipe(),
             cleanup: Cleanup::new(fw, base_path, &prefix),
             prefix,
             data,
@@ -164,6 +169,7 @@ impl<'a> Acquire<'a> {
 
     /// Runs the phases until our node holds (or the retry policy gives up).
     pub(super) async fn run(mut self) -> Result<Granted> {
+        let started = std::time::Instant::now();
         let mut retry = self.fw.retry_loop();
         let mut phase = match self.resume.take() {
             Some(node) => {
@@ -181,6 +187,7 @@ impl<'a> Acquire<'a> {
                 Ok(Step::Held(granted)) => {
                     self.cleanup.disarm();
                     tracing::debug!(path = %granted.node.path, czxid = granted.node.czxid, "lock held");
+                    curator_core::metrics::lock_granted(self.recipe, started);
                     return Ok(granted);
                 }
                 // Under a timed acquire's deadline the retry loop gives up at it (with Timeout).
@@ -301,7 +308,7 @@ impl<'a> Acquire<'a> {
         }
         let sorted = contenders(&children, self.sort_names);
         match self.predicate.decide(&sorted, node.name()) {
-            Verdict::Hold => Ok(Step::Held(Granted { node, watch: None })),
+            Verdict::Hold => Ok(Step::Held(Granted { node, watch: None, recipe: self.recipe })),
             Verdict::Missing => {
                 tracing::debug!(path = %node.path, "our node is not among the children");
                 Ok(Step::Next(Phase::Find))
@@ -311,7 +318,9 @@ impl<'a> Acquire<'a> {
             }
             Verdict::Wait { nodes, then } => {
                 match deadline::until(self.base_path, self.wait_for(session, &node.path, &nodes, then)).await {
-                    Ok(WaitEnd::AllGone(watch)) if then == AfterWatch::Hold => Ok(Step::Held(Granted { node, watch })),
+                    Ok(WaitEnd::AllGone(watch)) if then == AfterWatch::Hold => {
+                        Ok(Step::Held(Granted { node, watch, recipe: self.recipe }))
+                    }
                     Ok(_) => Ok(Step::Next(Phase::List(node))),
                     Err(e) => Err((e, Phase::List(node))),
                 }

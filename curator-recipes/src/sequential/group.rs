@@ -1,11 +1,13 @@
 //! [`ContenderGroup`]: where a recipe's contenders live and how their nodes are named and
 //! ordered (Curator's `LockInternals`, without the lock).
 
+use curator_core::metrics::recipe;
 use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
 use tracing::Instrument;
 
 use super::acquire::{Acquire, Granted};
 use super::cleanup::NodeReporter;
+use super::names::{LEADER_LATCH_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use super::node::{LockNode, NodeKind};
 use super::order::{contenders, Predicate};
 
@@ -18,6 +20,8 @@ pub(crate) struct ContenderGroup {
     node_name: &'static str,
     /// Names after which the sequence number is read, for ordering.
     sort_names: &'static [&'static str],
+    /// The `recipe` label of its metrics (`curator_core::metrics::recipe`).
+    recipe: &'static str,
 }
 
 impl ContenderGroup {
@@ -29,7 +33,25 @@ impl ContenderGroup {
         sort_names: &'static [&'static str],
     ) -> Result<Self> {
         path::validate(base_path)?;
-        Ok(Self { fw: fw.clone(), base_path: base_path.to_string(), node_name, sort_names })
+        let recipe = match node_name {
+            READ_LOCK_NAME => recipe::READ,
+            WRITE_LOCK_NAME => recipe::WRITE,
+            LEADER_LATCH_NAME => recipe::LEADER_LATCH,
+            _ => recipe::MUTEX,
+        };
+        Ok(Self { fw: fw.clone(), base_path: base_path.to_string(), node_name, sort_names, recipe })
+    }
+
+    /// The same group, its metrics labelled `recipe` (a value of `curator_core::metrics::recipe`)
+    /// instead of the kind its node name says.
+    pub(crate) fn labelled(mut self, recipe: &'static str) -> Self {
+        self.recipe = recipe;
+        self
+    }
+
+    /// The `recipe` label of the group's metrics.
+    pub(crate) fn recipe(&self) -> &'static str {
+        self.recipe
     }
 
     /// The framework the nodes are made with.

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use curator_core::background::spawn_detached;
 use curator_core::zk;
@@ -42,6 +42,19 @@ pub enum LockLost {
     Closed,
     /// We released the lock.
     Released,
+}
+
+impl LockLost {
+    /// The `reason` label value of `curator_lock_lost_total` (`None` for a release).
+    fn metric_label(self) -> Option<&'static str> {
+        match self {
+            LockLost::Suspended => Some("suspended"),
+            LockLost::SessionLost => Some("session_lost"),
+            LockLost::NodeDeleted => Some("node_deleted"),
+            LockLost::Closed => Some("closed"),
+            LockLost::Released => None,
+        }
+    }
 }
 
 impl std::fmt::Display for LockLost {
@@ -87,6 +100,9 @@ pub(crate) struct Hold {
     monitoring: AtomicBool,
     /// The watch on our node armed by the acquire, if any: the monitor starts with it.
     armed: std::sync::Mutex<Option<NodeWatch>>,
+    /// The `recipe` label of the hold's metrics, and when it was granted.
+    recipe: &'static str,
+    granted_at: Instant,
 }
 
 impl std::fmt::Debug for Hold {
@@ -106,6 +122,8 @@ impl Hold {
             lost: watch::channel(None).0,
             monitoring: AtomicBool::new(false),
             armed: std::sync::Mutex::new(granted.watch),
+            recipe: granted.recipe,
+            granted_at: Instant::now(),
         });
         hold.check_connection();
         hold
@@ -119,6 +137,11 @@ impl Hold {
     /// The framework the node was created with.
     pub(crate) fn framework(&self) -> &CuratorFramework {
         &self.fw
+    }
+
+    /// The `recipe` label of the hold's metrics.
+    pub(crate) fn recipe(&self) -> &'static str {
+        self.recipe
     }
 
     /// A receiver of the lost reason, without starting the monitor.
@@ -135,6 +158,7 @@ impl Hold {
                     tracing::warn!(path = %self.node.path, %reason, "lock may be lost");
                 }
                 *slot = Some(reason);
+                curator_core::metrics::hold_ended(self.recipe, self.granted_at, reason.metric_label());
                 true
             } else {
                 false
@@ -189,6 +213,8 @@ impl Hold {
 
     /// Deletes our node (guaranteed: continues in the background after a connection loss).
     pub(crate) async fn release(&self) -> Result<()> {
+        // A loss nobody asked about yet ends the hold as a loss, not as a release.
+        self.check_connection();
         self.mark(LockLost::Released);
         // The acquire's watch on our node, if the monitor never took it over.
         let armed = self.armed.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -221,6 +247,7 @@ impl Hold {
 
     /// Releases in the background (a guard dropped without `release`).
     pub(crate) fn release_in_background(self: Arc<Self>) {
+        self.check_connection();
         self.mark(LockLost::Released);
         let fw = self.fw.clone();
         fw.spawn_background(async move { self.release_or_report().await });

@@ -1,0 +1,325 @@
+//! Metrics (issue 18; `curator_core::metrics`, docs/operations.md section 6): a recorder
+//! installed in this process sees the counters and histograms move, by exactly the amounts
+//! each event defines, for a lock cycle, a forced session expiry, a `PathChildrenCache` event
+//! and a hold lost to an expiry.
+//!
+//! The facade's recorder is global to the process, so every metrics assertion lives in this
+//! one test binary, and its tests run one at a time (`SERIAL`), each closing what it started.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use curator_cache::{PathChildrenCache, StartMode};
+use curator_core::metrics::{self as m, cache, recipe};
+use curator_core::{ConnectionState, ErrorPolicy};
+use curator_recipes::leader::LeaderLatch;
+use curator_recipes::locks::{InterProcessMutex, LockLost};
+use curator_test::{eventually, expire_session, TestingServer, Timing};
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use tests::caches::{children_events_until, create, describe};
+use tests::{builder, connected, init_tracing, proxied_with_states, unique_path, wait_for};
+
+/// A recorder that keeps every value, by key: counters and gauges as atomics, histograms as
+/// their samples.
+#[derive(Default)]
+struct TestRecorder {
+    counters: Mutex<HashMap<String, Arc<AtomicU64>>>,
+    gauges: Mutex<HashMap<String, Arc<AtomicU64>>>,
+    histograms: Mutex<HashMap<String, Arc<Samples>>>,
+}
+
+#[derive(Default)]
+struct Samples(Mutex<Vec<f64>>);
+
+impl metrics::HistogramFn for Samples {
+    fn record(&self, value: f64) {
+        self.0.lock().unwrap().push(value);
+    }
+}
+
+/// `name{k1=v1,k2=v2}`, labels sorted by key.
+fn key_text(name: &str, labels: &[(&str, &str)]) -> String {
+    let mut labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    labels.sort();
+    format!("{name}{{{}}}", labels.join(","))
+}
+
+fn text_of(key: &Key) -> String {
+    let labels: Vec<(&str, &str)> = key.labels().map(|l| (l.key(), l.value())).collect();
+    key_text(key.name(), &labels)
+}
+
+fn slot<T: Default>(map: &Mutex<HashMap<String, Arc<T>>>, key: String) -> Arc<T> {
+    map.lock().unwrap().entry(key).or_default().clone()
+}
+
+impl Recorder for TestRecorder {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(slot(&self.counters, text_of(key)))
+    }
+
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::from_arc(slot(&self.gauges, text_of(key)))
+    }
+
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(slot(&self.histograms, text_of(key)))
+    }
+}
+
+/// The process's recorder, installed on first use.
+fn recorder() -> &'static TestRecorder {
+    static RECORDER: OnceLock<&'static TestRecorder> = OnceLock::new();
+    RECORDER.get_or_init(|| {
+        let recorder: &'static TestRecorder = Box::leak(Box::default());
+        metrics::set_global_recorder(recorder).expect("the only recorder of this process");
+        recorder
+    })
+}
+
+/// One test at a time: the recorder sees the whole process.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn counter(name: &str, labels: &[(&str, &str)]) -> u64 {
+    recorder().counters.lock().unwrap().get(&key_text(name, labels)).map_or(0, |c| c.load(Ordering::Acquire))
+}
+
+/// The sum of a counter over every value of its other labels, given `labels`.
+fn counter_sum(name: &str, labels: &[(&str, &str)]) -> u64 {
+    let prefix = format!("{name}{{");
+    let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    recorder()
+        .counters
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with(&prefix))
+        .filter(|(k, _)| {
+            let have: Vec<&str> = k[prefix.len()..k.len() - 1].split(',').collect();
+            wanted.iter().all(|w| have.contains(&w.as_str()))
+        })
+        .map(|(_, c)| c.load(Ordering::Acquire))
+        .sum()
+}
+
+fn gauge(name: &str) -> f64 {
+    let bits = recorder().gauges.lock().unwrap().get(&key_text(name, &[])).map(|g| g.load(Ordering::Acquire));
+    bits.map_or(f64::NAN, f64::from_bits)
+}
+
+fn samples(name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
+    let histograms = recorder().histograms.lock().unwrap();
+    histograms.get(&key_text(name, labels)).map(|h| h.0.lock().unwrap().clone()).unwrap_or_default()
+}
+
+/// Polls `check` until it holds, within the test deadline: a hook may run just after the event
+/// it records was handed over.
+async fn settles(what: &str, check: impl Fn() -> bool) {
+    let ok = eventually(Timing::new().deadline(), || {
+        let ok = check();
+        async move { ok }
+    })
+    .await;
+    assert!(ok, "{what}");
+}
+
+/// A lock cycle records one wait and one hold of the mutex, the hold no longer than the cycle;
+/// the release is one `delete` operation, without error; a read of a missing node counts one
+/// `get_data` error of kind `no_node`; a leader latch's first term counts one leader change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_cycle_moves_wait_hold_and_operation_metrics() {
+    init_tracing();
+    recorder();
+    let _serial = SERIAL.lock().await;
+    let fw = connected(builder(&TestingServer::shared().connect_string())).await;
+    let path = unique_path("metrics-lock");
+    let mutex_label = [("recipe", recipe::MUTEX)];
+    let (waits, holds) = (samples(m::LOCK_WAIT, &mutex_label).len(), samples(m::LOCK_HOLD, &mutex_label).len());
+    let deletes = samples(m::OPERATION_DURATION, &[("op", "delete")]).len();
+    let delete_errors = counter_sum(m::OPERATION_ERRORS, &[("op", "delete")]);
+    let lost = counter_sum(m::LOCK_LOST, &mutex_label);
+
+    let cycle = Instant::now();
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    guard.release().await.unwrap();
+    let cycle = cycle.elapsed().as_secs_f64();
+
+    let waited = samples(m::LOCK_WAIT, &mutex_label);
+    assert_eq!(waited.len(), waits + 1, "one wait");
+    assert!(waited[waits] >= 0.0 && waited[waits] <= cycle);
+    let held = samples(m::LOCK_HOLD, &mutex_label);
+    assert_eq!(held.len(), holds + 1, "one hold");
+    assert!(held[holds] >= 0.0 && held[holds] <= cycle, "hold {} within the cycle {cycle}", held[holds]);
+    assert_eq!(counter_sum(m::LOCK_LOST, &mutex_label), lost, "a release is not a loss");
+    assert_eq!(samples(m::OPERATION_DURATION, &[("op", "delete")]).len(), deletes + 1, "the release's delete");
+    assert_eq!(counter_sum(m::OPERATION_ERRORS, &[("op", "delete")]), delete_errors);
+
+    let no_node = [("op", "get_data"), ("error", "no_node")];
+    let before = counter(m::OPERATION_ERRORS, &no_node);
+    assert!(fw.get_data().for_path(&format!("{path}/missing")).await.is_err());
+    assert_eq!(counter(m::OPERATION_ERRORS, &no_node), before + 1);
+
+    let latch_label = [("recipe", recipe::LEADER_LATCH)];
+    let terms = counter(m::LEADER_CHANGES, &latch_label);
+    let latch = LeaderLatch::new(&fw, &unique_path("metrics-latch"), "a").unwrap();
+    latch.start().await.unwrap();
+    latch.await_leadership().await.unwrap();
+    assert_eq!(counter(m::LEADER_CHANGES, &latch_label), terms + 1);
+    latch.close().await.unwrap();
+    fw.close().await;
+}
+
+/// A forced expiry counts one expiration (reason `expired`), one lost state and one new
+/// session; the gauge shows `Reconnected` (3) afterwards and `Closed` (6) after the close.
+/// (Reconnections are not defined here: `expire_session` attaching to the session cuts the
+/// victim's connection, which may come back on the old session before the close is applied.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_expiry_moves_the_session_metrics() {
+    init_tracing();
+    recorder();
+    let _serial = SERIAL.lock().await;
+    let connect = TestingServer::shared().connect_string();
+    let fw = builder(&connect).build().unwrap();
+    let mut states = fw.connection_state_stream();
+    let sessions = counter(m::SESSIONS, &[]);
+    fw.start().unwrap();
+    wait_for(&mut states, ConnectionState::Connected, |_| true).await;
+    assert_eq!(counter(m::SESSIONS, &[]), sessions + 1, "the first session");
+    assert_eq!(gauge(m::CONNECTION_STATE), 1.0);
+
+    let expired = [("reason", "expired")];
+    let (expirations, all_expirations) =
+        (counter(m::SESSION_EXPIRATIONS, &expired), counter_sum(m::SESSION_EXPIRATIONS, &[]));
+    let lost = counter(m::CONNECTION_STATE_CHANGES, &[("state", "lost")]);
+    let info = fw.session().await.unwrap().client().session().clone();
+    expire_session(&connect, &info).await.unwrap();
+    wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+
+    assert_eq!(counter(m::SESSION_EXPIRATIONS, &expired), expirations + 1);
+    assert_eq!(counter_sum(m::SESSION_EXPIRATIONS, &[]), all_expirations + 1, "one expiration in all");
+    assert_eq!(counter(m::CONNECTION_STATE_CHANGES, &[("state", "lost")]), lost + 1);
+    assert_eq!(counter(m::SESSIONS, &[]), sessions + 2, "the session after the expiry");
+    assert_eq!(gauge(m::CONNECTION_STATE), 3.0);
+    fw.close().await;
+    assert_eq!(gauge(m::CONNECTION_STATE), 6.0);
+}
+
+/// A `PathChildrenCache`'s first load counts one load; a child created afterwards is one
+/// watch event whose lag is recorded once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_children_cache_event_moves_the_cache_metrics() {
+    init_tracing();
+    recorder();
+    let _serial = SERIAL.lock().await;
+    let fw = connected(builder(&TestingServer::shared().connect_string())).await;
+    let base = unique_path("metrics-cache");
+    let label = [("cache", cache::PATH_CHILDREN_CACHE)];
+    let (loads, lags) = (counter(m::CACHE_LOADS, &label), samples(m::CACHE_EVENT_LAG, &label).len());
+    let durations = samples(m::CACHE_LOAD_DURATION, &label).len();
+
+    let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
+    let mut events = cache.events();
+    cache.start(StartMode::BuildInitialCache).await.unwrap();
+    assert_eq!(counter(m::CACHE_LOADS, &label), loads + 1, "the first load");
+    assert_eq!(samples(m::CACHE_LOAD_DURATION, &label).len(), durations + 1);
+    assert_eq!(samples(m::CACHE_EVENT_LAG, &label).len(), lags, "a load is not a watch event");
+
+    let changed = Instant::now();
+    create(&fw, &format!("{base}/child"), b"x").await;
+    let got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
+    assert_eq!(got, vec!["added child"]);
+    let within = changed.elapsed().as_secs_f64();
+    settles("the event's lag is recorded", || samples(m::CACHE_EVENT_LAG, &label).len() == lags + 1).await;
+    let lag = samples(m::CACHE_EVENT_LAG, &label)[lags];
+    assert!((0.0..=within).contains(&lag), "lag {lag} within the {within} s from the create to the event");
+    assert_eq!(counter(m::CACHE_LOADS, &label), loads + 1, "no load for an event");
+    cache.close();
+    fw.close().await;
+}
+
+/// A hold whose session is expired ends as one lost hold (reason `session_lost` under the
+/// Session error policy) and one hold sample; its release afterwards counts nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiry_while_holding_counts_one_lost_hold() {
+    init_tracing();
+    recorder();
+    let _serial = SERIAL.lock().await;
+    let connect = TestingServer::shared().connect_string();
+    let fw = connected(builder(&connect).connection_state_error_policy(ErrorPolicy::Session)).await;
+    let path = unique_path("metrics-lost");
+    let mutex_label = [("recipe", recipe::MUTEX)];
+    let session_lost = [("recipe", recipe::MUTEX), ("reason", "session_lost")];
+    let (lost, all_lost) = (counter(m::LOCK_LOST, &session_lost), counter_sum(m::LOCK_LOST, &mutex_label));
+    let holds = samples(m::LOCK_HOLD, &mutex_label).len();
+
+    let guard = InterProcessMutex::new(&fw, &path).unwrap().acquire().await.unwrap();
+    let info = fw.session().await.unwrap().client().session().clone();
+    expire_session(&connect, &info).await.unwrap();
+    let reason = tokio::time::timeout(Timing::new().deadline(), guard.lost()).await.expect("told of the loss");
+    assert_eq!(reason, LockLost::SessionLost);
+    assert_eq!(counter(m::LOCK_LOST, &session_lost), lost + 1);
+    assert_eq!(counter_sum(m::LOCK_LOST, &mutex_label), all_lost + 1, "one lost hold in all");
+    assert_eq!(samples(m::LOCK_HOLD, &mutex_label).len(), holds + 1);
+
+    guard.release().await.unwrap();
+    assert_eq!(counter_sum(m::LOCK_LOST, &mutex_label), all_lost + 1, "the release ends nothing more");
+    assert_eq!(samples(m::LOCK_HOLD, &mutex_label).len(), holds + 1);
+    fw.close().await;
+}
+
+/// A hold lost while nobody asked (no `lost()`, no `is_held()`) and then released counts as
+/// one lost hold, not as a release. Before, the release marked the hold released first, so an
+/// expiry that went unobserved never reached `curator_lock_lost_total`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loss_nobody_asked_about_counts_at_the_release() {
+    init_tracing();
+    recorder();
+    let _serial = SERIAL.lock().await;
+    let connect = TestingServer::shared().connect_string();
+    let fw = builder(&connect).connection_state_error_policy(ErrorPolicy::Session).build().unwrap();
+    let mut states = fw.connection_state_stream();
+    fw.start().unwrap();
+    wait_for(&mut states, ConnectionState::Connected, |_| true).await;
+    let path = unique_path("metrics-unnoticed");
+    let session_lost = [("recipe", recipe::MUTEX), ("reason", "session_lost")];
+    let lost = counter(m::LOCK_LOST, &session_lost);
+
+    let guard = InterProcessMutex::new(&fw, &path).unwrap().acquire().await.unwrap();
+    let info = fw.session().await.unwrap().client().session().clone();
+    expire_session(&connect, &info).await.unwrap();
+    wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+    assert_eq!(counter(m::LOCK_LOST, &session_lost), lost, "nobody asked yet");
+    guard.release().await.unwrap();
+    assert_eq!(counter(m::LOCK_LOST, &session_lost), lost + 1);
+    fw.close().await;
+}
+
+/// A short cut through a proxy is one suspension and one reconnection on the same session: no
+/// new session, no expiration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_cut_counts_one_reconnection() {
+    init_tracing();
+    recorder();
+    let _serial = SERIAL.lock().await;
+    let (proxy, fw, mut states) = proxied_with_states().await;
+    let suspended = counter(m::CONNECTION_STATE_CHANGES, &[("state", "suspended")]);
+    let (reconnections, sessions) = (counter(m::RECONNECTIONS, &[]), counter(m::SESSIONS, &[]));
+    let expirations = counter_sum(m::SESSION_EXPIRATIONS, &[]);
+
+    proxy.cut();
+    let seen = wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
+    assert!(!seen.last().unwrap().new_session);
+    assert_eq!(counter(m::CONNECTION_STATE_CHANGES, &[("state", "suspended")]), suspended + 1);
+    assert_eq!(counter(m::RECONNECTIONS, &[]), reconnections + 1);
+    assert_eq!(counter(m::SESSIONS, &[]), sessions, "the same session");
+    assert_eq!(counter_sum(m::SESSION_EXPIRATIONS, &[]), expirations);
+    assert_eq!(gauge(m::CONNECTION_STATE), 3.0);
+    fw.close().await;
+}
