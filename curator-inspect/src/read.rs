@@ -1,9 +1,10 @@
 //! The only module of the inspector that talks to ZooKeeper, and it only reads.
 //!
 //! [`Reader`] keeps its [`CuratorFramework`] private and offers two reads: `children`
-//! (`getChildren`, with the node's stat) and `data` (`getData`); nothing else in the crate can reach the framework, so nothing can create, delete or set. The framework is built
-//! without a namespace (a namespace's node is created on first use, a write) and without
-//! watches. [`connected_sessions`] asks each server of the connect string for its
+//! (`getChildren`, with the node's stat) and `data` (`getData`); nothing else in the crate can
+//! reach the framework, so nothing can create, delete or set. The framework is built without a
+//! namespace (a namespace's node is created on first use, a write) and without watches.
+//! [`Reader::connected_sessions`] asks each server of the connect string for its
 //! connections with the `cons` four-letter word, which changes nothing either.
 
 use std::collections::BTreeSet;
