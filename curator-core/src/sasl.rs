@@ -5,7 +5,7 @@
 //! Only DIGEST-MD5 is built (zookeeper-client's `sasl-digest-md5`; GSSAPI/Kerberos needs system
 //! libraries this crate does not link). The server checks the user and password against the
 //! `Server` section of its JAAS file (`DigestLoginModule`); nodes can then be given `sasl`
-//! ACLs naming the user (`Acl::new(Permission::ALL, "sasl", "alice")`).
+//! ACLs naming the user (`Acl::new(Permission::ALL, AuthId::new("sasl", "alice"))`).
 //!
 //! A refused password ends the session attempt with ZooKeeper's AUTH_FAILED. The framework
 //! treats that as final, as ZooKeeper's Java client does: it stops opening sessions, and every
