@@ -111,6 +111,7 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
     let mut retry =
         RetryLoop::new(Arc::new(ExponentialBackoffForever::new(RECONNECT_PAUSE, MAX_RECONNECT_PAUSE)), None);
     let mut failures = 0u32;
+    let mut tls_failing = false;
     loop {
         if *shutdown.borrow() {
             return None;
@@ -184,14 +185,18 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
         };
         failures += 1;
         // zookeeper-client keeps each server's reason to itself: ask the servers whether TLS is
-        // the reason (crate::tls), off the runtime's threads and bounded per server.
-        let diagnosis = {
+        // the reason (crate::tls), off the runtime's threads and bounded per server; on the
+        // first failure of a streak, and again after each failure while TLS is the reason, so
+        // that the recorded cause stays true (one probe connection per failed attempt at most).
+        let diagnosis = if failures == 1 || tls_failing {
             let connect_string = connect_string.clone();
             let probe = tokio::task::spawn_blocking(move || crate::tls::diagnose(&connect_string, tls.as_ref()));
             tokio::select! {
                 _ = shutdown.changed() => return None,
                 found = probe => found.ok().flatten(),
             }
+        } else {
+            None
         };
         let shown = diagnosis.as_ref().map_or_else(|| error.clone(), ToString::to_string);
         if failures == 1 {
@@ -202,9 +207,16 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
         let strong = inner.upgrade()?;
         let pause =
             retry.next_pause(&CuratorError::NotConnected { detail: error.clone() }).unwrap_or(MAX_RECONNECT_PAUSE);
+        let was_failing = std::mem::replace(&mut tls_failing, diagnosis.is_some());
         match diagnosis {
             Some(found) => CuratorFramework::set_connect_failure(&strong, found),
-            None => CuratorFramework::set_connect_error(&strong, Some(error)),
+            None => {
+                if was_failing {
+                    // TLS is no longer the reason: operations wait for a connection again.
+                    CuratorFramework::set_connect_error(&strong, None);
+                }
+                CuratorFramework::set_connect_error(&strong, Some(error));
+            }
         }
         drop(strong);
         tokio::select! {

@@ -7,13 +7,13 @@
 //! # Why an attempt failed
 //! zookeeper-client reports a pass over the servers in which none gave a session as "no hosts"
 //! and logs each server's reason at debug level only. So when an attempt to open a session
-//! fails, the session manager asks [`diagnose`] what a TLS handshake with each reachable server
-//! says: a certificate signed by a CA we do not trust, a name that does not match, a server that
-//! refused our certificate, a plain port reached with TLS, or (without a `TlsConfig`) a server
-//! that speaks TLS to a plain client. Any of these is a [`CuratorError::Tls`] that operations
-//! and `block_until_connected` get at once, instead of waiting out the connection timeout. The
-//! probe costs one more connection per failed attempt, and attempts are spaced by the session
-//! manager's backoff (docs/architecture.md section 3.1).
+//! fails, the session manager asks (with the private `diagnose`) what a TLS handshake with each
+//! reachable server says: a certificate signed by a CA we do not trust, a name that does not
+//! match, a server that refused our certificate, a plain port reached with TLS, or (without a
+//! `TlsConfig`) a server that speaks TLS to a plain client. Any of these is a
+//! [`CuratorError::Tls`] that operations and `block_until_connected` get at once, instead of
+//! waiting out the connection timeout. The probe costs one more connection per failed attempt,
+//! and attempts are spaced by the session manager's backoff (docs/architecture.md section 3.1).
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
