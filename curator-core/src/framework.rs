@@ -200,6 +200,8 @@ impl CuratorFramework {
         let mut fatal = self.inner.fatal.subscribe();
         let wait = async move {
             tokio::select! {
+                // A connection or a close wins over a recorded failure.
+                biased;
                 r = rx.wait_for(|e| e.state.is_connected() || e.state == ConnectionState::Closed) => {
                     r.map(|e| e.state.is_connected()).map_err(|_| CuratorError::Closed)
                 }

@@ -126,9 +126,11 @@ async fn plain_client_on_the_secure_port_is_a_tls_error_quickly() {
 async fn tls_client_on_the_plain_port_is_a_tls_error_quickly() {
     tests::init_tracing();
     let server = tls_server(TestingTls::new()).await;
-    let b = builder(&server.connect_string()).tls(ca(&server));
-    let err = fails_with_tls_quickly(b, "TLS client on the plain port").await;
-    assert!(err.to_string().contains("plain client port"), "{err}");
+    for (policy, retry) in COMBINATIONS {
+        let b = with_policies(builder(&server.connect_string()).tls(ca(&server)), policy, retry);
+        let err = fails_with_tls_quickly(b, &format!("TLS client on the plain port, {policy:?}/{retry:?}")).await;
+        assert!(err.to_string().contains("plain client port"), "{err}");
+    }
 }
 
 #[tokio::test(flavor = "current_thread")]
