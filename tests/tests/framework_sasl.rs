@@ -56,6 +56,8 @@ async fn fails_with_auth_failed(server: &TestingServer, b: CuratorFrameworkBuild
     err
 }
 
+/// The right password connects; a node with a `sasl:alice` ACL is alice's alone: bob (with his
+/// own right password) and an unauthenticated session get `NoAuth`.
 #[tokio::test(flavor = "current_thread")]
 async fn right_password_connects_and_sasl_acl_keeps_other_users_out() {
     tests::init_tracing();
@@ -82,6 +84,9 @@ async fn right_password_connects_and_sasl_acl_keeps_other_users_out() {
     }
 }
 
+/// A wrong password. Before AUTH_FAILED was final, the session manager retried it with backoff
+/// for ever and `block_until_connected` gave `NotConnected` ("authentication failed") after its
+/// whole 30 s.
 #[tokio::test(flavor = "current_thread")]
 async fn wrong_password_is_auth_failed_at_once_and_final() {
     tests::init_tracing();
@@ -96,6 +101,7 @@ async fn wrong_password_is_auth_failed_at_once_and_final() {
     alice.close().await;
 }
 
+/// No SASL where the server requires it (`sessionRequireClientSASLAuth`): the same AUTH_FAILED.
 #[tokio::test(flavor = "current_thread")]
 async fn no_sasl_where_the_server_requires_it_is_auth_failed() {
     tests::init_tracing();

@@ -62,6 +62,7 @@ async fn fails_with_tls_quickly(b: CuratorFrameworkBuilder, what: &str) -> Curat
     err
 }
 
+/// The CA's certificate is all a client needs when the server asks for no client certificate.
 #[tokio::test(flavor = "current_thread")]
 async fn connects_over_tls_with_the_ca() {
     tests::init_tracing();
@@ -77,6 +78,8 @@ async fn connects_over_tls_with_the_ca() {
     plain.close().await;
 }
 
+/// With `ssl.clientAuth=need`, the client's certificate gets it in; without one, a typed error
+/// at once (before the diagnosis: `NotConnected` after 30 s).
 #[tokio::test(flavor = "current_thread")]
 async fn connects_with_a_client_certificate_when_the_server_requires_one() {
     tests::init_tracing();
@@ -97,6 +100,10 @@ async fn connects_with_a_client_certificate_when_the_server_requires_one() {
     }
 }
 
+/// A client that trusts a CA that did not sign the server's certificate.
+/// Before the session manager asked the servers why an attempt failed, `block_until_connected`
+/// waited out its whole 30 s and gave `NotConnected` ("no server answered with a session"),
+/// and operations waited out the connection timeout.
 #[tokio::test(flavor = "current_thread")]
 async fn wrong_ca_is_a_tls_error_quickly() {
     tests::init_tracing();
@@ -111,6 +118,10 @@ async fn wrong_ca_is_a_tls_error_quickly() {
     }
 }
 
+/// A client without TLS on the secure port.
+/// Before the session manager asked the servers why an attempt failed, `block_until_connected`
+/// waited out its whole 30 s and gave `NotConnected` ("no server answered with a session"),
+/// and operations waited out the connection timeout.
 #[tokio::test(flavor = "current_thread")]
 async fn plain_client_on_the_secure_port_is_a_tls_error_quickly() {
     tests::init_tracing();
@@ -122,6 +133,10 @@ async fn plain_client_on_the_secure_port_is_a_tls_error_quickly() {
     }
 }
 
+/// A TLS client on the plain port.
+/// Before the session manager asked the servers why an attempt failed, `block_until_connected`
+/// waited out its whole 30 s and gave `NotConnected` ("no server answered with a session"),
+/// and operations waited out the connection timeout.
 #[tokio::test(flavor = "current_thread")]
 async fn tls_client_on_the_plain_port_is_a_tls_error_quickly() {
     tests::init_tracing();
@@ -133,6 +148,7 @@ async fn tls_client_on_the_plain_port_is_a_tls_error_quickly() {
     }
 }
 
+/// A recipe over TLS: two sessions take turns on an `InterProcessMutex`.
 #[tokio::test(flavor = "current_thread")]
 async fn a_lock_works_over_tls() {
     tests::init_tracing();
@@ -153,6 +169,7 @@ async fn a_lock_works_over_tls() {
     b.close().await;
 }
 
+/// PEM without a certificate, and a CA file that does not exist, are typed errors, not panics.
 #[test]
 fn bad_pem_is_a_typed_error_at_build() {
     let err = CuratorFramework::builder()
