@@ -136,7 +136,11 @@ impl TestingServerBuilder {
             let mut settings = self.settings.clone();
             let tls = match &self.tls {
                 Some(options) => {
-                    let files = TlsFiles::generate(&dir.path().join("tls"))?;
+                    // keytool and java take seconds: off the runtime's threads.
+                    let tls_dir = dir.path().join("tls");
+                    let files = tokio::task::spawn_blocking(move || TlsFiles::generate(&tls_dir))
+                        .await
+                        .map_err(|e| TestingError::Internal(format!("the keystore generation panicked: {e}")))??;
                     let secure_port = process::free_port()?;
                     settings.extra_cfg.extend(options.cfg_lines(&files, secure_port));
                     Some((secure_port, files))
