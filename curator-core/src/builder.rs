@@ -7,7 +7,9 @@ use crate::acl::{AclProvider, DefaultAclProvider};
 use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
+use crate::sasl::SaslConfig;
 use crate::state::ErrorPolicy;
+use crate::tls::TlsConfig;
 
 /// Default session timeout, as Curator's.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -62,6 +64,8 @@ pub struct CuratorFrameworkBuilder {
     max_close_wait: Duration,
     max_data_len: usize,
     max_request_len: usize,
+    tls: Option<TlsConfig>,
+    sasl: Option<SaslConfig>,
 }
 
 impl Default for CuratorFrameworkBuilder {
@@ -81,6 +85,8 @@ impl Default for CuratorFrameworkBuilder {
             max_close_wait: DEFAULT_MAX_CLOSE_WAIT,
             max_data_len: DEFAULT_MAX_DATA_LEN,
             max_request_len: DEFAULT_MAX_REQUEST_LEN,
+            tls: None,
+            sasl: None,
         }
     }
 }
@@ -166,9 +172,33 @@ impl CuratorFrameworkBuilder {
         self.max_request_len = len;
         self
     }
+    /// Connect over TLS (ZooKeeper's `secureClientPort`) with these certificates: every server of
+    /// the connect string is reached over TLS unless written `tcp://host:port`. The PEM is
+    /// checked at [`build`](Self::build) ([`CuratorError::Tls`]). A handshake that fails (a CA
+    /// that did not sign the server's certificate, a refused client certificate, a plain port)
+    /// makes operations fail at once with [`CuratorError::Tls`] naming the cause while the
+    /// session manager keeps retrying with its backoff. See [`TlsConfig`] and
+    /// docs/operations.md section 3.
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+    /// Authenticate every session with SASL DIGEST-MD5 as `username` with `password` (the
+    /// server's JAAS file lists the users). Shorthand for [`sasl`](Self::sasl) with
+    /// [`SaslConfig::digest_md5`].
+    pub fn sasl_digest(self, username: impl Into<String>, password: impl Into<String>) -> Self {
+        self.sasl(SaslConfig::digest_md5(username, password))
+    }
+    /// Authenticate every session with SASL. A refused credential is final: see
+    /// [`CuratorError::AuthFailed`] and docs/operations.md section 4.
+    pub fn sasl(mut self, sasl: SaslConfig) -> Self {
+        self.sasl = Some(sasl);
+        self
+    }
 
     /// Checks the options and builds a framework that is not started yet. Bad options are an
-    /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which.
+    /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which; TLS certificates or keys
+    /// that cannot be read are a [`Tls`](CuratorError::Tls) error.
     pub fn build(self) -> Result<CuratorFramework> {
         check_connect_string(&self.connect_string)?;
         let millis = self.session_timeout.as_millis();
@@ -181,6 +211,9 @@ impl CuratorFrameworkBuilder {
         }
         if self.connection_timeout.is_zero() {
             return Err(invalid("connection timeout is zero".into()));
+        }
+        if let Some(tls) = &self.tls {
+            tls.check()?;
         }
         let default_data = self.default_data.clone().unwrap_or_else(|| crate::local_address().into_bytes());
         let config = Config {
@@ -197,6 +230,8 @@ impl CuratorFrameworkBuilder {
             max_close_wait: self.max_close_wait,
             max_data_len: self.max_data_len,
             max_request_len: self.max_request_len,
+            tls: self.tls,
+            sasl: self.sasl,
         };
         CuratorFramework::new(config, self.namespace.as_deref())
     }
@@ -274,4 +309,6 @@ pub(crate) struct Config {
     pub(crate) max_close_wait: Duration,
     pub(crate) max_data_len: usize,
     pub(crate) max_request_len: usize,
+    pub(crate) tls: Option<TlsConfig>,
+    pub(crate) sasl: Option<SaslConfig>,
 }

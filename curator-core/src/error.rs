@@ -147,6 +147,29 @@ pub enum CuratorError {
         /// The path of the operation.
         path: String,
     },
+    /// TLS failed: the certificates or key given to the builder cannot be used (from `build()`,
+    /// with no server), or the latest attempt to open a session failed in the TLS handshake
+    /// with `server` (a CA that did not sign the server's certificate, a server that refused
+    /// the client's certificate, a plain client on a secure port or the reverse). Operations
+    /// and `block_until_connected` get it at once while the session manager keeps retrying
+    /// with its backoff; not retryable. Docs: docs/operations.md section 3.
+    #[error("TLS error{}: {detail}", if .server.is_empty() { String::new() } else { format!(" with {}", .server) })]
+    Tls {
+        /// The server (`host:port`) whose handshake failed; empty for bad settings.
+        server: String,
+        /// What went wrong, and what to check.
+        detail: String,
+    },
+    /// The server refused the session's credentials (ZooKeeper's AUTH_FAILED: a wrong SASL
+    /// password or user, or a server that requires SASL from a client that has none). As for
+    /// ZooKeeper's Java client, this is final: the framework stops opening sessions, and every
+    /// operation fails with it at once until the framework is closed and built again with
+    /// other credentials. Not retryable. Docs: docs/operations.md section 4.
+    #[error("authentication failed: {detail}")]
+    AuthFailed {
+        /// What was refused.
+        detail: String,
+    },
     /// The operation did not complete within the time it was given.
     #[error("operation on {} timed out", ShortPath(.path))]
     Timeout {
@@ -199,6 +222,9 @@ impl CuratorError {
             zk::Error::Custom(_) | zk::Error::SessionMoved | zk::Error::Throttled => {
                 Self::ConnectionLoss { path, detail: err.to_string() }
             }
+            zk::Error::AuthFailed => Self::AuthFailed {
+                detail: format!("the server refused the session's credentials (operation on {path:?})"),
+            },
             zk::Error::BadArguments(reason) => Self::InvalidArgument { path, reason: reason.to_string() },
             other => Self::Zk { path, source: other },
         }
@@ -237,7 +263,11 @@ impl CuratorError {
             | Self::Timeout { path }
             | Self::BadData { path, .. }
             | Self::Zk { path, .. } => Some(path),
-            Self::Closed | Self::IllegalState(_) | Self::NotConnected { .. } => None,
+            Self::Closed
+            | Self::IllegalState(_)
+            | Self::NotConnected { .. }
+            | Self::Tls { .. }
+            | Self::AuthFailed { .. } => None,
         }
     }
 
@@ -253,7 +283,8 @@ impl CuratorError {
             Self::NoAuth { .. } => -102,
             Self::NoChildrenForEphemerals { .. } => -108,
             Self::InvalidAcl { .. } => -114,
-            Self::ConnectionLoss { .. } | Self::NotConnected { .. } => -4,
+            Self::ConnectionLoss { .. } | Self::NotConnected { .. } | Self::Tls { .. } => -4,
+            Self::AuthFailed { .. } => -115,
             Self::SessionExpired { .. } | Self::Closed => -112,
             Self::Timeout { .. } => -7,
             Self::InvalidPath { .. } | Self::InvalidArgument { .. } | Self::DataTooLarge { .. } => -8,

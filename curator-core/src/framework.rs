@@ -98,6 +98,10 @@ pub(crate) struct Inner {
     manager: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pending_background: watch::Sender<usize>,
     last_connect_error: Mutex<Option<String>>,
+    /// The typed error of the latest failed attempt to open a session, when no wait for a
+    /// connection can cure it (TLS, refused credentials): operations fail with it at once.
+    /// Cleared when a session opens.
+    fatal: watch::Sender<Option<CuratorError>>,
     pub(crate) listeners: Listeners<CuratorEvent>,
     pub(crate) unhandled: Listeners<UnhandledError>,
     /// Background operations, sent in the order they were submitted.
@@ -154,6 +158,7 @@ impl CuratorFramework {
             manager: Mutex::new(None),
             pending_background: watch::channel(0).0,
             last_connect_error: Mutex::new(None),
+            fatal: watch::channel(None).0,
             listeners: Listeners::new(),
             unhandled: Listeners::new(),
             background: crate::ops::ordered::Queue::default(),
@@ -186,17 +191,26 @@ impl CuratorFramework {
     /// Waits until connected, at most `timeout`. The error says why no connection was had:
     /// [`IllegalState`](CuratorError::IllegalState) at once if the framework is not started,
     /// [`Closed`](CuratorError::Closed) once it is closed, [`NotConnected`](CuratorError::NotConnected)
-    /// with the last failure after `timeout`.
+    /// with the last failure after `timeout`, and at once [`Tls`](CuratorError::Tls) or
+    /// [`AuthFailed`](CuratorError::AuthFailed) when the latest attempt to open a session failed
+    /// so (docs/architecture.md section 3.1).
     pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
         self.check_started()?;
         let mut rx = self.inner.hub.watch();
+        let mut fatal = self.inner.fatal.subscribe();
         let wait = async move {
-            rx.wait_for(|e| e.state.is_connected() || e.state == ConnectionState::Closed)
-                .await
-                .map(|e| e.state.is_connected())
+            tokio::select! {
+                // A connection or a close wins over a recorded failure.
+                biased;
+                r = rx.wait_for(|e| e.state.is_connected() || e.state == ConnectionState::Closed) => {
+                    r.map(|e| e.state.is_connected()).map_err(|_| CuratorError::Closed)
+                }
+                Ok(err) = fatal.wait_for(Option::is_some) => Err(err.clone().unwrap_or(CuratorError::Closed)),
+            }
         };
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(true)) => Ok(()),
+            Ok(Err(err)) => Err(err),
             Ok(_) => Err(CuratorError::Closed),
             Err(_) => {
                 let last = self.inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -410,6 +424,7 @@ impl CuratorFramework {
     async fn live_session(&self, op_path: &str) -> Result<Session> {
         let mut rx = self.inner.session.subscribe();
         let connected = self.inner.hub.watch();
+        let mut fatal = self.inner.fatal.subscribe();
         let wait = async {
             loop {
                 match &*rx.borrow_and_update() {
@@ -417,10 +432,14 @@ impl CuratorFramework {
                     SessionSlot::Live(s) if connected.borrow().state.is_connected() => return Ok(s.clone()),
                     _ => {}
                 }
+                if let Some(err) = fatal.borrow_and_update().clone() {
+                    return Err(err);
+                }
                 let mut connected = connected.clone();
                 tokio::select! {
                     r = rx.changed() => if r.is_err() { return Err(CuratorError::Closed) },
                     r = connected.changed() => if r.is_err() { return Err(CuratorError::Closed) },
+                    r = fatal.changed() => if r.is_err() { return Err(CuratorError::Closed) },
                 }
             }
         };
@@ -541,7 +560,17 @@ impl CuratorFramework {
     }
 
     pub(crate) fn set_connect_error(inner: &Inner, error: Option<String>) {
+        if error.is_none() {
+            inner.fatal.send_if_modified(|f| f.take().is_some());
+        }
         *inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
+    }
+
+    /// Records a failed attempt whose cause waiting cannot cure (TLS, refused credentials):
+    /// operations and `block_until_connected` fail with it at once until a session opens.
+    pub(crate) fn set_connect_failure(inner: &Inner, error: CuratorError) {
+        *inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+        inner.fatal.send_replace(Some(error));
     }
 }
 

@@ -37,7 +37,8 @@
 //! Module map: [`framework`] (the client), [`builder`] (its options), [`session`] (the session manager),
 //! [`state`] (connection states), [`retry`], [`path`], [`ops`] (the fluent operations),
 //! [`background`] (callbacks), [`listeners`] (the one listener queue), [`metrics`] (the names
-//! of the metrics and where they are recorded), [`error`].
+//! of the metrics and where they are recorded), [`error`], [`tls`] and [`sasl`] (securing the
+//! connection).
 
 #![warn(missing_docs)]
 
@@ -51,8 +52,10 @@ pub mod metrics;
 pub mod ops;
 pub mod path;
 pub mod retry;
+pub mod sasl;
 pub mod session;
 pub mod state;
+pub mod tls;
 
 pub use acl::{AclProvider, DefaultAclProvider, FixedAclProvider};
 pub use background::{CuratorEvent, CuratorEventType, CuratorListener, UnhandledErrorListener};
@@ -61,7 +64,9 @@ pub use framework::{CuratorFramework, CuratorFrameworkBuilder, Session};
 pub use ops::transaction::TransactionResult;
 pub use ops::watch::{AddWatchMode, PersistentWatch};
 pub use ops::{CreateMode, Pending, Watch};
+pub use sasl::SaslConfig;
 pub use state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
+pub use tls::TlsConfig;
 /// The raw client crate, for its types (`Stat`, `Acl`, `WatchedEvent`...).
 pub use zookeeper_client as zk;
 

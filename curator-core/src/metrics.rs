@@ -235,6 +235,8 @@ pub fn error_kind(err: &CuratorError) -> &'static str {
         CuratorError::Closed => "closed",
         CuratorError::IllegalState(_) => "illegal_state",
         CuratorError::BadData { .. } => "bad_data",
+        CuratorError::Tls { .. } => "tls",
+        CuratorError::AuthFailed { .. } => "auth_failed",
         CuratorError::Zk { .. } => "zk",
     }
 }

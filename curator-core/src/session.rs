@@ -99,15 +99,24 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
 /// manager backs off under [`ExponentialBackoffForever`], from [`RECONNECT_PAUSE`] to
 /// [`MAX_RECONNECT_PAUSE`]; the first failure of a streak is a warning, the others are debug
 /// events, and the session that ends a streak is logged once with the number of failures.
+///
+/// Fatal causes (docs/architecture.md section 3.1): after a failed attempt, [`crate::tls::diagnose`]
+/// asks the servers whether TLS is why (a wrong CA, a refused client certificate, a plain client
+/// on a secure port or the reverse); if so the typed [`CuratorError::Tls`] is recorded, so that
+/// operations and `block_until_connected` fail with it at once, and the manager keeps retrying
+/// with its backoff (a server's certificate can be replaced while we wait). A refused credential
+/// (AUTH_FAILED: a wrong SASL password) is final: [`CuratorError::AuthFailed`] is recorded and
+/// the manager stops, as ZooKeeper's Java client gives up its handle on AUTH_FAILED.
 async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> Option<zk::Client> {
     let mut retry =
         RetryLoop::new(Arc::new(ExponentialBackoffForever::new(RECONNECT_PAUSE, MAX_RECONNECT_PAUSE)), None);
     let mut failures = 0u32;
+    let mut tls_failing = false;
     loop {
         if *shutdown.borrow() {
             return None;
         }
-        let (connector, connect_string) = {
+        let (connector, connect_string, tls, sasl_user) = {
             let strong = inner.upgrade()?;
             let config = &strong.config;
             let mut connector = zk::Client::connector()
@@ -117,12 +126,32 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
             for (scheme, auth) in &config.auth {
                 connector = connector.with_auth(scheme, auth);
             }
-            (connector, config.connect_string.clone())
+            if let Some(sasl) = &config.sasl {
+                connector = connector.with_sasl(sasl.options());
+            }
+            if let Some(tls) = &config.tls {
+                // Checked at build(); an error here would be a bug, reported as the attempt's.
+                match tls.options() {
+                    Ok(options) => connector = connector.with_tls(options),
+                    Err(err) => {
+                        CuratorFramework::set_connect_failure(&strong, err);
+                        return None;
+                    }
+                }
+            }
+            let sasl_user = config.sasl.as_ref().map(|s| format!("{} user {:?}", s.mechanism(), s.username()));
+            (connector, config.connect_string.clone(), config.tls.clone(), sasl_user)
         };
-        tracing::debug!(connect_string = %connect_string, "opening a session");
+        tracing::debug!(connect_string = %connect_string, tls = tls.is_some(), "opening a session");
+        let attempt = async {
+            match &tls {
+                Some(_) => connector.secure_connect(&connect_string).await,
+                None => connector.connect(&connect_string).await,
+            }
+        };
         let error = tokio::select! {
             _ = shutdown.changed() => return None,
-            result = connector.connect(&connect_string) => match result {
+            result = attempt => match result {
                 Ok(client) => {
                     if let Some(strong) = inner.upgrade() {
                         CuratorFramework::set_connect_error(&strong, None);
@@ -137,20 +166,60 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
                 // With `fail_eagerly`, a pass in which no server gave a session ends so; the
                 // reason of each server is logged by zookeeper-client at debug level.
                 Err(zk::Error::NoHosts) => "no server answered with a session".to_string(),
+                // Refused credentials are final, as for ZooKeeper's Java client (AUTH_FAILED
+                // ends its handle for good): retrying cannot make a wrong password right, and
+                // each retry would be one more failed login in the server's log. The manager
+                // stops; operations fail at once with AuthFailed until the framework is closed.
+                Err(zk::Error::AuthFailed) => {
+                    let detail = match &sasl_user {
+                        Some(user) => format!("the server refused the session's SASL credentials ({user}); the framework no longer connects: close it and build one with the right credentials"),
+                        None => "the server requires authentication (SASL) that this framework does not give; the framework no longer connects: close it and build one with CuratorFrameworkBuilder::sasl_digest".to_string(),
+                    };
+                    tracing::error!(connect_string = %connect_string, "{detail}");
+                    crate::metrics::connect_failed();
+                    let strong = inner.upgrade()?;
+                    CuratorFramework::set_connect_failure(&strong, CuratorError::AuthFailed { detail });
+                    return None;
+                }
                 Err(err) => err.to_string(),
             },
         };
         failures += 1;
         crate::metrics::connect_failed();
-        if failures == 1 {
-            tracing::warn!(connect_string = %connect_string, error = %error, "could not open a session; retrying with backoff");
+        // zookeeper-client keeps each server's reason to itself: ask the servers whether TLS is
+        // the reason (crate::tls), off the runtime's threads and bounded per server; on the
+        // first failure of a streak, and again after each failure while TLS is the reason, so
+        // that the recorded cause stays true (one probe connection per failed attempt at most).
+        let diagnosis = if failures == 1 || tls_failing {
+            let connect_string = connect_string.clone();
+            let probe = tokio::task::spawn_blocking(move || crate::tls::diagnose(&connect_string, tls.as_ref()));
+            tokio::select! {
+                _ = shutdown.changed() => return None,
+                found = probe => found.ok().flatten(),
+            }
         } else {
-            tracing::debug!(connect_string = %connect_string, error = %error, failures, "could not open a session");
+            None
+        };
+        let shown = diagnosis.as_ref().map_or_else(|| error.clone(), ToString::to_string);
+        if failures == 1 {
+            tracing::warn!(connect_string = %connect_string, error = %shown, "could not open a session; retrying with backoff");
+        } else {
+            tracing::debug!(connect_string = %connect_string, error = %shown, failures, "could not open a session");
         }
         let strong = inner.upgrade()?;
         let pause =
             retry.next_pause(&CuratorError::NotConnected { detail: error.clone() }).unwrap_or(MAX_RECONNECT_PAUSE);
-        CuratorFramework::set_connect_error(&strong, Some(error));
+        let was_failing = std::mem::replace(&mut tls_failing, diagnosis.is_some());
+        match diagnosis {
+            Some(found) => CuratorFramework::set_connect_failure(&strong, found),
+            None => {
+                if was_failing {
+                    // TLS is no longer the reason: operations wait for a connection again.
+                    CuratorFramework::set_connect_error(&strong, None);
+                }
+                CuratorFramework::set_connect_error(&strong, Some(error));
+            }
+        }
         drop(strong);
         tokio::select! {
             _ = shutdown.changed() => return None,

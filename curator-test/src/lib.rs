@@ -31,6 +31,8 @@
 //!   safety ([`chaos::Checker`]) for chaos tests of locks built elsewhere.
 //! - [`Timing`] and [`eventually`]: generous deadlines from one place, and polling instead of
 //!   sleeping.
+//! - TLS and SASL modes of a [`TestingServer`] ([`TestingServerBuilder::tls`], [`tls`],
+//!   [`TestingServerBuilder::sasl_digest_users`]).
 //! - [`four_letter_word`]: `srvr`, `mntr`, `cons` and friends.
 //!
 //! No java process outlives the test binary: dropping a server kills it, an `atexit` hook kills
@@ -50,9 +52,11 @@ mod four;
 mod node;
 mod process;
 mod proxy;
+mod sasl;
 mod server;
 mod session;
 mod timing;
+pub mod tls;
 
 pub use child::child_test_command;
 pub use cluster::TestingCluster;
@@ -63,6 +67,7 @@ pub use proxy::ChaosProxy;
 pub use server::{TestingServer, TestingServerBuilder};
 pub use session::expire_session;
 pub use timing::{eventually, wait_for_state, Timing, TIMING_MULTIPLE_ENV};
+pub use tls::{TestingTls, TlsFiles};
 
 #[cfg(test)]
 mod tests {

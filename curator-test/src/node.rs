@@ -31,6 +31,10 @@ pub(crate) struct ServerSettings {
     /// `znode.container.checkIntervalMs`: how often the server reaps empty containers (60 s
     /// by default).
     pub(crate) container_check_interval: Option<Duration>,
+    /// More `zoo.cfg` lines (TLS, SASL).
+    pub(crate) extra_cfg: Vec<String>,
+    /// More `-D` options for the java command line (the JAAS file).
+    pub(crate) extra_properties: Vec<String>,
 }
 
 impl Default for ServerSettings {
@@ -41,6 +45,8 @@ impl Default for ServerSettings {
             min_session_timeout: None,
             max_session_timeout: None,
             container_check_interval: None,
+            extra_cfg: Vec::new(),
+            extra_properties: Vec::new(),
         }
     }
 }
@@ -107,6 +113,9 @@ impl Node {
         if let Some(max) = settings.max_session_timeout {
             let _ = writeln!(cfg, "maxSessionTimeout={}", millis(max));
         }
+        for line in &settings.extra_cfg {
+            let _ = writeln!(cfg, "{line}");
+        }
         if let Some((id, peers)) = ensemble {
             std::fs::write(data_dir.join("myid"), format!("{id}\n"))
                 .map_err(|e| TestingError::io(format!("write myid in {}", data_dir.display()), e))?;
@@ -121,6 +130,7 @@ impl Node {
             .container_check_interval
             .map(|every| format!("-Dznode.container.checkIntervalMs={}", millis(every)))
             .into_iter()
+            .chain(settings.extra_properties.iter().cloned())
             .collect();
         Ok(Node {
             port,

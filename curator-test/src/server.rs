@@ -9,6 +9,8 @@ use tempfile::TempDir;
 use crate::error::TestingError;
 use crate::node::{Node, ServerSettings, START_DEADLINE};
 use crate::process;
+use crate::sasl::SaslSettings;
+use crate::tls::{TestingTls, TlsFiles};
 
 /// How many times a fresh start is retried with new ports after a port clash.
 pub(crate) const START_ATTEMPTS: usize = 3;
@@ -41,12 +43,16 @@ pub struct TestingServer {
     node: Node,
     classpath: String,
     dir: Option<TempDir>,
+    /// In TLS mode: the secure client port and the generated files.
+    tls: Option<(u16, TlsFiles)>,
 }
 
 /// Options for a [`TestingServer`]; see [`TestingServer::builder`].
 #[derive(Clone, Debug, Default)]
 pub struct TestingServerBuilder {
     settings: ServerSettings,
+    tls: Option<TestingTls>,
+    sasl: Option<SaslSettings>,
 }
 
 impl TestingServerBuilder {
@@ -85,6 +91,33 @@ impl TestingServerBuilder {
         self
     }
 
+    /// TLS mode: the server also listens on a secure client port (`secureClientPort`, served by
+    /// `NettyServerCnxnFactory`) with keystores generated at start by the JDK's `keytool` (see
+    /// [`crate::tls`]). The plain client port stays (readiness checks use it).
+    /// [`TestingServer::secure_connect_string`] and [`TestingServer::tls_files`] give what a
+    /// client needs. Without a JDK the start fails: it never falls back to plain.
+    pub fn tls(mut self, tls: TestingTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// SASL DIGEST-MD5 mode: a JAAS file whose `Server` section lists these users and
+    /// passwords (`DigestLoginModule`), and the SASL authentication provider. Sessions without
+    /// SASL are still allowed unless [`sasl_required`](Self::sasl_required).
+    pub fn sasl_digest_users(mut self, users: &[(&str, &str)]) -> Self {
+        let sasl = self.sasl.get_or_insert_with(SaslSettings::default);
+        sasl.users.extend(users.iter().map(|(u, p)| (u.to_string(), p.to_string())));
+        self
+    }
+
+    /// With [`sasl_digest_users`](Self::sasl_digest_users): the server closes sessions that did
+    /// not authenticate with SASL (`enforce.auth.enabled`, `enforce.auth.schemes=sasl`,
+    /// `sessionRequireClientSASLAuth`).
+    pub fn sasl_required(mut self, required: bool) -> Self {
+        self.sasl.get_or_insert_with(SaslSettings::default).required = required;
+        self
+    }
+
     /// Starts the server and waits (up to 30 s) until it answers `srvr` with a `Mode:` line.
     ///
     /// # Errors
@@ -100,12 +133,31 @@ impl TestingServerBuilder {
                 .tempdir()
                 .map_err(|e| TestingError::io("create a temporary directory", e))?;
             let port = process::free_port()?;
-            let mut node = Node::create(dir.path(), "server", port, &self.settings, None)?;
+            let mut settings = self.settings.clone();
+            let tls = match &self.tls {
+                Some(options) => {
+                    // keytool and java take seconds: off the runtime's threads.
+                    let tls_dir = dir.path().join("tls");
+                    let files = tokio::task::spawn_blocking(move || TlsFiles::generate(&tls_dir))
+                        .await
+                        .map_err(|e| TestingError::Internal(format!("the keystore generation panicked: {e}")))??;
+                    let secure_port = process::free_port()?;
+                    settings.extra_cfg.extend(options.cfg_lines(&files, secure_port));
+                    Some((secure_port, files))
+                }
+                None => None,
+            };
+            if let Some(sasl) = &self.sasl {
+                let jaas = sasl.write_jaas(dir.path())?;
+                settings.extra_cfg.extend(sasl.cfg_lines());
+                settings.extra_properties.push(SaslSettings::jaas_property(&jaas));
+            }
+            let mut node = Node::create(dir.path(), "server", port, &settings, None)?;
             node.spawn(&classpath)?;
             match node.wait_ready(START_DEADLINE).await {
                 Ok(()) => {
-                    tracing::info!(port, dir = %dir.path().display(), "TestingServer started");
-                    return Ok(TestingServer { node, classpath, dir: Some(dir) });
+                    tracing::info!(port, secure_port = ?tls.as_ref().map(|t| t.0), dir = %dir.path().display(), "TestingServer started");
+                    return Ok(TestingServer { node, classpath, dir: Some(dir), tls });
                 }
                 Err(e) if attempt < START_ATTEMPTS && node.clashed() => {
                     tracing::info!(port, "port clash, retrying on another port: {e}");
@@ -138,6 +190,22 @@ impl TestingServer {
     /// The client port.
     pub fn port(&self) -> u16 {
         self.node.port()
+    }
+
+    /// In TLS mode, the connect string of the secure client port, `127.0.0.1:PORT`; `None`
+    /// otherwise.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.tls.as_ref().map(|(port, _)| format!("127.0.0.1:{port}"))
+    }
+
+    /// In TLS mode, the secure client port.
+    pub fn secure_port(&self) -> Option<u16> {
+        self.tls.as_ref().map(|(port, _)| *port)
+    }
+
+    /// In TLS mode, the generated CA, certificates and keys (PEM for clients).
+    pub fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref().map(|(_, files)| files)
     }
 
     /// The server's data directory (`dataDir`).

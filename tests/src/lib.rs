@@ -11,7 +11,9 @@
 //!   interop tests.
 //! - [`leadership`]: the leadership checker every election test uses, and recording participants.
 //! - [`policies`]: the error and retry policies every injected fault is tried with.
+//! - [`attempts`]: counting the framework's attempts to open a session.
 
+pub mod attempts;
 pub mod caches;
 pub mod chaos;
 pub mod fixture;
