@@ -449,7 +449,7 @@ impl CuratorFramework {
         // Under a deadline (module `retry::deadline`) the wait ends at the earlier of the two.
         // A connection timeout too large to add to now (`Duration::MAX`) waits without end.
         let limit = tokio::time::Instant::now().checked_add(self.inner.config.connection_timeout);
-        let deadline = crate::retry::deadline::current().filter(|d| limit.map_or(true, |l| *d < l));
+        let deadline = crate::retry::deadline::current().filter(|d| limit.is_none_or(|l| *d < l));
         let Some(until) = deadline.or(limit) else { return wait.await };
         match tokio::time::timeout_at(until, wait).await {
             Ok(r) => r,

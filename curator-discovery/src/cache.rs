@@ -125,7 +125,7 @@ impl<T: Clone> CacheShared<T> {
                 None
             }
         };
-        let newer = parsed.get(child.path()).map_or(true, |(seen, _)| *seen < mzxid);
+        let newer = parsed.get(child.path()).is_none_or(|(seen, _)| *seen < mzxid);
         if newer {
             parsed.insert(child.path().to_string(), (mzxid, instance.clone()));
         }

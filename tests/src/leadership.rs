@@ -88,7 +88,7 @@ impl LeadershipReport {
     /// No unexcused overlap, no token inversion, and exactly one leader after the calm if that
     /// was asked.
     pub fn is_clean(&self) -> bool {
-        self.overlaps == 0 && self.token_inversions == 0 && self.leaders_after_calm.map_or(true, |n| n == 1)
+        self.overlaps == 0 && self.token_inversions == 0 && self.leaders_after_calm.is_none_or(|n| n == 1)
     }
 }
 
@@ -356,7 +356,7 @@ impl LeadershipChecker {
                     ));
                 }
             }
-            if highest.map_or(true, |(top, _)| t.token > top) {
+            if highest.is_none_or(|(top, _)| t.token > top) {
                 highest = Some((t.token, i));
             }
         }

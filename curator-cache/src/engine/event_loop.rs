@@ -409,7 +409,7 @@ impl Engine {
             Ok((data, stat)) => {
                 let mut nodes = self.shared.nodes_mut();
                 let newer =
-                    nodes.get(&path).map_or(true, |old| stat.czxid != old.stat.czxid || stat.mzxid > old.stat.mzxid);
+                    nodes.get(&path).is_none_or(|old| stat.czxid != old.stat.czxid || stat.mzxid > old.stat.mzxid);
                 if newer {
                     let node = ChildData { path: path.clone(), stat, data: self.config.cache_data.then_some(data) };
                     nodes.insert(path, Arc::new(node));

@@ -63,12 +63,12 @@ impl Scope {
 
     /// Whether the children of the cached node `path`, at `depth`, are in scope at all.
     pub(super) fn lists(&self, path: &str, depth: usize) -> bool {
-        depth < self.max_depth && self.selector.as_ref().map_or(true, |s| s.traverse_children(path))
+        depth < self.max_depth && self.selector.as_ref().is_none_or(|s| s.traverse_children(path))
     }
 
     /// Whether the selector (if any) takes the child at `child`.
     pub(super) fn accepts(&self, child: &str) -> bool {
-        self.selector.as_ref().map_or(true, |s| s.accept_child(child))
+        self.selector.as_ref().is_none_or(|s| s.accept_child(child))
     }
 
     /// The full path of the child `name` of `parent`.

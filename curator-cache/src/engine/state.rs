@@ -46,7 +46,7 @@ impl SyncState {
     /// Whether a load should start now.
     pub(super) fn load_due(&self) -> bool {
         match self {
-            SyncState::Wanted { not_before } => not_before.map_or(true, |at| Instant::now() >= at),
+            SyncState::Wanted { not_before } => not_before.is_none_or(|at| Instant::now() >= at),
             SyncState::InSync | SyncState::Loading | SyncState::BackingOff { .. } => false,
         }
     }

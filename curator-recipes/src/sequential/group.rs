@@ -94,7 +94,7 @@ impl ContenderGroup {
             .await?;
         Ok(contenders(&children, self.sort_names)
             .into_iter()
-            .filter(|c| filter.map_or(true, |f| c.name.contains(f)))
+            .filter(|c| filter.is_none_or(|f| c.name.contains(f)))
             .map(|c| path::make_path(&self.base_path, &c.name))
             .collect())
     }

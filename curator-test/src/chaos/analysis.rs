@@ -83,7 +83,7 @@ fn waits(ledger: &Ledger, now: Instant, hung_after: Duration, calm_since: Option
     let mut longest: Option<(Duration, usize)> = None;
     for (i, a) in ledger.acquires.iter().enumerate() {
         let waited = a.end.unwrap_or(now).saturating_duration_since(a.start);
-        if longest.map_or(true, |(w, _)| waited > w) {
+        if longest.is_none_or(|(w, _)| waited > w) {
             longest = Some((waited, i));
         }
         let judged_from = calm_since.map_or(a.start, |calm| calm.max(a.start));
