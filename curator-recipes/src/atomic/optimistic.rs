@@ -6,11 +6,10 @@
 //! apply(make):
 //!   optimistic, under the recipe's retry policy (conflicts count as retryable):
 //!     read P ──► make(value) ──► multi [write P at the version read, bump our tag] ──► done
-//!       │                          (+ get P, sent right behind the multi)
 //!       │                          │ BadVersion / NodeExists / NoNode on P: conflict, retry
-//!       └ an operation whose previous one succeeded (our tag exists) starts from the get
-//!         behind that write instead (no read); if P or our tag changed since,
-//!         nothing was written and the same try goes on from the get behind this write
+//!       └ an operation whose previous one succeeded (our tag exists) starts from the node
+//!         as that write left it (its data, version + 1) instead (no read); if P or our tag
+//!         changed since, nothing was written and the same try goes on from a read
 //!         (not a conflict)
 //!                                  │ outcome unknown: sync, read the tag's version:
 //!                                  │     bumped ─► it was applied: done
@@ -114,7 +113,7 @@ enum Tag {
     At(i32),
 }
 
-/// The value's node as a read sent right behind one of our writes saw it.
+/// The value's node as our last write left it.
 #[derive(Debug, Clone)]
 struct Basis {
     data: Vec<u8>,
@@ -126,7 +125,7 @@ struct Basis {
 struct Own {
     /// Our write tag.
     tag: Tag,
-    /// The node as the read behind our last write saw it: where the next try starts, without
+    /// The node as our last write left it: where the next try starts, without
     /// a read of its own. Sound while our tag exists: a write of `P` at `version` that also
     /// bumps our tag at its version applies only if `P` was neither written nor deleted since
     /// the read (it cannot be deleted while our tag is under it, and only we make our tag).
@@ -231,13 +230,13 @@ impl Engine {
         }
     }
 
-    /// Writes `write` and bumps our tag in one transaction; with `read_behind`, a read of the
-    /// node sent right behind it gives `own.basis` (else it is cleared). `Written`,
+    /// Writes `write` and bumps our tag in one transaction; when written, `own.basis` is the
+    /// node as the write left it (else it is cleared). `Written`,
     /// `Conflict` (the node changed, appeared or went), `Stale` (only when `speculative`: the
     /// node or our tag changed since the basis was read), or `Err` for anything else; a write
     /// whose outcome is unknown is decided first (`resolve`), and is an `Err` (retryable) only
     /// when it was not applied.
-    async fn write(&self, own: &mut Own, write: Write<'_>, speculative: bool, read_behind: bool) -> Result<Outcome> {
+    async fn write(&self, own: &mut Own, write: Write<'_>, speculative: bool) -> Result<Outcome> {
         let data = match write {
             Write::Create(d) | Write::Set(d, _) => d,
         };
@@ -269,22 +268,14 @@ impl Engine {
             tracing::debug!(path = %self.path, tag = ?*tag, write = ?write_kind(write), "atomic: versioned write");
             let sent = Instant::now();
             let commit = multi.commit();
-            // Queued right behind the write on the same session, so answered right after it
-            // (section 2.1): the node as our write left it, or as the write that beat ours did.
-            let behind = read_behind.then(|| {
-                tracing::trace!(path = %self.path, "atomic: get_data behind the write");
-                client.get_data(&self.path)
-            });
-            // Awaited only when the write had an answer: after a lost connection it could wait
-            // for the next one.
-            let behind = async {
-                let (data, stat) = behind?.await.ok()?;
-                Some(Basis { data, version: stat.version })
-            };
             match commit.await {
                 Ok(_) => {
                     *tag = bumped(*tag);
-                    own.basis = behind.await;
+                    // A create makes version 0, a set the version after the one it named.
+                    own.basis = Some(match write {
+                        Write::Create(d) => Basis { data: d.to_vec(), version: 0 },
+                        Write::Set(d, version) => Basis { data: d.to_vec(), version: version.wrapping_add(1) },
+                    });
                     if making_tag {
                         self.reap_others();
                     }
@@ -295,7 +286,6 @@ impl Engine {
                     if !is_conflict(&err) {
                         return Err(err);
                     }
-                    own.basis = behind.await;
                     return Ok(if speculative { Outcome::Stale } else { Outcome::Conflict });
                 }
                 Err(zk::MultiWriteError::OperationFailed { source, .. }) => {
@@ -417,11 +407,9 @@ impl Engine {
 
     /// One try: read, make the new value, write it at the version read. `Ok(Some((pre,
     /// post)))` when written, `Ok(None)` on a conflict. `pre` is `None` for a missing node.
-    /// The read is skipped when `own.basis` holds the node as read behind our last write; a
+    /// The read is skipped when `own.basis` holds the node as our last write left it: a
     /// `speculative` basis (kept since the previous operation) that turns out stale costs the
-    /// write, not the try, which goes on from the read behind that write. Every write reads
-    /// behind itself: the read serves this try when the write is stale, the next operation
-    /// when it succeeds, and nothing after a conflict (the pause makes it old).
+    /// write, not the try, which goes on from a read.
     async fn try_once<F>(
         &self,
         own: &mut Own,
@@ -447,7 +435,7 @@ impl Engine {
                 Some((_, version)) => Write::Set(&new, *version),
                 None => Write::Create(&new),
             };
-            match self.write(own, write, speculative, true).await? {
+            match self.write(own, write, speculative).await? {
                 Outcome::Written => return Ok(Some((pre, new))),
                 Outcome::Conflict => return Ok(None),
                 Outcome::Stale => speculative = false,
@@ -484,7 +472,6 @@ impl Engine {
             };
             speculative = false;
             match retry.on_error(err).await {
-                // What was read behind the last write is old after the pause.
                 Ok(()) => own.basis = None,
                 Err(err) if is_conflict(&err) => return Ok(None),
                 Err(err) => return Err(err),
@@ -563,7 +550,7 @@ impl Engine {
                 if !matches(&data)? {
                     return Ok((false, data));
                 }
-                let written = self.write(&mut own, Write::Set(new, stat.version), false, false).await?;
+                let written = self.write(&mut own, Write::Set(new, stat.version), false).await?;
                 Ok((written == Outcome::Written, data))
             };
             match attempt.await {
@@ -582,7 +569,7 @@ impl Engine {
         let mut own = self.own.lock().await;
         let mut retry = self.retry_loop(&self.policy, false);
         loop {
-            match self.write(&mut own, Write::Create(value), false, false).await {
+            match self.write(&mut own, Write::Create(value), false).await {
                 Ok(created) => return Ok(created == Outcome::Written),
                 Err(err) => retry.on_error(err).await?,
             }
@@ -645,13 +632,13 @@ mod tests {
 
     use super::*;
 
-    /// An operation that starts from the read behind the previous one's write (no read of its
-    /// own) never writes on data older than the node: here the node is deleted and made again
+    /// An operation that starts from the node as the previous one's write left it (no read of
+    /// its own) never writes on data older than the node: here the node is deleted and made again
     /// at the same version with other data meanwhile (an ABA on the version), and the next
     /// increment still adds to the new data, in one try with no retry allowed. Our tag, deleted
     /// with the node, makes the speculative write fail; the try goes on from a fresh read.
     #[tokio::test]
-    async fn a_write_from_the_read_behind_never_lands_on_a_remade_node() {
+    async fn a_write_from_the_basis_never_lands_on_a_remade_node() {
         let server = curator_test::TestingServer::shared();
         let fw = CuratorFramework::builder().connect_string(server.connect_string()).build().expect("options");
         fw.start().expect("start");
