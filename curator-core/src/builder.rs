@@ -62,6 +62,7 @@ pub struct CuratorFrameworkBuilder {
     max_close_wait: Duration,
     max_data_len: usize,
     max_request_len: usize,
+    ensemble_tracker: bool,
 }
 
 impl Default for CuratorFrameworkBuilder {
@@ -81,6 +82,7 @@ impl Default for CuratorFrameworkBuilder {
             max_close_wait: DEFAULT_MAX_CLOSE_WAIT,
             max_data_len: DEFAULT_MAX_DATA_LEN,
             max_request_len: DEFAULT_MAX_REQUEST_LEN,
+            ensemble_tracker: true,
         }
     }
 }
@@ -167,6 +169,17 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// Whether to follow the ensemble's dynamic configuration (`/zookeeper/config`) and move
+    /// the session to the new servers when it changes (module [`ensemble`](crate::ensemble),
+    /// Curator's `EnsembleTracker`). On by default, as in Curator: without it, a client whose
+    /// servers all leave the ensemble loses its session. It costs one read and one watch per
+    /// connection. A move shows as one `Suspended`/`Reconnected` pair, never as `Lost`; see
+    /// [`CuratorFramework::current_connect_string`] for the servers in use.
+    pub fn ensemble_tracker(mut self, enabled: bool) -> Self {
+        self.ensemble_tracker = enabled;
+        self
+    }
+
     /// Checks the options and builds a framework that is not started yet. Bad options are an
     /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which.
     pub fn build(self) -> Result<CuratorFramework> {
@@ -183,7 +196,9 @@ impl CuratorFrameworkBuilder {
             return Err(invalid("connection timeout is zero".into()));
         }
         let default_data = self.default_data.clone().unwrap_or_else(|| crate::local_address().into_bytes());
+        let ensemble = Arc::new(crate::ensemble::Ensemble::new(&self.connect_string, self.ensemble_tracker));
         let config = Config {
+            ensemble,
             connect_string: self.connect_string,
             session_timeout: self.session_timeout,
             connection_timeout: self.connection_timeout,
@@ -261,6 +276,8 @@ fn check_connect_string(connect_string: &str) -> Result<()> {
 /// The options a framework was built with.
 #[derive(Debug)]
 pub(crate) struct Config {
+    /// The current connect string: the builder's, or the ensemble's as tracked.
+    pub(crate) ensemble: Arc<crate::ensemble::Ensemble>,
     pub(crate) connect_string: String,
     pub(crate) session_timeout: Duration,
     pub(crate) connection_timeout: Duration,

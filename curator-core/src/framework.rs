@@ -319,6 +319,13 @@ impl CuratorFramework {
         WeakFramework { inner: Arc::downgrade(&self.inner), namespace: self.namespace.clone() }
     }
 
+    /// The connect string the next connection uses: the builder's, or, with the ensemble
+    /// tracker on, the servers of the ensemble's latest configuration (Curator's
+    /// `getCurrentConfig`, as a connect string; module [`ensemble`](crate::ensemble)).
+    pub fn current_connect_string(&self) -> String {
+        self.inner.config.ensemble.current()
+    }
+
     /// The error policy locks and leaders use.
     pub fn error_policy(&self) -> ErrorPolicy {
         self.inner.config.error_policy

@@ -35,7 +35,7 @@
 //! ```
 //!
 //! Module map: [`framework`] (the client), [`builder`] (its options), [`session`] (the session manager),
-//! [`state`] (connection states), [`retry`], [`path`], [`ops`] (the fluent operations),
+//! [`state`] (connection states), [`ensemble`] (ensemble tracking), [`retry`], [`path`], [`ops`] (the fluent operations),
 //! [`background`] (callbacks), [`listeners`] (the one listener queue), [`error`].
 
 #![warn(missing_docs)]
@@ -43,6 +43,7 @@
 pub mod acl;
 pub mod background;
 pub mod builder;
+pub mod ensemble;
 pub mod error;
 pub mod framework;
 pub mod listeners;

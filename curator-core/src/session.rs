@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
+use crate::ensemble::{same_servers, Tracker};
 use crate::error::CuratorError;
 use crate::framework::{CuratorFramework, Inner};
 use crate::ops::watch::Fused;
@@ -53,8 +54,19 @@ enum Phase {
     Suspended,
 }
 
-/// Why a session ended.
+/// Why following a client ended.
 enum End {
+    Lost,
+    Shutdown,
+    /// Disconnected, and the ensemble now names other servers: move the session (module
+    /// [`ensemble`](crate::ensemble)). `heard` as in [`follow`].
+    Move { heard: Instant },
+}
+
+/// How a move of the session to the current ensemble ended.
+enum Moved {
+    /// The new client, the connect string it was opened with, when it was opened, its events.
+    To(zk::Client, String, Instant, SessionEvents),
     Lost,
     Shutdown,
 }
@@ -62,29 +74,74 @@ enum End {
 pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
     let mut generation = 0u64;
     loop {
-        let Some(client) = connect(&inner, &mut shutdown).await else { return };
+        let Some((mut client, mut servers)) = connect(&inner, &mut shutdown, None).await else { return };
         // The answer to the first request of the session proves the server heard us after now.
-        let asked = Instant::now();
-        let Some(events) = SessionEvents::new(&client).await else { continue };
+        let mut asked = Instant::now();
+        let Some(mut events) = SessionEvents::new(&client).await else { continue };
         generation += 1;
-        let Some(strong) = inner.upgrade() else { return };
-        CuratorFramework::set_live(&strong, client.clone(), generation);
-        let state = if client.state() == zk::SessionState::ConnectedReadOnly {
-            ConnectionState::ReadOnly
-        } else if generation == 1 {
-            ConnectionState::Connected
-        } else {
-            ConnectionState::Reconnected
-        };
-        publish(&strong, state, &client, generation, generation > 1);
-        drop(strong);
-        match follow(&inner, &client, events, asked, generation, &mut shutdown).await {
-            End::Shutdown => return,
-            End::Lost => {
-                let Some(strong) = inner.upgrade() else { return };
-                CuratorFramework::set_empty(&strong);
-                publish(&strong, ConnectionState::Lost, &client, generation, false);
+        let mut moved = false;
+        // Clients this session moved away from: held until they end by themselves, so that
+        // none sends CloseSession for the session (module `ensemble`).
+        let mut retired: Vec<zk::Client> = Vec::new();
+        loop {
+            let Some(strong) = inner.upgrade() else { return };
+            CuratorFramework::set_live(&strong, client.clone(), generation);
+            let state = if client.state() == zk::SessionState::ConnectedReadOnly {
+                ConnectionState::ReadOnly
+            } else if generation == 1 && !moved {
+                ConnectionState::Connected
+            } else {
+                ConnectionState::Reconnected
+            };
+            publish(&strong, state, &client, generation, generation > 1 && !moved);
+            drop(strong);
+            match follow(&inner, &client, &servers, events, asked, generation, &mut shutdown).await {
+                End::Shutdown => return,
+                End::Lost => break,
+                End::Move { heard } => match move_session(&inner, &client, heard, &mut shutdown).await {
+                    Moved::Shutdown => return,
+                    Moved::Lost => break,
+                    Moved::To(next, next_servers, next_asked, next_events) => {
+                        retired.retain(|c| !c.state().is_terminated());
+                        retired.push(std::mem::replace(&mut client, next));
+                        (servers, asked, events, moved) = (next_servers, next_asked, next_events, true);
+                    }
+                },
             }
+        }
+        let Some(strong) = inner.upgrade() else { return };
+        CuratorFramework::set_empty(&strong);
+        publish(&strong, ConnectionState::Lost, &client, generation, false);
+    }
+}
+
+/// Moves the session of `old` (disconnected) to the servers of the current ensemble: opens a
+/// client with the same session id and password on them, before the session is presumed lost
+/// (`heard + LOST_AFTER` of its timeout, section 3.2). `Lost` if the server says the session
+/// expired or that moment passes first.
+async fn move_session(
+    inner: &Weak<Inner>,
+    old: &zk::Client,
+    heard: Instant,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Moved {
+    let lost_at = tokio::time::Instant::from_std(heard + old.session_timeout() * LOST_AFTER.0 / LOST_AFTER.1);
+    tracing::info!(session = %old.session_id(), "disconnected and the ensemble changed: moving the session to the new servers");
+    let attempt = connect(inner, shutdown, Some(old.session().clone()));
+    let opened = tokio::time::timeout_at(lost_at, attempt).await;
+    match opened {
+        Ok(Some((client, servers))) => {
+            let asked = Instant::now();
+            match SessionEvents::new(&client).await {
+                Some(events) => Moved::To(client, servers, asked, events),
+                None => Moved::Lost,
+            }
+        }
+        Ok(None) if *shutdown.borrow() => Moved::Shutdown,
+        Ok(None) => Moved::Lost,
+        Err(_) => {
+            tracing::warn!(session = %old.session_id(), "the session could not be moved before most of a session timeout passed: presuming it lost");
+            Moved::Lost
         }
     }
 }
@@ -99,7 +156,15 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
 /// manager backs off under [`ExponentialBackoffForever`], from [`RECONNECT_PAUSE`] to
 /// [`MAX_RECONNECT_PAUSE`]; the first failure of a streak is a warning, the others are debug
 /// events, and the session that ends a streak is logged once with the number of failures.
-async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> Option<zk::Client> {
+///
+/// The servers are those of the current ensemble (module [`ensemble`](crate::ensemble)),
+/// returned with the client. With `resume`, the client re-establishes that session instead of
+/// opening a new one, and `None` comes back as soon as a server says it expired.
+async fn connect(
+    inner: &Weak<Inner>,
+    shutdown: &mut watch::Receiver<bool>,
+    resume: Option<zk::SessionInfo>,
+) -> Option<(zk::Client, String)> {
     let mut retry =
         RetryLoop::new(Arc::new(ExponentialBackoffForever::new(RECONNECT_PAUSE, MAX_RECONNECT_PAUSE)), None);
     let mut failures = 0u32;
@@ -117,7 +182,10 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
             for (scheme, auth) in &config.auth {
                 connector = connector.with_auth(scheme, auth);
             }
-            (connector, config.connect_string.clone())
+            if let Some(session) = &resume {
+                connector = connector.with_session(session.clone());
+            }
+            (connector, config.ensemble.current())
         };
         tracing::debug!(connect_string = %connect_string, "opening a session");
         let error = tokio::select! {
@@ -132,7 +200,11 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
                     } else {
                         tracing::info!(session = %client.session_id(), timeout = ?client.session_timeout(), failures, "session opened after failed attempts");
                     }
-                    return Some(client);
+                    return Some((client, connect_string));
+                }
+                Err(zk::Error::SessionExpired) if resume.is_some() => {
+                    tracing::warn!(connect_string = %connect_string, "the session expired before it could be moved");
+                    return None;
                 }
                 // With `fail_eagerly`, a pass in which no server gave a session ends so; the
                 // reason of each server is logged by zookeeper-client at debug level.
@@ -227,6 +299,7 @@ impl Probe {
 async fn follow(
     inner: &Weak<Inner>,
     client: &zk::Client,
+    servers: &str,
     mut events: SessionEvents,
     mut heard: Instant,
     generation: u64,
@@ -238,6 +311,9 @@ async fn follow(
     let mut probes = tokio::time::interval((negotiated / PROBES_PER_TIMEOUT).max(Duration::from_millis(1)));
     probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut probe: Option<Probe> = None;
+    let Some(strong) = inner.upgrade() else { return End::Shutdown };
+    let mut tracker = Tracker::new(strong.config.ensemble.clone(), client);
+    drop(strong);
     loop {
         let lost_at = tokio::time::Instant::from_std(heard + lost_after);
         let idle = probe.is_none();
@@ -266,18 +342,24 @@ async fn follow(
                 continue;
             }
             state = events.next() => state,
+            _ = tracker.next(client) => continue,
         };
         let Some(strong) = inner.upgrade() else { return End::Shutdown };
         match (state, phase) {
             (zk::SessionState::Disconnected, Phase::Connected) => {
                 phase = Phase::Suspended;
                 publish(&strong, ConnectionState::Suspended, client, generation, false);
+                let ensemble = &strong.config.ensemble;
+                if ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
+                    return End::Move { heard };
+                }
             }
             (zk::SessionState::SyncConnected, Phase::Suspended) => {
                 phase = Phase::Connected;
                 // Probe again as soon as the one in flight (sent before the reconnection) is
                 // answered: the reconnection moved `heard`, and the next answer shows it.
                 probes.reset_immediately();
+                tracker.read(client);
                 publish(&strong, ConnectionState::Reconnected, client, generation, false);
             }
             (zk::SessionState::ConnectedReadOnly, _) => {
