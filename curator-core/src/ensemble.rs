@@ -12,15 +12,22 @@
 //!   ([`CuratorFramework::current_connect_string`](crate::CuratorFramework::current_connect_string)).
 //!   An empty or unreadable configuration (a standalone server, a server before 3.5) leaves
 //!   the current one as it is.
-//! - The session is moved only while it is disconnected: when the connection drops
-//!   (`Suspended`) and the current list names other servers than the ones the session's client
-//!   was opened with, the manager opens a client on the new list *with the same session* (its
-//!   id and password, zookeeper-client's `Connector::with_session`). Once the new client has
-//!   the session, `Reconnected` is published with `new_session == false`: a move shows as one
-//!   `Suspended`/`Reconnected` pair, never as `Lost`, so what a session holds (ephemeral nodes,
-//!   locks) is not reported lost under either error policy. Should the session not be
-//!   re-established before the manager presumes it lost (section 3.2), `Lost` follows as for
-//!   any other disconnection.
+//! - The session moves to a new client, opened on the current list *with the same session*
+//!   (its id and password, zookeeper-client's `Connector::with_session`), in two cases:
+//!   1. the connection drops (`Suspended`) and the current list names other servers than the
+//!      ones the client was opened with: the move is the reconnection, and `Reconnected`
+//!      (`new_session == false`) is published once the new client has the session;
+//!   2. while connected, a new configuration names none of the client's servers, so the one
+//!      it is connected to is leaving too: the move starts at once, and if it completes before
+//!      that server drops the connection, no state is published at all (the session never
+//!      lost its connection).
+//!
+//!   So a move shows as one `Suspended`/`Reconnected` pair at most, never as `Lost`: what the
+//!   session holds (ephemeral nodes, locks) is not reported lost under
+//!   [`ErrorPolicy::Session`](crate::ErrorPolicy::Session), and under the standard policy only
+//!   if the connection dropped first, as for any server that goes away. Should the session not
+//!   be re-established before the manager presumes it lost (section 3.2), `Lost` follows as
+//!   for any other disconnection. Meanwhile the old client stays the one operations use.
 //! - The old client is kept (not dropped) until it ends by itself or the session ends: dropping
 //!   it would let zookeeper-client send CloseSession for the session that just moved, should it
 //!   reach one of its old servers again.
@@ -94,6 +101,11 @@ impl Ensemble {
 /// Whether two connect strings name the same servers (in any order, chroot ignored).
 pub(crate) fn same_servers(a: &str, b: &str) -> bool {
     servers_of(a) == servers_of(b)
+}
+
+/// Whether two connect strings have no server in common (chroot ignored).
+pub(crate) fn disjoint_servers(a: &str, b: &str) -> bool {
+    servers_of(a).is_disjoint(&servers_of(b))
 }
 
 fn servers_of(connect_string: &str) -> std::collections::BTreeSet<String> {
@@ -198,6 +210,11 @@ impl Tracker {
         let mut tracker = Tracker { ensemble, step };
         tracker.read(client);
         tracker
+    }
+
+    /// The connect string it keeps up to date.
+    pub(crate) fn ensemble(&self) -> &Ensemble {
+        &self.ensemble
     }
 
     /// Reads again (after a reconnection: a change may have been missed while disconnected).

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
-use crate::ensemble::{same_servers, Tracker};
+use crate::ensemble::{disjoint_servers, same_servers, Tracker};
 use crate::error::CuratorError;
 use crate::framework::{CuratorFramework, Inner};
 use crate::ops::watch::Fused;
@@ -58,18 +58,15 @@ enum Phase {
 enum End {
     Lost,
     Shutdown,
-    /// Disconnected, and the ensemble now names other servers: move the session (module
-    /// [`ensemble`](crate::ensemble)). `heard` as in [`follow`].
-    Move { heard: Instant },
+    /// The session moved to a client on the servers of the current ensemble (module
+    /// [`ensemble`](crate::ensemble)); `reconnected` if the old connection was down meanwhile
+    /// (`Suspended` was published and `Reconnected` is due).
+    Moved(Moved, bool),
 }
 
-/// How a move of the session to the current ensemble ended.
-enum Moved {
-    /// The new client, the connect string it was opened with, when it was opened, its events.
-    To(zk::Client, String, Instant, SessionEvents),
-    Lost,
-    Shutdown,
-}
+/// A client that took over the session: the client, the connect string it was opened with,
+/// when it was opened, and its session events.
+struct Moved(zk::Client, String, Instant, SessionEvents);
 
 pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
     let mut generation = 0u64;
@@ -79,34 +76,35 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         let mut asked = Instant::now();
         let Some(mut events) = SessionEvents::new(&client).await else { continue };
         generation += 1;
-        let mut moved = false;
+        let Some(strong) = inner.upgrade() else { return };
+        CuratorFramework::set_live(&strong, client.clone(), generation);
+        let state = if client.state() == zk::SessionState::ConnectedReadOnly {
+            ConnectionState::ReadOnly
+        } else if generation == 1 {
+            ConnectionState::Connected
+        } else {
+            ConnectionState::Reconnected
+        };
+        publish(&strong, state, &client, generation, generation > 1);
+        drop(strong);
         // Clients this session moved away from: held until they end by themselves, so that
         // none sends CloseSession for the session (module `ensemble`).
         let mut retired: Vec<zk::Client> = Vec::new();
         loop {
-            let Some(strong) = inner.upgrade() else { return };
-            CuratorFramework::set_live(&strong, client.clone(), generation);
-            let state = if client.state() == zk::SessionState::ConnectedReadOnly {
-                ConnectionState::ReadOnly
-            } else if generation == 1 && !moved {
-                ConnectionState::Connected
-            } else {
-                ConnectionState::Reconnected
-            };
-            publish(&strong, state, &client, generation, generation > 1 && !moved);
-            drop(strong);
             match follow(&inner, &client, &servers, events, asked, generation, &mut shutdown).await {
                 End::Shutdown => return,
                 End::Lost => break,
-                End::Move { heard } => match move_session(&inner, &client, heard, &mut shutdown).await {
-                    Moved::Shutdown => return,
-                    Moved::Lost => break,
-                    Moved::To(next, next_servers, next_asked, next_events) => {
-                        retired.retain(|c| !c.state().is_terminated());
-                        retired.push(std::mem::replace(&mut client, next));
-                        (servers, asked, events, moved) = (next_servers, next_asked, next_events, true);
+                End::Moved(Moved(next, next_servers, next_asked, next_events), reconnected) => {
+                    retired.retain(|c| !c.state().is_terminated());
+                    retired.push(std::mem::replace(&mut client, next));
+                    (servers, asked, events) = (next_servers, next_asked, next_events);
+                    let Some(strong) = inner.upgrade() else { return };
+                    CuratorFramework::set_live(&strong, client.clone(), generation);
+                    tracing::info!(session = %client.session_id(), connect_string = %servers, "the session moved to the new ensemble");
+                    if reconnected {
+                        publish(&strong, ConnectionState::Reconnected, &client, generation, false);
                     }
-                },
+                }
             }
         }
         let Some(strong) = inner.upgrade() else { return };
@@ -115,35 +113,22 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
     }
 }
 
-/// Moves the session of `old` (disconnected) to the servers of the current ensemble: opens a
-/// client with the same session id and password on them, before the session is presumed lost
-/// (`heard + LOST_AFTER` of its timeout, section 3.2). `Lost` if the server says the session
-/// expired or that moment passes first.
-async fn move_session(
+/// Moves the session of `old` to the servers of the current ensemble: opens a client with the
+/// same session id and password on them, retrying with the backoff of [`connect`]. `None` if a
+/// server says the session expired, or the framework shuts down. The caller bounds the wait
+/// (the session is presumed lost as usual, section 3.2).
+fn move_session(
     inner: &Weak<Inner>,
     old: &zk::Client,
-    heard: Instant,
-    shutdown: &mut watch::Receiver<bool>,
-) -> Moved {
-    let lost_at = tokio::time::Instant::from_std(heard + old.session_timeout() * LOST_AFTER.0 / LOST_AFTER.1);
-    tracing::info!(session = %old.session_id(), "disconnected and the ensemble changed: moving the session to the new servers");
-    let attempt = connect(inner, shutdown, Some(old.session().clone()));
-    let opened = tokio::time::timeout_at(lost_at, attempt).await;
-    match opened {
-        Ok(Some((client, servers))) => {
-            let asked = Instant::now();
-            match SessionEvents::new(&client).await {
-                Some(events) => Moved::To(client, servers, asked, events),
-                None => Moved::Lost,
-            }
-        }
-        Ok(None) if *shutdown.borrow() => Moved::Shutdown,
-        Ok(None) => Moved::Lost,
-        Err(_) => {
-            tracing::warn!(session = %old.session_id(), "the session could not be moved before most of a session timeout passed: presuming it lost");
-            Moved::Lost
-        }
-    }
+    shutdown: &watch::Receiver<bool>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Moved>> + Send>> {
+    let (inner, mut shutdown, session) = (inner.clone(), shutdown.clone(), old.session().clone());
+    Box::pin(async move {
+        let (client, servers) = connect(&inner, &mut shutdown, Some(session)).await?;
+        let asked = Instant::now();
+        let events = SessionEvents::new(&client).await?;
+        Some(Moved(client, servers, asked, events))
+    })
 }
 
 /// Opens a new session, retrying until one is had or the framework shuts down.
@@ -311,6 +296,8 @@ async fn follow(
     let mut probes = tokio::time::interval((negotiated / PROBES_PER_TIMEOUT).max(Duration::from_millis(1)));
     probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut probe: Option<Probe> = None;
+    // A move of the session to the current ensemble, once one is under way.
+    let mut moving: Option<std::pin::Pin<Box<dyn std::future::Future<Output = Option<Moved>> + Send>>> = None;
     let Some(strong) = inner.upgrade() else { return End::Shutdown };
     let mut tracker = Tracker::new(strong.config.ensemble.clone(), client);
     drop(strong);
@@ -342,7 +329,23 @@ async fn follow(
                 continue;
             }
             state = events.next() => state,
-            _ = tracker.next(client) => continue,
+            changed = tracker.next(client) => {
+                // The ensemble no longer has any server this client knows: the connected one is
+                // leaving too. Move now, before it drops the connection.
+                let current = tracker.ensemble().current();
+                if changed && moving.is_none() && phase == Phase::Connected && disjoint_servers(servers, &current) {
+                    tracing::info!(session = %client.session_id(), connect_string = %current, "none of this client's servers is in the ensemble any more: moving the session");
+                    moving = Some(move_session(inner, client, shutdown));
+                }
+                continue;
+            }
+            moved = async { match moving.as_mut() { Some(m) => m.await, None => std::future::pending().await } } => {
+                return match moved {
+                    Some(moved) => End::Moved(moved, phase == Phase::Suspended),
+                    None if *shutdown.borrow() => End::Shutdown,
+                    None => End::Lost,
+                };
+            }
         };
         let Some(strong) = inner.upgrade() else { return End::Shutdown };
         match (state, phase) {
@@ -350,8 +353,9 @@ async fn follow(
                 phase = Phase::Suspended;
                 publish(&strong, ConnectionState::Suspended, client, generation, false);
                 let ensemble = &strong.config.ensemble;
-                if ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
-                    return End::Move { heard };
+                if moving.is_none() && ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
+                    tracing::info!(session = %client.session_id(), connect_string = %ensemble.current(), "disconnected and the ensemble changed: moving the session");
+                    moving = Some(move_session(inner, client, shutdown));
                 }
             }
             (zk::SessionState::SyncConnected, Phase::Suspended) => {

@@ -22,7 +22,9 @@
 //!   temporary data directory. It can be stopped, restarted with its data, killed, paused
 //!   (SIGSTOP) and resumed. [`TestingServer::shared`] is one server per test binary for ordinary
 //!   tests that each use a unique path.
-//! - [`TestingCluster`]: an ensemble on loopback whose members can be killed and restarted.
+//! - [`TestingCluster`]: an ensemble on loopback whose members can be killed and restarted;
+//!   [`TestingCluster::start_reconfigurable`] starts one whose members can be added and removed
+//!   by dynamic reconfiguration.
 //! - [`expire_session`]: ends a session on demand, as Curator's `KillSession`.
 //! - [`ChaosProxy`]: a TCP proxy that pauses (both ways or one way), delays, cuts, refuses, or
 //!   drops the reply to one request (so that a request is applied but its client sees a
@@ -50,6 +52,7 @@ mod four;
 mod node;
 mod process;
 mod proxy;
+mod reconfig;
 mod server;
 mod session;
 mod timing;

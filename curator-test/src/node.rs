@@ -31,6 +31,9 @@ pub(crate) struct ServerSettings {
     /// `znode.container.checkIntervalMs`: how often the server reaps empty containers (60 s
     /// by default).
     pub(crate) container_check_interval: Option<Duration>,
+    /// Dynamic reconfiguration (`reconfigEnabled`, no standalone, ACLs skipped so that any
+    /// client may reconfigure; see `reconfig.rs`).
+    pub(crate) reconfig: bool,
 }
 
 impl Default for ServerSettings {
@@ -41,6 +44,7 @@ impl Default for ServerSettings {
             min_session_timeout: None,
             max_session_timeout: None,
             container_check_interval: None,
+            reconfig: false,
         }
     }
 }
@@ -51,6 +55,20 @@ pub(crate) struct Peer {
     pub(crate) id: u32,
     pub(crate) peer_port: u16,
     pub(crate) election_port: u16,
+    /// Written into the `server.N` line when reconfiguration is enabled.
+    pub(crate) client_port: u16,
+}
+
+impl Peer {
+    /// `N=...` of its `server.N` line: with reconfiguration, its role and client address too.
+    pub(crate) fn line(&self, reconfig: bool) -> String {
+        let Peer { id, peer_port, election_port, client_port } = self;
+        if reconfig {
+            format!("{id}=127.0.0.1:{peer_port}:{election_port}:participant;127.0.0.1:{client_port}")
+        } else {
+            format!("{id}=127.0.0.1:{peer_port}:{election_port}")
+        }
+    }
 }
 
 /// A server's files and (when running) its process.
@@ -94,8 +112,14 @@ impl Node {
         let _ = writeln!(cfg, "initLimit=10");
         let _ = writeln!(cfg, "syncLimit=5");
         let _ = writeln!(cfg, "dataDir={}", data_dir.display());
-        let _ = writeln!(cfg, "clientPort={port}");
-        let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+        if settings.reconfig {
+            // The client address is in each `server.N` line (the dynamic configuration).
+            let _ = writeln!(cfg, "reconfigEnabled=true");
+            let _ = writeln!(cfg, "standaloneEnabled=false");
+        } else {
+            let _ = writeln!(cfg, "clientPort={port}");
+            let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+        }
         let _ = writeln!(cfg, "maxClientCnxns=0");
         let _ = writeln!(cfg, "admin.enableServer=false");
         let _ = writeln!(cfg, "4lw.commands.whitelist=*");
@@ -111,17 +135,20 @@ impl Node {
             std::fs::write(data_dir.join("myid"), format!("{id}\n"))
                 .map_err(|e| TestingError::io(format!("write myid in {}", data_dir.display()), e))?;
             for p in peers {
-                let _ = writeln!(cfg, "server.{}=127.0.0.1:{}:{}", p.id, p.peer_port, p.election_port);
+                let _ = writeln!(cfg, "server.{}", p.line(settings.reconfig));
             }
         }
         let cfg_path = dir.join("zoo.cfg");
         std::fs::write(&cfg_path, cfg).map_err(|e| TestingError::io(format!("write {}", cfg_path.display()), e))?;
         let log_path = dir.join("zookeeper.log");
-        let system_properties = settings
+        let mut system_properties: Vec<String> = settings
             .container_check_interval
             .map(|every| format!("-Dznode.container.checkIntervalMs={}", millis(every)))
             .into_iter()
             .collect();
+        if settings.reconfig {
+            system_properties.push("-Dzookeeper.skipACL=yes".into());
+        }
         Ok(Node {
             port,
             base: base.to_path_buf(),

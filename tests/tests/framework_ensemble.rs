@@ -1,0 +1,150 @@
+//! Ensemble tracking (issue 18): the framework follows `/zookeeper/config` and moves its session
+//! to the new servers when the ensemble changes, keeping the session, its ephemeral nodes and
+//! its locks. On a `TestingCluster` with dynamic reconfiguration: a client that knows only
+//! server 1 sees a 4th server join and server 1 leave.
+//!
+//! After Apache Curator's `TestReconfiguration.testAdd` and `testAddAndRemove` (the connect
+//! string follows the configuration); those check only the connect string, since Curator's
+//! client opens a new session for a new one, where ours keeps the session.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use curator_core::{ConnectionState, ConnectionStateEvent, CreateMode, CuratorFramework, ErrorPolicy};
+use curator_recipes::locks::InterProcessMutex;
+use futures::FutureExt;
+use curator_test::{eventually, TestingCluster, Timing};
+use tests::policies::{with_policies, Retry};
+use tests::{builder, init_tracing, unique_path};
+
+fn servers(connect_string: &str) -> BTreeSet<String> {
+    connect_string.split(',').map(str::to_string).collect()
+}
+
+/// Waits until the framework's current connect string names exactly `expected`'s servers.
+async fn wait_connect_string(fw: &CuratorFramework, expected: &str) {
+    let ok = eventually(Timing::new().deadline(), || async { servers(&fw.current_connect_string()) == servers(expected) })
+        .await;
+    assert!(ok, "connect string {:?}, expected {expected:?}", fw.current_connect_string());
+}
+
+/// Every transition read so far, without waiting.
+fn drain(states: &mut curator_core::ConnectionStateStream) -> Vec<ConnectionStateEvent> {
+    let mut seen = Vec::new();
+    while let Some(Some(event)) = states.next().now_or_never() {
+        seen.push(event);
+    }
+    seen
+}
+
+
+/// The scenario under one pair of policies: a client connected to server 1 alone, holding an
+/// ephemeral node and a lock; server 4 joins, server 1 leaves.
+async fn add_then_remove_own_server(policy: ErrorPolicy, retry: Retry) {
+    init_tracing();
+    let mut cluster = TestingCluster::start_reconfigurable(3).await.expect("cluster");
+    let fw = with_policies(builder(&cluster.connect_string_of(0)), policy, retry).build().expect("options");
+    let mut states = fw.connection_state_stream();
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    // The tracker read the configuration at connection: all three servers.
+    wait_connect_string(&fw, &cluster.ensemble_connect_string()).await;
+
+    let session = fw.session().await.unwrap().id();
+    let path = unique_path("ensemble");
+    let ephemeral = fw
+        .create()
+        .creating_parents_if_needed()
+        .with_mode(CreateMode::Ephemeral)
+        .for_path(&format!("{path}/ephemeral"), b"mine".to_vec())
+        .await
+        .unwrap();
+    let guard = InterProcessMutex::new(&fw, &format!("{path}/lock")).unwrap().acquire().await.unwrap();
+    let lost = guard.lost_watch();
+
+    let added = cluster.add_server().await.expect("add a server");
+    wait_connect_string(&fw, &cluster.ensemble_connect_string()).await;
+    cluster.remove_server(0).await.expect("remove server 1");
+    assert!(!servers(&cluster.ensemble_connect_string()).contains(&cluster.connect_string_of(0)));
+    assert!(servers(&cluster.ensemble_connect_string()).contains(&cluster.connect_string_of(added)));
+    wait_connect_string(&fw, &cluster.ensemble_connect_string()).await;
+
+    // The session moved: operations work, on the same session, and server 1 plays no part (it
+    // is killed, so that a client still on it would fail).
+    cluster.kill(0).await.unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.expect("connected after the move");
+    let after = fw.create().with_mode(CreateMode::Ephemeral).for_path(&format!("{path}/after"), b"".to_vec()).await;
+    after.expect("an operation after the move");
+    assert_eq!(fw.session().await.unwrap().id(), session, "the session was kept");
+    let stat = fw.check_exists().for_path(&ephemeral).await.unwrap().expect("the ephemeral node survived");
+    assert_eq!(stat.ephemeral_owner, session);
+
+    // Connection states: never Lost, at most one Suspended/Reconnected pair, no new session.
+    let seen = drain(&mut states);
+    let kinds: Vec<_> = seen.iter().map(|e| e.state).collect();
+    assert!(!kinds.contains(&ConnectionState::Lost), "{kinds:?}");
+    assert!(seen.iter().all(|e| !e.new_session), "{kinds:?}");
+    let suspended = kinds.iter().filter(|s| **s == ConnectionState::Suspended).count();
+    let reconnected = kinds.iter().filter(|s| **s == ConnectionState::Reconnected).count();
+    assert!(suspended <= 1 && reconnected == suspended, "{kinds:?}");
+    tracing::info!(?kinds, "connection states during the change");
+
+    // The lock: kept under the session policy; under the standard one, reported lost only if
+    // the old server dropped the connection before the session had moved (a Suspended).
+    if policy == ErrorPolicy::Session || suspended == 0 {
+        assert!(lost.borrow().is_none(), "lock reported lost: {:?} ({kinds:?})", *lost.borrow());
+        assert!(guard.is_held());
+    }
+    guard.release().await.unwrap();
+    fw.close().await;
+}
+
+/// Server 4 joins, then the one server the client knows leaves: the session, its ephemeral
+/// node and its lock survive, and the connect string names the new servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_moves_to_the_new_ensemble() {
+    add_then_remove_own_server(ErrorPolicy::Standard, Retry::Default).await;
+}
+
+/// As [`session_moves_to_the_new_ensemble`], under `ErrorPolicy::Session` and a retry policy
+/// that gives up after one retry: the lock is never reported lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_moves_under_session_policy_and_short_retry() {
+    add_then_remove_own_server(ErrorPolicy::Session, Retry::Short).await;
+}
+
+/// With the tracker off, the client keeps the servers it was built with: when its only server
+/// leaves the ensemble it has nowhere to go, the session is presumed lost, and no new one can be
+/// opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_tracker_the_client_loses_its_server() {
+    init_tracing();
+    let mut cluster = TestingCluster::start_reconfigurable(3).await.expect("cluster");
+    let own = cluster.connect_string_of(0);
+    let fw = with_policies(builder(&own), ErrorPolicy::Session, Retry::Default)
+        .ensemble_tracker(false)
+        .build()
+        .expect("options");
+    let mut states = fw.connection_state_stream();
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    let guard = InterProcessMutex::new(&fw, &unique_path("untracked")).unwrap().acquire().await.unwrap();
+
+    cluster.add_server().await.expect("add a server");
+    cluster.remove_server(0).await.expect("remove server 1");
+    let lost = tokio::time::timeout(Timing::new().deadline(), async {
+        while let Some(event) = states.next().await {
+            if event.state == ConnectionState::Lost {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(lost, Ok(true), "the session is presumed lost");
+    assert_eq!(fw.current_connect_string(), own, "the connect string did not follow the ensemble");
+    assert!(tokio::time::timeout(Timing::new().deadline(), guard.lost()).await.is_ok(), "the lock is reported lost");
+    let again = fw.block_until_connected(Duration::from_secs(2)).await;
+    assert!(again.is_err(), "no server of the old list serves: {again:?}");
+    fw.close().await;
+}
