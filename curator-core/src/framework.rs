@@ -250,8 +250,21 @@ impl CuratorFramework {
 
     /// Ends `session` on the server: dropping the last clone of its client sends CloseSession.
     /// Waits (bounded) for that. A clone kept elsewhere keeps the session open until it is
-    /// dropped, which is why [`Session`] must not be held across long waits.
+    /// dropped, which is why [`Session`] must not be held across long waits. With the ensemble
+    /// tracker on, a client re-established on the session closes it instead (`session::close_session`).
     async fn end_session(&self, session: Session) {
+        if self.inner.config.ensemble.enabled() {
+            // With the ensemble tracker on, clients are detached (module `ensemble`): dropping
+            // one sends no CloseSession, so a client on the same session closes it, whoever
+            // still holds a clone of this one.
+            let alive = !session.client.state().is_terminated();
+            let info = session.client.session().clone();
+            drop(session);
+            if alive {
+                crate::session::close_session(&self.inner.config, info).await;
+            }
+            return;
+        }
         let mut states = session.client.state_watcher();
         drop(session);
         let closed = async {

@@ -30,6 +30,7 @@ use tokio::sync::watch;
 use zookeeper_client as zk;
 
 use crate::ensemble::{disjoint_servers, same_servers, Tracker};
+use crate::builder::Config;
 use crate::error::CuratorError;
 use crate::framework::{CuratorFramework, Inner};
 use crate::ops::watch::Fused;
@@ -58,15 +59,15 @@ enum Phase {
 enum End {
     Lost,
     Shutdown,
-    /// The session moved to a client on the servers of the current ensemble (module
-    /// [`ensemble`](crate::ensemble)); `reconnected` if the old connection was down meanwhile
-    /// (`Suspended` was published and `Reconnected` is due).
-    Moved(Moved, bool),
+    /// Move the session to the servers of the current ensemble (module
+    /// [`ensemble`](crate::ensemble)). `heard` as in [`follow`]; `suspended` if `Suspended` was
+    /// published (the connection dropped first).
+    Move { heard: Instant, suspended: bool },
 }
 
-/// A client that took over the session: the client, the connect string it was opened with,
-/// when it was opened, and its session events.
-struct Moved(zk::Client, String, Instant, SessionEvents);
+/// How long a move of the session may leave operations waiting before `Suspended` is
+/// published, if it was not already: this part of the session timeout, and at most 2 s.
+const MOVE_GRACE: (u32, Duration) = (10, Duration::from_secs(2));
 
 pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
     let mut generation = 0u64;
@@ -85,50 +86,121 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         } else {
             ConnectionState::Reconnected
         };
-        publish(&strong, state, &client, generation, generation > 1);
+        publish(&strong, state, client.session_id().0, generation, generation > 1);
         drop(strong);
-        // Clients this session moved away from: held until they end by themselves, so that
-        // none sends CloseSession for the session (module `ensemble`).
-        let mut retired: Vec<zk::Client> = Vec::new();
-        loop {
-            match follow(&inner, &client, &servers, events, asked, generation, &mut shutdown).await {
-                End::Shutdown => return,
-                End::Lost => break,
-                End::Moved(Moved(next, next_servers, next_asked, next_events), reconnected) => {
-                    retired.retain(|c| !c.state().is_terminated());
-                    retired.push(std::mem::replace(&mut client, next));
-                    (servers, asked, events) = (next_servers, next_asked, next_events);
-                    let Some(strong) = inner.upgrade() else { return };
-                    CuratorFramework::set_live(&strong, client.clone(), generation);
-                    tracing::info!(session = %client.session_id(), connect_string = %servers, "the session moved to the new ensemble");
-                    if reconnected {
-                        publish(&strong, ConnectionState::Reconnected, &client, generation, false);
+        // The session that is over, and (if a server may still take it) what closes it.
+        let (session, alive) = loop {
+            let (heard, suspended) =
+                match follow(&inner, &client, &servers, events, asked, generation, &mut shutdown).await {
+                    End::Shutdown => return,
+                    End::Lost => {
+                        let alive = (!client.state().is_terminated()).then(|| client.session().clone());
+                        break (client.session_id().0, alive);
                     }
+                    End::Move { heard, suspended } => (heard, suspended),
+                };
+            match move_session(&inner, client, heard, suspended, generation, &mut shutdown).await {
+                Moved::To(next, next_servers, next_asked, next_events) => {
+                    (client, servers, asked, events) = (next, next_servers, next_asked, next_events);
                 }
+                Moved::Lost(session, alive) => break (session, alive),
+                Moved::Shutdown => return,
             }
-        }
+        };
         let Some(strong) = inner.upgrade() else { return };
         CuratorFramework::set_empty(&strong);
-        publish(&strong, ConnectionState::Lost, &client, generation, false);
+        publish(&strong, ConnectionState::Lost, session, generation, false);
+        // Abandon the session: a detached client (tracker on) sent no CloseSession when it was
+        // dropped, so close the session if a server still takes it, as a client that is not
+        // detached does when dropped (section 3.2).
+        if let Some(info) = alive.filter(|_| strong.config.ensemble.enabled()) {
+            let weak = inner.clone();
+            crate::background::spawn_detached(async move {
+                if let Some(strong) = weak.upgrade() {
+                    close_session(&strong.config, info).await;
+                }
+            });
+        }
     }
 }
 
-/// Moves the session of `old` to the servers of the current ensemble: opens a client with the
-/// same session id and password on them, retrying with the backoff of [`connect`]. `None` if a
-/// server says the session expired, or the framework shuts down. The caller bounds the wait
-/// (the session is presumed lost as usual, section 3.2).
-fn move_session(
+/// How a move ended.
+enum Moved {
+    /// The client that has the session now, the connect string it was opened with, when it was
+    /// opened, and its session events.
+    To(zk::Client, String, Instant, SessionEvents),
+    /// The session is presumed lost: its id, and what closes it if a server may still take it.
+    Lost(i64, Option<zk::SessionInfo>),
+    Shutdown,
+}
+
+/// Moves the session of `old` to the servers of the current ensemble (module
+/// [`ensemble`](crate::ensemble)). First `old` is dropped: clients are detached while the tracker
+/// is on, so that sends no CloseSession, and a dropped client does not reconnect and take the
+/// session back from the new one (a removed server may go on serving). Then a client with the
+/// same session id and password is opened on the new servers. The session slot is empty
+/// meanwhile, so operations wait. `Suspended` is published if the move takes longer than
+/// [`MOVE_GRACE`] (unless it already was), `Reconnected` once it succeeds after `Suspended`;
+/// the session is lost if a server says it expired or it is presumed lost first (`heard`,
+/// section 3.2).
+async fn move_session(
     inner: &Weak<Inner>,
-    old: &zk::Client,
-    shutdown: &watch::Receiver<bool>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Moved>> + Send>> {
-    let (inner, mut shutdown, session) = (inner.clone(), shutdown.clone(), old.session().clone());
-    Box::pin(async move {
-        let (client, servers) = connect(&inner, &mut shutdown, Some(session)).await?;
-        let asked = Instant::now();
-        let events = SessionEvents::new(&client).await?;
-        Some(Moved(client, servers, asked, events))
-    })
+    old: zk::Client,
+    heard: Instant,
+    mut suspended: bool,
+    generation: u64,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Moved {
+    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+    let (info, timeout) = (old.session().clone(), old.session_timeout());
+    let id = info.id();
+    tracing::info!(session = %id, connect_string = %strong.config.ensemble.current(), "moving the session to the new ensemble");
+    CuratorFramework::set_empty(&strong);
+    drop((old, strong));
+    let lost_at = tokio::time::Instant::from_std(heard + timeout * LOST_AFTER.0 / LOST_AFTER.1);
+    let grace_at = tokio::time::Instant::now() + (timeout / MOVE_GRACE.0).min(MOVE_GRACE.1);
+    let opened = {
+        let (weak, mut shutdown, resume) = (inner.clone(), shutdown.clone(), info.clone());
+        let attempt = async move {
+            let (client, servers) = connect(&weak, &mut shutdown, Some(resume)).await?;
+            let asked = Instant::now();
+            let events = SessionEvents::new(&client).await?;
+            Some((client, servers, asked, events))
+        };
+        tokio::pin!(attempt);
+        loop {
+            tokio::select! {
+                opened = &mut attempt => break opened.ok_or(false),
+                _ = tokio::time::sleep_until(grace_at), if !suspended => {
+                    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+                    suspended = true;
+                    publish(&strong, ConnectionState::Suspended, id.0, generation, false);
+                }
+                _ = tokio::time::sleep_until(lost_at) => {
+                    tracing::warn!(session = %id, "the session could not be moved before most of a session timeout passed: presuming it lost");
+                    break Err(true);
+                }
+            }
+        }
+    };
+    if *shutdown.borrow() {
+        return Moved::Shutdown;
+    }
+    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+    match opened {
+        Ok((client, servers, asked, events)) => {
+            CuratorFramework::set_live(&strong, client.clone(), generation);
+            tracing::info!(session = %id, connect_string = %servers, "the session moved to the new ensemble");
+            if suspended {
+                publish(&strong, ConnectionState::Reconnected, id.0, generation, false);
+            }
+            Moved::To(client, servers, asked, events)
+        }
+        // Presumed lost in time: a server may still take the session, so close it.
+        Err(true) => Moved::Lost(id.0, Some(info)),
+        // Expired (or ended while its events were set up).
+        Err(false) => Moved::Lost(id.0, None),
+    }
 }
 
 /// Opens a new session, retrying until one is had or the framework shuts down.
@@ -160,13 +232,7 @@ async fn connect(
         let (connector, connect_string) = {
             let strong = inner.upgrade()?;
             let config = &strong.config;
-            let mut connector = zk::Client::connector()
-                .with_session_timeout(config.session_timeout)
-                .with_readonly(config.can_be_read_only)
-                .with_fail_eagerly();
-            for (scheme, auth) in &config.auth {
-                connector = connector.with_auth(scheme, auth);
-            }
+            let mut connector = connector(config, config.ensemble.enabled());
             if let Some(session) = &resume {
                 connector = connector.with_session(session.clone());
             }
@@ -212,6 +278,51 @@ async fn connect(
             _ = shutdown.changed() => return None,
             _ = tokio::time::sleep(pause) => {}
         }
+    }
+}
+
+/// How a client is opened. `detached`: dropping its last clone does not close the session;
+/// the framework's clients are, while the ensemble tracker is on, so that a session can move
+/// to another client (module [`ensemble`](crate::ensemble)); [`close_session`] then closes it.
+fn connector(config: &Config, detached: bool) -> zk::Connector {
+    let mut connector = zk::Client::connector()
+        .with_session_timeout(config.session_timeout)
+        .with_readonly(config.can_be_read_only)
+        .with_fail_eagerly();
+    for (scheme, auth) in &config.auth {
+        connector = connector.with_auth(scheme, auth);
+    }
+    if detached {
+        connector = connector.with_detached();
+    }
+    connector
+}
+
+/// Longest wait of [`close_session`].
+pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// Closes a session on the server, for a framework whose clients are detached: a client that
+/// re-establishes it on the current servers, dropped at once, sends CloseSession (the server
+/// then drops any other connection of the session). At most [`CLOSE_WAIT`]; if no server takes
+/// it, the session expires on the server by itself.
+pub(crate) async fn close_session(config: &Config, session: zk::SessionInfo) {
+    let id = session.id();
+    let servers = config.ensemble.current();
+    let closer = connector(config, false).with_session(session);
+    let closed = tokio::time::timeout(CLOSE_WAIT, async {
+        let client = closer.connect(&servers).await?;
+        let mut states = client.state_watcher();
+        drop(client);
+        while !states.state().is_terminated() {
+            states.changed().await;
+        }
+        Ok::<_, zk::Error>(())
+    })
+    .await;
+    match closed {
+        Ok(Ok(())) => tracing::debug!(session = %id, "session closed"),
+        Ok(Err(err)) => tracing::debug!(session = %id, error = %err, "could not close the session (it expires on the server)"),
+        Err(_) => tracing::debug!(session = %id, "no server closed the session in time (it expires on the server)"),
     }
 }
 
@@ -296,8 +407,6 @@ async fn follow(
     let mut probes = tokio::time::interval((negotiated / PROBES_PER_TIMEOUT).max(Duration::from_millis(1)));
     probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut probe: Option<Probe> = None;
-    // A move of the session to the current ensemble, once one is under way.
-    let mut moving: Option<std::pin::Pin<Box<dyn std::future::Future<Output = Option<Moved>> + Send>>> = None;
     let Some(strong) = inner.upgrade() else { return End::Shutdown };
     let mut tracker = Tracker::new(strong.config.ensemble.clone(), client);
     drop(strong);
@@ -330,32 +439,23 @@ async fn follow(
             }
             state = events.next() => state,
             changed = tracker.next(client) => {
-                // The ensemble no longer has any server this client knows: the connected one is
-                // leaving too. Move now, before it drops the connection.
-                let current = tracker.ensemble().current();
-                if changed && moving.is_none() && phase == Phase::Connected && disjoint_servers(servers, &current) {
-                    tracing::info!(session = %client.session_id(), connect_string = %current, "none of this client's servers is in the ensemble any more: moving the session");
-                    moving = Some(move_session(inner, client, shutdown));
+                // No server of this client is in the ensemble any more, so the one it is
+                // connected to is leaving: move before that server drops the connection.
+                if changed && phase == Phase::Connected && disjoint_servers(servers, &tracker.ensemble().current()) {
+                    return End::Move { heard, suspended: false };
                 }
                 continue;
-            }
-            moved = async { match moving.as_mut() { Some(m) => m.await, None => std::future::pending().await } } => {
-                return match moved {
-                    Some(moved) => End::Moved(moved, phase == Phase::Suspended),
-                    None if *shutdown.borrow() => End::Shutdown,
-                    None => End::Lost,
-                };
             }
         };
         let Some(strong) = inner.upgrade() else { return End::Shutdown };
         match (state, phase) {
             (zk::SessionState::Disconnected, Phase::Connected) => {
                 phase = Phase::Suspended;
-                publish(&strong, ConnectionState::Suspended, client, generation, false);
+                publish(&strong, ConnectionState::Suspended, client.session_id().0, generation, false);
+                // Reconnect to the servers of the current ensemble if they changed.
                 let ensemble = &strong.config.ensemble;
-                if moving.is_none() && ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
-                    tracing::info!(session = %client.session_id(), connect_string = %ensemble.current(), "disconnected and the ensemble changed: moving the session");
-                    moving = Some(move_session(inner, client, shutdown));
+                if ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
+                    return End::Move { heard, suspended: true };
                 }
             }
             (zk::SessionState::SyncConnected, Phase::Suspended) => {
@@ -364,11 +464,11 @@ async fn follow(
                 // answered: the reconnection moved `heard`, and the next answer shows it.
                 probes.reset_immediately();
                 tracker.read(client);
-                publish(&strong, ConnectionState::Reconnected, client, generation, false);
+                publish(&strong, ConnectionState::Reconnected, client.session_id().0, generation, false);
             }
             (zk::SessionState::ConnectedReadOnly, _) => {
                 phase = Phase::Connected;
-                publish(&strong, ConnectionState::ReadOnly, client, generation, false);
+                publish(&strong, ConnectionState::ReadOnly, client.session_id().0, generation, false);
             }
             (s, _) if s.is_terminated() => {
                 tracing::warn!(session = %client.session_id(), state = %s, "session ended");
@@ -379,10 +479,10 @@ async fn follow(
     }
 }
 
-fn publish(inner: &Arc<Inner>, state: ConnectionState, client: &zk::Client, generation: u64, new_session: bool) {
+fn publish(inner: &Arc<Inner>, state: ConnectionState, session_id: i64, generation: u64, new_session: bool) {
     inner.hub.publish(ConnectionStateEvent {
         state,
-        session_id: client.session_id().0,
+        session_id,
         generation,
         new_session,
         at: Instant::now(),

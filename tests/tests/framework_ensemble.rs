@@ -69,6 +69,13 @@ async fn add_then_remove_own_server(policy: ErrorPolicy, retry: Retry) {
     assert!(servers(&cluster.ensemble_connect_string()).contains(&cluster.connect_string_of(added)));
     wait_connect_string(&fw, &cluster.ensemble_connect_string()).await;
 
+    // A removed server goes on serving (a follower outside the configuration): the session
+    // stays with the new client instead of bouncing back to a client still on server 1 (with
+    // the old client kept alive, it did: one Suspended/Reconnected about 100 ms after the move).
+    let until = std::time::Instant::now() + Duration::from_secs(1);
+    while std::time::Instant::now() < until {
+        fw.check_exists().for_path("/").await.expect("reads go on during and after the move");
+    }
     // The session moved: operations work, on the same session, and server 1 plays no part (it
     // is killed, so that a client still on it would fail).
     cluster.kill(0).await.unwrap();
@@ -79,22 +86,21 @@ async fn add_then_remove_own_server(policy: ErrorPolicy, retry: Retry) {
     let stat = fw.check_exists().for_path(&ephemeral).await.unwrap().expect("the ephemeral node survived");
     assert_eq!(stat.ephemeral_owner, session);
 
-    // Connection states: never Lost, at most one Suspended/Reconnected pair, no new session.
+    // Connection states: never Lost, no new session, and here not even Suspended: the move
+    // starts when the configuration leaves out the client's only server, and completes well
+    // within the grace of a move (a tenth of the session timeout) while that server still
+    // serves. (Had the server dropped the connection first, one Suspended/Reconnected pair
+    // would be allowed.)
     let seen = drain(&mut states);
     let kinds: Vec<_> = seen.iter().map(|e| e.state).collect();
+    tracing::info!(?kinds, "connection states during the change");
     assert!(!kinds.contains(&ConnectionState::Lost), "{kinds:?}");
     assert!(seen.iter().all(|e| !e.new_session), "{kinds:?}");
-    let suspended = kinds.iter().filter(|s| **s == ConnectionState::Suspended).count();
-    let reconnected = kinds.iter().filter(|s| **s == ConnectionState::Reconnected).count();
-    assert!(suspended <= 1 && reconnected == suspended, "{kinds:?}");
-    tracing::info!(?kinds, "connection states during the change");
+    assert!(!kinds.contains(&ConnectionState::Suspended), "{kinds:?}");
 
-    // The lock: kept under the session policy; under the standard one, reported lost only if
-    // the old server dropped the connection before the session had moved (a Suspended).
-    if policy == ErrorPolicy::Session || suspended == 0 {
-        assert!(lost.borrow().is_none(), "lock reported lost: {:?} ({kinds:?})", *lost.borrow());
-        assert!(guard.is_held());
-    }
+    // So the lock is not reported lost, under either error policy.
+    assert!(lost.borrow().is_none(), "lock reported lost: {:?} ({kinds:?})", *lost.borrow());
+    assert!(guard.is_held());
     guard.release().await.unwrap();
     fw.close().await;
 }
@@ -113,9 +119,10 @@ async fn session_moves_under_session_policy_and_short_retry() {
     add_then_remove_own_server(ErrorPolicy::Session, Retry::Short).await;
 }
 
-/// With the tracker off, the client keeps the servers it was built with: when its only server
-/// leaves the ensemble it has nowhere to go, the session is presumed lost, and no new one can be
-/// opened.
+/// With the tracker off, the client keeps the servers it was built with. A server removed from
+/// the ensemble goes on serving (as a follower outside the configuration) until it is shut down,
+/// so the client stays on it; once it stops, the client has nowhere to go: the session is
+/// presumed lost, and no new one can be opened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_tracker_the_client_loses_its_server() {
     init_tracing();
@@ -132,6 +139,9 @@ async fn without_the_tracker_the_client_loses_its_server() {
 
     cluster.add_server().await.expect("add a server");
     cluster.remove_server(0).await.expect("remove server 1");
+    assert_eq!(fw.current_connect_string(), own, "the connect string did not follow the ensemble");
+    fw.create().for_path(&unique_path("still"), b"".to_vec()).await.expect("the removed server still serves");
+    cluster.kill(0).await.unwrap();
     let lost = tokio::time::timeout(Timing::new().deadline(), async {
         while let Some(event) = states.next().await {
             if event.state == ConnectionState::Lost {
@@ -142,9 +152,9 @@ async fn without_the_tracker_the_client_loses_its_server() {
     })
     .await;
     assert_eq!(lost, Ok(true), "the session is presumed lost");
-    assert_eq!(fw.current_connect_string(), own, "the connect string did not follow the ensemble");
     assert!(tokio::time::timeout(Timing::new().deadline(), guard.lost()).await.is_ok(), "the lock is reported lost");
     let again = fw.block_until_connected(Duration::from_secs(2)).await;
     assert!(again.is_err(), "no server of the old list serves: {again:?}");
     fw.close().await;
 }
+
