@@ -51,6 +51,7 @@ enum SessionSlot {
 pub struct Session {
     client: zk::Client,
     generation: u64,
+    epoch: u64,
 }
 
 impl Session {
@@ -66,6 +67,13 @@ impl Session {
     /// The ZooKeeper session id.
     pub fn id(&self) -> i64 {
         self.client.session_id().0
+    }
+    /// The framework's count of clients so far: grows with each new session and each move of
+    /// a session to another client (module [`ensemble`](crate::ensemble)). Whatever was
+    /// registered on a client (watches) ends with it; whoever keeps a client across waits lets
+    /// go of it when [`CuratorFramework::client_gone`] resolves.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 }
 
@@ -98,6 +106,8 @@ pub(crate) struct Inner {
     manager: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pending_background: watch::Sender<usize>,
     last_connect_error: Mutex<Option<String>>,
+    /// Clients handed out so far ([`Session::epoch`]).
+    epochs: std::sync::atomic::AtomicU64,
     pub(crate) listeners: Listeners<CuratorEvent>,
     pub(crate) unhandled: Listeners<UnhandledError>,
     /// Background operations, sent in the order they were submitted.
@@ -154,6 +164,7 @@ impl CuratorFramework {
             manager: Mutex::new(None),
             pending_background: watch::channel(0).0,
             last_connect_error: Mutex::new(None),
+            epochs: std::sync::atomic::AtomicU64::new(0),
             listeners: Listeners::new(),
             unhandled: Listeners::new(),
             background: crate::ops::ordered::Queue::default(),
@@ -284,6 +295,17 @@ impl CuratorFramework {
     pub async fn closing(&self) {
         let mut shutdown = self.inner.shutdown.subscribe();
         let _ = shutdown.wait_for(|closing| *closing).await;
+    }
+
+    /// Resolves once the client of [`Session::epoch`] `epoch` is no longer the framework's
+    /// current one: its session was lost or moved to another client (module
+    /// [`ensemble`](crate::ensemble)), or the framework closed. A task that keeps a clone of a
+    /// session's client across waits (a cache pipelining its reads) must drop it then: a moved
+    /// session's old client, kept alive, could reconnect to a server that left the ensemble but
+    /// still serves, and take the session back from the new client.
+    pub async fn client_gone(&self, epoch: u64) {
+        let mut rx = self.inner.session.subscribe();
+        let _ = rx.wait_for(|slot| !matches!(slot, SessionSlot::Live(s) if s.epoch == epoch)).await;
     }
 
     /// True once [`close`](Self::close) has begun.
@@ -424,7 +446,7 @@ impl CuratorFramework {
             path: ns.path.clone(),
             reason: "namespace is not a valid chroot",
         })?;
-        Ok(Session { client, generation: root.generation })
+        Ok(Session { client, generation: root.generation, epoch: root.epoch })
     }
 
     async fn live_session(&self, op_path: &str) -> Result<Session> {
@@ -539,7 +561,8 @@ impl CuratorFramework {
         if matches!(*inner.session.borrow(), SessionSlot::Closed) {
             return;
         }
-        inner.session.send_replace(SessionSlot::Live(Session { client, generation }));
+        let epoch = inner.epochs.fetch_add(1, Ordering::AcqRel) + 1;
+        inner.session.send_replace(SessionSlot::Live(Session { client, generation, epoch }));
     }
 
     pub(crate) fn set_empty(inner: &Inner) {

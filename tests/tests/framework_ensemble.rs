@@ -158,3 +158,44 @@ async fn without_the_tracker_the_client_loses_its_server() {
     fw.close().await;
 }
 
+
+/// A `NodeCache` opened before the move sees the changes made after it, also once the removed
+/// server has stopped, and the move shows no `Suspended`. Failed before the cache let go of the
+/// moved session's old client (`CuratorFramework::client_gone`) and before its watch's end was
+/// tracked per client (`Session::epoch`) rather than per session: the cache kept the old client,
+/// whose watch worked only while the removed server served, then retried loads on it with
+/// "connection lost" until the deadline (its generation, unchanged by a move, counted as over).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_follows_the_moved_session() {
+    init_tracing();
+    let mut cluster = TestingCluster::start_reconfigurable(3).await.expect("cluster");
+    let fw = tests::connected(builder(&cluster.connect_string_of(0))).await;
+    let mut states = fw.connection_state_stream();
+    wait_connect_string(&fw, &cluster.ensemble_connect_string()).await;
+    let path = unique_path("cached");
+    fw.create().for_path(&path, b"before".to_vec()).await.unwrap();
+    let cache = curator_cache::NodeCache::new(&fw, &path).unwrap();
+    cache.start(true).await.unwrap();
+    cluster.add_server().await.expect("add a server");
+    cluster.remove_server(0).await.expect("remove server 1");
+    wait_connect_string(&fw, &cluster.ensemble_connect_string()).await;
+    let other = tests::client(&cluster.ensemble_connect_string()).await;
+    other.set_data().for_path(&path, b"after".to_vec()).await.unwrap();
+    let seen = eventually(Timing::new().deadline(), || async {
+        cache.current_data().is_some_and(|d| d.data.as_deref() == Some(&b"after"[..]))
+    })
+    .await;
+    assert!(seen, "the cache saw the change made after the move: {:?}", cache.current_data());
+    // And once the removed server is gone too.
+    cluster.kill(0).await.unwrap();
+    other.set_data().for_path(&path, b"later".to_vec()).await.unwrap();
+    let seen = eventually(Timing::new().deadline(), || async {
+        cache.current_data().is_some_and(|d| d.data.as_deref() == Some(&b"later"[..]))
+    })
+    .await;
+    assert!(seen, "the cache saw the change made after server 1 stopped: {:?}", cache.current_data());
+    let kinds: Vec<_> = drain(&mut states).iter().map(|e| e.state).collect();
+    assert!(!kinds.contains(&ConnectionState::Suspended), "{kinds:?}");
+    other.close().await;
+    fw.close().await;
+}
