@@ -270,7 +270,13 @@ impl CuratorFramework {
             // still holds a clone of this one.
             let alive = !session.client.state().is_terminated();
             let info = session.client.session().clone();
+            let states = session.client.state_watcher();
             drop(session);
+            // First let the client end (it would otherwise reconnect when the closer's
+            // connection makes the server drop its own, and take the session back).
+            if !crate::session::client_ended(states, crate::session::CLOSE_WAIT).await {
+                tracing::warn!("the session's client is still held elsewhere: closing the session anyway");
+            }
             if alive {
                 crate::session::close_session(&self.inner.config, info).await;
             }

@@ -22,6 +22,14 @@
 //! server) every `T / PROBES_PER_TIMEOUT` while none is in flight. Measuring from when the
 //! disconnection was *noticed* would be late: zookeeper-client notices a silent connection only
 //! after 2/5 of `T` without a reply, and it declares expiry itself only after 7/5 of `T`.
+//!
+//! # Moves (docs/architecture.md section 3.7)
+//!
+//! With the ensemble tracker on, the manager also follows `/zookeeper/config` (module
+//! [`ensemble`](crate::ensemble)) and moves a live session to a new client on the new servers
+//! (same id and password) when the configuration leaves out every server of the current client,
+//! or when the connection drops and the list changed. A move shows as one `Suspended`/`Reconnected`
+//! pair at most (none if it completes within [`MOVE_GRACE`]), never as `Lost` by itself.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -156,9 +164,17 @@ async fn move_session(
     let id = info.id();
     tracing::info!(session = %id, connect_string = %strong.config.ensemble.current(), "moving the session to the new ensemble");
     CuratorFramework::set_empty(&strong);
-    drop((old, strong));
+    let grace = (timeout / MOVE_GRACE.0).min(MOVE_GRACE.1);
     let lost_at = tokio::time::Instant::from_std(heard + timeout * LOST_AFTER.0 / LOST_AFTER.1);
-    let grace_at = tokio::time::Instant::now() + (timeout / MOVE_GRACE.0).min(MOVE_GRACE.1);
+    let grace_at = tokio::time::Instant::now() + grace;
+    let ended = old.state_watcher();
+    drop((old, strong));
+    if !suspended {
+        // Still connected: let the old client flush and end before the session moves, or the
+        // server's dropping its connection for the move would make it reconnect and take the
+        // session back. Holders of clones let go when `client_gone` resolves (now).
+        client_ended(ended, grace).await;
+    }
     let opened = {
         let (weak, mut shutdown, resume) = (inner.clone(), shutdown.clone(), info.clone());
         let attempt = async move {
@@ -296,6 +312,17 @@ fn connector(config: &Config, detached: bool) -> zk::Connector {
         connector = connector.with_detached();
     }
     connector
+}
+
+/// Waits (at most `limit`) until the client of `states` ends: once every clone is dropped, a
+/// detached client flushes what it has to send and ends.
+pub(crate) async fn client_ended(mut states: zk::StateWatcher, limit: Duration) -> bool {
+    let ended = async {
+        while !states.state().is_terminated() {
+            states.changed().await;
+        }
+    };
+    tokio::time::timeout(limit, ended).await.is_ok()
 }
 
 /// Longest wait of [`close_session`].

@@ -176,6 +176,11 @@ async fn cache_follows_the_moved_session() {
     fw.create().for_path(&path, b"before".to_vec()).await.unwrap();
     let cache = curator_cache::NodeCache::new(&fw, &path).unwrap();
     cache.start(true).await.unwrap();
+    let watcher = curator_recipes::watch::PersistentWatcher::new(&fw, &path, false).unwrap();
+    let mut resets = watcher.resets();
+    let mut events = watcher.events();
+    watcher.start().unwrap();
+    tokio::time::timeout(Timing::new().deadline(), resets.next()).await.expect("the watch is added");
     cluster.add_server().await.expect("add a server");
     cluster.remove_server(0).await.expect("remove server 1");
     wait_connect_string(&fw, &cluster.ensemble_connect_string()).await;
@@ -188,6 +193,7 @@ async fn cache_follows_the_moved_session() {
     assert!(seen, "the cache saw the change made after the move: {:?}", cache.current_data());
     // And once the removed server is gone too.
     cluster.kill(0).await.unwrap();
+    while let Some(Some(_)) = events.next().now_or_never() {}
     other.set_data().for_path(&path, b"later".to_vec()).await.unwrap();
     let seen = eventually(Timing::new().deadline(), || async {
         cache.current_data().is_some_and(|d| d.data.as_deref() == Some(&b"later"[..]))
@@ -196,6 +202,20 @@ async fn cache_follows_the_moved_session() {
     assert!(seen, "the cache saw the change made after server 1 stopped: {:?}", cache.current_data());
     let kinds: Vec<_> = drain(&mut states).iter().map(|e| e.state).collect();
     assert!(!kinds.contains(&ConnectionState::Suspended), "{kinds:?}");
+    // The PersistentWatcher added its watch again on the new client: it reports the last change.
+    let changed = tokio::time::timeout(Timing::new().deadline(), async {
+        while let Some(event) = events.next().await {
+            if event.event_type == curator_core::zk::EventType::NodeDataChanged
+                && other.get_data().for_path(&path).await.ok().as_deref() == Some(&b"later"[..])
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(changed, Ok(true), "the persistent watcher saw the change after the move");
     other.close().await;
     fw.close().await;
 }
+
