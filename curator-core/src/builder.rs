@@ -172,9 +172,12 @@ impl CuratorFrameworkBuilder {
     /// Whether to follow the ensemble's dynamic configuration (`/zookeeper/config`) and move
     /// the session to the new servers when it changes (module [`ensemble`](crate::ensemble),
     /// Curator's `EnsembleTracker`). On by default, as in Curator: without it, a client whose
-    /// servers all leave the ensemble loses its session. It costs one read and one watch per
-    /// connection. A move shows as one `Suspended`/`Reconnected` pair, never as `Lost`; see
-    /// [`CuratorFramework::current_connect_string`] for the servers in use.
+    /// servers all leave the ensemble loses its session once they stop. It costs one read and
+    /// one watch per connection, and while it is on the framework's clients are opened detached
+    /// (`close()` then ends the session with a short-lived client on it). A move shows as one
+    /// `Suspended`/`Reconnected` pair at most (none if it completes within a tenth of the session
+    /// timeout), never as `Lost`; see [`CuratorFramework::current_connect_string`] for the
+    /// servers in use.
     pub fn ensemble_tracker(mut self, enabled: bool) -> Self {
         self.ensemble_tracker = enabled;
         self

@@ -14,23 +14,29 @@
 //!   the current one as it is.
 //! - The session moves to a new client, opened on the current list *with the same session*
 //!   (its id and password, zookeeper-client's `Connector::with_session`), in two cases:
-//!   1. the connection drops (`Suspended`) and the current list names other servers than the
-//!      ones the client was opened with: the move is the reconnection, and `Reconnected`
-//!      (`new_session == false`) is published once the new client has the session;
-//!   2. while connected, a new configuration names none of the client's servers, so the one
-//!      it is connected to is leaving too: the move starts at once, and if it completes before
-//!      that server drops the connection, no state is published at all (the session never
-//!      lost its connection).
+//!   1. while connected, a new configuration names none of the client's servers, so the one it
+//!      is connected to is leaving: the move starts at once;
+//!   2. the connection drops (`Suspended`) and the current list names other servers than the
+//!      ones the client was opened with: the move is the reconnection.
 //!
-//!   So a move shows as one `Suspended`/`Reconnected` pair at most, never as `Lost`: what the
-//!   session holds (ephemeral nodes, locks) is not reported lost under
-//!   [`ErrorPolicy::Session`](crate::ErrorPolicy::Session), and under the standard policy only
-//!   if the connection dropped first, as for any server that goes away. Should the session not
-//!   be re-established before the manager presumes it lost (section 3.2), `Lost` follows as
-//!   for any other disconnection. Meanwhile the old client stays the one operations use.
-//! - The old client is kept (not dropped) until it ends by itself or the session ends: dropping
-//!   it would let zookeeper-client send CloseSession for the session that just moved, should it
-//!   reach one of its old servers again.
+//!   The old client is let go of first (the session slot is emptied, so operations wait, and
+//!   [`CuratorFramework::client_gone`](crate::CuratorFramework::client_gone) tells whoever keeps
+//!   a client across waits to drop it), and it must end before the new one connects: a removed
+//!   server goes on serving outside the configuration, and an old client still alive would
+//!   reconnect to it and take the session back. So while the tracker is on, the framework's
+//!   clients are opened *detached* (dropping one sends no CloseSession), and `close()` closes the
+//!   session with a short-lived client on the same session.
+//! - Connection states: a move that completes within a tenth of the session timeout (at most
+//!   2 s) publishes nothing; a longer one publishes `Suspended` (if the connection had not
+//!   dropped already) and then `Reconnected` with `new_session == false`. So a move shows as one
+//!   `Suspended`/`Reconnected` pair at most, never as `Lost`: what the session holds (ephemeral
+//!   nodes, locks) is not reported lost under [`ErrorPolicy::Session`](crate::ErrorPolicy::Session),
+//!   and under the standard policy only if `Suspended` was published. `Lost` comes only as for
+//!   any disconnection (no answer for most of a session timeout, docs/architecture.md section
+//!   3.2) or if a server says the session expired.
+//! - What was registered on the old client ends with it: [`Session::epoch`](crate::Session::epoch)
+//!   counts clients, and the caches and `PersistentWatcher` add their watches again on the new
+//!   one.
 //!
 //! Turned off with [`CuratorFrameworkBuilder::ensemble_tracker`](crate::CuratorFrameworkBuilder::ensemble_tracker)
 //! (on by default, as in Curator), the client keeps the servers of its builder's connect string.
