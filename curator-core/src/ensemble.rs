@@ -192,7 +192,8 @@ fn is_wildcard(host: &str) -> bool {
     }
 }
 
-type Read = Pin<Box<dyn Future<Output = std::result::Result<(Vec<u8>, zk::Stat, zk::OneshotWatcher), zk::Error>> + Send>>;
+type Read =
+    Pin<Box<dyn Future<Output = std::result::Result<(Vec<u8>, zk::Stat, zk::OneshotWatcher), zk::Error>> + Send>>;
 type Change = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
 
 /// Reads and watches [`CONFIG_PATH`] on one client, for the session manager. Cancel safe: the
@@ -246,7 +247,10 @@ impl Tracker {
                         }
                     }
                     Err(zk::Error::NoNode) => {
-                        tracing::debug!(path = CONFIG_PATH, "no ensemble configuration (server before 3.5?): not tracking");
+                        tracing::debug!(
+                            path = CONFIG_PATH,
+                            "no ensemble configuration (server before 3.5?): not tracking"
+                        );
                         self.step = Step::Off;
                     }
                     Err(err) => {
@@ -290,10 +294,7 @@ mod tests {
             ("server.1=[1010:1:2:3:4:5:6:7]:2888:3888:participant;[::0]:2181", "[1010:1:2:3:4:5:6:7]:2181"),
             ("server.1=10.1.2.3:2888:3888:participant;[::]:2181", "10.1.2.3:2181"),
             ("server.1=[2001:db8::1]:2888:3888:participant;127.0.0.1:2181", "127.0.0.1:2181"),
-            (
-                "server.10=h10:1:2:participant;h10:9\nserver.2=h2:1:2:observer;h2:8\nversion=1",
-                "h2:8,h10:9",
-            ),
+            ("server.10=h10:1:2:participant;h10:9\nserver.2=h2:1:2:observer;h2:8\nversion=1", "h2:8,h10:9"),
         ];
         for (config, expected) in cases {
             assert_eq!(connect_string_from_config(config.as_bytes()).unwrap(), *expected, "{config}");

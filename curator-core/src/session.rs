@@ -29,7 +29,7 @@
 //! [`ensemble`](crate::ensemble)) and moves a live session to a new client on the new servers
 //! (same id and password) when the configuration leaves out every server of the current client,
 //! or when the connection drops and the list changed. A move shows as one `Suspended`/`Reconnected`
-//! pair at most (none if it completes within [`MOVE_GRACE`]), never as `Lost` by itself.
+//! pair at most (none if it completes within `MOVE_GRACE`), never as `Lost` by itself.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
-use crate::ensemble::{disjoint_servers, same_servers, Tracker};
 use crate::builder::Config;
+use crate::ensemble::{disjoint_servers, same_servers, Tracker};
 use crate::error::CuratorError;
 use crate::framework::{CuratorFramework, Inner};
 use crate::ops::watch::Fused;
@@ -70,7 +70,10 @@ enum End {
     /// Move the session to the servers of the current ensemble (module
     /// [`ensemble`](crate::ensemble)). `heard` as in [`follow`]; `suspended` if `Suspended` was
     /// published (the connection dropped first).
-    Move { heard: Instant, suspended: bool },
+    Move {
+        heard: Instant,
+        suspended: bool,
+    },
 }
 
 /// How long a move of the session may leave operations waiting before `Suspended` is
@@ -348,7 +351,9 @@ pub(crate) async fn close_session(config: &Config, session: zk::SessionInfo) {
     .await;
     match closed {
         Ok(Ok(())) => tracing::debug!(session = %id, "session closed"),
-        Ok(Err(err)) => tracing::debug!(session = %id, error = %err, "could not close the session (it expires on the server)"),
+        Ok(Err(err)) => {
+            tracing::debug!(session = %id, error = %err, "could not close the session (it expires on the server)")
+        }
         Err(_) => tracing::debug!(session = %id, "no server closed the session in time (it expires on the server)"),
     }
 }

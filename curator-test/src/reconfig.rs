@@ -145,7 +145,8 @@ impl TestingCluster {
         let client = self.admin_client(except).await?;
         let end = tokio::time::Instant::now() + RECONFIG_DEADLINE;
         loop {
-            let update = EnsembleUpdate::Incremental { joinings: joining.iter().copied(), leavings: leaving.iter().copied() };
+            let update =
+                EnsembleUpdate::Incremental { joinings: joining.iter().copied(), leavings: leaving.iter().copied() };
             match client.update_ensemble(update, None).await {
                 Ok((config, _)) => {
                     tracing::info!(config = %String::from_utf8_lossy(&config), "reconfig: new configuration");
@@ -153,7 +154,8 @@ impl TestingCluster {
                 }
                 // NEWCONFIGNOQUORUM (-13), RECONFIGINPROGRESS (-14): zookeeper-client 0.11 has
                 // no variants of their own for them.
-                Err(err @ zookeeper_client::Error::UnexpectedErrorCode(-13 | -14)) if tokio::time::Instant::now() < end =>
+                Err(err @ zookeeper_client::Error::UnexpectedErrorCode(-13 | -14))
+                    if tokio::time::Instant::now() < end =>
                 {
                     tracing::debug!(error = %err, "reconfig refused for now; trying again");
                     tokio::time::sleep(Duration::from_millis(200)).await;

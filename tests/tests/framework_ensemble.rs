@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use curator_core::{ConnectionState, ConnectionStateEvent, CreateMode, CuratorFramework, ErrorPolicy};
 use curator_recipes::locks::InterProcessMutex;
-use futures::FutureExt;
 use curator_test::{eventually, TestingCluster, Timing};
+use futures::FutureExt;
 use tests::policies::{with_policies, Retry};
 use tests::{builder, init_tracing, unique_path};
 
@@ -23,8 +23,9 @@ fn servers(connect_string: &str) -> BTreeSet<String> {
 
 /// Waits until the framework's current connect string names exactly `expected`'s servers.
 async fn wait_connect_string(fw: &CuratorFramework, expected: &str) {
-    let ok = eventually(Timing::new().deadline(), || async { servers(&fw.current_connect_string()) == servers(expected) })
-        .await;
+    let ok =
+        eventually(Timing::new().deadline(), || async { servers(&fw.current_connect_string()) == servers(expected) })
+            .await;
     assert!(ok, "connect string {:?}, expected {expected:?}", fw.current_connect_string());
 }
 
@@ -36,7 +37,6 @@ fn drain(states: &mut curator_core::ConnectionStateStream) -> Vec<ConnectionStat
     }
     seen
 }
-
 
 /// The scenario under one pair of policies: a client connected to server 1 alone, holding an
 /// ephemeral node and a lock; server 4 joins, server 1 leaves.
@@ -158,7 +158,6 @@ async fn without_the_tracker_the_client_loses_its_server() {
     fw.close().await;
 }
 
-
 /// A `NodeCache` opened before the move sees the changes made after it, also once the removed
 /// server has stopped, and the move shows no `Suspended`. Failed before the cache let go of the
 /// moved session's old client (`CuratorFramework::client_gone`) and before its watch's end was
@@ -218,4 +217,3 @@ async fn cache_follows_the_moved_session() {
     other.close().await;
     fw.close().await;
 }
-
