@@ -202,7 +202,6 @@ impl CuratorFrameworkBuilder {
         let ensemble = Arc::new(crate::ensemble::Ensemble::new(&self.connect_string, self.ensemble_tracker));
         let config = Config {
             ensemble,
-            connect_string: self.connect_string,
             session_timeout: self.session_timeout,
             connection_timeout: self.connection_timeout,
             retry_policy: self.retry_policy,
@@ -279,9 +278,8 @@ fn check_connect_string(connect_string: &str) -> Result<()> {
 /// The options a framework was built with.
 #[derive(Debug)]
 pub(crate) struct Config {
-    /// The current connect string: the builder's, or the ensemble's as tracked.
+    /// The connect string: the builder's, or the ensemble's as tracked.
     pub(crate) ensemble: Arc<crate::ensemble::Ensemble>,
-    pub(crate) connect_string: String,
     pub(crate) session_timeout: Duration,
     pub(crate) connection_timeout: Duration,
     pub(crate) retry_policy: Arc<dyn RetryPolicy>,

@@ -214,7 +214,7 @@ impl CuratorFramework {
                 Err(CuratorError::NotConnected {
                     detail: format!(
                         "could not connect to {} within {timeout:?}{}",
-                        self.inner.config.connect_string,
+                        self.inner.config.ensemble.current(),
                         last.map(|e| format!(": {e}")).unwrap_or_default()
                     ),
                 })
@@ -270,11 +270,13 @@ impl CuratorFramework {
             // still holds a clone of this one.
             let alive = !session.client.state().is_terminated();
             let info = session.client.session().clone();
+            let connected =
+                matches!(session.client.state(), zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly);
             let states = session.client.state_watcher();
             drop(session);
-            // First let the client end (it would otherwise reconnect when the closer's
+            // First let a connected client end (it would otherwise reconnect when the closer's
             // connection makes the server drop its own, and take the session back).
-            if !crate::session::client_ended(states, crate::session::CLOSE_WAIT).await {
+            if connected && !crate::session::client_ended(states, crate::session::CLOSE_WAIT).await {
                 tracing::warn!("the session's client is still held elsewhere: closing the session anyway");
             }
             if alive {
@@ -486,7 +488,8 @@ impl CuratorFramework {
             Err(_) => Err(CuratorError::NotConnected {
                 detail: format!(
                     "no connection to {} within the connection timeout ({:?}) for {op_path:?}",
-                    self.inner.config.connect_string, self.inner.config.connection_timeout
+                    self.inner.config.ensemble.current(),
+                    self.inner.config.connection_timeout
                 ),
             }),
         }

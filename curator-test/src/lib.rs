@@ -91,6 +91,9 @@ mod tests {
         send(&cluster.restart(0));
         send(&cluster.leader());
         send(&cluster.wait_for_leader(Duration::from_secs(1)));
+        send(&cluster.add_server());
+        send(&cluster.remove_server(0));
+        send(&cluster.ensemble_config());
         send(&expire_session("127.0.0.1:1", session));
         send(&eventually(Duration::from_secs(1), || async { true }));
     }
@@ -118,6 +121,7 @@ mod tests {
         send(&TestingServer::start());
         send(&TestingServer::builder().start());
         send(&TestingCluster::start(3));
+        send(&TestingCluster::start_reconfigurable(3));
         send(&ChaosProxy::start("127.0.0.1:1"));
         send(&four_letter_word("127.0.0.1:1", "ruok"));
     }

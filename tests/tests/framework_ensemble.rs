@@ -106,7 +106,9 @@ async fn add_then_remove_own_server(policy: ErrorPolicy, retry: Retry) {
 }
 
 /// Server 4 joins, then the one server the client knows leaves: the session, its ephemeral
-/// node and its lock survive, and the connect string names the new servers.
+/// node and its lock survive, and the connect string names the new servers (as in Curator's
+/// `TestReconfiguration.testAdd` and `testAddAndRemove`, where only the connect string is
+/// checked).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_moves_to_the_new_ensemble() {
     add_then_remove_own_server(ErrorPolicy::Standard, Retry::Default).await;
