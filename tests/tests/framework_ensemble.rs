@@ -121,6 +121,37 @@ async fn session_moves_under_session_policy_and_short_retry() {
     add_then_remove_own_server(ErrorPolicy::Session, Retry::Short).await;
 }
 
+/// The other case of a move: the connection drops (server 1 dies, still a member) after the
+/// ensemble grew. The reconnection goes to the tracked list, on the same session: one
+/// `Suspended`/`Reconnected` pair, and under `ErrorPolicy::Session` the lock is kept. Without
+/// the tracker the client would have only server 1 to go back to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnection_after_a_change_uses_the_new_list() {
+    init_tracing();
+    let mut cluster = TestingCluster::start_reconfigurable(3).await.expect("cluster");
+    let fw = with_policies(builder(&cluster.connect_string_of(0)), ErrorPolicy::Session, Retry::Short)
+        .build()
+        .expect("options");
+    let mut states = fw.connection_state_stream();
+    fw.start().unwrap();
+    fw.block_until_connected(Timing::new().deadline()).await.unwrap();
+    let session = fw.session().await.unwrap().id();
+    let guard = InterProcessMutex::new(&fw, &unique_path("reconnect")).unwrap().acquire().await.unwrap();
+    cluster.add_server().await.expect("add a server");
+    wait_connect_string(&fw, &cluster.ensemble_connect_string()).await;
+
+    cluster.kill(0).await.unwrap();
+    let seen = tests::wait_for(&mut states, ConnectionState::Reconnected, |e| !e.new_session).await;
+    let kinds: Vec<_> = seen.iter().map(|e| e.state).collect();
+    assert_eq!(kinds[kinds.len() - 2..], [ConnectionState::Suspended, ConnectionState::Reconnected], "{kinds:?}");
+    assert!(!kinds.contains(&ConnectionState::Lost), "{kinds:?}");
+    assert_eq!(fw.session().await.unwrap().id(), session, "the session was kept");
+    fw.create().for_path(&unique_path("after"), b"".to_vec()).await.expect("an operation after the move");
+    assert!(guard.is_held() && guard.lost_watch().borrow().is_none());
+    guard.release().await.unwrap();
+    fw.close().await;
+}
+
 /// With the tracker off, the client keeps the servers it was built with. A server removed from
 /// the ensemble goes on serving (as a follower outside the configuration) until it is shut down,
 /// so the client stays on it; once it stops, the client has nowhere to go: the session is
