@@ -66,6 +66,7 @@ pub struct CuratorFrameworkBuilder {
     max_request_len: usize,
     tls: Option<TlsConfig>,
     sasl: Option<SaslConfig>,
+    ensemble_tracker: bool,
 }
 
 impl Default for CuratorFrameworkBuilder {
@@ -87,6 +88,7 @@ impl Default for CuratorFrameworkBuilder {
             max_request_len: DEFAULT_MAX_REQUEST_LEN,
             tls: None,
             sasl: None,
+            ensemble_tracker: true,
         }
     }
 }
@@ -196,6 +198,22 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// Whether to follow the ensemble's dynamic configuration (`/zookeeper/config`) and move
+    /// the session to the new servers when it changes (module [`ensemble`](crate::ensemble),
+    /// Curator's `EnsembleTracker`). On by default, as in Curator: without it, a client whose
+    /// servers all leave the ensemble loses its session once they stop. It costs one read and
+    /// one watch per connection, and while it is on the framework's clients are opened detached
+    /// (`close()` then ends the session with a short-lived client on it). A move shows as one
+    /// `Suspended`/`Reconnected` pair at most (none if it completes within a tenth of the session
+    /// timeout), never as `Lost`; see [`CuratorFramework::current_connect_string`] for the
+    /// servers in use. With [`tls`](Self::tls) the tracker stays off whatever this says: the
+    /// dynamic configuration names each server's plain client port only, never its secure one,
+    /// so following it would move a TLS client onto plain ports.
+    pub fn ensemble_tracker(mut self, enabled: bool) -> Self {
+        self.ensemble_tracker = enabled;
+        self
+    }
+
     /// Checks the options and builds a framework that is not started yet. Bad options are an
     /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which; TLS certificates or keys
     /// that cannot be read are a [`Tls`](CuratorError::Tls) error.
@@ -216,8 +234,11 @@ impl CuratorFrameworkBuilder {
             tls.check()?;
         }
         let default_data = self.default_data.clone().unwrap_or_else(|| crate::local_address().into_bytes());
+        // The dynamic configuration has no secure client ports (see `ensemble_tracker`).
+        let tracking = self.ensemble_tracker && self.tls.is_none();
+        let ensemble = Arc::new(crate::ensemble::Ensemble::new(&self.connect_string, tracking));
         let config = Config {
-            connect_string: self.connect_string,
+            ensemble,
             session_timeout: self.session_timeout,
             connection_timeout: self.connection_timeout,
             retry_policy: self.retry_policy,
@@ -296,7 +317,8 @@ fn check_connect_string(connect_string: &str) -> Result<()> {
 /// The options a framework was built with.
 #[derive(Debug)]
 pub(crate) struct Config {
-    pub(crate) connect_string: String,
+    /// The connect string: the builder's, or the ensemble's as tracked.
+    pub(crate) ensemble: Arc<crate::ensemble::Ensemble>,
     pub(crate) session_timeout: Duration,
     pub(crate) connection_timeout: Duration,
     pub(crate) retry_policy: Arc<dyn RetryPolicy>,

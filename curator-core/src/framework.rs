@@ -51,6 +51,7 @@ enum SessionSlot {
 pub struct Session {
     client: zk::Client,
     generation: u64,
+    epoch: u64,
 }
 
 impl Session {
@@ -66,6 +67,13 @@ impl Session {
     /// The ZooKeeper session id.
     pub fn id(&self) -> i64 {
         self.client.session_id().0
+    }
+    /// The framework's count of clients so far: grows with each new session and each move of
+    /// a session to another client (module [`ensemble`](crate::ensemble)). Whatever was
+    /// registered on a client (watches) ends with it; whoever keeps a client across waits lets
+    /// go of it when [`CuratorFramework::client_gone`] resolves.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 }
 
@@ -102,6 +110,8 @@ pub(crate) struct Inner {
     /// connection can cure it (TLS, refused credentials): operations fail with it at once.
     /// Cleared when a session opens.
     fatal: watch::Sender<Option<CuratorError>>,
+    /// Clients handed out so far ([`Session::epoch`]).
+    epochs: std::sync::atomic::AtomicU64,
     pub(crate) listeners: Listeners<CuratorEvent>,
     pub(crate) unhandled: Listeners<UnhandledError>,
     /// Background operations, sent in the order they were submitted.
@@ -159,6 +169,7 @@ impl CuratorFramework {
             pending_background: watch::channel(0).0,
             last_connect_error: Mutex::new(None),
             fatal: watch::channel(None).0,
+            epochs: std::sync::atomic::AtomicU64::new(0),
             listeners: Listeners::new(),
             unhandled: Listeners::new(),
             background: crate::ops::ordered::Queue::default(),
@@ -217,7 +228,7 @@ impl CuratorFramework {
                 Err(CuratorError::NotConnected {
                     detail: format!(
                         "could not connect to {} within {timeout:?}{}",
-                        self.inner.config.connect_string,
+                        self.inner.config.ensemble.current(),
                         last.map(|e| format!(": {e}")).unwrap_or_default()
                     ),
                 })
@@ -264,8 +275,29 @@ impl CuratorFramework {
 
     /// Ends `session` on the server: dropping the last clone of its client sends CloseSession.
     /// Waits (bounded) for that. A clone kept elsewhere keeps the session open until it is
-    /// dropped, which is why [`Session`] must not be held across long waits.
+    /// dropped, which is why [`Session`] must not be held across long waits. With the ensemble
+    /// tracker on, a client re-established on the session closes it instead (`session::close_session`).
     async fn end_session(&self, session: Session) {
+        if self.inner.config.ensemble.enabled() {
+            // With the ensemble tracker on, clients are detached (module `ensemble`): dropping
+            // one sends no CloseSession, so a client on the same session closes it, whoever
+            // still holds a clone of this one.
+            let alive = !session.client.state().is_terminated();
+            let info = session.client.session().clone();
+            let connected =
+                matches!(session.client.state(), zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly);
+            let states = session.client.state_watcher();
+            drop(session);
+            // First let a connected client end (it would otherwise reconnect when the closer's
+            // connection makes the server drop its own, and take the session back).
+            if connected && !crate::session::client_ended(states, crate::session::CLOSE_WAIT).await {
+                tracing::warn!("the session's client is still held elsewhere: closing the session anyway");
+            }
+            if alive {
+                crate::session::close_session(&self.inner.config, info).await;
+            }
+            return;
+        }
         let mut states = session.client.state_watcher();
         drop(session);
         let closed = async {
@@ -285,6 +317,17 @@ impl CuratorFramework {
     pub async fn closing(&self) {
         let mut shutdown = self.inner.shutdown.subscribe();
         let _ = shutdown.wait_for(|closing| *closing).await;
+    }
+
+    /// Resolves once the client of [`Session::epoch`] `epoch` is no longer the framework's
+    /// current one: its session was lost or moved to another client (module
+    /// [`ensemble`](crate::ensemble)), or the framework closed. A task that keeps a clone of a
+    /// session's client across waits (a cache pipelining its reads) must drop it then: a moved
+    /// session's old client, kept alive, could reconnect to a server that left the ensemble but
+    /// still serves, and take the session back from the new client.
+    pub async fn client_gone(&self, epoch: u64) {
+        let mut rx = self.inner.session.subscribe();
+        let _ = rx.wait_for(|slot| !matches!(slot, SessionSlot::Live(s) if s.epoch == epoch)).await;
     }
 
     /// True once [`close`](Self::close) has begun.
@@ -331,6 +374,13 @@ impl CuratorFramework {
     /// A handle that does not keep the framework alive (for listeners the framework owns).
     pub(crate) fn downgrade(&self) -> WeakFramework {
         WeakFramework { inner: Arc::downgrade(&self.inner), namespace: self.namespace.clone() }
+    }
+
+    /// The connect string the next connection uses: the builder's, or, with the ensemble
+    /// tracker on, the servers of the ensemble's latest configuration (Curator's
+    /// `getCurrentConfig`, as a connect string; module [`ensemble`](crate::ensemble)).
+    pub fn current_connect_string(&self) -> String {
+        self.inner.config.ensemble.current()
     }
 
     /// The error policy locks and leaders use.
@@ -418,7 +468,7 @@ impl CuratorFramework {
             path: ns.path.clone(),
             reason: "namespace is not a valid chroot",
         })?;
-        Ok(Session { client, generation: root.generation })
+        Ok(Session { client, generation: root.generation, epoch: root.epoch })
     }
 
     async fn live_session(&self, op_path: &str) -> Result<Session> {
@@ -457,7 +507,8 @@ impl CuratorFramework {
             Err(_) => Err(CuratorError::NotConnected {
                 detail: format!(
                     "no connection to {} within the connection timeout ({:?}) for {op_path:?}",
-                    self.inner.config.connect_string, self.inner.config.connection_timeout
+                    self.inner.config.ensemble.current(),
+                    self.inner.config.connection_timeout
                 ),
             }),
         }
@@ -549,7 +600,8 @@ impl CuratorFramework {
         if matches!(*inner.session.borrow(), SessionSlot::Closed) {
             return;
         }
-        inner.session.send_replace(SessionSlot::Live(Session { client, generation }));
+        let epoch = inner.epochs.fetch_add(1, Ordering::AcqRel) + 1;
+        inner.session.send_replace(SessionSlot::Live(Session { client, generation, epoch }));
     }
 
     pub(crate) fn set_empty(inner: &Inner) {

@@ -35,16 +35,17 @@
 //! ```
 //!
 //! Module map: [`framework`] (the client), [`builder`] (its options), [`session`] (the session manager),
-//! [`state`] (connection states), [`retry`], [`path`], [`ops`] (the fluent operations),
-//! [`background`] (callbacks), [`listeners`] (the one listener queue), [`metrics`] (the names
-//! of the metrics and where they are recorded), [`error`], [`tls`] and [`sasl`] (securing the
-//! connection).
+//! [`state`] (connection states), [`ensemble`] (ensemble tracking), [`retry`], [`path`], [`ops`]
+//! (the fluent operations), [`background`] (callbacks), [`listeners`] (the one listener queue),
+//! [`metrics`] (the names of the metrics and where they are recorded), [`error`], [`tls`] and
+//! [`sasl`] (securing the connection).
 
 #![warn(missing_docs)]
 
 pub mod acl;
 pub mod background;
 pub mod builder;
+pub mod ensemble;
 pub mod error;
 pub mod framework;
 pub mod listeners;

@@ -22,6 +22,14 @@
 //! server) every `T / PROBES_PER_TIMEOUT` while none is in flight. Measuring from when the
 //! disconnection was *noticed* would be late: zookeeper-client notices a silent connection only
 //! after 2/5 of `T` without a reply, and it declares expiry itself only after 7/5 of `T`.
+//!
+//! # Moves (docs/architecture.md section 3.7)
+//!
+//! With the ensemble tracker on, the manager also follows `/zookeeper/config` (module
+//! [`ensemble`](crate::ensemble)) and moves a live session to a new client on the new servers
+//! (same id and password) when the configuration leaves out every server of the current client,
+//! or when the connection drops and the list changed. A move shows as one `Suspended`/`Reconnected`
+//! pair at most (none if it completes within `MOVE_GRACE`), never as `Lost` by itself.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -29,6 +37,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
+use crate::builder::Config;
+use crate::ensemble::{disjoint_servers, same_servers, Tracker};
 use crate::error::CuratorError;
 use crate::framework::{CuratorFramework, Inner};
 use crate::ops::watch::Fused;
@@ -53,19 +63,30 @@ enum Phase {
     Suspended,
 }
 
-/// Why a session ended.
+/// Why following a client ended.
 enum End {
     Lost,
     Shutdown,
+    /// Move the session to the servers of the current ensemble (module
+    /// [`ensemble`](crate::ensemble)). `heard` as in [`follow`]; `suspended` if `Suspended` was
+    /// published (the connection dropped first).
+    Move {
+        heard: Instant,
+        suspended: bool,
+    },
 }
+
+/// How long a move of the session may leave operations waiting before `Suspended` is
+/// published, if it was not already: this part of the session timeout, and at most 2 s.
+const MOVE_GRACE: (u32, Duration) = (10, Duration::from_secs(2));
 
 pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
     let mut generation = 0u64;
     loop {
-        let Some(client) = connect(&inner, &mut shutdown).await else { return };
+        let Some((mut client, mut servers)) = connect(&inner, &mut shutdown, None).await else { return };
         // The answer to the first request of the session proves the server heard us after now.
-        let asked = Instant::now();
-        let Some(events) = SessionEvents::new(&client).await else { continue };
+        let mut asked = Instant::now();
+        let Some(mut events) = SessionEvents::new(&client).await else { continue };
         generation += 1;
         let Some(strong) = inner.upgrade() else { return };
         CuratorFramework::set_live(&strong, client.clone(), generation);
@@ -76,16 +97,128 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         } else {
             ConnectionState::Reconnected
         };
-        publish(&strong, state, &client, generation, generation > 1);
+        publish(&strong, state, client.session_id().0, generation, generation > 1);
         drop(strong);
-        match follow(&inner, &client, events, asked, generation, &mut shutdown).await {
-            End::Shutdown => return,
-            End::Lost => {
-                let Some(strong) = inner.upgrade() else { return };
-                CuratorFramework::set_empty(&strong);
-                publish(&strong, ConnectionState::Lost, &client, generation, false);
+        // The session that is over, and (if a server may still take it) what closes it.
+        let (session, alive) = loop {
+            let (heard, suspended) =
+                match follow(&inner, &client, &servers, events, asked, generation, &mut shutdown).await {
+                    End::Shutdown => return,
+                    End::Lost => {
+                        let alive = (!client.state().is_terminated()).then(|| client.session().clone());
+                        break (client.session_id().0, alive);
+                    }
+                    End::Move { heard, suspended } => (heard, suspended),
+                };
+            match move_session(&inner, client, heard, suspended, generation, &mut shutdown).await {
+                Moved::To(next, next_servers, next_asked, next_events) => {
+                    (client, servers, asked, events) = (next, next_servers, next_asked, next_events);
+                }
+                Moved::Lost(session, alive) => break (session, alive),
+                Moved::Shutdown => return,
+            }
+        };
+        let Some(strong) = inner.upgrade() else { return };
+        CuratorFramework::set_empty(&strong);
+        publish(&strong, ConnectionState::Lost, session, generation, false);
+        // Abandon the session: a detached client (tracker on) sent no CloseSession when it was
+        // dropped, so close the session if a server still takes it, as a client that is not
+        // detached does when dropped (section 3.2).
+        if let Some(info) = alive.filter(|_| strong.config.ensemble.enabled()) {
+            let weak = inner.clone();
+            crate::background::spawn_detached(async move {
+                if let Some(strong) = weak.upgrade() {
+                    close_session(&strong.config, info).await;
+                }
+            });
+        }
+    }
+}
+
+/// How a move ended.
+enum Moved {
+    /// The client that has the session now, the connect string it was opened with, when it was
+    /// opened, and its session events.
+    To(zk::Client, String, Instant, SessionEvents),
+    /// The session is presumed lost: its id, and what closes it if a server may still take it.
+    Lost(i64, Option<zk::SessionInfo>),
+    Shutdown,
+}
+
+/// Moves the session of `old` to the servers of the current ensemble (module
+/// [`ensemble`](crate::ensemble)). First `old` is dropped: clients are detached while the tracker
+/// is on, so that sends no CloseSession, and a dropped client does not reconnect and take the
+/// session back from the new one (a removed server may go on serving). Then a client with the
+/// same session id and password is opened on the new servers. The session slot is empty
+/// meanwhile, so operations wait. `Suspended` is published if the move takes longer than
+/// [`MOVE_GRACE`] (unless it already was), `Reconnected` once it succeeds after `Suspended`;
+/// the session is lost if a server says it expired or it is presumed lost first (`heard`,
+/// section 3.2).
+async fn move_session(
+    inner: &Weak<Inner>,
+    old: zk::Client,
+    heard: Instant,
+    mut suspended: bool,
+    generation: u64,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Moved {
+    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+    let (info, timeout) = (old.session().clone(), old.session_timeout());
+    let id = info.id();
+    tracing::info!(session = %id, connect_string = %strong.config.ensemble.current(), "moving the session to the new ensemble");
+    CuratorFramework::set_empty(&strong);
+    let grace = (timeout / MOVE_GRACE.0).min(MOVE_GRACE.1);
+    let lost_at = tokio::time::Instant::from_std(heard + timeout * LOST_AFTER.0 / LOST_AFTER.1);
+    let grace_at = tokio::time::Instant::now() + grace;
+    let ended = old.state_watcher();
+    drop((old, strong));
+    if !suspended {
+        // Still connected: let the old client flush and end before the session moves, or the
+        // server's dropping its connection for the move would make it reconnect and take the
+        // session back. Holders of clones let go when `client_gone` resolves (now).
+        client_ended(ended, grace).await;
+    }
+    let opened = {
+        let (weak, mut shutdown, resume) = (inner.clone(), shutdown.clone(), info.clone());
+        let attempt = async move {
+            let (client, servers) = connect(&weak, &mut shutdown, Some(resume)).await?;
+            let asked = Instant::now();
+            let events = SessionEvents::new(&client).await?;
+            Some((client, servers, asked, events))
+        };
+        tokio::pin!(attempt);
+        loop {
+            tokio::select! {
+                opened = &mut attempt => break opened.ok_or(false),
+                _ = tokio::time::sleep_until(grace_at), if !suspended => {
+                    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+                    suspended = true;
+                    publish(&strong, ConnectionState::Suspended, id.0, generation, false);
+                }
+                _ = tokio::time::sleep_until(lost_at) => {
+                    tracing::warn!(session = %id, "the session could not be moved before most of a session timeout passed: presuming it lost");
+                    break Err(true);
+                }
             }
         }
+    };
+    if *shutdown.borrow() {
+        return Moved::Shutdown;
+    }
+    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+    match opened {
+        Ok((client, servers, asked, events)) => {
+            CuratorFramework::set_live(&strong, client.clone(), generation);
+            tracing::info!(session = %id, connect_string = %servers, "the session moved to the new ensemble");
+            if suspended {
+                publish(&strong, ConnectionState::Reconnected, id.0, generation, false);
+            }
+            Moved::To(client, servers, asked, events)
+        }
+        // Presumed lost in time: a server may still take the session, so close it.
+        Err(true) => Moved::Lost(id.0, Some(info)),
+        // Expired (or ended while its events were set up).
+        Err(false) => Moved::Lost(id.0, None),
     }
 }
 
@@ -107,7 +240,15 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
 /// with its backoff (a server's certificate can be replaced while we wait). A refused credential
 /// (AUTH_FAILED: a wrong SASL password) is final: [`CuratorError::AuthFailed`] is recorded and
 /// the manager stops, as ZooKeeper's Java client gives up its handle on AUTH_FAILED.
-async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> Option<zk::Client> {
+///
+/// The servers are those of the current ensemble (module [`ensemble`](crate::ensemble)),
+/// returned with the client. With `resume`, the client re-establishes that session instead of
+/// opening a new one, and `None` comes back as soon as a server says it expired.
+async fn connect(
+    inner: &Weak<Inner>,
+    shutdown: &mut watch::Receiver<bool>,
+    resume: Option<zk::SessionInfo>,
+) -> Option<(zk::Client, String)> {
     let mut retry =
         RetryLoop::new(Arc::new(ExponentialBackoffForever::new(RECONNECT_PAUSE, MAX_RECONNECT_PAUSE)), None);
     let mut failures = 0u32;
@@ -119,36 +260,22 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
         let (connector, connect_string, tls, sasl_user) = {
             let strong = inner.upgrade()?;
             let config = &strong.config;
-            let mut connector = zk::Client::connector()
-                .with_session_timeout(config.session_timeout)
-                .with_readonly(config.can_be_read_only)
-                .with_fail_eagerly();
-            for (scheme, auth) in &config.auth {
-                connector = connector.with_auth(scheme, auth);
-            }
-            if let Some(sasl) = &config.sasl {
-                connector = connector.with_sasl(sasl.options());
-            }
-            if let Some(tls) = &config.tls {
+            let mut connector = match connector(config, config.ensemble.enabled()) {
+                Ok(connector) => connector,
                 // Checked at build(); an error here would be a bug, reported as the attempt's.
-                match tls.options() {
-                    Ok(options) => connector = connector.with_tls(options),
-                    Err(err) => {
-                        CuratorFramework::set_connect_failure(&strong, err);
-                        return None;
-                    }
+                Err(err) => {
+                    CuratorFramework::set_connect_failure(&strong, err);
+                    return None;
                 }
+            };
+            if let Some(session) = &resume {
+                connector = connector.with_session(session.clone());
             }
             let sasl_user = config.sasl.as_ref().map(|s| format!("{} user {:?}", s.mechanism(), s.username()));
-            (connector, config.connect_string.clone(), config.tls.clone(), sasl_user)
+            (connector, config.ensemble.current(), config.tls.clone(), sasl_user)
         };
         tracing::debug!(connect_string = %connect_string, tls = tls.is_some(), "opening a session");
-        let attempt = async {
-            match &tls {
-                Some(_) => connector.secure_connect(&connect_string).await,
-                None => connector.connect(&connect_string).await,
-            }
-        };
+        let attempt = open(connector, &connect_string, tls.is_some());
         let error = tokio::select! {
             _ = shutdown.changed() => return None,
             result = attempt => match result {
@@ -161,7 +288,11 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
                     } else {
                         tracing::info!(session = %client.session_id(), timeout = ?client.session_timeout(), failures, "session opened after failed attempts");
                     }
-                    return Some(client);
+                    return Some((client, connect_string));
+                }
+                Err(zk::Error::SessionExpired) if resume.is_some() => {
+                    tracing::warn!(connect_string = %connect_string, "the session expired before it could be moved");
+                    return None;
                 }
                 // With `fail_eagerly`, a pass in which no server gave a session ends so; the
                 // reason of each server is logged by zookeeper-client at debug level.
@@ -225,6 +356,87 @@ async fn connect(inner: &Weak<Inner>, shutdown: &mut watch::Receiver<bool>) -> O
             _ = shutdown.changed() => return None,
             _ = tokio::time::sleep(pause) => {}
         }
+    }
+}
+
+/// How a client is opened. `detached`: dropping its last clone does not close the session;
+/// the framework's clients are, while the ensemble tracker is on, so that a session can move
+/// to another client (module [`ensemble`](crate::ensemble)); [`close_session`] then closes it.
+/// The builder's authentication, SASL and TLS options are applied here, so that every client
+/// of the framework (the sessions' and [`close_session`]'s) has them; open it with [`open`].
+fn connector(config: &Config, detached: bool) -> Result<zk::Connector, CuratorError> {
+    let mut connector = zk::Client::connector()
+        .with_session_timeout(config.session_timeout)
+        .with_readonly(config.can_be_read_only)
+        .with_fail_eagerly();
+    for (scheme, auth) in &config.auth {
+        connector = connector.with_auth(scheme, auth);
+    }
+    if let Some(sasl) = &config.sasl {
+        connector = connector.with_sasl(sasl.options());
+    }
+    if let Some(tls) = &config.tls {
+        connector = connector.with_tls(tls.options()?);
+    }
+    if detached {
+        connector = connector.with_detached();
+    }
+    Ok(connector)
+}
+
+/// Opens a client from `connector` on `servers`, over TLS if the framework has it.
+async fn open(connector: zk::Connector, servers: &str, tls: bool) -> Result<zk::Client, zk::Error> {
+    if tls {
+        connector.secure_connect(servers).await
+    } else {
+        connector.connect(servers).await
+    }
+}
+
+/// Waits (at most `limit`) until the client of `states` ends: once every clone is dropped, a
+/// detached client flushes what it has to send and ends.
+pub(crate) async fn client_ended(mut states: zk::StateWatcher, limit: Duration) -> bool {
+    let ended = async {
+        while !states.state().is_terminated() {
+            states.changed().await;
+        }
+    };
+    tokio::time::timeout(limit, ended).await.is_ok()
+}
+
+/// Longest wait of [`close_session`].
+pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// Closes a session on the server, for a framework whose clients are detached: a client that
+/// re-establishes it on the current servers, dropped at once, sends CloseSession (the server
+/// then drops any other connection of the session). At most [`CLOSE_WAIT`]; if no server takes
+/// it, the session expires on the server by itself.
+pub(crate) async fn close_session(config: &Config, session: zk::SessionInfo) {
+    let id = session.id();
+    let servers = config.ensemble.current();
+    let closer = match connector(config, false) {
+        Ok(connector) => connector.with_session(session),
+        Err(err) => {
+            tracing::debug!(session = %id, error = %err, "could not close the session (it expires on the server)");
+            return;
+        }
+    };
+    let closed = tokio::time::timeout(CLOSE_WAIT, async {
+        let client = open(closer, &servers, config.tls.is_some()).await?;
+        let mut states = client.state_watcher();
+        drop(client);
+        while !states.state().is_terminated() {
+            states.changed().await;
+        }
+        Ok::<_, zk::Error>(())
+    })
+    .await;
+    match closed {
+        Ok(Ok(())) => tracing::debug!(session = %id, "session closed"),
+        Ok(Err(err)) => {
+            tracing::debug!(session = %id, error = %err, "could not close the session (it expires on the server)")
+        }
+        Err(_) => tracing::debug!(session = %id, "no server closed the session in time (it expires on the server)"),
     }
 }
 
@@ -297,6 +509,7 @@ impl Probe {
 async fn follow(
     inner: &Weak<Inner>,
     client: &zk::Client,
+    servers: &str,
     mut events: SessionEvents,
     mut heard: Instant,
     generation: u64,
@@ -308,6 +521,9 @@ async fn follow(
     let mut probes = tokio::time::interval((negotiated / PROBES_PER_TIMEOUT).max(Duration::from_millis(1)));
     probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut probe: Option<Probe> = None;
+    let Some(strong) = inner.upgrade() else { return End::Shutdown };
+    let mut tracker = Tracker::new(strong.config.ensemble.clone(), client);
+    drop(strong);
     loop {
         let lost_at = tokio::time::Instant::from_std(heard + lost_after);
         let idle = probe.is_none();
@@ -337,23 +553,37 @@ async fn follow(
                 continue;
             }
             state = events.next() => state,
+            changed = tracker.next(client) => {
+                // No server of this client is in the ensemble any more, so the one it is
+                // connected to is leaving: move before that server drops the connection.
+                if changed && phase == Phase::Connected && disjoint_servers(servers, &tracker.ensemble().current()) {
+                    return End::Move { heard, suspended: false };
+                }
+                continue;
+            }
         };
         let Some(strong) = inner.upgrade() else { return End::Shutdown };
         match (state, phase) {
             (zk::SessionState::Disconnected, Phase::Connected) => {
                 phase = Phase::Suspended;
-                publish(&strong, ConnectionState::Suspended, client, generation, false);
+                publish(&strong, ConnectionState::Suspended, client.session_id().0, generation, false);
+                // Reconnect to the servers of the current ensemble if they changed.
+                let ensemble = &strong.config.ensemble;
+                if ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
+                    return End::Move { heard, suspended: true };
+                }
             }
             (zk::SessionState::SyncConnected, Phase::Suspended) => {
                 phase = Phase::Connected;
                 // Probe again as soon as the one in flight (sent before the reconnection) is
                 // answered: the reconnection moved `heard`, and the next answer shows it.
                 probes.reset_immediately();
-                publish(&strong, ConnectionState::Reconnected, client, generation, false);
+                tracker.read(client);
+                publish(&strong, ConnectionState::Reconnected, client.session_id().0, generation, false);
             }
             (zk::SessionState::ConnectedReadOnly, _) => {
                 phase = Phase::Connected;
-                publish(&strong, ConnectionState::ReadOnly, client, generation, false);
+                publish(&strong, ConnectionState::ReadOnly, client.session_id().0, generation, false);
             }
             (s, _) if s.is_terminated() => {
                 tracing::warn!(session = %client.session_id(), state = %s, "session ended");
@@ -365,10 +595,10 @@ async fn follow(
     }
 }
 
-fn publish(inner: &Arc<Inner>, state: ConnectionState, client: &zk::Client, generation: u64, new_session: bool) {
+fn publish(inner: &Arc<Inner>, state: ConnectionState, session_id: i64, generation: u64, new_session: bool) {
     inner.hub.publish(ConnectionStateEvent {
         state,
-        session_id: client.session_id().0,
+        session_id,
         generation,
         new_session,
         at: Instant::now(),

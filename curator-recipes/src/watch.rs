@@ -171,7 +171,7 @@ impl PersistentWatcher {
             shutdown: self.shutdown.subscribe(),
             states: self.fw.connection_state_watch(),
             pauses: self.fw.cleanup_retry_loop(),
-            dead_generation: 0,
+            dead_epoch: 0,
             reported: false,
         };
         // spawn_detached, not spawn_background: the task lives as long as the watcher, and
@@ -277,8 +277,9 @@ struct Task {
     /// between failed re-adds on the same session (the framework's cleanup backoff, 50 ms
     /// to 2 s, until it closes). Reset whenever the watch is in place.
     pauses: RetryLoop,
-    /// Sessions up to this generation are known to be over: no watch is added on them.
-    dead_generation: u64,
+    /// Clients up to this epoch (`Session::epoch`) are known to be over (their session was
+    /// lost, or moved to a later client): no watch is added on them.
+    dead_epoch: u64,
     /// An error no retry mends was reported since the watch was last in place (reported once
     /// per streak, then only logged at debug level).
     reported: bool,
@@ -320,7 +321,7 @@ impl Task {
                 Follow::End(end) => return end,
                 Follow::SessionEnded => {
                     tracing::debug!(path = %self.path, generation = watch.generation(), "persistent watcher: session over");
-                    self.dead_generation = self.dead_generation.max(watch.generation());
+                    self.dead_epoch = self.dead_epoch.max(watch.epoch());
                     cause = ResetCause::NewSession;
                 }
             }
@@ -329,9 +330,9 @@ impl Task {
 
     /// Adds the watch on the current session under the framework's retry policy.
     async fn add(&self) -> Result<PersistentWatch> {
-        let (fw, path, mode, dead) = (&self.fw, self.path.as_str(), self.mode, self.dead_generation);
+        let (fw, path, mode, dead) = (&self.fw, self.path.as_str(), self.mode, self.dead_epoch);
         fw.call_with_retry("persistent_watcher_add", path, |session, _| async move {
-            if session.generation() <= dead {
+            if session.epoch() <= dead {
                 // The framework has not noticed yet that this session is over.
                 return Err(CuratorError::ConnectionLoss {
                     path: path.to_string(),

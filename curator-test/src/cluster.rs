@@ -30,9 +30,12 @@ use crate::timing::eventually;
 #[derive(Debug)]
 pub struct TestingCluster {
     // Declared before `dir`: processes die before their directories are removed.
-    members: Vec<Node>,
-    classpath: String,
-    _dir: TempDir,
+    pub(crate) members: Vec<Node>,
+    pub(crate) classpath: String,
+    /// The members of the ensemble's configuration (`reconfig.rs` adds and removes).
+    pub(crate) peers: Vec<Peer>,
+    pub(crate) settings: ServerSettings,
+    pub(crate) dir: TempDir,
 }
 
 impl TestingCluster {
@@ -43,11 +46,14 @@ impl TestingCluster {
     /// [`TestingError::InvalidArgument`] for `n == 0`, and the errors of
     /// [`TestingServerBuilder::start`](crate::TestingServerBuilder::start).
     pub async fn start(n: usize) -> Result<TestingCluster, TestingError> {
+        Self::start_with(n, ServerSettings::default()).await
+    }
+
+    pub(crate) async fn start_with(n: usize, settings: ServerSettings) -> Result<TestingCluster, TestingError> {
         if n == 0 {
             return Err(TestingError::InvalidArgument("a cluster needs at least one member".into()));
         }
         let classpath = process::classpath()?;
-        let settings = ServerSettings::default();
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -63,6 +69,7 @@ impl TestingCluster {
                     id: member_id(i),
                     peer_port: process::free_port()?,
                     election_port: process::free_port()?,
+                    client_port: client_ports[i],
                 });
             }
             let mut members = Vec::with_capacity(n);
@@ -73,7 +80,8 @@ impl TestingCluster {
             for m in &mut members {
                 m.spawn(&classpath)?;
             }
-            let mut cluster = TestingCluster { members, classpath: classpath.clone(), _dir: dir };
+            let mut cluster =
+                TestingCluster { members, classpath: classpath.clone(), peers, settings: settings.clone(), dir };
             match cluster.wait_all_ready().await {
                 Ok(()) => {
                     tracing::info!(connect = %cluster.connect_string(), "TestingCluster started");
@@ -90,7 +98,7 @@ impl TestingCluster {
         }
     }
 
-    async fn wait_all_ready(&mut self) -> Result<(), TestingError> {
+    pub(crate) async fn wait_all_ready(&mut self) -> Result<(), TestingError> {
         // The processes run on their own, so waiting for one member after another is as quick
         // as waiting for all at once; one deadline covers them all.
         let end = tokio::time::Instant::now() + START_DEADLINE;
@@ -204,6 +212,6 @@ impl TestingCluster {
     }
 }
 
-fn member_id(i: usize) -> u32 {
+pub(crate) fn member_id(i: usize) -> u32 {
     u32::try_from(i + 1).unwrap_or(u32::MAX)
 }

@@ -22,7 +22,9 @@
 //!   temporary data directory. It can be stopped, restarted with its data, killed, paused
 //!   (SIGSTOP) and resumed. [`TestingServer::shared`] is one server per test binary for ordinary
 //!   tests that each use a unique path.
-//! - [`TestingCluster`]: an ensemble on loopback whose members can be killed and restarted.
+//! - [`TestingCluster`]: an ensemble on loopback whose members can be killed and restarted;
+//!   [`TestingCluster::start_reconfigurable`] starts one whose members can be added and removed
+//!   by dynamic reconfiguration.
 //! - [`expire_session`]: ends a session on demand, as Curator's `KillSession`.
 //! - [`ChaosProxy`]: a TCP proxy that pauses (both ways or one way), delays, cuts, refuses, or
 //!   drops the reply to one request (so that a request is applied but its client sees a
@@ -53,6 +55,7 @@ mod node;
 mod process;
 mod proxy;
 mod sasl;
+mod reconfig;
 mod server;
 mod session;
 mod timing;
@@ -93,6 +96,9 @@ mod tests {
         send(&cluster.restart(0));
         send(&cluster.leader());
         send(&cluster.wait_for_leader(Duration::from_secs(1)));
+        send(&cluster.add_server());
+        send(&cluster.remove_server(0));
+        send(&cluster.ensemble_config());
         send(&expire_session("127.0.0.1:1", session));
         send(&eventually(Duration::from_secs(1), || async { true }));
     }
@@ -120,6 +126,7 @@ mod tests {
         send(&TestingServer::start());
         send(&TestingServer::builder().start());
         send(&TestingCluster::start(3));
+        send(&TestingCluster::start_reconfigurable(3));
         send(&ChaosProxy::start("127.0.0.1:1"));
         send(&four_letter_word("127.0.0.1:1", "ruok"));
     }

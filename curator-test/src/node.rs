@@ -35,6 +35,9 @@ pub(crate) struct ServerSettings {
     pub(crate) extra_cfg: Vec<String>,
     /// More `-D` options for the java command line (the JAAS file).
     pub(crate) extra_properties: Vec<String>,
+    /// Dynamic reconfiguration (`reconfigEnabled`, no standalone, ACLs skipped so that any
+    /// client may reconfigure; see `reconfig.rs`).
+    pub(crate) reconfig: bool,
 }
 
 impl Default for ServerSettings {
@@ -47,6 +50,7 @@ impl Default for ServerSettings {
             container_check_interval: None,
             extra_cfg: Vec::new(),
             extra_properties: Vec::new(),
+            reconfig: false,
         }
     }
 }
@@ -57,6 +61,20 @@ pub(crate) struct Peer {
     pub(crate) id: u32,
     pub(crate) peer_port: u16,
     pub(crate) election_port: u16,
+    /// Written into the `server.N` line when reconfiguration is enabled.
+    pub(crate) client_port: u16,
+}
+
+impl Peer {
+    /// `N=...` of its `server.N` line: with reconfiguration, its role and client address too.
+    pub(crate) fn line(&self, reconfig: bool) -> String {
+        let Peer { id, peer_port, election_port, client_port } = self;
+        if reconfig {
+            format!("{id}=127.0.0.1:{peer_port}:{election_port}:participant;127.0.0.1:{client_port}")
+        } else {
+            format!("{id}=127.0.0.1:{peer_port}:{election_port}")
+        }
+    }
 }
 
 /// A server's files and (when running) its process.
@@ -100,8 +118,14 @@ impl Node {
         let _ = writeln!(cfg, "initLimit=10");
         let _ = writeln!(cfg, "syncLimit=5");
         let _ = writeln!(cfg, "dataDir={}", data_dir.display());
-        let _ = writeln!(cfg, "clientPort={port}");
-        let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+        if settings.reconfig {
+            // The client address is in each `server.N` line (the dynamic configuration).
+            let _ = writeln!(cfg, "reconfigEnabled=true");
+            let _ = writeln!(cfg, "standaloneEnabled=false");
+        } else {
+            let _ = writeln!(cfg, "clientPort={port}");
+            let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+        }
         let _ = writeln!(cfg, "maxClientCnxns=0");
         let _ = writeln!(cfg, "admin.enableServer=false");
         let _ = writeln!(cfg, "4lw.commands.whitelist=*");
@@ -120,18 +144,21 @@ impl Node {
             std::fs::write(data_dir.join("myid"), format!("{id}\n"))
                 .map_err(|e| TestingError::io(format!("write myid in {}", data_dir.display()), e))?;
             for p in peers {
-                let _ = writeln!(cfg, "server.{}=127.0.0.1:{}:{}", p.id, p.peer_port, p.election_port);
+                let _ = writeln!(cfg, "server.{}", p.line(settings.reconfig));
             }
         }
         let cfg_path = dir.join("zoo.cfg");
         std::fs::write(&cfg_path, cfg).map_err(|e| TestingError::io(format!("write {}", cfg_path.display()), e))?;
         let log_path = dir.join("zookeeper.log");
-        let system_properties = settings
+        let mut system_properties: Vec<String> = settings
             .container_check_interval
             .map(|every| format!("-Dznode.container.checkIntervalMs={}", millis(every)))
             .into_iter()
             .chain(settings.extra_properties.iter().cloned())
             .collect();
+        if settings.reconfig {
+            system_properties.push("-Dzookeeper.skipACL=yes".into());
+        }
         Ok(Node {
             port,
             base: base.to_path_buf(),

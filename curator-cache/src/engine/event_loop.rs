@@ -54,6 +54,8 @@ enum Action {
 /// The session the engine follows.
 struct Live {
     generation: u64,
+    /// The framework's client this is on ([`curator_core::Session::epoch`]).
+    epoch: u64,
     client: zk::Client,
     /// Core's watch on the root: it adds itself again after a reconnection, and never polls
     /// zookeeper-client's watcher after the session ended.
@@ -81,6 +83,9 @@ enum Wake {
     Action(Option<Action>),
     /// The wait [`SyncState`] set is over.
     WaitOver,
+    /// The client of the live watch is no longer the framework's: its session was lost or
+    /// moved to another client (ensemble tracking). Let go of it and load on the current one.
+    ClientGone,
 }
 
 /// The task behind a cache.
@@ -95,8 +100,9 @@ pub(super) struct Engine {
     /// made once so that waiting on it costs nothing per wake-up.
     fw_closing: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
     live: Option<Live>,
-    /// Sessions up to this generation are known to be over.
-    dead_generation: u64,
+    /// Clients up to this epoch are known to be over (their session was lost, or moved to a
+    /// later client).
+    dead_epoch: u64,
     state: SyncState,
     next_load: NextLoad,
     /// Times the pauses between failed loads; reset by a successful one.
@@ -111,6 +117,14 @@ pub(super) struct Engine {
     /// it starts (it reads everything, and drops the reads in flight).
     node_rebuilds: std::collections::HashMap<u64, oneshot::Sender<Result<()>>>,
     next_rebuild_id: u64,
+}
+
+/// Resolves once the client of `epoch` is no longer the framework's; pends without one.
+async fn client_gone(fw: &CuratorFramework, epoch: Option<u64>) {
+    match epoch {
+        Some(epoch) => fw.client_gone(epoch).await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn shutdown_signal(rx: &mut watch::Receiver<bool>) {
@@ -139,7 +153,7 @@ impl Engine {
             commands,
             shutdown,
             live: None,
-            dead_generation: 0,
+            dead_epoch: 0,
             state: SyncState::Wanted { not_before: None },
             next_load: NextLoad::default(),
             retry: RetryLoop::new(
@@ -200,6 +214,7 @@ impl Engine {
                 Wake::Action(Some(action)) => self.apply(action),
                 Wake::Action(None) => {}
                 Wake::WaitOver => self.state = SyncState::Wanted { not_before: None },
+                Wake::ClientGone => self.drop_live(),
             }
         }
         for waiter in self.next_load.waiters.drain(..) {
@@ -210,6 +225,8 @@ impl Engine {
     }
 
     async fn wait(&mut self, states: &mut ConnectionStateStream) -> Wake {
+        let live_epoch = self.live.as_ref().map(|l| l.epoch);
+        let fw = self.fw.clone();
         let (watch, pending) = match self.live.as_mut() {
             Some(live) => (Some(&mut live.watch), Some(&mut live.pending)),
             None => (None, None),
@@ -225,6 +242,7 @@ impl Engine {
             action = next_action(pending) => Wake::Action(action),
             event = next_event(watch) => Wake::Watch(event),
             _ = self.state.wait_over() => Wake::WaitOver,
+            _ = client_gone(&fw, live_epoch) => Wake::ClientGone,
         }
     }
 
@@ -238,7 +256,7 @@ impl Engine {
 
     fn drop_live(&mut self) {
         if let Some(live) = self.live.take() {
-            self.dead_generation = self.dead_generation.max(live.generation);
+            self.dead_epoch = self.dead_epoch.max(live.epoch);
         }
         self.need_sync();
     }
@@ -512,16 +530,16 @@ impl Engine {
     async fn sync(&mut self) -> Result<()> {
         let root = self.config.scope.root.clone();
         let session = current_session(&self.fw).await?;
-        let generation = session.generation();
-        let reuse = self.live.as_ref().is_some_and(|l| l.generation == generation && !l.watch.is_terminated());
+        let (generation, epoch) = (session.generation(), session.epoch());
+        let reuse = self.live.as_ref().is_some_and(|l| l.epoch == epoch && !l.watch.is_terminated());
         if !reuse {
             if let Some(old) = self.live.take() {
-                if old.generation < generation || old.watch.is_terminated() {
-                    self.dead_generation = self.dead_generation.max(old.generation);
+                if old.epoch < epoch || old.watch.is_terminated() {
+                    self.dead_epoch = self.dead_epoch.max(old.epoch);
                 }
             }
         }
-        if generation <= self.dead_generation {
+        if epoch <= self.dead_epoch {
             return Err(CuratorError::ConnectionLoss { path: root, detail: "waiting for a new session".into() });
         }
         if self.create_path {
@@ -542,6 +560,7 @@ impl Engine {
             tracing::debug!(path = %root, generation, "cache watch added");
             self.live = Some(Live {
                 generation,
+                epoch,
                 client: session.client().clone(),
                 watch,
                 pending: FuturesOrdered::new(),

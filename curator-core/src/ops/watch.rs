@@ -107,6 +107,7 @@ impl AddWatchBuilder {
                 return Ok(PersistentWatch {
                     inner: Fused(None),
                     generation: 0,
+                    epoch: 0,
                     fw: None,
                     path: String::new(),
                     mode,
@@ -147,6 +148,7 @@ impl Fused {
 pub struct PersistentWatch {
     inner: Fused,
     generation: u64,
+    epoch: u64,
     fw: Option<CuratorFramework>,
     path: String,
     mode: AddWatchMode,
@@ -225,6 +227,7 @@ impl PersistentWatch {
         Ok(PersistentWatch {
             inner: Fused::new(inner),
             generation: session.generation(),
+            epoch: session.epoch(),
             fw: Some(fw.clone()),
             path: path.to_string(),
             mode,
@@ -237,11 +240,11 @@ impl PersistentWatch {
     /// finishes it before handing out the `SyncConnected` event), or after a one-shot watch of the same session replaced it
     /// (ZOOKEEPER-4466, servers before 3.9). The new watcher is in place before the old one is
     /// dropped, so no removal reaches the server. Fails with
-    /// [`CuratorError::SessionExpired`] when the session of this watch is gone.
+    /// [`CuratorError::SessionExpired`] when the session of this watch is gone, or moved to another client.
     pub async fn register_again(&mut self) -> Result<()> {
         let Some(fw) = &self.fw else { return Ok(()) };
         let session = fw.session_for(&self.path).await?;
-        if session.generation() != self.generation || self.inner.is_terminated() {
+        if session.epoch() != self.epoch || self.inner.is_terminated() {
             return Err(CuratorError::SessionExpired { path: self.path.clone() });
         }
         tracing::debug!(path = %self.path, "addWatch (again, same session)");
@@ -255,6 +258,12 @@ impl PersistentWatch {
             self.link = Link::Up;
         }
         Ok(())
+    }
+
+    /// The client ([`Session::epoch`]) the watch was added on: it ends with that client (a
+    /// session that moved to another client needs the watch added there).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// The framework's session generation the watch was added on.
