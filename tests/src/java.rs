@@ -79,19 +79,31 @@ pub fn peer(class: &str) -> Command {
     command
 }
 
-/// A Java peer driven line by line: started with its arguments, it prints `READY` once
-/// connected, then answers each command line with a line, and `QUIT` with `BYE`. Every wait is
-/// bounded by the test deadline.
+/// A Java peer driven line by line: one command line in, one answer line out. Its output may
+/// also carry events its listeners print at any time (an item consumed, a count changed, a
+/// leader elected): a task reads every line, and those `on_event` takes (it returns true) are
+/// events, the others answers, in order.
 pub struct LinePeer {
     class: String,
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    answers: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
 impl LinePeer {
-    /// Runs peer `class` with `args` and waits for its `READY`.
+    /// Runs peer `class` with `args` and waits for its `READY`; every line it prints is an
+    /// answer.
     pub async fn start(class: &str, args: &[&str]) -> LinePeer {
+        LinePeer::with_events(class, args, |_| false).await
+    }
+
+    /// Runs peer `class` with `args` and waits for its `READY`; the lines `on_event` takes are
+    /// events, the others answers.
+    pub async fn with_events(
+        class: &str,
+        args: &[&str],
+        mut on_event: impl FnMut(&str) -> bool + Send + 'static,
+    ) -> LinePeer {
         use tokio::io::AsyncBufReadExt;
         let mut child = peer(class)
             .args(args)
@@ -99,12 +111,18 @@ impl LinePeer {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("run java (apt-get install default-jdk-headless)");
-        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
         let stdin = child.stdin.take().expect("stdin");
-        let mut peer =
-            LinePeer { class: class.to_string(), child, stdin, lines: tokio::io::BufReader::new(stdout).lines() };
-        let ready = peer.next_line().await;
-        assert_eq!(ready.as_deref(), Some("READY"), "{class} did not start");
+        let (tx, answers) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if !on_event(&line) {
+                    let _ = tx.send(line);
+                }
+            }
+        });
+        let mut peer = LinePeer { class: class.to_string(), child, stdin, answers };
+        assert_eq!(peer.answer("(start)").await, "READY", "{class} did not start");
         peer
     }
 
@@ -115,23 +133,31 @@ impl LinePeer {
         self.stdin.flush().await.expect("flush");
     }
 
-    /// The peer's next line; `None` once it has closed its output. Panics past the deadline.
-    pub async fn next_line(&mut self) -> Option<String> {
-        let line = tokio::time::timeout(curator_test::Timing::new().deadline(), self.lines.next_line()).await;
+    /// The next line that is not an event. Panics past the deadline, or if the output ended.
+    pub async fn answer(&mut self, what: &str) -> String {
         let class = &self.class;
-        line.unwrap_or_else(|_| panic!("{class} did not answer in time")).expect("read from the java peer")
+        tokio::time::timeout(curator_test::Timing::new().deadline(), self.answers.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{class} did not answer {what:?} in time"))
+            .unwrap_or_else(|| panic!("{class}'s output ended instead of answering {what:?}"))
     }
 
-    /// Sends `line` and returns the answer.
-    pub async fn command(&mut self, line: &str) -> String {
+    /// Sends `line` and returns the answer, ERROR included.
+    pub async fn try_command(&mut self, line: &str) -> String {
         self.send(line).await;
-        let class = self.class.clone();
-        self.next_line().await.unwrap_or_else(|| panic!("{class} ended instead of answering {line:?}"))
+        self.answer(line).await
+    }
+
+    /// Sends `line` and returns the answer; panics on ERROR.
+    pub async fn command(&mut self, line: &str) -> String {
+        let answer = self.try_command(line).await;
+        assert!(!answer.starts_with("ERROR"), "{} failed {line:?}: {answer}", self.class);
+        answer
     }
 
     /// Sends `QUIT`, expects `BYE`, and waits for the process to exit successfully.
     pub async fn quit(mut self) {
-        assert_eq!(self.command("QUIT").await, "BYE");
+        assert_eq!(self.try_command("QUIT").await, "BYE");
         let status = tokio::time::timeout(curator_test::Timing::new().deadline(), self.child.wait()).await;
         assert!(status.expect("the java peer exits").expect("wait").success(), "{} failed", self.class);
     }

@@ -3,18 +3,14 @@
 //! what they are handed, and waits on both.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::children;
+use crate::java::LinePeer;
 use curator_core::CuratorFramework;
 use curator_recipes::queue::{DistributedQueue, QueueBuilder, QueueEvent, StringSerializer};
 use curator_test::{eventually, Timing};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
-use tokio::sync::mpsc;
-
-use crate::children;
 
 /// Who consumed which item, in the order they were consumed: `(consumer, item)`.
 pub type Log = Arc<Mutex<Vec<(String, String)>>>;
@@ -26,9 +22,7 @@ pub fn deadline() -> Duration {
 
 /// Curator's queues in a Java process.
 pub struct JavaPeer {
-    child: Child,
-    stdin: ChildStdin,
-    answers: mpsc::UnboundedReceiver<String>,
+    peer: LinePeer,
     /// What the Java consumers were handed (`ITEM <id> <item> <ms>`), as `("java-<id>", item)`.
     consumed: Log,
     /// When (Java's epoch ms) each item was handed to a Java consumer, by item.
@@ -39,50 +33,29 @@ impl JavaPeer {
     /// Runs `tests/java/QueuePeer.java` against `connect` and waits for its `READY`; what its
     /// consumers are handed goes to `consumed`.
     pub async fn start(connect: &str, consumed: &Log) -> JavaPeer {
-        let mut child = crate::java::peer("QueuePeer")
-            .arg(connect)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java (apt-get install default-jdk-headless)");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (tx, mut answers) = mpsc::unbounded_channel();
         let heard = consumed.clone();
         let handed_at: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
         let times = handed_at.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                // `ITEM <id> <item> <epoch ms>`
-                let words: Vec<&str> = line.split(' ').collect();
-                if let ["ITEM", id, item, at] = words[..] {
-                    times.lock().unwrap().insert(item.to_string(), at.parse().expect("ITEM's time in ms"));
-                    heard.lock().unwrap().push((format!("java-{id}"), item.to_string()));
-                } else {
-                    let _ = tx.send(line);
-                }
-            }
-        });
-        let ready = tokio::time::timeout(deadline(), answers.recv()).await;
-        assert_eq!(ready.expect("the java peer starts in time").as_deref(), Some("READY"));
-        let stdin = child.stdin.take().expect("stdin");
-        JavaPeer { child, stdin, answers, consumed: consumed.clone(), handed_at }
+        let peer = LinePeer::with_events("QueuePeer", &[connect], move |line| {
+            // `ITEM <id> <item> <epoch ms>`
+            let words: Vec<&str> = line.split(' ').collect();
+            let ["ITEM", id, item, at] = words[..] else { return false };
+            times.lock().unwrap().insert(item.to_string(), at.parse().expect("ITEM's time in ms"));
+            heard.lock().unwrap().push((format!("java-{id}"), item.to_string()));
+            true
+        })
+        .await;
+        JavaPeer { peer, consumed: consumed.clone(), handed_at }
     }
 
     /// Sends `line` and returns the answer, ERROR included.
     pub async fn try_command(&mut self, line: &str) -> String {
-        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the java peer");
-        self.stdin.flush().await.expect("flush");
-        tokio::time::timeout(deadline(), self.answers.recv())
-            .await
-            .unwrap_or_else(|_| panic!("the java peer did not answer {line:?} in time"))
-            .expect("the java peer's output ended")
+        self.peer.try_command(line).await
     }
 
     /// Sends `line` and returns the answer; panics on ERROR.
     pub async fn command(&mut self, line: &str) -> String {
-        let answer = self.try_command(line).await;
-        assert!(!answer.starts_with("ERROR"), "the java peer failed {line:?}: {answer}");
-        answer
+        self.peer.command(line).await
     }
 
     /// Starts Curator's queue `kind` (`queue`, `priority`, `delay`) with a consumer `id` on a
@@ -158,10 +131,8 @@ impl JavaPeer {
     }
 
     /// Sends `QUIT`, expects `BYE` and waits for the process to exit successfully.
-    pub async fn quit(mut self) {
-        assert_eq!(self.try_command("QUIT").await, "BYE");
-        let status = tokio::time::timeout(deadline(), self.child.wait()).await;
-        assert!(status.expect("the java peer exits").expect("wait").success());
+    pub async fn quit(self) {
+        self.peer.quit().await;
     }
 }
 

@@ -6,7 +6,6 @@
 //! node; a `SharedCount` hears the other side's writes, and a stale `trySetCount` fails on
 //! both sides. Missing `javac` or jars fail the test with a message saying what to install.
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,64 +17,31 @@ use curator_recipes::atomic::{
 use curator_recipes::shared::{SharedCount, SharedCountEvent, VersionedValue};
 use curator_test::{eventually, Timing};
 use tests::fixture::{init_tracing, unique_path, Fixture};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
-use tokio::sync::mpsc;
+use tests::java::LinePeer;
 
 /// Curator's atomics and a `SharedCount` in a Java process.
 struct JavaPeer {
-    child: Child,
-    stdin: ChildStdin,
-    answers: mpsc::UnboundedReceiver<String>,
+    peer: LinePeer,
     /// The counts the Java `SharedCount`'s listener heard (`countHasChanged`), in order.
     changes: Arc<Mutex<Vec<i32>>>,
 }
 
 impl JavaPeer {
     async fn start(connect: &str) -> JavaPeer {
-        let mut child = tests::java::peer("AtomicPeer")
-            .arg(connect)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java (apt-get install default-jdk-headless)");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (tx, mut answers) = mpsc::unbounded_channel();
         let changes = Arc::new(Mutex::new(Vec::new()));
         let heard = changes.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                match line.strip_prefix("CHANGED ") {
-                    Some(count) => heard.lock().unwrap().push(count.parse().expect("a count")),
-                    None => {
-                        let _ = tx.send(line);
-                    }
-                }
-            }
-        });
-        let ready = tokio::time::timeout(Timing::new().deadline(), answers.recv()).await;
-        assert_eq!(ready.expect("the java peer starts in time").as_deref(), Some("READY"));
-        let stdin = child.stdin.take().expect("stdin");
-        JavaPeer { child, stdin, answers, changes }
-    }
-
-    async fn send(&mut self, line: &str) {
-        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the java peer");
-        self.stdin.flush().await.expect("flush");
-    }
-
-    /// The next line that is not a listener's, within the deadline.
-    async fn answer(&mut self, what: &str) -> String {
-        tokio::time::timeout(Timing::new().deadline(), self.answers.recv())
-            .await
-            .unwrap_or_else(|_| panic!("the java peer did not answer {what:?} in time"))
-            .expect("the java peer's output ended")
+        let peer = LinePeer::with_events("AtomicPeer", &[connect], move |line| {
+            let Some(count) = line.strip_prefix("CHANGED ") else { return false };
+            heard.lock().unwrap().push(count.parse().expect("a count"));
+            true
+        })
+        .await;
+        JavaPeer { peer, changes }
     }
 
     /// Sends `line` and returns the answer, ERROR included.
     async fn try_command(&mut self, line: &str) -> String {
-        self.send(line).await;
-        self.answer(line).await
+        self.peer.try_command(line).await
     }
 
     /// Sends `line` and returns the answer's words after its first; panics on ERROR.
@@ -131,11 +97,8 @@ impl JavaPeer {
         .await
     }
 
-    async fn quit(mut self) {
-        self.send("QUIT").await;
-        assert_eq!(self.answer("QUIT").await, "BYE");
-        let status = tokio::time::timeout(Timing::new().deadline(), self.child.wait()).await;
-        assert!(status.expect("the java peer exits").expect("wait").success());
+    async fn quit(self) {
+        self.peer.quit().await;
     }
 }
 
@@ -262,7 +225,7 @@ async fn increment_from_both_sides(mode: Mode) -> Vec<Increment> {
         counters.push((fw, counter));
     }
     let java_done = loop {
-        let line = java.answer("INCREMENT").await;
+        let line = java.peer.answer("INCREMENT").await;
         assert!(!line.starts_with("ERROR"), "the java incrementers failed: {line}");
         if let Some(done) = line.strip_prefix("DONE ") {
             break done.to_string();

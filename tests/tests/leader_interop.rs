@@ -12,18 +12,15 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use curator_core::CuratorFramework;
 use curator_recipes::leader::{LatchEvent, LeaderLatch, LeaderSelector, Participant, SelectorEvent, TermEnd};
 use curator_test::{eventually, TestingServer, Timing};
+use tests::java::LinePeer;
 use tests::leadership::{close_latch, instant_of_epoch_us, LeadershipChecker};
 use tests::locks::now_us;
 use tests::{client, init_tracing, unique_path};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
-use tokio::sync::mpsc;
 
 /// A participant's view of the line: (id, is leader), leader first.
 type View = Vec<(String, bool)>;
@@ -68,52 +65,30 @@ impl Log {
 
 /// Curator `LeaderLatch` or `LeaderSelector` participants in a Java process.
 struct JavaPeer {
-    child: Child,
-    stdin: ChildStdin,
-    answers: mpsc::UnboundedReceiver<String>,
+    peer: LinePeer,
 }
 
 impl JavaPeer {
     /// Starts the peer with a client per id (`kind`: `latch` or `selector`); its ELECTED and
     /// DEPOSED lines go to `log`.
     async fn start(connect: &str, kind: &str, path: &str, ids: &[&str], log: Log) -> JavaPeer {
-        let mut child = tests::java::peer("LeaderPeer")
-            .args([connect, kind, path])
-            .args(ids)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java (apt-get install default-jdk-headless)");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (tx, mut answers) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                let words: Vec<&str> = line.split_whitespace().collect();
-                match words.as_slice() {
-                    ["ELECTED", who, at] => log.push(who, true, at.parse().expect("micros")),
-                    ["DEPOSED", who, at] => log.push(who, false, at.parse().expect("micros")),
-                    _ => {
-                        let _ = tx.send(line);
-                    }
-                }
+        let args: Vec<&str> = [connect, kind, path].into_iter().chain(ids.iter().copied()).collect();
+        let peer = LinePeer::with_events("LeaderPeer", &args, move |line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["ELECTED", who, at] => log.push(who, true, at.parse().expect("micros")),
+                ["DEPOSED", who, at] => log.push(who, false, at.parse().expect("micros")),
+                _ => return false,
             }
-        });
-        let ready = tokio::time::timeout(Timing::new().deadline(), answers.recv()).await;
-        assert_eq!(ready.expect("the java peer starts in time").as_deref(), Some("READY"));
-        let stdin = child.stdin.take().expect("stdin");
-        JavaPeer { child, stdin, answers }
+            true
+        })
+        .await;
+        JavaPeer { peer }
     }
 
     /// Sends `line` and returns the answer; panics on ERROR or silence.
     async fn command(&mut self, line: &str) -> String {
-        self.stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write to the java peer");
-        self.stdin.flush().await.expect("flush");
-        let answer = tokio::time::timeout(Timing::new().deadline(), self.answers.recv())
-            .await
-            .unwrap_or_else(|_| panic!("the java peer did not answer {line:?} in time"))
-            .expect("the java peer's output ended");
-        assert!(!answer.starts_with("ERROR"), "the java peer failed {line:?}: {answer}");
-        answer
+        self.peer.command(line).await
     }
 
     /// The leader's id as Curator's `getLeader()` of participant `id` names it.
@@ -146,13 +121,8 @@ impl JavaPeer {
         answer.rsplit(' ').next().and_then(|t| t.parse().ok()).expect("a token")
     }
 
-    async fn quit(mut self) {
-        self.stdin.write_all(b"QUIT\n").await.expect("write QUIT");
-        self.stdin.flush().await.expect("flush");
-        let bye = tokio::time::timeout(Timing::new().deadline(), self.answers.recv()).await;
-        assert_eq!(bye.expect("the java peer answers QUIT").as_deref(), Some("BYE"));
-        let status = tokio::time::timeout(Timing::new().deadline(), self.child.wait()).await;
-        assert!(status.expect("the java peer exits").expect("wait").success());
+    async fn quit(self) {
+        self.peer.quit().await;
     }
 }
 
