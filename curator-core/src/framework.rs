@@ -298,14 +298,9 @@ impl CuratorFramework {
             }
             return;
         }
-        let mut states = session.client.state_watcher();
+        let states = session.client.state_watcher();
         drop(session);
-        let closed = async {
-            while !states.state().is_terminated() {
-                states.changed().await;
-            }
-        };
-        if tokio::time::timeout(Duration::from_secs(2), closed).await.is_err() {
+        if !crate::session::client_ended(states, crate::session::CLOSE_WAIT).await {
             tracing::warn!("the session's client is still held elsewhere: the session ends when it is dropped");
         }
     }

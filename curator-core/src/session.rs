@@ -396,15 +396,17 @@ async fn open(connector: zk::Connector, servers: &str, tls: bool) -> Result<zk::
 /// Waits (at most `limit`) until the client of `states` ends: once every clone is dropped, a
 /// detached client flushes what it has to send and ends.
 pub(crate) async fn client_ended(mut states: zk::StateWatcher, limit: Duration) -> bool {
-    let ended = async {
-        while !states.state().is_terminated() {
-            states.changed().await;
-        }
-    };
-    tokio::time::timeout(limit, ended).await.is_ok()
+    tokio::time::timeout(limit, ended(&mut states)).await.is_ok()
 }
 
-/// Longest wait of [`close_session`].
+/// Until the client of `states` ends.
+async fn ended(states: &mut zk::StateWatcher) {
+    while !states.state().is_terminated() {
+        states.changed().await;
+    }
+}
+
+/// Longest wait of [`close_session`], and for a dropped client to end when the framework closes.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// Closes a session on the server, for a framework whose clients are detached: a client that
@@ -425,9 +427,7 @@ pub(crate) async fn close_session(config: &Config, session: zk::SessionInfo) {
         let client = open(closer, &servers, config.tls.is_some()).await?;
         let mut states = client.state_watcher();
         drop(client);
-        while !states.state().is_terminated() {
-            states.changed().await;
-        }
+        ended(&mut states).await;
         Ok::<_, zk::Error>(())
     })
     .await;
