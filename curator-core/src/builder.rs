@@ -267,51 +267,16 @@ fn invalid(reason: String) -> CuratorError {
 /// `[tcp://|tcp+tls://]host[:port]`, with an optional chroot after the last one. The port, if
 /// given, is a number from 1 to 65535.
 fn check_connect_string(connect_string: &str) -> Result<()> {
-    let bad = |why: &str| invalid(format!("connect string {connect_string:?}: {why}"));
-    if connect_string.trim().is_empty() {
-        return Err(invalid("empty connect string".into()));
+    let parsed = crate::connect_string::parse(connect_string).map_err(|why| match connect_string.trim() {
+        "" => invalid(why),
+        _ => invalid(format!("connect string {connect_string:?}: {why}")),
+    })?;
+    match parsed.chroot {
+        Some(chroot) if chroot != "/" => crate::path::validate(chroot)
+            .map(drop)
+            .map_err(|_| invalid(format!("connect string {connect_string:?}: invalid chroot"))),
+        _ => Ok(()),
     }
-    let entries: Vec<&str> = connect_string.split(',').collect();
-    for (i, entry) in entries.iter().enumerate() {
-        let entry = entry.strip_prefix("tcp://").or_else(|| entry.strip_prefix("tcp+tls://")).unwrap_or(entry);
-        let address = match entry.find('/') {
-            Some(at) if i + 1 == entries.len() => {
-                let chroot = &entry[at..];
-                if chroot != "/" {
-                    crate::path::validate(chroot).map_err(|_| bad("invalid chroot"))?;
-                }
-                &entry[..at]
-            }
-            Some(_) => return Err(bad("only the last server may be followed by a chroot")),
-            None => entry,
-        };
-        let (host, port) = match address.strip_prefix('[') {
-            Some(v6) => {
-                let (host, rest) = v6.split_once(']').ok_or_else(|| bad("unclosed '[' in an IPv6 address"))?;
-                match rest {
-                    "" => (host, None),
-                    _ => (host, Some(rest.strip_prefix(':').ok_or_else(|| bad("junk after an IPv6 address"))?)),
-                }
-            }
-            None => match address.rsplit_once(':') {
-                Some((host, port)) => (host, Some(port)),
-                None => (address, None),
-            },
-        };
-        if host.is_empty() {
-            return Err(bad("a server has no host"));
-        }
-        if host.chars().any(char::is_whitespace) {
-            return Err(bad("a host contains white space"));
-        }
-        if let Some(port) = port.filter(|p| !p.is_empty()) {
-            match port.parse::<u16>() {
-                Ok(p) if p > 0 => {}
-                _ => return Err(bad(&format!("port {port:?} is not a number from 1 to 65535"))),
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The options a framework was built with.

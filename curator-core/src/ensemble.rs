@@ -47,6 +47,7 @@ use std::sync::{Arc, Mutex};
 
 use zookeeper_client as zk;
 
+use crate::connect_string::server_set;
 use crate::error::{CuratorError, Result};
 
 /// The node that holds the ensemble's dynamic configuration.
@@ -64,10 +65,8 @@ pub(crate) struct Ensemble {
 
 impl Ensemble {
     pub(crate) fn new(connect_string: &str, enabled: bool) -> Self {
-        // Only a '/' after the last server (past its `tcp://` prefix) starts a chroot.
-        let last = connect_string.rsplit(',').next().unwrap_or_default();
-        let last = last.strip_prefix("tcp://").or_else(|| last.strip_prefix("tcp+tls://")).unwrap_or(last);
-        let chroot = last.find('/').map(|at| last[at..].to_string()).unwrap_or_default();
+        let chroot =
+            crate::connect_string::parse(connect_string).ok().and_then(|cs| cs.chroot).unwrap_or_default().to_string();
         Ensemble { enabled, chroot, current: Mutex::new(connect_string.to_string()) }
     }
 
@@ -106,24 +105,12 @@ impl Ensemble {
 
 /// Whether two connect strings name the same servers (in any order, chroot ignored).
 pub(crate) fn same_servers(a: &str, b: &str) -> bool {
-    servers_of(a) == servers_of(b)
+    server_set(a) == server_set(b)
 }
 
 /// Whether two connect strings have no server in common (chroot ignored).
 pub(crate) fn disjoint_servers(a: &str, b: &str) -> bool {
-    servers_of(a).is_disjoint(&servers_of(b))
-}
-
-fn servers_of(connect_string: &str) -> std::collections::BTreeSet<String> {
-    connect_string
-        .split(',')
-        .map(|s| {
-            let s = s.strip_prefix("tcp://").or_else(|| s.strip_prefix("tcp+tls://")).unwrap_or(s);
-            let s = s.split('/').next().unwrap_or(s);
-            s.trim().to_ascii_lowercase()
-        })
-        .filter(|s| !s.is_empty())
-        .collect()
+    server_set(a).is_disjoint(&server_set(b))
 }
 
 /// The connect string (`host:port,...`, no chroot) of the servers in a dynamic configuration,

@@ -45,6 +45,7 @@
 pub mod acl;
 pub mod background;
 pub mod builder;
+mod connect_string;
 pub mod ensemble;
 pub mod error;
 pub mod framework;

@@ -27,6 +27,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use zookeeper_client as zk;
 
+use crate::connect_string::{Scheme, Server};
 use crate::error::{CuratorError, Result};
 
 /// How long the diagnosis gives each server (connect, handshake, and a wait for an alert).
@@ -272,51 +273,17 @@ pub(crate) fn diagnose(connect_string: &str, tls: Option<&TlsConfig>) -> Option<
             )
         }
     };
-    for (host, port, explicit_plain) in servers(connect_string, tls.is_some()) {
-        if explicit_plain {
+    let servers = crate::connect_string::parse(connect_string).map(|cs| cs.servers).unwrap_or_default();
+    for Server { host, port, scheme } in servers {
+        // An entry that asks for plain TCP is not expected to speak TLS.
+        if scheme == Scheme::Plain && tls.is_some() {
             continue;
         }
         let server = format!("{host}:{port}");
-        let Some(detail) = probe(&host, port, config.clone(), tls.is_some()) else { continue };
+        let Some(detail) = probe(host, port, config.clone(), tls.is_some()) else { continue };
         return Some(CuratorError::Tls { server, detail });
     }
     None
-}
-
-/// The servers of a connect string: host, port, and whether the entry says `tcp://` (plain).
-fn servers(connect_string: &str, secure: bool) -> Vec<(String, u16, bool)> {
-    let without_chroot = match connect_string.rfind('/') {
-        // A chroot follows the last server; `tcp://` and `tcp+tls://` contain slashes too.
-        Some(at) if !connect_string[..at].ends_with(":/") && !connect_string[..=at].ends_with("://") => {
-            &connect_string[..at]
-        }
-        _ => connect_string,
-    };
-    without_chroot
-        .split(',')
-        .filter_map(|entry| {
-            let entry = entry.trim();
-            let (entry, plain) = if let Some(rest) = entry.strip_prefix("tcp://") {
-                (rest, true)
-            } else if let Some(rest) = entry.strip_prefix("tcp+tls://") {
-                (rest, false)
-            } else {
-                (entry, !secure)
-            };
-            let entry = entry.split('/').next().unwrap_or(entry);
-            let (host, port) = match entry.strip_prefix('[') {
-                Some(v6) => {
-                    let (host, rest) = v6.split_once(']')?;
-                    (host, rest.strip_prefix(':').and_then(|p| p.parse().ok()).unwrap_or(2181))
-                }
-                None => match entry.rsplit_once(':') {
-                    Some((host, port)) => (host, port.parse().ok()?),
-                    None => (entry, 2181),
-                },
-            };
-            Some((host.to_string(), port, plain && secure))
-        })
-        .collect()
 }
 
 /// One server: `None` if TLS is not the problem there.
@@ -433,13 +400,6 @@ fn describe(err: &rustls::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn servers_of_a_connect_string() {
-        assert_eq!(servers("a:1,b/chroot", true), vec![("a".into(), 1, false), ("b".into(), 2181, false)]);
-        assert_eq!(servers("tcp://a:1,tcp+tls://b:2", true), vec![("a".into(), 1, true), ("b".into(), 2, false)]);
-        assert_eq!(servers("[::1]:3", false), vec![("::1".into(), 3, false)]);
-    }
 
     #[test]
     fn bad_pem_is_a_typed_error() {
