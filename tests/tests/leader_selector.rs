@@ -246,6 +246,15 @@ async fn future_dropped_when_the_connection_is_cut() {
     }
 }
 
+/// Marks a leadership function as running until it is dropped, returned or not.
+struct Inside(Arc<AtomicBool>);
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
 /// Terms never overlap and fencing tokens grow with every term: three auto-requeuing
 /// selectors on three sessions record their terms from inside the leadership function, and in
 /// the leadership checker.
@@ -272,8 +281,10 @@ async fn fencing_tokens_grow_and_terms_never_overlap() {
                 if inside.swap(true, Ordering::SeqCst) {
                     overlaps.store(true, Ordering::SeqCst);
                 }
+                // A function whose future is dropped (a close in the middle of its term) is no
+                // longer inside either: the guard says so when it is dropped with the future.
+                let _inside = Inside(inside);
                 tokio::task::yield_now().await;
-                inside.store(false, Ordering::SeqCst);
             }
         });
         let s = LeaderSelector::builder(&fw, &path, recorded).id(format!("p{i}")).auto_requeue(true).build().unwrap();
