@@ -64,6 +64,11 @@ impl Session {
     pub fn generation(&self) -> u64 {
         self.generation
     }
+    /// Whether this is the session of `generation`: a node made on that generation is still
+    /// this session's (module [`liveness`](crate::liveness)).
+    pub fn is_generation(&self, generation: u64) -> bool {
+        self.generation == generation
+    }
     /// The ZooKeeper session id.
     pub fn id(&self) -> i64 {
         self.client.session_id().0
@@ -338,6 +343,13 @@ impl CuratorFramework {
     /// A `watch` of the latest connection-state transition.
     pub fn connection_state_watch(&self) -> watch::Receiver<ConnectionStateEvent> {
         self.inner.hub.watch()
+    }
+
+    /// The session of `generation` (see [`Session::generation`]) watched for its end: the one
+    /// reading of session liveness for everything held on a session (module
+    /// [`liveness`](crate::liveness)).
+    pub fn liveness(&self, generation: u64) -> crate::liveness::SessionLiveness {
+        crate::liveness::SessionLiveness::new(generation, self.inner.hub.watch())
     }
 
     /// An ordered stream of every connection-state transition from now on. None is dropped.

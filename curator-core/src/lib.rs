@@ -35,7 +35,7 @@
 //! ```
 //!
 //! Module map: [`framework`] (the client), [`builder`] (its options), [`session`] (the session manager),
-//! [`state`] (connection states), [`ensemble`] (ensemble tracking), [`retry`], [`path`], [`ops`]
+//! [`state`] (connection states), [`liveness`] (whether a session is over), [`ensemble`] (ensemble tracking), [`retry`], [`path`], [`ops`]
 //! (the fluent operations), [`background`] (callbacks), [`listeners`] (the one listener queue),
 //! [`metrics`] (the names of the metrics and where they are recorded), [`error`], [`tls`] and
 //! [`sasl`] (securing the connection).
@@ -50,6 +50,7 @@ pub mod ensemble;
 pub mod error;
 pub mod framework;
 pub mod listeners;
+pub mod liveness;
 pub mod metrics;
 pub mod ops;
 pub mod path;
@@ -63,6 +64,7 @@ pub use acl::{AclProvider, DefaultAclProvider, FixedAclProvider};
 pub use background::{CuratorEvent, CuratorEventType, CuratorListener, UnhandledErrorListener};
 pub use error::{CuratorError, Result};
 pub use framework::{CuratorFramework, CuratorFrameworkBuilder, Session};
+pub use liveness::{SessionEnd, SessionLiveness};
 pub use ops::transaction::TransactionResult;
 pub use ops::watch::{AddWatchMode, PersistentWatch};
 pub use ops::{CreateMode, Pending, Watch};

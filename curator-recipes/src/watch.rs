@@ -388,16 +388,10 @@ impl Task {
     /// session of generation `generation` is over.
     fn session_over(&mut self, generation: u64) -> Option<Follow> {
         let latest = self.states.borrow_and_update();
-        match latest.state {
-            ConnectionState::Closed => Some(Follow::End(End::FrameworkClosed)),
-            ConnectionState::Lost if latest.generation >= generation => Some(Follow::SessionEnded),
-            ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly
-                if latest.generation > generation =>
-            {
-                Some(Follow::SessionEnded)
-            }
-            _ => None,
+        if latest.state == ConnectionState::Closed {
+            return Some(Follow::End(End::FrameworkClosed));
         }
+        latest.session_end(generation).map(|_| Follow::SessionEnded)
     }
 
     /// Forwards the watch's events until its session is over or the task must end.

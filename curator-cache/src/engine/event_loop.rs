@@ -264,14 +264,16 @@ impl Engine {
     fn on_state(&mut self, event: ConnectionStateEvent) {
         tracing::debug!(path = %self.root(), state = ?event.state, generation = event.generation, "cache sees connection state");
         let live_generation = self.live.as_ref().map(|l| l.generation);
+        // Whether the session our client was on is over as of this event (curator_core::liveness).
+        let live_over = live_generation.is_some_and(|g| event.session_end(g).is_some());
         match event.state {
             ConnectionState::Lost => {
-                if live_generation.is_some_and(|g| g <= event.generation) {
+                if live_over {
                     self.drop_live();
                 }
             }
             ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly => {
-                if live_generation.is_some_and(|g| g < event.generation) {
+                if live_over {
                     self.drop_live();
                 } else if live_generation.is_none() {
                     self.need_sync();

@@ -105,7 +105,7 @@ impl Connection {
         // there is always a suspension (or a loss).
         let missed = now.seq > self.seen_seq + 1;
         self.seen_seq = now.seq;
-        let other_session = |g: u64| now.generation != 0 && now.generation != g;
+        let other_session = |g: u64| now.is_later_session(g);
         tracing::debug!(path = %self.path, state = ?now.state, generation = now.generation, missed, "connection state changed during a barrier call");
         if now.state == ConnectionState::Closed {
             return Err(CuratorError::Closed);

@@ -233,7 +233,7 @@ impl InterProcessSemaphoreV2 {
         let node = LockNode::created_on(created, sequence, &stat, &session);
         let granted = Granted { node, watch: None, recipe: curator_core::metrics::recipe::LEASE };
         let lease = Lease { hold: Hold::new(&self.fw, granted), armed: true };
-        let owned = stat.ephemeral_owner == session.id() && session.generation() == generation;
+        let owned = stat.ephemeral_owner == session.id() && session.is_generation(generation);
         if !owned {
             tracing::debug!(path = %lease.path(), "lease made on another session than the mutex: start over");
             return Ok(None);

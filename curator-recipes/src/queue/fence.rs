@@ -67,7 +67,7 @@ pub(crate) async fn finish<T: Send + 'static>(
                 Err(_) => return Outcome::Closed,
             },
         };
-        if session.generation() != generation {
+        if !session.is_generation(generation) {
             tracing::info!(path = %item, "queue: the session of our lock ended: leaving the item");
             return Outcome::LockLost;
         }

@@ -36,7 +36,7 @@
 use curator_core::ops::create::make_parents;
 use curator_core::retry::deadline;
 use curator_core::zk;
-use curator_core::{path, ConnectionState, CuratorError, CuratorFramework, Result, Session};
+use curator_core::{path, CuratorError, CuratorFramework, Result, Session};
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::cleanup::{Cleanup, NodeReporter};
@@ -213,7 +213,7 @@ impl<'a> Acquire<'a> {
     /// Create: our node and, pipelined behind it, the first listing.
     async fn create(&mut self, session: &Session) -> PhaseResult {
         if let NodeKind::Fixed { generation, .. } = self.kind {
-            if generation != session.generation() {
+            if !session.is_generation(generation) {
                 let reason = "the write lock's session is gone: cannot take the read lock under it";
                 return Err((CuratorError::IllegalState(reason.into()), Phase::Create));
             }
@@ -290,7 +290,7 @@ impl<'a> Acquire<'a> {
 
     /// List: the contenders again, after a wait ended with "re-check".
     async fn list(&mut self, session: &Session, node: LockNode) -> PhaseResult {
-        if node.generation != session.generation() {
+        if !session.is_generation(node.generation) {
             return Ok(Step::Next(Phase::Find));
         }
         tracing::debug!(path = %self.base_path, "getChildren");
@@ -303,7 +303,7 @@ impl<'a> Acquire<'a> {
 
     /// Decide: ask the predicate about one listing; hold, or wait for the nodes it names.
     async fn decide(&mut self, session: &Session, node: LockNode, children: Vec<String>) -> PhaseResult {
-        if node.generation != session.generation() {
+        if !session.is_generation(node.generation) {
             return Ok(Step::Next(Phase::Find));
         }
         let sorted = contenders(&children, self.sort_names);
@@ -377,22 +377,8 @@ impl<'a> Acquire<'a> {
         }
         // The wait also ends when the framework gives up this session (presumed lost while a
         // connection may still deliver its events) or closes: every acquire ends.
-        let mut states = self.fw.connection_state_watch();
-        let generation = session.generation();
-        let session_gone = async move {
-            loop {
-                {
-                    let now = states.borrow_and_update();
-                    let other = now.generation != generation && now.generation != 0;
-                    if other || matches!(now.state, ConnectionState::Lost | ConnectionState::Closed) {
-                        return;
-                    }
-                }
-                if states.changed().await.is_err() {
-                    return;
-                }
-            }
-        };
+        let mut liveness = self.fw.liveness(session.generation());
+        let session_gone = async move { liveness.ended().await };
         tokio::pin!(session_gone);
         loop {
             let event = tokio::select! {

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use curator_core::background::spawn_detached;
 use curator_core::zk;
-use curator_core::{ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, ErrorPolicy, Result};
+use curator_core::{
+    ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, ErrorPolicy, Result, SessionEnd,
+};
 use tokio::sync::watch;
 
 use super::acquire::{Granted, NodeWatch};
@@ -77,12 +79,13 @@ pub(crate) fn judge(
     at_hold: &ConnectionStateEvent,
     now: &ConnectionStateEvent,
 ) -> Option<LockLost> {
-    if now.generation != generation && now.generation != 0 {
-        return Some(LockLost::SessionLost);
+    // The session's end, read as every holder reads it (curator_core::liveness).
+    match now.session_end(generation) {
+        Some(SessionEnd::Closed) => return Some(LockLost::Closed),
+        Some(_) => return Some(LockLost::SessionLost),
+        None => {}
     }
     match now.state {
-        ConnectionState::Lost => Some(LockLost::SessionLost),
-        ConnectionState::Closed => Some(LockLost::Closed),
         ConnectionState::Suspended if policy == ErrorPolicy::Standard => Some(LockLost::Suspended),
         // Every transition after a connected hold passed through a suspension.
         _ if policy == ErrorPolicy::Standard && now.seq != at_hold.seq => Some(LockLost::Suspended),
@@ -291,7 +294,7 @@ async fn monitor(
             // lost; the monitor must see that declaration when it comes.
             let arm = async {
                 match fw.session().await {
-                    Ok(s) if s.generation() != node.generation => Err(LockLost::SessionLost),
+                    Ok(s) if !s.is_generation(node.generation) => Err(LockLost::SessionLost),
                     Ok(s) => {
                         tracing::debug!(path = %node.path, "exists+watch (lock monitor)");
                         match s.client().check_and_watch_stat(&node.path).await {

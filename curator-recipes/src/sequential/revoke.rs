@@ -30,7 +30,7 @@ pub(crate) fn watch_revocation(hold: &Arc<Hold>, on_revoke: RevokeHook) {
                 return;
             }
             let session = match fw.session().await {
-                Ok(s) if s.generation() == node.generation => s,
+                Ok(s) if s.is_generation(node.generation) => s,
                 _ => return,
             };
             tracing::debug!(path = %node.path, "getData+watch (revocation)");

@@ -77,8 +77,8 @@ impl Entering<'_> {
         match phase {
             Enter::Create => self.create(&session).await,
             Enter::Find => self.find(&session).await,
-            Enter::Check(generation) if session.generation() != generation => Step::Fail(self.gone_with_session()),
-            Enter::Open(generation) if session.generation() != generation => Step::Fail(self.gone_with_session()),
+            Enter::Check(generation) if !session.is_generation(generation) => Step::Fail(self.gone_with_session()),
+            Enter::Open(generation) if !session.is_generation(generation) => Step::Fail(self.gone_with_session()),
             Enter::Check(generation) => self.check(&session, generation).await,
             Enter::Open(generation) => self.open(&session, generation).await,
             Enter::Wait(..) => unreachable!("handled above"),
@@ -193,7 +193,7 @@ impl Entering<'_> {
 
     /// The error for our node missing from a listing on session `session`.
     fn missing(&self, session: &Session, generation: u64) -> CuratorError {
-        if session.generation() != generation {
+        if !session.is_generation(generation) {
             self.gone_with_session()
         } else {
             CuratorError::IllegalState(format!("our member node {} was deleted by someone else", self.node))

@@ -108,7 +108,7 @@ impl Leaving<'_> {
             Ok(session) => session,
             Err(err) => return Step::Retry(err, phase),
         };
-        if self.present().is_some_and(|generation| generation != session.generation()) {
+        if self.present().is_some_and(|generation| !session.is_generation(generation)) {
             // Our node went with its session: we were out of the barrier from then on.
             tracing::debug!(path = %self.node(), "our node went with its session");
             return Step::Fail(CuratorError::SessionExpired { path: self.node() });

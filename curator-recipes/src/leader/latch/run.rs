@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use curator_core::{ConnectionState, CuratorError, Result};
+use curator_core::{CuratorError, Result};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{CloseMode, Command, LatchEvent, Shared, Status};
@@ -164,19 +164,10 @@ fn give_up(shared: &Shared, term: &Leadership, reason: Option<LockLost>) {
 /// one. A step down meanwhile changes nothing (we do not lead); a close deletes the node.
 async fn suspended(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, hold: Arc<Hold>) -> Phase {
     let fw = shared.group.framework();
-    let generation = hold.node().generation;
-    let mut states = fw.connection_state_watch();
+    let mut liveness = fw.liveness(hold.node().generation);
     tracing::debug!(path = %hold.node().path, "leader latch suspended: keeping our node, waiting for the connection");
-    let back = async {
-        let now = states
-            .wait_for(|s| {
-                let other = s.generation != generation && s.generation != 0;
-                other || s.state.is_connected() || matches!(s.state, ConnectionState::Lost | ConnectionState::Closed)
-            })
-            .await;
-        // Err: the framework is gone, and the session with it.
-        now.is_ok_and(|s| s.state.is_connected() && s.generation == generation)
-    };
+    // Err: the session is over (lost, replaced, or the framework closed or gone).
+    let back = async { liveness.connected().await.is_ok() };
     tokio::pin!(back);
     loop {
         tokio::select! {
