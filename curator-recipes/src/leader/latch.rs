@@ -112,7 +112,7 @@ struct Inner {
 ///
 /// Past Curator, a term of leadership is a [`Leadership`]: a fencing token (the czxid of our
 /// node, growing from one leader to the next) to stamp writes with, and
-/// [`lost`](Leadership::lost), which resolves before anyone else can be made leader.
+/// [`lost`](crate::sequential::HeldNode::lost), which resolves before anyone else can be made leader.
 ///
 /// Leadership is given up as the framework's
 /// [`ErrorPolicy`](curator_core::ErrorPolicy) says, as the locks do: under `Standard` on a

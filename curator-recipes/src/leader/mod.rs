@@ -20,7 +20,7 @@ mod rejoin;
 mod selector;
 pub use selector::{LeaderSelector, LeaderSelectorBuilder, SelectorEvent, TermEnd};
 
-pub use crate::sequential::{LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
+pub use crate::sequential::{HeldNode, LockLost, LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
 pub use leadership::Leadership;
 pub use participant::Participant;
 

@@ -17,7 +17,7 @@ pub struct Leader {
     /// The id the leader announced (its node's data as UTF-8; invalid bytes are replaced).
     pub id: String,
     /// The leader's fencing token: the czxid of its node, as its
-    /// [`Leadership::fencing_token`](super::Leadership::fencing_token) says.
+    /// [`Leadership::fencing_token`](crate::sequential::HeldNode::fencing_token)(crate::sequential::HeldNode::fencing_token) says.
     pub token: i64,
     /// The full path of the leader's node.
     pub path: String,

@@ -21,7 +21,7 @@
 //!   error is reported to the framework's unhandled-error listeners and leaves the selector Idle,
 //!   unless it auto-requeues.
 //! - **Leading**: publish [`SelectorEvent::Took`], then run the user's future against
-//!   [`Leadership::lost`] and the selector's own stop (interrupt, close). Whichever comes first
+//!   [`Leadership::lost`](crate::sequential::HeldNode::lost) and the selector's own stop (interrupt, close). Whichever comes first
 //!   ends the term: the future is dropped at once, the state moves on,
 //!   [`SelectorEvent::Ended`] is published, and only then is our node deleted (a guaranteed
 //!   delete; in the background when the term was lost), so the leader is told before anyone
@@ -52,7 +52,7 @@ pub enum TermEnd {
     /// [`LeaderSelector::interrupt_leadership`], [`LeaderSelector::close`] or dropping the
     /// selector ended it.
     Interrupted,
-    /// Leadership may have been lost, for this reason (see [`Leadership::lost`]): the connection
+    /// Leadership may have been lost, for this reason (see [`Leadership::lost`](crate::sequential::HeldNode::lost)): the connection
     /// was suspended (under [`ErrorPolicy::Standard`](curator_core::ErrorPolicy::Standard)),
     /// the session was lost, our node was deleted, or the framework was closed.
     Lost(LockLost),
@@ -111,11 +111,11 @@ enum State {
 /// A term of leadership lasts while the function's future runs. It ends when the future
 /// returns, when [`interrupt_leadership`](Self::interrupt_leadership), [`close`](Self::close)
 /// or dropping the selector ends it, or when leadership may be lost
-/// ([`Leadership::lost`]: the connection was suspended under
+/// ([`Leadership::lost`](crate::sequential::HeldNode::lost): the connection was suspended under
 /// [`ErrorPolicy::Standard`](curator_core::ErrorPolicy::Standard), the session was lost, our
 /// node was deleted, the framework was closed). In every case the future is dropped at once
 /// (the function must not rely on finishing what it started: stamp writes with
-/// [`Leadership::fencing_token`]), [`SelectorEvent::Ended`] says why, and only then is our node
+/// [`Leadership::fencing_token`](crate::sequential::HeldNode::fencing_token)), [`SelectorEvent::Ended`] says why, and only then is our node
 /// deleted, so a term that may be lost is over on our side before anyone else can be granted.
 /// After a term the selector is idle until [`requeue`](Self::requeue), or in line again at once
 /// with [auto-requeue](LeaderSelectorBuilder::auto_requeue).

@@ -3,9 +3,8 @@
 use std::sync::{Arc, Mutex, MutexGuard as StdGuard};
 
 use curator_core::{CuratorError, Result};
-use tokio::sync::watch;
 
-use crate::sequential::{watch_revocation, ContenderGroup, Hold, LockLost, LockNode, NodeKind, Predicate, RevokeHook};
+use crate::sequential::{watch_revocation, ContenderGroup, HeldNode, Hold, LockNode, NodeKind, Predicate, RevokeHook};
 
 /// Who may re-enter a hold: the tokio task that acquired it or, for an acquire that does not
 /// run in a task (the future given to `block_on`, `#[tokio::main]`'s body), the thread.
@@ -109,7 +108,7 @@ impl Reentrant {
             watch_revocation(&hold, hook);
         }
         self.holds().push(Held { owner, hold: hold.clone(), count: 1 });
-        Ok(LockGuard { owner: self.clone(), hold, armed: true })
+        Ok(LockGuard { owner: self.clone(), held: HeldNode::new(hold), armed: true })
     }
 
     fn reenter(self: &Arc<Self>, owner: Owner) -> Result<Option<LockGuard>> {
@@ -122,7 +121,7 @@ impl Reentrant {
             )));
         }
         held.count += 1;
-        Ok(Some(LockGuard { owner: self.clone(), hold: held.hold.clone(), armed: true }))
+        Ok(Some(LockGuard { owner: self.clone(), held: HeldNode::new(held.hold.clone()), armed: true }))
     }
 
     /// Gives back one count of `which` (or of the current owner's hold, when `None`). Returns
@@ -163,71 +162,35 @@ impl Reentrant {
 ///
 /// Release it with [`release`](Self::release); dropping it releases in the background, so keep
 /// it in a named binding for as long as the work needs the lock: `let _ = mutex.acquire().await?`
-/// drops it (and releases the lock) at once, as `let _ = std_mutex.lock()` does. Its
-/// [`fencing_token`](Self::fencing_token) grows with every acquisition of the lock; pass it to
-/// the resources the lock protects so that they can refuse a holder that lost the lock.
+/// drops it (and releases the lock) at once, as `let _ = std_mutex.lock()` does. For Curator's
+/// style (acquire, then `release()` on the lock itself), hand the count to the handle with
+/// [`keep`](Self::keep).
 ///
-/// # When the holder is told
-/// The server may give the lock to the next in line once a whole session timeout `T` has passed
-/// since it last heard from this client. The guard turns lost ([`is_held`](Self::is_held) false,
-/// [`lost`](Self::lost) resolves) no later than `19/20 × T` after the send time of the latest
-/// request the server answered, under either
-/// [`ErrorPolicy`](curator_core::ErrorPolicy), whether or not the connection still looks up; the
-/// framework probes the server every `T / 10` to keep that time fresh. So the holder is told
-/// before anyone else can hold, on one assumption: the client's clock and the server's advance
-/// at the same rate, within 5% (no agreement on wall-clock time is needed). Under
-/// [`ErrorPolicy::Standard`](curator_core::ErrorPolicy::Standard) it is also told at the first
-/// disconnection; [`ErrorPolicy::Session`](curator_core::ErrorPolicy::Session) spares it the
-/// alarm for disconnections shorter than that. A forced expiry (an administrator closing the
-/// session) cannot be told first. Design: docs/architecture.md section 3.2.
+/// It dereferences to [`HeldNode`]: its [`fencing_token`](HeldNode::fencing_token) grows with
+/// every acquisition of the lock (pass it to the resources the lock protects so that they can
+/// refuse a holder that lost the lock), and [`is_held`](HeldNode::is_held) and
+/// [`lost`](HeldNode::lost) say when it may have been lost, before anyone else can hold it
+/// ([`HeldNode`]'s "When the holder is told").
 #[must_use = "dropping the guard releases the lock: bind it with `let guard = ...`, not `let _ = ...`"]
 #[derive(Debug)]
 pub struct LockGuard {
     owner: Arc<Reentrant>,
-    hold: Arc<Hold>,
+    held: HeldNode,
     armed: bool,
 }
 
+impl std::ops::Deref for LockGuard {
+    type Target = HeldNode;
+
+    fn deref(&self) -> &HeldNode {
+        &self.held
+    }
+}
+
 impl LockGuard {
-    /// The fencing token: the czxid of our lock node. It only grows from one holder to the
-    /// next (sequence numbers restart when the container parent is reaped; zxids do not). A
-    /// read lock taken while holding the write lock carries the write lock's token.
-    pub fn fencing_token(&self) -> i64 {
-        self.hold.node().fencing_token
-    }
-
-    /// The full path of our lock node.
-    pub fn path(&self) -> &str {
-        &self.hold.node().path
-    }
-
-    /// Our lock node.
-    pub fn node(&self) -> &LockNode {
-        self.hold.node()
-    }
-
-    /// False once the lock may be lost: the connection was suspended (under
-    /// [`ErrorPolicy::Standard`](curator_core::ErrorPolicy::Standard)), the session was lost,
-    /// our node was deleted (seen once [`lost`](Self::lost) or [`lost_watch`](Self::lost_watch)
-    /// was used), or the lock was released.
-    pub fn is_held(&self) -> bool {
-        self.hold.is_held()
-    }
-
-    /// Resolves when the lock may be lost, with the reason. The first call sets one watch on
-    /// our node (one request); later calls share it.
-    pub async fn lost(&self) -> LockLost {
-        self.hold.lost().await
-    }
-
-    /// A `watch` that turns `Some(reason)` when the lock may be lost (see [`lost`](Self::lost)).
-    pub fn lost_watch(&self) -> watch::Receiver<Option<LockLost>> {
-        self.hold.lost_watch()
-    }
-
     /// Gives back this count; deletes the node when it was the last one.
     ///
-    /// The lock counts as released at once ([`is_held`](Self::is_held) turns false). During an
+    /// The lock counts as released at once ([`is_held`](HeldNode::is_held) turns false). During an
     /// outage the delete waits as long as the framework's retry policy allows (each attempt
     /// waits up to the connection timeout for a connection), so this can take seconds. Giving
     /// up on it (dropping the future, for example with `tokio::time::timeout`) is safe, as is
@@ -236,7 +199,7 @@ impl LockGuard {
     /// its session) or the framework closes.
     pub async fn release(mut self) -> Result<()> {
         self.armed = false;
-        match self.owner.take_one(Some(&self.hold)) {
+        match self.owner.take_one(Some(self.held.hold())) {
             Ok(Some(hold)) => hold.release().await,
             // Already given back through the handle's `release()`.
             Ok(None) | Err(_) => Ok(()),
@@ -255,7 +218,7 @@ impl Drop for LockGuard {
         if !self.armed {
             return;
         }
-        if let Ok(Some(hold)) = self.owner.take_one(Some(&self.hold)) {
+        if let Ok(Some(hold)) = self.owner.take_one(Some(self.held.hold())) {
             hold.release_in_background();
         }
     }

@@ -41,7 +41,7 @@
 //! | [`QueuedMutex`] (ours: many local waiters, one node per process) | as [`InterProcessMutex`] |
 //!
 //! Past Curator: every hold has a fencing token and tells when it may be lost
-//! ([`LockGuard::lost`]); acquires are cancel safe (dropping the future deletes the node, also
+//! ([`LockGuard::lost`](crate::sequential::HeldNode::lost)); acquires are cancel safe (dropping the future deletes the node, also
 //! when the create's reply was lost); waiters are tasks; the create and the first listing are
 //! pipelined (2 round trips and 3 requests per uncontended acquire and release).
 //!
@@ -79,7 +79,7 @@ pub use rwlock::{InterProcessReadWriteLock, ReadLock, WriteLock};
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
 // Defined by the sequential-node core; public here, where users have always found them.
 pub use crate::sequential::{
-    LockLost, LockNode, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT,
+    HeldNode, LockLost, LockNode, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT,
     SEMAPHORE_LOCK_PARENT, WATCH_ALL_LIMIT, WRITE_LOCK_NAME,
 };
 

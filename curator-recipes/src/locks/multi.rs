@@ -92,7 +92,7 @@ pub struct MultiLockGuard {
 impl MultiLockGuard {
     /// The fencing token of each mutex, in acquisition order.
     pub fn fencing_tokens(&self) -> Vec<i64> {
-        self.guards.iter().map(LockGuard::fencing_token).collect()
+        self.guards.iter().map(|g| g.fencing_token()).collect()
     }
 
     /// The guards, in acquisition order.
@@ -100,9 +100,9 @@ impl MultiLockGuard {
         &self.guards
     }
 
-    /// True while every mutex is held (see [`LockGuard::is_held`]).
+    /// True while every mutex is held (see [`LockGuard::is_held`](crate::sequential::HeldNode::is_held)).
     pub fn is_held(&self) -> bool {
-        self.guards.iter().all(LockGuard::is_held)
+        self.guards.iter().all(|g| g.is_held())
     }
 
     /// Releases every mutex in reverse order; returns the first error after trying all.

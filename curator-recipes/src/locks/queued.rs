@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::{CuratorFramework, Result};
-use tokio::sync::{watch, Mutex, OwnedMutexGuard};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::guard::LockGuard;
 use super::mutex::InterProcessMutex;
-use crate::sequential::{LockLost, LockNode};
+use crate::sequential::HeldNode;
 
 /// An [`InterProcessMutex`] for many waiters in one process (tens of thousands of tasks):
 /// local waiters queue in memory, in FIFO order, and only the head of the queue has a node in
@@ -68,7 +68,8 @@ impl QueuedMutex {
 }
 
 /// A held [`QueuedMutex`]: the ZooKeeper lock and this process's turn. Dropping it releases
-/// both (the node in the background).
+/// both (the node in the background). It dereferences to [`HeldNode`], as a
+/// [`LockGuard`] does.
 #[must_use = "dropping the guard releases the lock: bind it with `let guard = ...`, not `let _ = ...`"]
 #[derive(Debug)]
 pub struct QueuedGuard {
@@ -76,32 +77,15 @@ pub struct QueuedGuard {
     _turn: OwnedMutexGuard<()>,
 }
 
+impl std::ops::Deref for QueuedGuard {
+    type Target = HeldNode;
+
+    fn deref(&self) -> &HeldNode {
+        &self.guard
+    }
+}
+
 impl QueuedGuard {
-    /// See [`LockGuard::fencing_token`].
-    pub fn fencing_token(&self) -> i64 {
-        self.guard.fencing_token()
-    }
-
-    /// Our lock node.
-    pub fn node(&self) -> &LockNode {
-        self.guard.node()
-    }
-
-    /// See [`LockGuard::is_held`].
-    pub fn is_held(&self) -> bool {
-        self.guard.is_held()
-    }
-
-    /// See [`LockGuard::lost`].
-    pub async fn lost(&self) -> LockLost {
-        self.guard.lost().await
-    }
-
-    /// See [`LockGuard::lost_watch`].
-    pub fn lost_watch(&self) -> watch::Receiver<Option<LockLost>> {
-        self.guard.lost_watch()
-    }
-
     /// Releases the ZooKeeper lock, then lets the next local waiter go.
     pub async fn release(self) -> Result<()> {
         let QueuedGuard { guard, _turn } = self;

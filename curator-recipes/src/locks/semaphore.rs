@@ -1,19 +1,18 @@
 //! [`InterProcessSemaphoreV2`] (counting semaphore with leases) and
 //! [`InterProcessSemaphoreMutex`] (a non-reentrant mutex built on it).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use curator_core::retry::deadline;
 use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result};
-use tokio::sync::watch;
 
 use super::guard::Owner;
 use super::mutex::InterProcessMutex;
 
 use crate::sequential::acquire::Granted;
 use crate::sequential::names::sequence_in;
-use crate::sequential::{Hold, LockLost, LockNode, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
+use crate::sequential::{HeldNode, Hold, LockNode, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 use crate::shared::{CountReader, SharedCount};
 
 /// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
@@ -232,7 +231,7 @@ impl InterProcessSemaphoreV2 {
         let sequence = sequence_in(path::node_name(&created), &[LEASE_NAME]).unwrap_or(0);
         let node = LockNode::created_on(created, sequence, &stat, &session);
         let granted = Granted { node, watch: None, recipe: curator_core::metrics::recipe::LEASE };
-        let lease = Lease { hold: Hold::new(&self.fw, granted), armed: true };
+        let lease = Lease { held: HeldNode::new(Hold::new(&self.fw, granted)), armed: true };
         let owned = stat.ephemeral_owner == session.id() && session.is_generation(generation);
         if !owned {
             tracing::debug!(path = %lease.path(), "lease made on another session than the mutex: start over");
@@ -293,50 +292,28 @@ impl InterProcessSemaphoreV2 {
 /// One lease of an [`InterProcessSemaphoreV2`]: its node. Release it with
 /// [`release`](Self::release); dropping it releases in the background.
 ///
-/// Like a [`LockGuard`](super::LockGuard), it says when it may be lost
-/// ([`is_held`](Self::is_held), [`lost`](Self::lost)), judged by the same rules.
+/// It dereferences to [`HeldNode`]: like a [`LockGuard`](super::LockGuard), it has a fencing
+/// token and says when it may be lost ([`is_held`](HeldNode::is_held),
+/// [`lost`](HeldNode::lost)), judged by the same rules.
 #[must_use = "dropping the lease returns it: bind it with `let lease = ...`, not `let _ = ...`"]
 #[derive(Debug)]
 pub struct Lease {
-    hold: Arc<Hold>,
+    held: HeldNode,
     armed: bool,
 }
 
+impl std::ops::Deref for Lease {
+    type Target = HeldNode;
+
+    fn deref(&self) -> &HeldNode {
+        &self.held
+    }
+}
+
 impl Lease {
-    /// The full path of the lease node.
-    pub fn path(&self) -> &str {
-        &self.hold.node().path
-    }
-
-    /// The lease node's name.
-    pub fn node_name(&self) -> &str {
-        path::node_name(self.path())
-    }
-
-    /// The czxid of the lease node (grows with each lease taken).
-    pub fn fencing_token(&self) -> i64 {
-        self.hold.node().fencing_token
-    }
-
     /// The lease node's data.
     pub async fn data(&self) -> Result<Vec<u8>> {
-        self.hold.framework().get_data().for_path(self.path()).await
-    }
-
-    /// False once the lease may be lost (see [`LockGuard::is_held`](super::LockGuard::is_held)).
-    pub fn is_held(&self) -> bool {
-        self.hold.is_held()
-    }
-
-    /// Resolves when the lease may be lost, with the reason (see
-    /// [`LockGuard::lost`](super::LockGuard::lost)).
-    pub async fn lost(&self) -> LockLost {
-        self.hold.lost().await
-    }
-
-    /// A `watch` that turns `Some(reason)` when the lease may be lost.
-    pub fn lost_watch(&self) -> watch::Receiver<Option<LockLost>> {
-        self.hold.lost_watch()
+        self.held.hold().framework().get_data().for_path(self.path()).await
     }
 
     /// Returns the lease (deletes its node; a node already gone is fine).
@@ -345,14 +322,14 @@ impl Lease {
     /// dropping the lease is safe: the delete goes on in the background until the node is gone.
     pub async fn release(mut self) -> Result<()> {
         self.armed = false;
-        self.hold.release().await
+        self.held.hold().release().await
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         if self.armed {
-            self.hold.clone().release_in_background();
+            self.held.hold().clone().release_in_background();
         }
     }
 }

@@ -32,6 +32,7 @@
 pub(crate) mod acquire;
 pub(crate) mod cleanup;
 pub(crate) mod group;
+pub(crate) mod held;
 pub(crate) mod hold;
 pub(crate) mod names;
 pub(crate) mod node;
@@ -40,6 +41,7 @@ pub(crate) mod revoke;
 
 // The items a recipe built on the core starts from; the rest is reached through the modules.
 pub(crate) use group::ContenderGroup;
+pub use held::HeldNode;
 pub(crate) use hold::Hold;
 pub use hold::LockLost;
 pub use names::{
