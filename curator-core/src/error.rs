@@ -181,6 +181,33 @@ pub enum CuratorError {
     /// SESSIONEXPIRED, as in Curator. Not retryable.
     #[error("the framework is closed")]
     Closed,
+    /// A recipe, cache or the framework was used before its `start()` (module
+    /// [`lifecycle`](crate::lifecycle)). Nothing was sent.
+    #[error("{what} is not started")]
+    NotStarted {
+        /// What was not started (`"LeaderLatch"`, `"the framework"`, ...).
+        what: &'static str,
+    },
+    /// `start()` was called on something already started. Nothing changed.
+    #[error("{what} is already started")]
+    AlreadyStarted {
+        /// What was started twice.
+        what: &'static str,
+    },
+    /// A recipe or cache was used (or started) after its own `close()`. The framework's close
+    /// is [`Closed`](Self::Closed).
+    #[error("{what} is closed")]
+    AlreadyClosed {
+        /// What was closed.
+        what: &'static str,
+    },
+    /// `start()` was called outside a tokio runtime: what it starts runs as tasks. Nothing
+    /// was started.
+    #[error("{what} must be started within a tokio runtime")]
+    NoRuntime {
+        /// What could not be started.
+        what: &'static str,
+    },
     /// A recipe or the framework was used in a way its state does not allow (a release without
     /// an acquire, an upgrade from read to write lock, ...).
     #[error("illegal state: {0}")]
@@ -264,6 +291,10 @@ impl CuratorError {
             | Self::BadData { path, .. }
             | Self::Zk { path, .. } => Some(path),
             Self::Closed
+            | Self::NotStarted { .. }
+            | Self::AlreadyStarted { .. }
+            | Self::AlreadyClosed { .. }
+            | Self::NoRuntime { .. }
             | Self::IllegalState(_)
             | Self::NotConnected { .. }
             | Self::Tls { .. }
@@ -288,7 +319,13 @@ impl CuratorError {
             Self::SessionExpired { .. } | Self::Closed => -112,
             Self::Timeout { .. } => -7,
             Self::InvalidPath { .. } | Self::InvalidArgument { .. } | Self::DataTooLarge { .. } => -8,
-            Self::IllegalState(_) | Self::BadData { .. } | Self::Zk { .. } => -1,
+            Self::NotStarted { .. }
+            | Self::AlreadyStarted { .. }
+            | Self::AlreadyClosed { .. }
+            | Self::NoRuntime { .. }
+            | Self::IllegalState(_)
+            | Self::BadData { .. }
+            | Self::Zk { .. } => -1,
         }
     }
 }

@@ -42,6 +42,9 @@ enum SessionSlot {
     Closed,
 }
 
+/// How lifecycle errors name the framework ("the framework is not started").
+const FRAMEWORK: &str = "the framework";
+
 /// One ZooKeeper session of the framework.
 ///
 /// Use it for a few requests and drop it: [`CuratorFramework::close`] can end the session only
@@ -187,12 +190,11 @@ impl CuratorFramework {
     pub fn start(&self) -> Result<()> {
         let mut lifecycle = self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
         match *lifecycle {
-            Lifecycle::Started => return Err(CuratorError::IllegalState("already started".into())),
+            Lifecycle::Started => return Err(CuratorError::AlreadyStarted { what: FRAMEWORK }),
             Lifecycle::Closed => return Err(CuratorError::Closed),
             Lifecycle::Latent => {}
         }
-        let handle = tokio::runtime::Handle::try_current()
-            .map_err(|_| CuratorError::IllegalState("start() must be called within a tokio runtime".into()))?;
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: FRAMEWORK })?;
         let inner = Arc::downgrade(&self.inner);
         let shutdown = self.inner.shutdown.subscribe();
         self.inner.hub.listeners().start(handle.clone());
@@ -205,7 +207,7 @@ impl CuratorFramework {
     }
 
     /// Waits until connected, at most `timeout`. The error says why no connection was had:
-    /// [`IllegalState`](CuratorError::IllegalState) at once if the framework is not started,
+    /// [`NotStarted`](CuratorError::NotStarted) at once if the framework is not started,
     /// [`Closed`](CuratorError::Closed) once it is closed, [`NotConnected`](CuratorError::NotConnected)
     /// with the last failure after `timeout`, and at once [`Tls`](CuratorError::Tls) or
     /// [`AuthFailed`](CuratorError::AuthFailed) when the latest attempt to open a session failed
@@ -521,14 +523,12 @@ impl CuratorFramework {
         }
     }
 
-    /// Fails at once with a "not started" [`IllegalState`](CuratorError::IllegalState) before
+    /// Fails at once with [`NotStarted`](CuratorError::NotStarted) before
     /// [`start`](Self::start); waiting for a connection that nothing is opening would only
     /// end in a misleading timeout.
     fn check_started(&self) -> Result<()> {
         match *self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) {
-            Lifecycle::Latent => {
-                Err(CuratorError::IllegalState("the framework is not started: call start() first".into()))
-            }
+            Lifecycle::Latent => Err(CuratorError::NotStarted { what: FRAMEWORK }),
             Lifecycle::Closed | Lifecycle::Started => Ok(()),
         }
     }

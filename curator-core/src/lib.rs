@@ -36,7 +36,7 @@
 //!
 //! Module map: [`framework`] (the client), [`builder`] (its options), [`session`] (the session manager),
 //! [`state`] (connection states), [`liveness`] (whether a session is over), [`ensemble`] (ensemble tracking), [`retry`], [`path`], [`ops`]
-//! (the fluent operations), [`background`] (callbacks), [`listeners`] (the one listener queue),
+//! (the fluent operations), [`background`] (callbacks), [`listeners`] (the one listener queue), [`lifecycle`] (the one start/close of recipes and caches),
 //! [`metrics`] (the names of the metrics and where they are recorded), [`error`], [`tls`] and
 //! [`sasl`] (securing the connection).
 
@@ -49,6 +49,7 @@ mod connect_string;
 pub mod ensemble;
 pub mod error;
 pub mod framework;
+pub mod lifecycle;
 pub mod listeners;
 pub mod liveness;
 pub mod metrics;

@@ -65,6 +65,21 @@ impl<E> EventStream<E> {
     pub fn try_next(&mut self) -> Option<E> {
         self.rx.try_recv().ok()
     }
+
+    /// Hands every event, in order, to `each`, in a task of its own on `runtime`, until the
+    /// stream ends: the one relay from one source's events into another's (a recipe turning a
+    /// cache's events into its own, say). `each` runs on the runtime's worker, not the blocking
+    /// pool, so it must not block.
+    pub fn relay(mut self, runtime: &Handle, mut each: impl FnMut(E) + Send + 'static)
+    where
+        E: Send + 'static,
+    {
+        runtime.spawn(async move {
+            while let Some(event) = self.rx.recv().await {
+                each(event);
+            }
+        });
+    }
 }
 
 impl<E> Stream for EventStream<E> {

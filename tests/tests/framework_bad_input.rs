@@ -98,9 +98,9 @@ async fn bad_framework_options_and_lifecycle_misuse() {
     ));
     let fw = builder(&TestingServer::shared().connect_string()).build().unwrap();
     let early = fw.get_data().for_path("/").await;
-    assert!(matches!(early, Err(CuratorError::IllegalState(_))), "{early:?}");
+    assert!(matches!(early, Err(CuratorError::NotStarted { .. })), "{early:?}");
     fw.start().unwrap();
-    assert!(matches!(fw.start(), Err(CuratorError::IllegalState(_))));
+    assert!(matches!(fw.start(), Err(CuratorError::AlreadyStarted { .. })));
     fw.close().await;
     fw.close().await; // idempotent
     assert!(matches!(fw.start(), Err(CuratorError::Closed)));
