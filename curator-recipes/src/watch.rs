@@ -1,9 +1,10 @@
 //! [`PersistentWatcher`]: a persistent watch that outlives reconnections and sessions, as
 //! Curator's `org.apache.curator.framework.recipes.watch.PersistentWatcher`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use curator_core::lifecycle::Lifecycle;
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::retry::RetryLoop;
 use curator_core::zk::{EventType, SessionState, WatchedEvent};
@@ -37,13 +38,6 @@ pub struct Reset {
     pub generation: u64,
     /// Why it was (re-)added.
     pub cause: ResetCause,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lifecycle {
-    Latent,
-    Started,
-    Closed,
 }
 
 /// A persistent watch on a path (the node only, or with `recursive` the node and everything
@@ -106,7 +100,7 @@ pub struct PersistentWatcher {
     mode: AddWatchMode,
     events: Arc<Listeners<WatchedEvent>>,
     resets: Arc<Listeners<Reset>>,
-    lifecycle: Mutex<Lifecycle>,
+    lifecycle: Lifecycle,
     shutdown: watch::Sender<bool>,
 }
 
@@ -115,7 +109,7 @@ impl std::fmt::Debug for PersistentWatcher {
         f.debug_struct("PersistentWatcher")
             .field("path", &self.path)
             .field("mode", &self.mode)
-            .field("lifecycle", &*self.lock())
+            .field("state", &self.lifecycle.state())
             .finish_non_exhaustive()
     }
 }
@@ -135,67 +129,63 @@ impl PersistentWatcher {
             mode,
             events: Arc::new(Listeners::new()),
             resets: Arc::new(Listeners::new()),
-            lifecycle: Mutex::new(Lifecycle::Latent),
+            // On a closed framework it starts, to tell its listeners so (the final event).
+            lifecycle: Lifecycle::tolerating_closed_framework("PersistentWatcher"),
             shutdown: watch::Sender::new(false),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Lifecycle> {
-        self.lifecycle.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Starts watching: the watch is added in the background (see [`resets`](Self::resets) for
     /// when it is in place). Works before the framework is connected or started, and on a
-    /// closed framework (listeners then get the final `Closed` event at once).
+    /// closed framework: listeners then get the final `Closed` event, queued before `start`
+    /// returns.
     ///
     /// # Errors
-    /// [`CuratorError::IllegalState`] when already started or closed, or outside a tokio
-    /// runtime.
+    /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`] (after
+    /// [`close`](Self::close)), [`CuratorError::NoRuntime`] outside a tokio runtime (module
+    /// [`lifecycle`](curator_core::lifecycle)).
     pub fn start(&self) -> Result<()> {
-        let mut lifecycle = self.lock();
-        match *lifecycle {
-            Lifecycle::Started => return Err(CuratorError::IllegalState("the watcher is already started".into())),
-            Lifecycle::Closed => return Err(CuratorError::IllegalState("the watcher is closed".into())),
-            Lifecycle::Latent => {}
-        }
-        let handle = tokio::runtime::Handle::try_current()
-            .map_err(|_| CuratorError::IllegalState("start() must be called within a tokio runtime".into()))?;
-        self.events.start(handle.clone());
-        self.resets.start(handle);
-        let task = Task {
-            fw: self.fw.clone(),
-            path: self.path.clone(),
-            mode: self.mode,
-            events: self.events.clone(),
-            resets: self.resets.clone(),
-            shutdown: self.shutdown.subscribe(),
-            states: self.fw.connection_state_watch(),
-            pauses: self.fw.cleanup_retry_loop(),
-            dead_epoch: 0,
-            reported: false,
-        };
-        // spawn_detached, not spawn_background: the task lives as long as the watcher, and
-        // `CuratorFramework::close` waits (up to `max_close_wait`) for tracked tasks, so a
-        // tracked watcher would hold up every close. The task ends by itself when the
-        // framework closes (it sees the `Closed` state, or `Closed` from the retry loop).
-        curator_core::background::spawn_detached(task.run());
-        *lifecycle = Lifecycle::Started;
-        Ok(())
+        self.lifecycle.start(&self.fw, |started| {
+            self.events.start(started.handle().clone());
+            self.resets.start(started.handle().clone());
+            if self.fw.is_closed() {
+                // Told now, not by a task that a close right after this could outrun.
+                tracing::debug!(path = %self.path, "persistent watcher started on a closed framework");
+                self.events.publish(WatchedEvent::new_session(SessionState::Closed));
+                self.events.close();
+                self.resets.close();
+                return Ok(());
+            }
+            let task = Task {
+                fw: self.fw.clone(),
+                path: self.path.clone(),
+                mode: self.mode,
+                events: self.events.clone(),
+                resets: self.resets.clone(),
+                shutdown: self.shutdown.subscribe(),
+                states: self.fw.connection_state_watch(),
+                pauses: self.fw.cleanup_retry_loop(),
+                dead_epoch: 0,
+                reported: false,
+            };
+            // The task lives as long as the watcher, and ends by itself when the framework
+            // closes (it sees the `Closed` state, or `Closed` from the retry loop).
+            started.spawn(task.run());
+            Ok(())
+        })
     }
 
     /// Stops the watcher: its task ends, which drops the watch (zookeeper-client then removes
     /// it from the server), and the streams end after the events already queued. No final
     /// event is sent. Idempotent; dropping the watcher does the same.
     pub fn close(&self) {
-        let mut lifecycle = self.lock();
-        if *lifecycle == Lifecycle::Closed {
-            return;
-        }
-        *lifecycle = Lifecycle::Closed;
+        let was_started = self.lifecycle.close().is_some();
         self.shutdown.send_replace(true);
         self.events.close();
         self.resets.close();
-        tracing::debug!(path = %self.path, "persistent watcher closed");
+        if was_started {
+            tracing::debug!(path = %self.path, "persistent watcher closed");
+        }
     }
 
     /// The watched path.

@@ -184,9 +184,9 @@ async fn concurrent_client_close() {
 }
 
 /// Follows Curator's `TestPersistentWatcher.testAfterClientClose`: a watcher started on a closed
-/// framework gives its listeners the `Closed` event. (Curator's closes the watcher at once too:
-/// there the event is sent inside `start()`; here it comes from the watcher's task, so the test
-/// keeps the watcher until it is heard.)
+/// framework and closed at once gives its listeners the `Closed` event, a callback and a
+/// stream alike. The event is queued inside `start()`, as Curator sends it there; before, a task
+/// sent it, and a close right after `start()` ended the listeners first (issue 27, item 2).
 #[tokio::test]
 async fn after_client_close() {
     init_tracing();
@@ -202,9 +202,12 @@ async fn after_client_close() {
             counter.fetch_add(1, Ordering::SeqCst);
         }
     });
+    let mut events = watcher.events();
     watcher.start().unwrap();
-    assert!(eventually(Timing::new().deadline(), || async { heard.load(Ordering::SeqCst) == 1 }).await);
     watcher.close();
+    assert!(events.next().await.as_ref().is_some_and(is_closed_event), "the stream gets the final event");
+    assert!(events.next().await.is_none(), "and then ends");
+    assert!(eventually(Timing::new().deadline(), || async { heard.load(Ordering::SeqCst) == 1 }).await);
 }
 
 /// Follows Curator's `TestPersistentWatcher.testCuratorListenersNotLeaking` (GH-1292): 100
@@ -380,13 +383,13 @@ async fn bad_paths_and_lifecycle_are_typed_errors() {
     }
     let watcher = PersistentWatcher::new(&fw, &unique_path("pw-life"), true).unwrap();
     watcher.start().unwrap();
-    assert!(matches!(watcher.start(), Err(CuratorError::IllegalState(_))));
+    assert!(matches!(watcher.start(), Err(CuratorError::AlreadyStarted { what: "PersistentWatcher" })));
     watcher.close();
     watcher.close();
-    assert!(matches!(watcher.start(), Err(CuratorError::IllegalState(_))));
+    assert!(matches!(watcher.start(), Err(CuratorError::AlreadyClosed { .. })));
     let never_started = PersistentWatcher::new(&fw, &unique_path("pw-life"), true).unwrap();
     never_started.close();
-    assert!(matches!(never_started.start(), Err(CuratorError::IllegalState(_))));
+    assert!(matches!(never_started.start(), Err(CuratorError::AlreadyClosed { .. })));
     fw.close().await;
 }
 
