@@ -263,6 +263,25 @@ impl CuratorError {
         matches!(self, Self::ConnectionLoss { .. } | Self::NotConnected { .. } | Self::SessionExpired { .. })
     }
 
+    /// True for a refusal that no retry mends and that the caller must hear of: no permission
+    /// ([`NoAuth`](Self::NoAuth), [`AuthFailed`](Self::AuthFailed)), an ACL the server refuses
+    /// ([`InvalidAcl`](Self::InvalidAcl)), or bad input ([`InvalidPath`](Self::InvalidPath),
+    /// [`InvalidArgument`](Self::InvalidArgument), [`DataTooLarge`](Self::DataTooLarge),
+    /// [`NoChildrenForEphemerals`](Self::NoChildrenForEphemerals)). A recipe whose first
+    /// attempt meets one reports it from `start` instead of retrying for ever.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            Self::NoAuth { .. }
+                | Self::AuthFailed { .. }
+                | Self::InvalidAcl { .. }
+                | Self::InvalidPath { .. }
+                | Self::InvalidArgument { .. }
+                | Self::DataTooLarge { .. }
+                | Self::NoChildrenForEphemerals { .. }
+        )
+    }
+
     /// Whether the request may have been applied although no answer said so: a retryable
     /// error, or one whose operation was cut short after such an error, by a deadline
     /// ([`Timeout`](Self::Timeout): the retry loop gives up there with it, in place of the

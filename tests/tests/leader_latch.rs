@@ -586,8 +586,8 @@ async fn observer_follows_close_step_down_and_expiry() {
 }
 
 /// Bad input is a typed error, never a panic: bad paths (latch and observer), an id over the
-/// data limit, and calls out of order (start twice, close or step down before start, wait
-/// before start or after close).
+/// data limit, and calls out of order (start twice, step down before start, wait before start
+/// or after close), each with its lifecycle variant.
 #[tokio::test]
 async fn bad_input_is_a_typed_error() {
     init_tracing();
@@ -603,17 +603,16 @@ async fn bad_input_is_a_typed_error() {
     assert!(matches!(LeaderLatch::new(&fw, "/ok", huge), Err(CuratorError::DataTooLarge { .. })));
 
     let latch = LeaderLatch::new(&fw, &unique_path("bad-input"), "id").unwrap();
-    assert!(matches!(latch.close().await, Err(CuratorError::IllegalState(_))));
-    assert!(matches!(latch.step_down().await, Err(CuratorError::IllegalState(_))));
-    assert!(matches!(latch.await_leadership().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(latch.step_down().await, Err(CuratorError::NotStarted { .. })));
+    assert!(matches!(latch.await_leadership().await, Err(CuratorError::NotStarted { .. })));
     assert!(!latch.has_leadership());
     latch.start().await.unwrap();
-    assert!(matches!(latch.start().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(latch.start().await, Err(CuratorError::AlreadyStarted { .. })));
     latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
     latch.close().await.unwrap();
-    assert!(matches!(latch.close().await, Err(CuratorError::IllegalState(_))));
-    assert!(matches!(latch.await_leadership().await, Err(CuratorError::Closed)));
-    assert!(matches!(latch.step_down().await, Err(CuratorError::IllegalState(_))));
+    latch.close().await.expect("idempotent");
+    assert!(matches!(latch.await_leadership().await, Err(CuratorError::AlreadyClosed { .. })));
+    assert!(matches!(latch.step_down().await, Err(CuratorError::AlreadyClosed { .. })));
     assert!(latch.leadership().is_none());
     assert_eq!(latch.our_path(), None);
     fw.close().await;
@@ -686,4 +685,54 @@ fn assert_send_sync() {
     is::<LeaderObserver>();
     is::<LatchEvent>();
     let _ = Retry::Default;
+}
+
+/// The core lifecycle (issue 27, item 4): a second `close()` is fine (Curator's throws, and ours
+/// returned `IllegalState`), as is closing a latch that was never started; a closed latch
+/// refuses a start with a typed error, and `await_leadership` says why it cannot lead.
+#[tokio::test]
+async fn close_is_idempotent_and_lifecycle_errors_are_typed() {
+    init_tracing();
+    let fw = client(&shared()).await;
+    let path = unique_path("latch-life");
+    let latch = LeaderLatch::new(&fw, &path, "a").unwrap();
+    let r = latch.await_leadership().await;
+    assert!(matches!(r, Err(CuratorError::NotStarted { what: "LeaderLatch" })), "{r:?}");
+    latch.start().await.unwrap();
+    assert!(matches!(latch.start().await, Err(CuratorError::AlreadyStarted { .. })));
+    latch.await_leadership().await.unwrap();
+    latch.close().await.unwrap();
+    latch.close().await.expect("a second close is fine");
+    assert!(children(&fw, &path).await.is_empty(), "the first close deleted our node");
+    assert!(matches!(latch.start().await, Err(CuratorError::AlreadyClosed { .. })));
+    assert!(matches!(latch.await_leadership().await, Err(CuratorError::AlreadyClosed { .. })));
+    let never = LeaderLatch::new(&fw, &path, "b").unwrap();
+    never.close().await.expect("closing a latent latch is fine");
+    fw.close().await;
+}
+
+/// Issue 27, item 3: a latch whose node the server refuses (the election path allows reading
+/// only) reports `NoAuth` from `start()`, promptly, and is closed; before, `start()` returned
+/// `Ok` and the latch tried again for ever without ever leading (an ERROR line the only sign).
+/// Under every error and retry policy.
+#[tokio::test]
+async fn a_refused_first_join_is_reported_by_start() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    init_tracing();
+    let connect = shared();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&connect, policy, retry).await;
+        let path = unique_path("latch-noauth");
+        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
+        fw.create().with_acl(read_only).for_path(&path, Vec::new()).await.unwrap();
+        let latch = LeaderLatch::new(&fw, &path, "refused").unwrap();
+        let started = std::time::Instant::now();
+        let r = tokio::time::timeout(deadline(), latch.start()).await.expect("start returns");
+        assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        assert_eq!(latch.state(), curator_recipes::leader::LatchState::Closed);
+        assert!(!latch.has_leadership());
+        latch.close().await.unwrap();
+        fw.close().await;
+    }
 }

@@ -7,10 +7,10 @@
 //! The handle talks to it through commands and reads what it publishes: its [`Status`], our
 //! node's path, and the listener events.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::background::spawn_detached;
+use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
 use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -67,6 +67,9 @@ enum Status {
     Leading(Leadership),
     /// A join failed; the task tries again after the connection comes back (or a pause).
     Retrying,
+    /// The first join was refused for good (no permission, a bad ACL): the task ended, and
+    /// `start` reports this error.
+    Failed(CuratorError),
     /// The task ended (the latch or the framework was closed).
     Ended,
 }
@@ -76,15 +79,6 @@ enum Status {
 enum Command {
     StepDown(oneshot::Sender<()>),
     Close(CloseMode, oneshot::Sender<()>),
-}
-
-/// The handle's side of the lifecycle.
-#[derive(Debug)]
-enum Lifecycle {
-    Latent,
-    /// Started; dropping the sender (with the last handle) closes the latch silently.
-    Started(mpsc::UnboundedSender<Command>),
-    Closed,
 }
 
 /// What the handle and its task share.
@@ -102,7 +96,9 @@ struct Shared {
 struct Inner {
     shared: Arc<Shared>,
     close_mode: CloseMode,
-    lifecycle: Mutex<Lifecycle>,
+    /// Started, it keeps the sender of commands to the task; dropping it (with the last
+    /// handle) closes the latch silently.
+    lifecycle: Lifecycle<mpsc::UnboundedSender<Command>>,
 }
 
 /// A leader latch, wire compatible with Curator 5.x's `LeaderLatch`: each participant makes an
@@ -220,7 +216,7 @@ impl LeaderLatchBuilder {
             ours: Arc::new(watch::channel(None).0),
         });
         Ok(LeaderLatch {
-            inner: Arc::new(Inner { shared, close_mode: self.close_mode, lifecycle: Mutex::new(Lifecycle::Latent) }),
+            inner: Arc::new(Inner { shared, close_mode: self.close_mode, lifecycle: Lifecycle::new("LeaderLatch") }),
         })
     }
 }
@@ -246,10 +242,6 @@ impl LeaderLatch {
         }
     }
 
-    fn lifecycle(&self) -> MutexGuard<'_, Lifecycle> {
-        self.inner.lifecycle.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn shared(&self) -> &Shared {
         &self.inner.shared
     }
@@ -257,35 +249,37 @@ impl LeaderLatch {
     /// Joins the election: starts the latch's task, and returns once our node exists (so that
     /// latches started one after another are in line in that order), or once the first attempt
     /// to make it failed (no connection within the retry policy, say): the latch then keeps
-    /// trying in the background, as Curator's does, and leads once it can.
+    /// trying in the background, as Curator's does, and leads once it can. A first attempt
+    /// refused for good (no permission to create our node, an ACL the server refuses) is
+    /// returned, and the latch is closed: Curator's only logs it, and its latch never leads.
     ///
     /// # Errors
-    /// [`CuratorError::IllegalState`] when the latch was already started or closed, or outside
-    /// a tokio runtime.
+    /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
+    /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
+    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); the refusal of the
+    /// first attempt ([`CuratorError::is_permanent`]).
     pub async fn start(&self) -> Result<()> {
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| CuratorError::IllegalState("LeaderLatch::start needs a tokio runtime".into()))?;
-        let commands = {
-            let mut lifecycle = self.lifecycle();
-            match *lifecycle {
-                Lifecycle::Latent => {}
-                _ => return Err(CuratorError::IllegalState("the latch cannot be started more than once".into())),
-            }
-            let (tx, rx) = mpsc::unbounded_channel();
-            *lifecycle = Lifecycle::Started(tx);
-            rx
-        };
         let shared = self.inner.shared.clone();
-        shared.events.start(runtime);
-        shared.status.send_replace(Status::Joining);
+        self.inner.lifecycle.start(shared.group.framework(), |started| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            shared.events.start(started.handle().clone());
+            shared.status.send_replace(Status::Joining);
+            tracing::debug!(path = %shared.group.base_path(), id = %shared.id, "leader latch started");
+            // The task lives as long as the latch and ends by itself when the latch or the
+            // framework closes. The deletes it makes are tracked by the framework.
+            started.spawn(run::run(shared.clone(), rx));
+            Ok(tx)
+        })?;
         let mut status = shared.status.subscribe();
         let mut ours = shared.ours.subscribe();
-        tracing::debug!(path = %shared.group.base_path(), id = %shared.id, "leader latch started");
-        // Detached, not tracked: the task lives as long as the latch and ends by itself when the
-        // latch or the framework closes. The deletes it makes are tracked by the framework.
-        spawn_detached(run::run(shared, commands));
         loop {
-            if ours.borrow_and_update().is_some() || !matches!(*status.borrow_and_update(), Status::Joining) {
+            if let Status::Failed(err) = &*status.borrow_and_update() {
+                let err = err.clone();
+                self.inner.lifecycle.close();
+                shared.events.close();
+                return Err(err);
+            }
+            if ours.borrow_and_update().is_some() || !matches!(*status.borrow(), Status::Joining) {
                 return Ok(());
             }
             tokio::select! {
@@ -297,10 +291,10 @@ impl LeaderLatch {
 
     /// The latch's state.
     pub fn state(&self) -> LatchState {
-        match *self.lifecycle() {
-            Lifecycle::Latent => LatchState::Latent,
-            Lifecycle::Started(_) => LatchState::Started,
-            Lifecycle::Closed => LatchState::Closed,
+        match self.inner.lifecycle.state() {
+            LifeState::Latent => LatchState::Latent,
+            LifeState::Started => LatchState::Started,
+            _ => LatchState::Closed,
         }
     }
 
@@ -325,19 +319,20 @@ impl LeaderLatch {
     /// Waits until this latch leads and returns the term (at once if it leads already).
     ///
     /// # Errors
-    /// [`CuratorError::IllegalState`] before [`start`](Self::start);
-    /// [`CuratorError::Closed`] once the latch (or its framework) is closed, also while waiting.
+    /// [`CuratorError::NotStarted`] before [`start`](Self::start);
+    /// [`CuratorError::AlreadyClosed`] once the latch is closed, [`CuratorError::Closed`] once its
+    /// framework is, also while waiting.
     pub async fn await_leadership(&self) -> Result<Leadership> {
         let mut status = self.shared().status.subscribe();
         loop {
             match self.state() {
-                LatchState::Latent => return Err(CuratorError::IllegalState("the latch is not started".into())),
-                LatchState::Closed => return Err(CuratorError::Closed),
+                LatchState::Latent => return Err(CuratorError::NotStarted { what: "LeaderLatch" }),
+                LatchState::Closed => return Err(CuratorError::AlreadyClosed { what: "LeaderLatch" }),
                 LatchState::Started => {}
             }
             match &*status.borrow_and_update() {
                 Status::Leading(term) if term.is_held() => return Ok(term.clone()),
-                Status::Ended => return Err(CuratorError::Closed),
+                Status::Ended | Status::Failed(_) => return Err(CuratorError::Closed),
                 _ => {}
             }
             if status.changed().await.is_err() {
@@ -407,11 +402,7 @@ impl LeaderLatch {
     }
 
     fn commands(&self) -> Result<mpsc::UnboundedSender<Command>> {
-        match &*self.lifecycle() {
-            Lifecycle::Started(tx) => Ok(tx.clone()),
-            Lifecycle::Latent => Err(CuratorError::IllegalState("the latch is not started".into())),
-            Lifecycle::Closed => Err(CuratorError::IllegalState("the latch is closed".into())),
-        }
+        self.inner.lifecycle.with_started(mpsc::UnboundedSender::clone)
     }
 
     /// Gives up leadership without leaving the election: publishes
@@ -421,7 +412,7 @@ impl LeaderLatch {
     /// lead keeps its place.
     ///
     /// # Errors
-    /// [`CuratorError::IllegalState`] when the latch is not started or is closed.
+    /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] (module [`lifecycle`](curator_core::lifecycle)).
     pub async fn step_down(&self) -> Result<()> {
         let commands = self.commands()?;
         let (tx, rx) = oneshot::channel();
@@ -444,19 +435,16 @@ impl LeaderLatch {
     /// connection the delete goes on in the background), then the listeners end. Returns once
     /// the node is deleted, or its delete was left to the background.
     ///
+    /// Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle)): closing a
+    /// latch that is closed, or was never started, does nothing. (Curator's throws
+    /// `IllegalStateException` for both.)
+    ///
     /// # Errors
-    /// [`CuratorError::IllegalState`] when the latch was not started or is already closed, as
-    /// in Curator.
+    /// None today; the `Result` is kept for the closes that may report one.
     pub async fn close_with(&self, mode: CloseMode) -> Result<()> {
-        let commands = {
-            let mut lifecycle = self.lifecycle();
-            match std::mem::replace(&mut *lifecycle, Lifecycle::Closed) {
-                Lifecycle::Started(tx) => tx,
-                other => {
-                    *lifecycle = other;
-                    return Err(CuratorError::IllegalState("the latch is closed or was not started".into()));
-                }
-            }
+        let Some(commands) = self.inner.lifecycle.close() else {
+            self.shared().events.close();
+            return Ok(());
         };
         let (tx, rx) = oneshot::channel();
         if commands.send(Command::Close(mode, tx)).is_ok() {

@@ -31,8 +31,17 @@ enum Phase {
 pub(super) async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiver<Command>) {
     let mut phase = Phase::Join(None);
     let mut rejoin = Rejoin::new(shared.group.framework());
+    // Whether our node was ever made: until then, a refusal for good ends the task, and
+    // `start` reports it.
+    let mut joined = false;
     let reply = loop {
+        joined |= shared.ours.borrow().is_some();
         phase = match phase {
+            Phase::Retry(err) if !joined && err.is_permanent() => {
+                tracing::warn!(path = %shared.group.base_path(), id = %shared.id, error = %err, "leader latch: the first join was refused; the latch ends");
+                shared.status.send_replace(Status::Failed(err));
+                break None;
+            }
             Phase::Join(kept) => join(&shared, &mut commands, kept).await,
             Phase::Lead(term) => {
                 rejoin.reset();
@@ -44,7 +53,13 @@ pub(super) async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiv
         };
     };
     shared.ours.send_replace(None);
-    shared.status.send_replace(Status::Ended);
+    shared.status.send_if_modified(|status| {
+        let failed = matches!(status, Status::Failed(_));
+        if !failed {
+            *status = Status::Ended;
+        }
+        !failed
+    });
     tracing::debug!(path = %shared.group.base_path(), id = %shared.id, "leader latch ended");
     if let Some(reply) = reply {
         let _ = reply.send(());
