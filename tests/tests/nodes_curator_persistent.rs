@@ -198,8 +198,9 @@ async fn quick_close() {
 }
 
 /// TestPersistentNode.testQuickCloseNodeExists: a persistent node already at the path is
-/// adopted (its data set to ours) and deleted on close. Curator closes at once; here the close
-/// comes after the adoption, since a node the keeper has not adopted yet is not its to delete.
+/// adopted and deleted on close, however soon the close comes. Here it comes at once, as in
+/// Curator, and then after the adoption: the node is gone either way. Before (issue 27, item
+/// 1), a close at once stopped the keeper before it looked at the path, and the node stayed.
 #[tokio::test]
 async fn quick_close_node_exists() {
     init_tracing();
@@ -208,10 +209,23 @@ async fn quick_close_node_exists() {
     let path = format!("{base}/one/two");
     fw.create().creating_parents_if_needed().for_path(&path, b"theirs".to_vec()).await.unwrap();
     let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"ours".to_vec()).start().unwrap();
+    node.close().await;
+    assert!(stat(&fw, &path).await.is_none(), "a close at once deletes the node in the way");
+
+    fw.create().creating_parents_if_needed().for_path(&path, b"theirs".to_vec()).await.unwrap();
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"ours".to_vec()).start().unwrap();
     assert_eq!(created(&node).await, path);
     assert_eq!(data_of(&fw, &path).await.as_deref(), Some(&b"ours"[..]));
     node.close().await;
-    assert!(stat(&fw, &path).await.is_none());
+    assert!(stat(&fw, &path).await.is_none(), "so does a close after the adoption");
+
+    // Another session's ephemeral node is not adopted, so a close at once leaves it.
+    let other = client(&shared()).await;
+    other.create().with_mode(CreateMode::Ephemeral).for_path(&path, b"theirs".to_vec()).await.unwrap();
+    let node = PersistentNode::builder(&fw, &path).data(b"ours".to_vec()).start().unwrap();
+    node.close().await;
+    assert!(stat(&fw, &path).await.is_some(), "another session's ephemeral node stays");
+    other.close().await;
     fw.close().await;
 }
 

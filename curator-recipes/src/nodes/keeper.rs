@@ -73,6 +73,8 @@ struct Keeper {
     written: u64,
     /// Whether the node may be ours: a create may have succeeded, or we own it.
     may_own: bool,
+    /// Whether a create was tried at all (a close can come before the first).
+    tried: bool,
     retry: curator_core::retry::RetryLoop,
     conn: watch::Receiver<curator_core::ConnectionStateEvent>,
     closing: watch::Receiver<bool>,
@@ -91,6 +93,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
         sessions: Vec::new(),
         written: 0,
         may_own: false,
+        tried: false,
     };
     let mut state = State::Place;
     loop {
@@ -127,6 +130,7 @@ impl Keeper {
 
     /// Creates the node, or finds out who holds its path.
     async fn place(&mut self) -> State {
+        self.tried = true;
         // Wait for a connection here, where the close can end the wait: the create below is
         // not cut short (its outcome must be known), so it should start connected.
         if let Err(err) = self.session().await {
@@ -347,6 +351,9 @@ impl Keeper {
 
     /// Deletes the node, if it may be ours and the node is meant to go on close.
     async fn finish(&mut self) {
+        if !self.tried {
+            self.adopt_for_close().await;
+        }
         let config = &self.shared.config;
         // A create whose outcome is unknown may have made the node before any reply gave its
         // path; without a sequence or protection, that path is the configured one.
@@ -375,6 +382,43 @@ impl Keeper {
             }
             Err(_) => {
                 tracing::debug!(path = %path, "persistent node: the delete goes on in the background (connection timeout)")
+            }
+        }
+    }
+}
+
+impl Keeper {
+    /// A close that came before the first create: a node already at the configured path is
+    /// the one the keeper would have adopted (a node it may not adopt, another session's
+    /// ephemeral, is left), so the close deletes it, as it would after the adoption. Without
+    /// this, the outcome of a close right after `start` depended on whether the keeper had
+    /// adopted the node yet (Curator's TestPersistentNode.testQuickCloseNodeExists deletes it).
+    /// A sequential or protected node has no path before its create: nothing to adopt.
+    async fn adopt_for_close(&mut self) {
+        let config = &self.shared.config;
+        if config.mode.is_sequential() || config.protected || !config.delete_on_close || self.fw.is_closed() {
+            return;
+        }
+        if !self.fw.connection_state().is_connected() {
+            return;
+        }
+        let path = config.path.clone();
+        let session = match self.fw.session().await {
+            Ok(session) => session,
+            Err(_) => return,
+        };
+        tracing::debug!(path = %path, "persistent node: closed before its first create: exists");
+        match session.client().check_stat(&path).await {
+            Ok(Some(stat))
+                if !self.mode().is_ephemeral() || stat.ephemeral_owner == 0 || stat.ephemeral_owner == session.id() =>
+            {
+                tracing::debug!(path = %path, "persistent node: adopting the node in the way, to delete it on close");
+                self.known = Some(path);
+                self.may_own = true;
+            }
+            Ok(_) => {}
+            Err(err) => {
+                tracing::debug!(path = %path, error = %err, "persistent node: could not look at the path on close")
             }
         }
     }
