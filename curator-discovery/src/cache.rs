@@ -170,8 +170,8 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
         // callback: a callback runs on the blocking pool, one more thread hop per event before
         // our own listeners get it. The stream ends when the cache closes.
         let mut stream = cache.events();
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| CuratorError::IllegalState("ServiceCache needs a tokio runtime".into()))?;
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "ServiceCache" })?;
         runtime.spawn(async move {
             while let Some(event) = stream.next().await {
                 handler.handle(&event);

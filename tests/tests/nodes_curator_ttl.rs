@@ -252,3 +252,15 @@ async fn bad_input_is_a_typed_error() {
     assert!(!exists(&fw, &base).await, "nothing may be created");
     fw.close().await;
 }
+
+/// Issue 27, item 5: started outside a tokio runtime, a `PersistentTtlNode` is refused with the
+/// lifecycle's typed error, as every started thing is; it panicked before.
+#[test]
+fn start_outside_a_runtime_is_a_typed_error() {
+    let fw = curator_core::CuratorFramework::builder().connect_string("127.0.0.1:1").build().unwrap();
+    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        PersistentTtlNode::builder(&fw, "/ttl-outside", Duration::from_secs(10)).start().map(drop)
+    }));
+    let r = started.expect("no panic");
+    assert!(matches!(r, Err(curator_core::CuratorError::NoRuntime { .. })), "{r:?}");
+}

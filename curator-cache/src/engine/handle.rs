@@ -79,8 +79,8 @@ impl CacheCore {
             Lifecycle::Closed => return Err(CuratorError::IllegalState("the cache is closed".into())),
             Lifecycle::Latent => {}
         }
-        let handle = tokio::runtime::Handle::try_current()
-            .map_err(|_| CuratorError::IllegalState("start() must be called within a tokio runtime".into()))?;
+        let handle =
+            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "the cache" })?;
         let (commands_tx, commands) = mpsc::unbounded_channel();
         let (shutdown_tx, shutdown) = watch::channel(false);
         // Subscribe now, so that no transition after start() is missed.

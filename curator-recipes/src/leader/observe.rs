@@ -67,11 +67,11 @@ pub struct LeaderObserver {
 ///
 /// # Errors
 /// [`CuratorError::InvalidPath`] for a path ZooKeeper would refuse;
-/// [`CuratorError::IllegalState`] outside a tokio runtime.
+/// [`CuratorError::NoRuntime`] outside a tokio runtime.
 pub fn observe(fw: &CuratorFramework, path: &str) -> Result<LeaderObserver> {
     path::validate(path)?;
-    let runtime = tokio::runtime::Handle::try_current()
-        .map_err(|_| CuratorError::IllegalState("leader::observe needs a tokio runtime".into()))?;
+    let runtime =
+        tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "leader::observe" })?;
     let cache = PathChildrenCache::builder(fw, path).create_parent_containers(false).build()?;
     let (tx, leader) = watch::channel(None);
     let mut events = cache.events();

@@ -127,8 +127,8 @@ impl GroupMemberBuilder {
         path::validate(&node_path)?;
         let payload = self.payload.unwrap_or_else(|| curator_core::local_address().into_bytes());
         let cache = PathChildrenCache::new(&self.fw, &self.path, true)?;
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| CuratorError::IllegalState("GroupMember::start needs a tokio runtime".into()))?;
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "GroupMember" })?;
         let events = Arc::new(Listeners::new());
         events.start(runtime.clone());
         for listener in self.listeners {

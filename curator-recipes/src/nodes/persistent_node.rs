@@ -158,8 +158,8 @@ impl PersistentNodeBuilder {
             return Err(CuratorError::InvalidArgument { path: config.path, reason });
         }
         self.fw.check_data(&config.path, &self.data)?;
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| CuratorError::IllegalState("PersistentNode::start needs a tokio runtime".into()))?;
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "PersistentNode" })?;
         let created = Listeners::new();
         created.start(runtime.clone());
         let shared = Arc::new(Shared {
@@ -240,12 +240,12 @@ impl PersistentNode {
     /// Sets the node's data: written at once in the background if the node is there, and used
     /// for every later re-create. Fails with
     /// [`DataTooLarge`](CuratorError::DataTooLarge) (and changes nothing) past the framework's
-    /// limit, or [`IllegalState`](CuratorError::IllegalState) after [`close`](Self::close).
+    /// limit, or [`AlreadyClosed`](CuratorError::AlreadyClosed) after [`close`](Self::close).
     pub fn set_data(&self, data: impl Into<Vec<u8>>) -> Result<()> {
         let data = data.into();
         self.shared.fw.check_data(&self.shared.config.path, &data)?;
         if *self.shared.closing.borrow() {
-            return Err(CuratorError::IllegalState("the PersistentNode is closed".into()));
+            return Err(CuratorError::AlreadyClosed { what: "PersistentNode" });
         }
         {
             let mut slot = lock(&self.shared.data);

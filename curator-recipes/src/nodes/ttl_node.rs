@@ -80,7 +80,8 @@ impl PersistentTtlNodeBuilder {
 
     /// Checks the settings and starts: the node is created in the background and touched from
     /// then on. Fails with a typed error for an invalid path or child name, a zero TTL or
-    /// touch factor, or data over the framework's limit. Must be called within a tokio runtime.
+    /// touch factor, or data over the framework's limit; [`CuratorError::NoRuntime`] outside a
+    /// tokio runtime.
     pub fn start(self) -> Result<PersistentTtlNode> {
         if self.ttl.is_zero() || self.touch_factor == 0 {
             return Err(CuratorError::InvalidArgument {
@@ -90,6 +91,8 @@ impl PersistentTtlNodeBuilder {
         }
         let child_path = path::make_path(&self.path, &self.child);
         path::validate(&child_path)?;
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "PersistentTtlNode" })?;
         if self.child.contains('/') || self.child.is_empty() {
             return Err(CuratorError::InvalidPath { path: child_path, reason: "the child name must be one node name" });
         }
@@ -101,7 +104,7 @@ impl PersistentTtlNodeBuilder {
             .keep_on_close()
             .start()?;
         let every = self.ttl / self.touch_factor;
-        let toucher = tokio::spawn(touch_forever(self.fw, child_path, self.ttl, every));
+        let toucher = runtime.spawn(touch_forever(self.fw, child_path, self.ttl, every));
         Ok(PersistentTtlNode { node: Some(node), toucher })
     }
 }
@@ -132,7 +135,7 @@ impl PersistentTtlNode {
     pub fn set_data(&self, data: impl Into<Vec<u8>>) -> Result<()> {
         match &self.node {
             Some(node) => node.set_data(data),
-            None => Err(CuratorError::IllegalState("the PersistentTtlNode is closed".into())),
+            None => Err(CuratorError::AlreadyClosed { what: "PersistentTtlNode" }),
         }
     }
 

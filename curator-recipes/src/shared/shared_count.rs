@@ -102,8 +102,8 @@ impl SharedCount {
 
     /// Creates the node with the seed if missing, reads it and starts following it.
     pub async fn start(&self) -> Result<()> {
-        let handle = tokio::runtime::Handle::try_current()
-            .map_err(|_| CuratorError::IllegalState("start() must be called within a tokio runtime".into()))?;
+        let handle =
+            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "SharedCount" })?;
         self.events.start(handle);
         self.value.start().await
     }

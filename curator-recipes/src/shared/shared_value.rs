@@ -144,8 +144,8 @@ impl SharedValue {
             if *lifecycle != Lifecycle::Latent {
                 return Err(CuratorError::IllegalState(format!("shared value {} cannot be started twice", inner.path)));
             }
-            let handle = tokio::runtime::Handle::try_current()
-                .map_err(|_| CuratorError::IllegalState("start() must be called within a tokio runtime".into()))?;
+            let handle =
+                tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "SharedValue" })?;
             inner.events.start(handle);
             *lifecycle = Lifecycle::Started;
         }
