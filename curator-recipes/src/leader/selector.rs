@@ -28,21 +28,21 @@
 //!   else can be granted.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use curator_core::background::spawn_detached;
 use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
-use curator_core::{ConnectionState, CuratorError, CuratorFramework, Result};
-use futures::FutureExt;
+use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::watch;
 
 use super::leadership::Leadership;
 use super::participant::{read_leader, read_participants, Participant};
-use super::rejoin::Rejoin;
-use crate::sequential::{ContenderGroup, Hold, LockLost, NodeKind, Predicate, MUTEX_LOCK_NAME};
+use crate::sequential::{ContenderGroup, LockLost, MUTEX_LOCK_NAME};
+
+mod run;
+use run::run;
 
 /// Why a term of leadership ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -409,16 +409,6 @@ struct Shared {
     state: watch::Sender<State>,
 }
 
-/// How a turn in line ended.
-enum Turn {
-    /// Granted: a term begins with this leadership.
-    Lead(Leadership),
-    /// The acquire failed and the selector is idle now.
-    GaveUp,
-    /// Closing, or the framework closed.
-    Stop,
-}
-
 impl Shared {
     fn framework(&self) -> &CuratorFramework {
         self.group.framework()
@@ -447,162 +437,4 @@ impl Shared {
             self.events.close();
         }
     }
-
-    /// Queued: acquire until granted, closing, or an error that ends the turn.
-    async fn take_turn(&self, state: &mut watch::Receiver<State>) -> Turn {
-        let fw = self.framework();
-        let mut rejoin = Rejoin::new(fw);
-        loop {
-            let acquire = self.group.acquire(self.id.as_bytes(), NodeKind::Sequential, Predicate::Leases(1));
-            let outcome = tokio::select! {
-                // Dropping the acquire deletes whatever node it made (in the background).
-                _ = stop_asked(state, false) => return Turn::Stop,
-                outcome = acquire => outcome,
-            };
-            let err = match outcome {
-                Ok(granted) => {
-                    let leadership = Leadership::new(Hold::new(fw, granted), self.id.clone());
-                    return Turn::Lead(leadership);
-                }
-                Err(_) if fw.is_closed() => return Turn::Stop,
-                Err(err) => err,
-            };
-            if !err.is_retryable() && !self.auto_requeue() {
-                fw.report_unhandled(
-                    &format!("leader selector {}: could not get in line", self.group.base_path()),
-                    &err,
-                );
-                let mut idle = false;
-                self.state.send_if_modified(|s| {
-                    idle = matches!(s, State::Queued);
-                    if idle {
-                        *s = State::Idle;
-                    }
-                    idle
-                });
-                return if idle { Turn::GaveUp } else { Turn::Stop };
-            }
-            tokio::select! {
-                _ = stop_asked(state, false) => return Turn::Stop,
-                () = rejoin.wait(fw, self.group.base_path(), &err) => {}
-            }
-        }
-    }
-
-    /// Leading: runs the function until the term ends, and says why.
-    async fn lead(&self, leadership: &Leadership, state: &mut watch::Receiver<State>) -> TermEnd {
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| (self.leader)(leadership.clone())));
-        let Ok(work) = started else {
-            tracing::error!(path = %leadership.path(), "the leadership function panicked");
-            return TermEnd::Returned;
-        };
-        tokio::select! {
-            // In this order: a term that may be lost ends as lost even if the function is done.
-            biased;
-            reason = leadership.lost() => TermEnd::Lost(reason),
-            _ = stop_asked(state, true) => TermEnd::Interrupted,
-            done = AssertUnwindSafe(work).catch_unwind() => {
-                if done.is_err() {
-                    tracing::error!(path = %leadership.path(), "the leadership function panicked");
-                }
-                TermEnd::Returned
-            }
-        }
-    }
-
-    /// After a term: the state moves on, the listeners are told, then our node goes.
-    async fn end_term(&self, leadership: Leadership, end: TermEnd) {
-        let requeue = self.auto_requeue();
-        self.state.send_if_modified(|s| {
-            let leading = matches!(s, State::Leading { .. });
-            if leading {
-                *s = if requeue { State::Queued } else { State::Idle };
-            }
-            leading
-        });
-        let token = leadership.fencing_token();
-        match end {
-            TermEnd::Lost(_) => tracing::warn!(path = %leadership.path(), token, %end, "leadership ended"),
-            _ => tracing::debug!(path = %leadership.path(), token, %end, "leadership ended"),
-        }
-        self.events.publish(SelectorEvent::Ended { token, end });
-        self.release(leadership, matches!(end, TermEnd::Lost(_))).await;
-    }
-
-    /// Deletes our node (a guaranteed delete): awaited, or in the background when the term was
-    /// lost (the connection may be down; the next turn waits for it anyway).
-    async fn release(&self, leadership: Leadership, background: bool) {
-        let hold = leadership.hold().clone();
-        if background {
-            hold.release_in_background();
-        } else {
-            hold.release_or_report().await;
-        }
-    }
-}
-
-/// Resolves once the selector is asked to stop: closing, or (when `interrupt`) the running term
-/// was interrupted.
-async fn stop_asked(state: &mut watch::Receiver<State>, interrupt: bool) {
-    let _ = state
-        .wait_for(|s| match s {
-            State::Closing | State::Closed => true,
-            State::Leading { interrupted, .. } => interrupt && *interrupted,
-            _ => false,
-        })
-        .await;
-}
-
-/// Resolves once the framework is closed.
-async fn framework_closed(fw: &CuratorFramework) {
-    let mut connection = fw.connection_state_watch();
-    let _ = connection.wait_for(|event| event.state == ConnectionState::Closed).await;
-}
-
-/// The run loop of one started selector (see the module docs).
-async fn run(shared: Arc<Shared>) {
-    let mut state = shared.state.subscribe();
-    let path = shared.group.base_path().to_string();
-    loop {
-        // Idle until queued (start, requeue, auto-requeue) or closing.
-        let queued = tokio::select! {
-            wanted = state.wait_for(|s| matches!(s, State::Queued | State::Closing | State::Closed)) => {
-                matches!(wanted.as_deref(), Ok(State::Queued))
-            }
-            _ = framework_closed(shared.framework()) => false,
-        };
-        if !queued {
-            break;
-        }
-        let leadership = match shared.take_turn(&mut state).await {
-            Turn::Lead(leadership) => leadership,
-            Turn::GaveUp => continue,
-            Turn::Stop => break,
-        };
-        if let Some(reason) = leadership.hold().lost_reason() {
-            tracing::info!(path = %leadership.path(), %reason, "granted, but already lost: staying in line");
-            shared.release(leadership, true).await;
-            continue;
-        }
-        let mut leading = false;
-        shared.state.send_if_modified(|s| {
-            leading = matches!(s, State::Queued);
-            if leading {
-                *s = State::Leading { leadership: leadership.clone(), interrupted: false };
-            }
-            leading
-        });
-        if !leading {
-            // Closing since the grant: no term.
-            shared.release(leadership, false).await;
-            break;
-        }
-        tracing::debug!(path = %leadership.path(), token = leadership.fencing_token(), "leadership taken");
-        shared.events.publish(SelectorEvent::Took(leadership.clone()));
-        let end = shared.lead(&leadership, &mut state).await;
-        shared.end_term(leadership, end).await;
-    }
-    shared.state.send_replace(State::Closed);
-    shared.events.close();
-    tracing::debug!(path = %path, "leader selector closed");
 }
