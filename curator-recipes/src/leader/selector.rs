@@ -47,7 +47,10 @@ use run::run;
 /// Why a term of leadership ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TermEnd {
-    /// The leadership function returned (or panicked: the panic is logged).
+    /// The leadership function returned, or panicked: the panic is logged and counted as a
+    /// failed term ([`LEADER_TERM_FAILURES`](curator_core::metrics::LEADER_TERM_FAILURES)), and
+    /// an auto-requeuing selector gets back in line only after its retry policy's pause (see
+    /// [`auto_requeue`](LeaderSelectorBuilder::auto_requeue)).
     Returned,
     /// [`LeaderSelector::interrupt_leadership`], [`LeaderSelector::close`] or dropping the
     /// selector ended it.
@@ -117,8 +120,9 @@ enum State {
 /// (the function must not rely on finishing what it started: stamp writes with
 /// [`Leadership::fencing_token`]), [`SelectorEvent::Ended`] says why, and only then is our node
 /// deleted, so a term that may be lost is over on our side before anyone else can be granted.
-/// After a term the selector is idle until [`requeue`](Self::requeue), or in line again at once
-/// with [auto-requeue](LeaderSelectorBuilder::auto_requeue).
+/// After a term the selector is idle until [`requeue`](Self::requeue), or in line again with
+/// [auto-requeue](LeaderSelectorBuilder::auto_requeue): at once after a term that ended
+/// normally, after a pause of the framework's retry policy after one whose function panicked.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -157,6 +161,8 @@ enum State {
 ///   selector stays in line.
 /// - [`close`](Self::close) waits until the running term has ended and our node is deleted; it
 ///   may be called more than once, and before [`start`](Self::start).
+/// - With auto-requeue, a term whose function panicked is followed by the retry policy's pause
+///   (Curator requeues at once after a `takeLeadership` that throws).
 pub struct LeaderSelector {
     shared: Arc<Shared>,
 }
@@ -202,7 +208,14 @@ impl LeaderSelectorBuilder {
     }
 
     /// Whether to get back in line after every term (default `false`; Curator's
-    /// `autoRequeue()`).
+    /// `autoRequeue()`). After a term that ended normally (returned, interrupted, lost) the
+    /// selector is in line again at once. After a failed term (the function panicked) it waits
+    /// the framework's [retry policy](curator_core::CuratorFrameworkBuilder::retry_policy)'s
+    /// pause first, consecutive failed terms counting as retries of one operation; when the
+    /// policy gives up, the selector stays idle, reports it to the framework's unhandled-error
+    /// listeners ([`CuratorError::IllegalState`]), and gets back in line only at
+    /// [`requeue`](LeaderSelector::requeue), with the whole policy again. (Curator requeues at
+    /// once: a function that fails at once would lead about 1,000 times a second.)
     pub fn auto_requeue(mut self, auto_requeue: bool) -> Self {
         self.auto_requeue = auto_requeue;
         self
@@ -289,8 +302,9 @@ impl LeaderSelector {
         Ok(())
     }
 
-    /// From now on, get back in line after every term (Curator's `autoRequeue()`). A selector
-    /// that is idle now is not queued by this: call [`requeue`](Self::requeue).
+    /// From now on, get back in line after every term (Curator's `autoRequeue()`; after a failed
+    /// term, after a pause: see [`LeaderSelectorBuilder::auto_requeue`]). A selector that is
+    /// idle now is not queued by this: call [`requeue`](Self::requeue).
     pub fn auto_requeue(&self) {
         self.shared.auto_requeue.store(true, Ordering::Release);
     }

@@ -4,7 +4,8 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use curator_core::{ConnectionState, CuratorFramework};
+use curator_core::retry::RetryLoop;
+use curator_core::{ConnectionState, CuratorError, CuratorFramework};
 use futures::FutureExt;
 use tokio::sync::watch;
 
@@ -65,34 +66,41 @@ impl Shared {
         }
     }
 
-    /// Leading: runs the function until the term ends, and says why.
-    async fn lead(&self, leadership: &Leadership, state: &mut watch::Receiver<State>) -> TermEnd {
+    /// Leading: runs the function until the term ends, and says why; `true` with it when the
+    /// term failed (the function panicked: logged and counted in
+    /// [`LEADER_TERM_FAILURES`](curator_core::metrics::LEADER_TERM_FAILURES)).
+    async fn lead(&self, leadership: &Leadership, state: &mut watch::Receiver<State>) -> (TermEnd, bool) {
+        let failed = || {
+            tracing::error!(path = %leadership.path(), "the leadership function panicked");
+            curator_core::metrics::leader_term_failed(self.group.recipe());
+            (TermEnd::Returned, true)
+        };
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| (self.leader)(leadership.clone())));
         let Ok(work) = started else {
-            tracing::error!(path = %leadership.path(), "the leadership function panicked");
-            return TermEnd::Returned;
+            return failed();
         };
         tokio::select! {
             // In this order: a term that may be lost ends as lost even if the function is done.
             biased;
-            reason = leadership.lost() => TermEnd::Lost(reason),
-            _ = stop_asked(state, true) => TermEnd::Interrupted,
-            done = AssertUnwindSafe(work).catch_unwind() => {
-                if done.is_err() {
-                    tracing::error!(path = %leadership.path(), "the leadership function panicked");
-                }
-                TermEnd::Returned
-            }
+            reason = leadership.lost() => (TermEnd::Lost(reason), false),
+            _ = stop_asked(state, true) => (TermEnd::Interrupted, false),
+            done = AssertUnwindSafe(work).catch_unwind() => match done {
+                Ok(()) => (TermEnd::Returned, false),
+                Err(_) => failed(),
+            },
         }
     }
 
-    /// After a term: the state moves on, the listeners are told, then our node goes.
-    async fn end_term(&self, leadership: Leadership, end: TermEnd) {
+    /// After a term: the state moves on, the listeners are told, then our node goes. True when
+    /// auto-requeue put the selector back in line.
+    async fn end_term(&self, leadership: Leadership, end: TermEnd) -> bool {
         let requeue = self.auto_requeue();
+        let mut requeued = false;
         self.state.send_if_modified(|s| {
             let leading = matches!(s, State::Leading { .. });
             if leading {
                 *s = if requeue { State::Queued } else { State::Idle };
+                requeued = requeue;
             }
             leading
         });
@@ -103,6 +111,46 @@ impl Shared {
         }
         self.events.publish(SelectorEvent::Ended { token, end });
         self.release(leadership, matches!(end, TermEnd::Lost(_))).await;
+        requeued
+    }
+
+    /// After a failed term that auto-requeue put back in line: waits the framework retry
+    /// policy's next pause (`failures` holds the streak of failed terms), or, when the policy
+    /// gives up, reports it and leaves the selector idle with a fresh streak, so that a
+    /// `requeue()` gets the whole policy again. False when closing or the framework closed.
+    async fn back_off(&self, failures: &mut RetryLoop, state: &mut watch::Receiver<State>) -> bool {
+        let fw = self.framework();
+        let path = self.group.base_path();
+        if failures.retries() == 0 {
+            // The streak's time (the policy's `elapsed`) counts from its first failure.
+            failures.reset();
+        }
+        let Some(pause) = failures.next_pause_after_failure() else {
+            if fw.is_closed() {
+                return false;
+            }
+            failures.reset();
+            let gave_up = CuratorError::IllegalState(
+                "the leadership function failed in every term, and the retry policy gave up on it: \
+                 not back in line until requeue()"
+                    .into(),
+            );
+            fw.report_unhandled(&format!("leader selector {path}: not requeued"), &gave_up);
+            self.state.send_if_modified(|s| {
+                let queued = matches!(s, State::Queued);
+                if queued {
+                    *s = State::Idle;
+                }
+                queued
+            });
+            return true;
+        };
+        tracing::warn!(path = %path, ?pause, failed_terms = failures.retries(), "the leadership function failed; back in line after a pause");
+        tokio::select! {
+            _ = stop_asked(state, false) => false,
+            _ = framework_closed(fw) => false,
+            () = tokio::time::sleep(pause) => true,
+        }
     }
 
     /// Deletes our node (a guaranteed delete): awaited, or in the background when the term was
@@ -139,6 +187,8 @@ async fn framework_closed(fw: &CuratorFramework) {
 pub(super) async fn run(shared: Arc<Shared>) {
     let mut state = shared.state.subscribe();
     let path = shared.group.base_path().to_string();
+    // The streak of failed terms, paced by the framework's retry policy.
+    let mut failures = shared.framework().retry_loop();
     loop {
         // Idle until queued (start, requeue, auto-requeue) or closing.
         let queued = tokio::select! {
@@ -175,8 +225,14 @@ pub(super) async fn run(shared: Arc<Shared>) {
         }
         tracing::debug!(path = %leadership.path(), token = leadership.fencing_token(), "leadership taken");
         shared.events.publish(SelectorEvent::Took(leadership.clone()));
-        let end = shared.lead(&leadership, &mut state).await;
-        shared.end_term(leadership, end).await;
+        let (end, failed) = shared.lead(&leadership, &mut state).await;
+        let requeued = shared.end_term(leadership, end).await;
+        if !failed {
+            // A term that ended normally: in line again at once (when requeued).
+            failures.reset();
+        } else if requeued && !shared.back_off(&mut failures, &mut state).await {
+            break;
+        }
     }
     shared.state.send_replace(State::Closed);
     shared.events.close();
