@@ -413,6 +413,50 @@ async fn guard_bound_to_underscore_releases_at_once() {
     other_fw.close().await;
 }
 
+/// The three ways `InterProcessMutex::acquire`'s rustdoc, the README and the mutex example
+/// show (issue 26 item 10): a bound guard holds until its `release()`; Curator's
+/// `acquire(); try { .. } finally { release(); }` written as `acquire().await?.keep()` and the
+/// handle's `release()` holds until that release; and the literal translation, the statement
+/// `mutex.acquire().await?;`, holds nothing (the guard is dropped at once; rustc's
+/// `unused_must_use` note on the guard type says to bind it). Held means: another session's
+/// try-lock is refused.
+#[tokio::test]
+async fn bound_and_kept_guards_hold_and_a_bare_acquire_does_not() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let (fw, other_fw) = (framework(&connect).await, framework(&connect).await);
+    let path = unique_path("bound-guard");
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let other = InterProcessMutex::new(&other_fw, &path).unwrap();
+    let refused = || async { other.acquire_timeout(Duration::ZERO).await.unwrap().is_none() };
+
+    let guard = mutex.acquire().await.unwrap();
+    assert!(refused().await, "a bound guard holds");
+    guard.release().await.unwrap();
+    assert!(children(&fw, &path).await.is_empty(), "release() deleted the node");
+
+    mutex.acquire().await.unwrap().keep();
+    assert!(refused().await, "a kept guard's count holds until the handle's release()");
+    assert!(mutex.is_acquired_in_this_process());
+    mutex.release().await.unwrap();
+    assert!(!mutex.is_acquired_in_this_process());
+    assert!(children(&fw, &path).await.is_empty(), "the handle's release() deleted the node");
+
+    #[allow(unused_must_use)]
+    {
+        mutex.acquire().await.unwrap();
+    }
+    let taken = tokio::time::timeout(Timing::new().deadline(), other.acquire())
+        .await
+        .expect("a bare acquire holds nothing: the other session gets the lock")
+        .unwrap();
+    assert!(!mutex.is_acquired_in_this_process());
+    taken.release().await.unwrap();
+    fw.close().await;
+    other_fw.close().await;
+}
+
 /// Total watches the server holds (`wchs`: "... Total watches:N").
 async fn server_watches(connect_string: &str) -> u64 {
     let wchs = curator_test::four_letter_word(connect_string, "wchs").await.expect("wchs");

@@ -42,7 +42,11 @@ impl InterProcessMultiLock {
     }
 
     /// Acquires every mutex in order. On failure (or when the future is dropped) the ones
-    /// already held are released, in reverse order.
+    /// already held are released, in reverse order. Bind the guard
+    /// (`let guard = multi.acquire().await?;`): the locks are held until its
+    /// [`release`](MultiLockGuard::release) or its drop, or, after
+    /// [`keep`](MultiLockGuard::keep), until this handle's [`release`](Self::release) (Curator's
+    /// style). A bare `multi.acquire().await?;` releases them at once.
     pub async fn acquire(&self) -> Result<MultiLockGuard> {
         let mut held = MultiLockGuard { guards: Vec::with_capacity(self.locks.len()) };
         for lock in &self.locks {
@@ -83,7 +87,9 @@ impl InterProcessMultiLock {
 
 /// The held mutexes of an [`InterProcessMultiLock`]. Dropping it releases them in reverse
 /// order in the background.
-#[must_use = "dropping the guard releases the locks: bind it with `let guard = ...`, not `let _ = ...`"]
+#[must_use = "bind the guard: `let guard = multi.acquire().await?;` holds the locks until `guard.release()` or its drop \
+              (`guard.keep()` leaves them to the handle's `release()`); a bare `multi.acquire().await?;` or \
+              `let _ = ...` drops it and releases the locks at once"]
 #[derive(Debug)]
 pub struct MultiLockGuard {
     guards: Vec<LockGuard>,

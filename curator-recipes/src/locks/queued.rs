@@ -54,7 +54,9 @@ impl QueuedMutex {
         Ok(Self { fw: fw.clone(), path: path.to_string(), local: Arc::new(Mutex::new(())) })
     }
 
-    /// Waits for this process's turn (FIFO), then for the ZooKeeper lock. Cancel safe.
+    /// Waits for this process's turn (FIFO), then for the ZooKeeper lock. Cancel safe. Bind the
+    /// guard (`let guard = queued.acquire().await?;`): the lock is held until its
+    /// [`release`](QueuedGuard::release) or its drop.
     pub async fn acquire(&self) -> Result<QueuedGuard> {
         let turn = self.local.clone().lock_owned().await;
         let guard = InterProcessMutex::new(&self.fw, &self.path)?.acquire().await?;
@@ -69,7 +71,8 @@ impl QueuedMutex {
 
 /// A held [`QueuedMutex`]: the ZooKeeper lock and this process's turn. Dropping it releases
 /// both (the node in the background).
-#[must_use = "dropping the guard releases the lock: bind it with `let guard = ...`, not `let _ = ...`"]
+#[must_use = "bind the guard: `let guard = queued.acquire().await?;` holds the lock until `guard.release()` or its \
+              drop; a bare `queued.acquire().await?;` or `let _ = ...` drops it and releases the lock at once"]
 #[derive(Debug)]
 pub struct QueuedGuard {
     guard: LockGuard,

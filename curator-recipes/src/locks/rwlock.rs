@@ -74,7 +74,9 @@ pub struct ReadLock {
 }
 
 impl ReadLock {
-    /// Waits until the read lock is held. Cancel safe.
+    /// Waits until the read lock is held. Cancel safe. Bind the guard, as for
+    /// [`InterProcessMutex::acquire`](super::InterProcessMutex::acquire): a bare
+    /// `read.acquire().await?;` releases the lock at once.
     pub async fn acquire(&self) -> Result<LockGuard> {
         let write = self.write.clone();
         self.read
@@ -120,7 +122,9 @@ pub struct WriteLock {
 impl WriteLock {
     /// Waits until the write lock is held. Cancel safe. [`CuratorError::IllegalState`] at
     /// once if this task holds only the read lock through this handle (an upgrade would
-    /// deadlock).
+    /// deadlock). Bind the guard, as for
+    /// [`InterProcessMutex::acquire`](super::InterProcessMutex::acquire): a bare
+    /// `write.acquire().await?;` releases the lock at once.
     pub async fn acquire(&self) -> Result<LockGuard> {
         let read = self.read.clone();
         self.write

@@ -151,7 +151,9 @@ impl InterProcessSemaphoreV2 {
         }
     }
 
-    /// Waits for one lease.
+    /// Waits for one lease. Bind it (`let lease = semaphore.acquire().await?;`): it is held
+    /// until its [`release`](Lease::release) or its drop; a bare `semaphore.acquire().await?;`
+    /// returns it at once.
     pub async fn acquire(&self) -> Result<Lease> {
         let mut leases = self.acquire_many(1).await?;
         leases.pop().ok_or_else(|| CuratorError::IllegalState("no lease was granted".into()))
@@ -295,7 +297,8 @@ impl InterProcessSemaphoreV2 {
 ///
 /// Like a [`LockGuard`](super::LockGuard), it says when it may be lost
 /// ([`is_held`](Self::is_held), [`lost`](Self::lost)), judged by the same rules.
-#[must_use = "dropping the lease returns it: bind it with `let lease = ...`, not `let _ = ...`"]
+#[must_use = "bind the lease: `let lease = semaphore.acquire().await?;` holds it until `lease.release()` or its drop; \
+              a bare `semaphore.acquire().await?;` or `let _ = ...` drops it and returns the lease at once"]
 #[derive(Debug)]
 pub struct Lease {
     hold: Arc<Hold>,
