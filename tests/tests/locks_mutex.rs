@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::CuratorError;
-use curator_recipes::locks::{InterProcessMutex, LockLost, Revoker};
+use curator_recipes::locks::{
+    InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LockLost, Revoker,
+};
 use curator_test::{eventually, TestingServer, Timing};
 use tests::locks::{framework, Checker};
 use tests::{children, init_tracing, unique_path};
@@ -341,6 +343,43 @@ async fn missing_parents_are_created() {
     let stat = fw.check_exists().for_path(&path).await.unwrap().expect("parent created");
     assert_eq!(stat.ephemeral_owner, 0, "the parent is not ephemeral");
     guard.release().await.unwrap();
+    fw.close().await;
+}
+
+/// A lock creates its missing parents as containers, which the server deletes once they are
+/// empty (issue 26 item 11; Curator: TestInterProcessMutexBase.testContainerCleanup): data a
+/// user stored on such a lock path goes with it after the lock is freed, while a node the user
+/// created before the lock keeps its data. Tried with the mutex, the read-write lock and the
+/// semaphore, on a server that checks containers every 100 ms (60 s by default).
+#[tokio::test]
+async fn a_lock_path_it_created_is_a_container_and_takes_its_data_along() {
+    init_tracing();
+    let server = TestingServer::builder().container_check_interval(Duration::from_millis(100)).start().await.unwrap();
+    let fw = framework(&server.connect_string()).await;
+    let base = unique_path("lock-containers");
+    let kept = format!("{base}/kept");
+    fw.create().creating_parents_if_needed().for_path(&kept, b"user data".to_vec()).await.unwrap();
+    let mutex = InterProcessMutex::new(&fw, &kept).unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
+
+    let (made, rw_made, semaphore_made) = (format!("{base}/made"), format!("{base}/rw"), format!("{base}/semaphore"));
+    let guard = InterProcessMutex::new(&fw, &made).unwrap().acquire().await.unwrap();
+    fw.set_data().for_path(&made, b"lost with the lock".to_vec()).await.unwrap();
+    guard.release().await.unwrap();
+    let rw = InterProcessReadWriteLock::new(&fw, &rw_made).unwrap();
+    rw.write_lock().acquire().await.unwrap().release().await.unwrap();
+    let semaphore = InterProcessSemaphoreV2::new(&fw, &semaphore_made, 1).unwrap();
+    semaphore.acquire().await.unwrap().release().await.unwrap();
+
+    for reaped in [&made, &rw_made, &semaphore_made] {
+        let gone = eventually(Timing::new().deadline(), || async {
+            fw.check_exists().for_path(reaped).await.unwrap().is_none()
+        })
+        .await;
+        assert!(gone, "{reaped}, created by the lock, is a container: reaped once empty");
+    }
+    let data = fw.get_data().for_path(&kept).await.expect("the user's node stays");
+    assert_eq!(data, b"user data");
     fw.close().await;
 }
 

@@ -31,6 +31,14 @@ pub struct InterProcessMultiLock {
 
 impl InterProcessMultiLock {
     /// One mutex per path, taken in the order given.
+    ///
+    /// `path` need not exist: the first acquire creates it (each path) and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, paths: &[&str]) -> Result<Self> {
         let locks = paths.iter().map(|p| InterProcessMutex::new(fw, p)).collect::<Result<Vec<_>>>()?;
         Ok(Self { locks })

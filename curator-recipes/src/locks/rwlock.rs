@@ -45,6 +45,14 @@ pub struct InterProcessReadWriteLock {
 
 impl InterProcessReadWriteLock {
     /// A read/write lock on `path` (validated here; nothing is sent until an acquire).
+    ///
+    /// `path` need not exist: the first acquire creates it and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         let read = Reentrant::new(ContenderGroup::new(fw, path, READ_LOCK_NAME, SORT_NAMES)?);
         let write = Reentrant::new(ContenderGroup::new(fw, path, WRITE_LOCK_NAME, SORT_NAMES)?);

@@ -77,6 +77,14 @@ impl Limit {
 
 impl InterProcessSemaphoreV2 {
     /// A semaphore on `path` with `max_leases` leases (at least 1).
+    ///
+    /// `path` need not exist: the first acquire creates it, its `locks` and `leases` children, and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str, max_leases: usize) -> Result<Self> {
         if max_leases == 0 {
             return Err(CuratorError::InvalidArgument {
@@ -386,6 +394,14 @@ pub struct InterProcessSemaphoreMutex {
 
 impl InterProcessSemaphoreMutex {
     /// A mutex on `path`.
+    ///
+    /// `path` need not exist: the first acquire creates it, its `locks` and `leases` children, and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         Ok(Self { semaphore: InterProcessSemaphoreV2::new(fw, path, 1)?, lease: Mutex::new(None) })
     }
