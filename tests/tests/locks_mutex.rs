@@ -7,12 +7,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::CuratorError;
 use curator_recipes::locks::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LockLost, Revoker,
 };
 use curator_test::{eventually, TestingServer, Timing};
 use tests::locks::{framework, Checker};
+use tests::logs::record_events;
+use tests::policies::COMBINATIONS;
 use tests::{children, init_tracing, unique_path};
 
 fn is_curator_lock_name(name: &str) -> bool {
@@ -381,6 +384,32 @@ async fn a_lock_path_it_created_is_a_container_and_takes_its_data_along() {
     let data = fw.get_data().for_path(&kept).await.expect("the user's node stays");
     assert_eq!(data, b"user data");
     fw.close().await;
+}
+
+/// An acquire the server refuses with `NoAuth` (no CREATE, no READ on the lock path) fails
+/// with that typed error and logs no error of its own (issue 26 item 13): the refused create
+/// made no node, so there is nothing to clean up. Before, the acquire's cleanup went looking
+/// for an abandoned node, was refused too, and logged ERROR "could not delete an abandoned
+/// recipe node". Tried with both error policies and both retry policies.
+#[tokio::test]
+async fn a_refused_acquire_has_nothing_to_clean_up() {
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let (events, _recording) = record_events();
+        let fw = tests::policies::framework(&server.connect_string(), policy, retry).await;
+        let path = unique_path("refused-lock");
+        let admin_only = vec![Acl::new(Permission::ADMIN, AuthId::anyone())];
+        fw.create().with_acl(admin_only).for_path(&path, vec![]).await.unwrap();
+        let refused = InterProcessMutex::new(&fw, &path).unwrap().acquire().await;
+        assert!(matches!(refused, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {refused:?}");
+        // close() waits for the background cleanups, so whatever they log is logged by now.
+        fw.close().await;
+        let errors = events.at(tracing::Level::ERROR, "curator");
+        assert!(errors.is_empty(), "{policy:?}/{retry:?}: {errors:?}");
+        let other = framework(&server.connect_string()).await;
+        other.delete().for_path(&path).await.unwrap();
+        other.close().await;
+    }
 }
 
 /// The checker itself: holds that overlap (no lock at all) are caught.
