@@ -20,6 +20,7 @@
 //! | [`LOCK_HOLD`] | histogram | seconds | `recipe` |
 //! | [`LOCK_LOST`] | counter | holds | `recipe`, `reason` |
 //! | [`LEADER_CHANGES`] | counter | terms | `recipe` |
+//! | [`LEADER_TERM_FAILURES`] | counter | terms | `recipe` |
 //! | [`CACHE_LOADS`] | counter | loads | `cache` |
 //! | [`CACHE_LOAD_FAILURES`] | counter | loads | `cache` |
 //! | [`CACHE_LOAD_DURATION`] | histogram | seconds | `cache` |
@@ -47,7 +48,8 @@
 //! state hub (`state.rs`), session ends and failed connects in the session manager
 //! (`session.rs`), operations in [`CuratorFramework::call_with_retry`](crate::CuratorFramework::call_with_retry),
 //! lock waits and holds in `curator-recipes`' sequential-node core (behind every lock,
-//! semaphore and leader election), terms of leadership in its `Leadership`, and cache loads
+//! semaphore and leader election), terms of leadership in its `Leadership` (and failed terms in
+//! the `LeaderSelector`'s run loop), and cache loads
 //! and events in `curator-cache`'s engine. The recipes and caches call the `pub` functions
 //! below; applications have no need to.
 //!
@@ -129,6 +131,12 @@ pub const LOCK_LOST: &str = "curator_lock_lost_total";
 /// leader changes.
 pub const LEADER_CHANGES: &str = "curator_leader_changes_total";
 
+/// Counter: terms of leadership that failed: the leadership function panicked. Label `recipe`:
+/// `leader_selector` (the only recipe that runs a function per term). Moves once per failed
+/// term, when it ends; an auto-requeuing selector then waits the framework's retry policy's
+/// pause before it gets back in line.
+pub const LEADER_TERM_FAILURES: &str = "curator_leader_term_failures_total";
+
 /// Counter: full loads of a cache (the first, and each re-read after a reconnection, a lost
 /// session or a failed read; docs/architecture.md section 9). Label `cache`: `curator_cache`,
 /// `path_children_cache`, `node_cache`, `tree_cache`. Moves when a load completes.
@@ -146,8 +154,8 @@ pub const CACHE_LOAD_DURATION: &str = "curator_cache_load_duration_seconds";
 /// changed the cache. Time spent in the queue behind a slow listener is not included.
 pub const CACHE_EVENT_LAG: &str = "curator_cache_event_lag_seconds";
 
-/// The values of the `recipe` label of [`LOCK_WAIT`], [`LOCK_HOLD`], [`LOCK_LOST`] and
-/// [`LEADER_CHANGES`].
+/// The values of the `recipe` label of [`LOCK_WAIT`], [`LOCK_HOLD`], [`LOCK_LOST`],
+/// [`LEADER_CHANGES`] and [`LEADER_TERM_FAILURES`].
 pub mod recipe {
     /// `InterProcessMutex` (and what is built on it: `QueuedMutex`, the multi-lock's mutexes,
     /// a semaphore's inner mutex `P/locks`).
@@ -196,6 +204,7 @@ pub fn describe() {
     describe_histogram!(LOCK_HOLD, Unit::Seconds, "grant to release or loss, by recipe");
     describe_counter!(LOCK_LOST, Unit::Count, "holds that may have been lost, by recipe and reason");
     describe_counter!(LEADER_CHANGES, Unit::Count, "terms of leadership begun here, by recipe");
+    describe_counter!(LEADER_TERM_FAILURES, Unit::Count, "terms whose leadership function failed, by recipe");
     describe_counter!(CACHE_LOADS, Unit::Count, "full cache loads, by cache");
     describe_counter!(CACHE_LOAD_FAILURES, Unit::Count, "failed cache loads, by cache");
     describe_histogram!(CACHE_LOAD_DURATION, Unit::Seconds, "full cache load time, by cache");
@@ -324,6 +333,12 @@ pub fn leader_changed(recipe: &'static str) {
     counter!(LEADER_CHANGES, "recipe" => recipe).increment(1);
 }
 
+/// A term of leadership of `recipe` failed (its function panicked): records
+/// [`LEADER_TERM_FAILURES`].
+pub fn leader_term_failed(recipe: &'static str) {
+    counter!(LEADER_TERM_FAILURES, "recipe" => recipe).increment(1);
+}
+
 /// A full load of a cache of kind `cache` (a value of [`cache`]) completed in `took`.
 pub fn cache_loaded(cache: &'static str, took: Duration) {
     counter!(CACHE_LOADS, "cache" => cache).increment(1);
@@ -361,6 +376,7 @@ mod tests {
             LOCK_HOLD,
             LOCK_LOST,
             LEADER_CHANGES,
+            LEADER_TERM_FAILURES,
             CACHE_LOADS,
             CACHE_LOAD_FAILURES,
             CACHE_LOAD_DURATION,

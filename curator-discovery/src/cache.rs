@@ -121,7 +121,7 @@ impl<T: Clone> CacheShared<T> {
             Ok(instance) => Some(instance),
             Err(e) => {
                 self.skipped.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(path = %child.path(), error = %e, "skipping a node that is not a service instance");
+                tracing::warn!(path = %child.path(), error = %e, "skipping a node");
                 None
             }
         };

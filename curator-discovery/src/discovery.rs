@@ -352,7 +352,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
                 Ok(instance) => Ok(Some(instance)),
                 Err(e) => {
                     self.inner.skipped.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(%path, error = %e, "not a service instance");
+                    tracing::warn!(%path, error = %e, "querying a service instance failed");
                     Err(DiscoveryError::BadNode { path, source: Box::new(e) })
                 }
             },
@@ -424,7 +424,7 @@ impl<T> Inner<T> {
             Ok(instance) => Some(instance),
             Err(e) => {
                 self.skipped.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(%path, error = %e, "skipping a node that is not a service instance");
+                tracing::warn!(%path, error = %e, "skipping a node");
                 None
             }
         }

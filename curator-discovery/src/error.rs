@@ -48,7 +48,8 @@ pub enum DiscoveryError {
     /// The node at `path` does not hold a service instance (returned by
     /// [`ServiceDiscovery::query_for_instance`](crate::ServiceDiscovery::query_for_instance);
     /// the queries of many instances and the caches skip such nodes instead).
-    #[error("node {path:?} is not a service instance: {source}")]
+    // The source says what the node is not ("not a service instance: ..."): said once.
+    #[error("node {path:?}: {source}")]
     BadNode {
         /// The node's path.
         path: String,

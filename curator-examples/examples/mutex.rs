@@ -1,5 +1,8 @@
 //! InterProcessMutex: three sessions take turns; each hold has a fencing token and a way to
-//! learn that the lock may be lost.
+//! learn that the lock may be lost. The lock is held while its guard lives: bind it (`let guard
+//! = lock.acquire().await?;`); a bare `lock.acquire().await?;` drops it and releases at once.
+//! The last turn is Curator's style, `acquire(); try { .. } finally { release(); }`: the guard's
+//! `keep()` leaves the count to the handle's `release()`.
 //!
 //! `cargo run -p curator-examples --example mutex [-- --connect host:port]`
 
@@ -36,6 +39,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 guard.release().await?;
             }
+            lock.acquire().await?.keep();
+            tracing::info!(worker, held = lock.is_acquired_in_this_process(), "holding, Curator's style");
+            lock.release().await?;
             client.close().await;
             Ok::<_, curator_core::CuratorError>(())
         }));

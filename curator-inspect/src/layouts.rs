@@ -212,7 +212,7 @@ async fn semaphore(
 }
 
 /// `election PATH`: `LeaderLatch` (`latch-`) or `LeaderSelector` (`lock-`) participants; the
-/// first by sequence number leads.
+/// first by sequence number leads. `lock-` nodes may as well be a mutex's: the report says so.
 pub(crate) async fn election(reader: &Reader, election_path: &str) -> Result<ElectionReport, InspectError> {
     let mut report = ElectionReport {
         path: election_path.to_string(),
@@ -223,14 +223,14 @@ pub(crate) async fn election(reader: &Reader, election_path: &str) -> Result<Ele
     };
     let Some((children, _)) = reader.children(election_path).await? else { return Ok(report) };
     let (named, others) =
-        classify(&children, &[(LEADER_LATCH_NAME, ContenderKind::Latch), (MUTEX_LOCK_NAME, ContenderKind::Selector)]);
+        classify(&children, &[(LEADER_LATCH_NAME, ContenderKind::Latch), (MUTEX_LOCK_NAME, ContenderKind::Mutex)]);
     report.others = others;
     let latch = named.iter().any(|n| n.kind == ContenderKind::Latch);
-    let selector = named.iter().any(|n| n.kind == ContenderKind::Selector);
-    report.recipe = match (latch, selector) {
+    let lock = named.iter().any(|n| n.kind == ContenderKind::Mutex);
+    report.recipe = match (latch, lock) {
         (false, false) => ElectionRecipe::Empty,
         (true, false) => ElectionRecipe::LeaderLatch,
-        (false, true) => ElectionRecipe::LeaderSelector,
+        (false, true) => ElectionRecipe::MutexOrLeaderSelector,
         (true, true) => ElectionRecipe::Mixed,
     };
     report.participants =

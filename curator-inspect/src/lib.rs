@@ -7,7 +7,7 @@
 //! | command | shows |
 //! |---|---|
 //! | `lock PATH [--max-leases N]` | the holders, then the waiters, in sequence order, of an `InterProcessMutex` (or `QueuedMutex`), an `InterProcessReadWriteLock` (which are readers and which writers) or a semaphore (`InterProcessSemaphoreV2`, `InterProcessSemaphoreMutex`); each with its fencing token (the node's czxid, section 8.4), owner session and data |
-//! | `election PATH` | the leader and the participants, in order, of a `LeaderLatch` or `LeaderSelector`, with their ids (the nodes' data) |
+//! | `election PATH` | the leader and the participants, in order, of a `LeaderLatch` or `LeaderSelector`, with their ids (the nodes' data); `lock-` nodes are reported as "mutex or LeaderSelector" (a `LeaderSelector` is a mutex: the layout cannot tell) |
 //! | `services BASE` | the services under a discovery base path and their instances: address, port, type, payload |
 //! | `orphans PATH` | the protected nodes (`_c_<uuid>-...`, sections 5 and 7) in the subtree of `PATH` and whether their owning session is alive |
 //!
@@ -53,7 +53,7 @@
 //! `{"encoding": "utf8" | "hex", "value": "...", "len": bytes}`: UTF-8 when it is printable
 //! text, else lower-case hex. A *contender* is
 //! `{"position": 1.., "role": "holder" | "waiter", "kind": "mutex" | "read" | "write" | "lease" |
-//! "taker" | "latch" | "selector", "name", "path", "sequence", "protected_id" (or null),
+//! "taker" | "latch", "name", "path", "sequence", "protected_id" (or null),
 //! "fencing_token", "session", "data"}`.
 //!
 //! - `lock`: `{"kind": "lock", "path", "layout": "missing" | "empty" | "mutex" | "read_write" |
@@ -63,8 +63,10 @@
 //!   takers in line for the semaphore's own lock (`kind` `taker`; the first of them is taking a
 //!   lease now).
 //! - `election`: `{"kind": "election", "path", "recipe": "missing" | "empty" | "leader_latch" |
-//!   "leader_selector" | "mixed", "leader": id or null, "participants": [contender], "others"}`;
-//!   the first participant (`role` `holder`) leads.
+//!   "mutex_or_leader_selector" | "mixed", "leader": id or null, "participants": [contender],
+//!   "others"}`; the first participant (`role` `holder`) leads. `lock-` nodes (`kind` `mutex`)
+//!   are a `LeaderSelector`'s or a mutex's, which the layout cannot tell apart: then `recipe` is
+//!   `mutex_or_leader_selector` and `leader` is the first in line's data.
 //! - `services`: `{"kind": "services", "base", "exists", "services": [{"name", "instances":
 //!   [{"id", "path", "session", "address", "port", "ssl_port", "service_type", "enabled",
 //!   "registration_time_utc", "payload", "error", "data"}]}]}`; `error` and `data` are set only

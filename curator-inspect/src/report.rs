@@ -68,7 +68,8 @@ pub enum LockLayout {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContenderKind {
-    /// A mutex node (`lock-`).
+    /// A mutex node (`lock-`): an `InterProcessMutex`'s, a `QueuedMutex`'s, or, in an
+    /// election, a `LeaderSelector`'s (it is a mutex; the layout cannot tell which).
     Mutex,
     /// A read-lock node (`__READ__`).
     Read,
@@ -80,8 +81,6 @@ pub enum ContenderKind {
     Taker,
     /// A `LeaderLatch` participant (`latch-`).
     Latch,
-    /// A `LeaderSelector` participant (`lock-`).
-    Selector,
 }
 
 /// Whether a contender holds.
@@ -148,9 +147,11 @@ pub enum ElectionRecipe {
     Empty,
     /// `LeaderLatch` (`latch-` nodes).
     LeaderLatch,
-    /// `LeaderSelector` (`lock-` nodes).
-    LeaderSelector,
-    /// Both kinds of node under one path.
+    /// `lock-` nodes: a `LeaderSelector`'s, or a mutex's (`InterProcessMutex`, `QueuedMutex`).
+    /// A `LeaderSelector` is a mutex, with the same node names, so the layout cannot tell which;
+    /// the first in line is the leader or the lock's holder.
+    MutexOrLeaderSelector,
+    /// `latch-` and `lock-` nodes under one path.
     Mixed,
 }
 
@@ -161,7 +162,9 @@ pub struct ElectionReport {
     pub path: String,
     /// The recipe found.
     pub recipe: ElectionRecipe,
-    /// The leader's participant id (the first node's data), if there is a leader.
+    /// The first node's data: the leader's participant id (for
+    /// [`MutexOrLeaderSelector`](ElectionRecipe::MutexOrLeaderSelector), the leader's id or the
+    /// lock holder's data), if anyone is in line.
     pub leader: Option<String>,
     /// Every participant in order; the first is the leader (`role` `holder`).
     pub participants: Vec<Contender>,

@@ -102,10 +102,13 @@ fn election(out: &mut String, r: &ElectionReport) {
         ElectionRecipe::Missing => "no node",
         ElectionRecipe::Empty => "no participant",
         ElectionRecipe::LeaderLatch => "LeaderLatch",
-        ElectionRecipe::LeaderSelector => "LeaderSelector",
-        ElectionRecipe::Mixed => "LeaderLatch and LeaderSelector nodes",
+        ElectionRecipe::MutexOrLeaderSelector => "mutex or LeaderSelector (lock- nodes: the layout cannot tell which)",
+        ElectionRecipe::Mixed => "LeaderLatch (latch-) and mutex or LeaderSelector (lock-) nodes",
     };
-    let leader = r.leader.as_deref().map(|l| format!("leader {l:?}")).unwrap_or_else(|| "no leader".into());
+    // A lock's holder is no leader: with lock- nodes only, say what is known.
+    let ambiguous = r.recipe == ElectionRecipe::MutexOrLeaderSelector;
+    let (first, nobody) = if ambiguous { ("first in line", "nobody in line") } else { ("leader", "no leader") };
+    let leader = r.leader.as_deref().map(|l| format!("{first} {l:?}")).unwrap_or_else(|| nobody.into());
     let _ = writeln!(
         out,
         "election {}: {recipe}; {leader}; {}",
@@ -113,7 +116,7 @@ fn election(out: &mut String, r: &ElectionReport) {
         plural(r.participants.len(), "participant", "participants")
     );
     for c in &r.participants {
-        contender(out, c, "leader");
+        contender(out, c, if ambiguous { "first" } else { "leader" });
     }
     if !r.others.is_empty() {
         let _ = writeln!(out, "  other children: {}", r.others.join(", "));

@@ -65,7 +65,7 @@ pub use child::child_test_command;
 pub use cluster::TestingCluster;
 pub use error::TestingError;
 pub use four::four_letter_word;
-pub use process::CLASSPATH_ENV;
+pub use process::{CLASSPATH_ENV, RUN_ENV};
 pub use proxy::ChaosProxy;
 pub use server::{TestingServer, TestingServerBuilder};
 pub use session::expire_session;

@@ -24,6 +24,12 @@ use crate::error::TestingError;
 /// Environment variable that replaces the default classpath.
 pub const CLASSPATH_ENV: &str = "ZOOKEEPER_CLASSPATH";
 
+/// Environment variable naming the test run: every server started here carries
+/// `-Dcurator.test.run=<its value>` (`none` when unset) on its java command line, so that a
+/// check for leftover servers (`scripts/test`) can look at the servers its own run started and
+/// at nothing else, such as a ZooKeeper the tests did not start.
+pub const RUN_ENV: &str = "CURATOR_TEST_RUN";
+
 const JAVA_DIR: &str = "/usr/share/java";
 /// The jars of Debian's `zookeeper` package that a server needs (as in `bench/zk.sh`, with
 /// slf4j-simple instead of slf4j-nop so that the server's log is kept for error reports).
@@ -218,6 +224,7 @@ impl JavaProcess {
             .map_err(|e| TestingError::io(format!("open {}", log.display()), e))?;
         let err = out.try_clone().map_err(|e| TestingError::io("dup log file", e))?;
         let java = java_binary()?;
+        let run = std::env::var(RUN_ENV).ok().filter(|run| !run.is_empty()).unwrap_or_else(|| "none".into());
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(WRAPPER)
@@ -234,6 +241,7 @@ impl JavaProcess {
             .arg("-Dzookeeper.extendedTypesEnabled=true")
             .arg("-Dzookeeper.4lw.commands.whitelist=*")
             .arg("-Dzookeeper.jmx.log4j.disable=true")
+            .arg(format!("-Dcurator.test.run={run}"))
             .args(system_properties)
             .arg("-cp")
             .arg(classpath)

@@ -168,6 +168,24 @@ async fn builder_options_reach_the_server() {
     assert_eq!(client.session_timeout(), Duration::from_secs(3), "max session timeout not applied");
 }
 
+/// Every server curator-test starts carries `-Dcurator.test.run=<the CURATOR_TEST_RUN
+/// environment variable, or "none">` on its command line, so that `scripts/test` checks for
+/// leftovers among the servers its own run started only, not a ZooKeeper the tests did not
+/// start (issue 26 item 14).
+#[tokio::test]
+async fn the_server_is_marked_with_the_test_run() {
+    init_tracing();
+    let server = TestingServer::start().await.unwrap();
+    let pid = server.pid().unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let args: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let run = std::env::var(curator_test::RUN_ENV).ok().filter(|r| !r.is_empty()).unwrap_or_else(|| "none".into());
+    let marker = format!("-Dcurator.test.run={run}");
+    assert!(args.contains(&marker), "{marker} not in {args:?}");
+    let main = args.iter().position(|a| a.ends_with("QuorumPeerMain")).expect("a ZooKeeper server");
+    assert!(args.iter().position(|a| *a == marker) < Some(main), "a JVM option, before the main class: {args:?}");
+}
+
 #[tokio::test]
 async fn pause_and_resume_need_a_running_server() {
     init_tracing();

@@ -12,6 +12,7 @@
 //! - [`leadership`]: the leadership checker every election test uses, and recording participants.
 //! - [`policies`]: the error and retry policies every injected fault is tried with.
 //! - [`attempts`]: counting the framework's attempts to open a session.
+//! - [`logs`]: recording the tracing events a test's code emits.
 
 pub mod attempts;
 pub mod caches;
@@ -20,6 +21,7 @@ pub mod fixture;
 pub mod java;
 pub mod leadership;
 pub mod locks;
+pub mod logs;
 pub mod policies;
 pub mod queues;
 pub mod zk;

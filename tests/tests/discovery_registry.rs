@@ -293,6 +293,10 @@ async fn bad_nodes_are_skipped_and_counted() {
     assert_eq!(discovery.skipped_nodes(), 4);
     let one = discovery.query_for_instance("svc", "not-json").await;
     assert!(matches!(one, Err(DiscoveryError::BadNode { ref path, .. }) if path.ends_with("/svc/not-json")), "{one:?}");
+    // Said once (issue 26 item 13): "node \"..\": not a service instance: <why>".
+    let message = one.unwrap_err().to_string();
+    assert_eq!(message.matches("not a service instance").count(), 1, "{message}");
+    assert!(message.contains("/svc/not-json") && message.contains("line 1"), "{message}");
     assert_eq!(discovery.skipped_nodes(), 5);
 
     let cache = discovery.service_cache_builder("svc").build().expect("cache");

@@ -271,6 +271,39 @@ async fn leader_latch_leader_and_participants() {
     observer.close().await;
 }
 
+/// `election` on a mutex's path (issue 26 item 12): an `InterProcessMutex` and a
+/// `LeaderSelector` make the same `lock-` nodes, so the report does not claim either: the
+/// recipe is "mutex or LeaderSelector", and the first in line is shown as such, not as a
+/// leader. A `LeaderSelector`'s path reads the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_on_lock_nodes_says_mutex_or_leader_selector() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let path = unique_path("inspect-ambiguous");
+    let observer = client(&connect).await;
+    let (holder_fw, waiter_fw) = (labelled(&connect, "holder").await, labelled(&connect, "waiter").await);
+    let guard = InterProcessMutex::new(&holder_fw, &path).unwrap().acquire().await.unwrap();
+    let waiter = InterProcessMutex::new(&waiter_fw, &path).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await.map(|g| g.keep()) });
+    wait_children(&observer, &path, 2).await;
+
+    let (json, text) = inspect(&connect, "election", &path, &[]).await;
+    assert_eq!(json["recipe"].as_str(), Some("mutex_or_leader_selector"), "{json}");
+    assert_eq!(json["leader"].as_str(), Some("holder"), "the first in line's data");
+    assert_eq!(summary(&json["participants"]), vec![s("holder", "mutex", "holder"), s("waiter", "mutex", "waiter")]);
+    let first = text.lines().next().unwrap();
+    assert!(first.contains("mutex or LeaderSelector"), "{text}");
+    assert!(!first.contains("leader \""), "no leader is claimed: {text}");
+    assert!(first.contains("first in line \"holder\""), "{text}");
+
+    guard.release().await.unwrap();
+    waiting.await.unwrap().unwrap();
+    for fw in [holder_fw, waiter_fw, observer] {
+        fw.close().await;
+    }
+}
+
 /// A discovery registration is shown with its address, port, type and payload; a node under
 /// the service that is not an instance is shown with its data, not a failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

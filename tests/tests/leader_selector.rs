@@ -463,6 +463,70 @@ async fn a_panicking_function_ends_its_term() {
     fx.close().await;
 }
 
+/// A leadership function that panics at once, with auto-requeue (issue 26 item 9): each failed
+/// term is followed by the framework retry policy's pause before the selector gets back in line,
+/// and once the policy gives up the selector stays idle (reported to the unhandled-error
+/// listeners) until `requeue()`. Before, it ran about 1,000 terms a second for ever. Tried with
+/// both error policies and both retry policies of `tests::policies`: the patient one (at least
+/// 50 ms between terms) makes a bounded number of terms in the window; the short one
+/// (`RetryNTimes(1, 100ms)`) makes exactly two and gives up. No Curator counterpart: Curator
+/// requeues at once after a `takeLeadership` that throws.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_function_backs_off_before_requeueing() {
+    init_tracing();
+    const WINDOW: Duration = Duration::from_millis(1500);
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&server.connect_string(), policy, retry).await;
+        let reports = Arc::new(Mutex::new(Vec::new()));
+        let seen = reports.clone();
+        fw.add_unhandled_error_listener(move |message: &str, err: &CuratorError| {
+            seen.lock().unwrap().push(format!("{message}: {err}"));
+        });
+        let path = unique_path("sel-panic-backoff");
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = calls.clone();
+        let s = LeaderSelector::builder(&fw, &path, move |_leadership: Leadership| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { panic!("the leader fails") }
+        })
+        .auto_requeue(true)
+        .build()
+        .unwrap();
+        s.start().await.unwrap();
+        // A fixed window of observation, not a synchronisation: the count is the measurement.
+        tokio::time::sleep(WINDOW).await;
+        let made = calls.load(Ordering::SeqCst);
+        let label = format!("{policy:?}/{retry:?}");
+        match retry {
+            Retry::Default => {
+                // Pauses of at least 50 ms: at most one term per 50 ms, and the first.
+                let bound = (WINDOW.as_millis() / 50 + 1) as usize;
+                assert!((2..=bound).contains(&made), "{label}: {made} terms in {WINDOW:?}, not 2..={bound}");
+            }
+            Retry::Short => {
+                assert_eq!(made, 2, "{label}: one term, one retry, then the policy gives up");
+                let reported = eventually(Timing::new().deadline(), || {
+                    let n = reports.lock().unwrap().len();
+                    async move { n == 1 }
+                })
+                .await;
+                assert!(reported, "{label}: the give-up is reported once: {:?}", reports.lock().unwrap());
+                assert!(s.requeue().unwrap(), "{label}: idle after the policy gave up");
+                let again = eventually(Timing::new().deadline(), || {
+                    let n = calls.load(Ordering::SeqCst);
+                    async move { n > 2 }
+                })
+                .await;
+                assert!(again, "{label}: requeue() gets back in line");
+            }
+        }
+        s.close().await.unwrap();
+        wait_children(&fw, &path, 0).await;
+        fw.close().await;
+    }
+}
+
 /// Bad input gives a typed error: invalid paths, an id over the data limit, starting twice,
 /// requeueing before start.
 #[tokio::test]

@@ -7,10 +7,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::CuratorError;
-use curator_recipes::locks::{InterProcessMutex, LockLost, Revoker};
+use curator_recipes::locks::{
+    InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LockLost, Revoker,
+};
 use curator_test::{eventually, TestingServer, Timing};
 use tests::locks::{framework, Checker};
+use tests::logs::record_events;
+use tests::policies::COMBINATIONS;
 use tests::{children, init_tracing, unique_path};
 
 fn is_curator_lock_name(name: &str) -> bool {
@@ -344,6 +349,69 @@ async fn missing_parents_are_created() {
     fw.close().await;
 }
 
+/// A lock creates its missing parents as containers, which the server deletes once they are
+/// empty (issue 26 item 11; Curator: TestInterProcessMutexBase.testContainerCleanup): data a
+/// user stored on such a lock path goes with it after the lock is freed, while a node the user
+/// created before the lock keeps its data. Tried with the mutex, the read-write lock and the
+/// semaphore, on a server that checks containers every 100 ms (60 s by default).
+#[tokio::test]
+async fn a_lock_path_it_created_is_a_container_and_takes_its_data_along() {
+    init_tracing();
+    let server = TestingServer::builder().container_check_interval(Duration::from_millis(100)).start().await.unwrap();
+    let fw = framework(&server.connect_string()).await;
+    let base = unique_path("lock-containers");
+    let kept = format!("{base}/kept");
+    fw.create().creating_parents_if_needed().for_path(&kept, b"user data".to_vec()).await.unwrap();
+    let mutex = InterProcessMutex::new(&fw, &kept).unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
+
+    let (made, rw_made, semaphore_made) = (format!("{base}/made"), format!("{base}/rw"), format!("{base}/semaphore"));
+    let guard = InterProcessMutex::new(&fw, &made).unwrap().acquire().await.unwrap();
+    fw.set_data().for_path(&made, b"lost with the lock".to_vec()).await.unwrap();
+    guard.release().await.unwrap();
+    let rw = InterProcessReadWriteLock::new(&fw, &rw_made).unwrap();
+    rw.write_lock().acquire().await.unwrap().release().await.unwrap();
+    let semaphore = InterProcessSemaphoreV2::new(&fw, &semaphore_made, 1).unwrap();
+    semaphore.acquire().await.unwrap().release().await.unwrap();
+
+    for reaped in [&made, &rw_made, &semaphore_made] {
+        let gone = eventually(Timing::new().deadline(), || async {
+            fw.check_exists().for_path(reaped).await.unwrap().is_none()
+        })
+        .await;
+        assert!(gone, "{reaped}, created by the lock, is a container: reaped once empty");
+    }
+    let data = fw.get_data().for_path(&kept).await.expect("the user's node stays");
+    assert_eq!(data, b"user data");
+    fw.close().await;
+}
+
+/// An acquire the server refuses with `NoAuth` (no CREATE, no READ on the lock path) fails
+/// with that typed error and logs no error of its own (issue 26 item 13): the refused create
+/// made no node, so there is nothing to clean up. Before, the acquire's cleanup went looking
+/// for an abandoned node, was refused too, and logged ERROR "could not delete an abandoned
+/// recipe node". Tried with both error policies and both retry policies.
+#[tokio::test]
+async fn a_refused_acquire_has_nothing_to_clean_up() {
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let (events, _recording) = record_events();
+        let fw = tests::policies::framework(&server.connect_string(), policy, retry).await;
+        let path = unique_path("refused-lock");
+        let admin_only = vec![Acl::new(Permission::ADMIN, AuthId::anyone())];
+        fw.create().with_acl(admin_only).for_path(&path, vec![]).await.unwrap();
+        let refused = InterProcessMutex::new(&fw, &path).unwrap().acquire().await;
+        assert!(matches!(refused, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {refused:?}");
+        // close() waits for the background cleanups, so whatever they log is logged by now.
+        fw.close().await;
+        let errors = events.at(tracing::Level::ERROR, "curator");
+        assert!(errors.is_empty(), "{policy:?}/{retry:?}: {errors:?}");
+        let other = framework(&server.connect_string()).await;
+        other.delete().for_path(&path).await.unwrap();
+        other.close().await;
+    }
+}
+
 /// The checker itself: holds that overlap (no lock at all) are caught.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checker_catches_overlapping_holds() {
@@ -409,6 +477,50 @@ async fn guard_bound_to_underscore_releases_at_once() {
     let kept = mutex.acquire_timeout(Duration::ZERO).await.unwrap();
     assert!(kept.is_none(), "the lock is the other session's now");
     guard.release().await.unwrap();
+    fw.close().await;
+    other_fw.close().await;
+}
+
+/// The three ways `InterProcessMutex::acquire`'s rustdoc, the README and the mutex example
+/// show (issue 26 item 10): a bound guard holds until its `release()`; Curator's
+/// `acquire(); try { .. } finally { release(); }` written as `acquire().await?.keep()` and the
+/// handle's `release()` holds until that release; and the literal translation, the statement
+/// `mutex.acquire().await?;`, holds nothing (the guard is dropped at once; rustc's
+/// `unused_must_use` note on the guard type says to bind it). Held means: another session's
+/// try-lock is refused.
+#[tokio::test]
+async fn bound_and_kept_guards_hold_and_a_bare_acquire_does_not() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let (fw, other_fw) = (framework(&connect).await, framework(&connect).await);
+    let path = unique_path("bound-guard");
+    let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+    let other = InterProcessMutex::new(&other_fw, &path).unwrap();
+    let refused = || async { other.acquire_timeout(Duration::ZERO).await.unwrap().is_none() };
+
+    let guard = mutex.acquire().await.unwrap();
+    assert!(refused().await, "a bound guard holds");
+    guard.release().await.unwrap();
+    assert!(children(&fw, &path).await.is_empty(), "release() deleted the node");
+
+    mutex.acquire().await.unwrap().keep();
+    assert!(refused().await, "a kept guard's count holds until the handle's release()");
+    assert!(mutex.is_acquired_in_this_process());
+    mutex.release().await.unwrap();
+    assert!(!mutex.is_acquired_in_this_process());
+    assert!(children(&fw, &path).await.is_empty(), "the handle's release() deleted the node");
+
+    #[allow(unused_must_use)]
+    {
+        mutex.acquire().await.unwrap();
+    }
+    let taken = tokio::time::timeout(Timing::new().deadline(), other.acquire())
+        .await
+        .expect("a bare acquire holds nothing: the other session gets the lock")
+        .unwrap();
+    assert!(!mutex.is_acquired_in_this_process());
+    taken.release().await.unwrap();
     fw.close().await;
     other_fw.close().await;
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use curator_cache::{PathChildrenCache, StartMode};
 use curator_core::metrics::{self as m, cache, recipe};
 use curator_core::{ConnectionState, ErrorPolicy};
-use curator_recipes::leader::LeaderLatch;
+use curator_recipes::leader::{LeaderLatch, LeaderSelector, Leadership};
 use curator_recipes::locks::{InterProcessMutex, LockLost};
 use curator_test::{eventually, expire_session, TestingServer, Timing};
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
@@ -321,5 +321,36 @@ async fn a_short_cut_counts_one_reconnection() {
     assert_eq!(counter(m::SESSIONS, &[]), sessions, "the same session");
     assert_eq!(counter_sum(m::SESSION_EXPIRATIONS, &[]), expirations);
     assert_eq!(gauge(m::CONNECTION_STATE), 3.0);
+    fw.close().await;
+}
+
+/// A `LeaderSelector` whose leadership function panics, auto-requeuing under
+/// `RetryNTimes(1, 100ms)`: two terms begin, both fail, and each failure counts once in
+/// `curator_leader_term_failures_total` (issue 26 item 9); the policy then gives up and no
+/// further term begins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_leader_counts_its_failed_terms() {
+    init_tracing();
+    recorder();
+    let _serial = SERIAL.lock().await;
+    let short = curator_core::retry::RetryNTimes::new(1, std::time::Duration::from_millis(100));
+    let fw = connected(builder(&TestingServer::shared().connect_string()).retry_policy(short)).await;
+    let label = [("recipe", recipe::LEADER_SELECTOR)];
+    let (failures, terms) = (counter(m::LEADER_TERM_FAILURES, &label), counter(m::LEADER_CHANGES, &label));
+    let reported = Arc::new(AtomicU64::new(0));
+    let seen = reported.clone();
+    fw.add_unhandled_error_listener(move |_: &str, _: &curator_core::CuratorError| {
+        seen.fetch_add(1, Ordering::SeqCst);
+    });
+    let path = unique_path("metrics-selector");
+    let s = LeaderSelector::builder(&fw, &path, |_leadership: Leadership| async { panic!("the leader fails") })
+        .auto_requeue(true)
+        .build()
+        .unwrap();
+    s.start().await.unwrap();
+    settles("the policy gives up", || reported.load(Ordering::SeqCst) == 1).await;
+    assert_eq!(counter(m::LEADER_CHANGES, &label), terms + 2, "a term and one retry");
+    assert_eq!(counter(m::LEADER_TERM_FAILURES, &label), failures + 2, "both failed");
+    s.close().await.unwrap();
     fw.close().await;
 }

@@ -108,6 +108,20 @@ impl RetryLoop {
     pub fn retries(&self) -> u32 {
         self.retries
     }
+
+    /// The pause before the next attempt after a failure that is no operation's error (a
+    /// recipe's own work failed: a leadership function that panicked), or `None` to give up;
+    /// counts the retry when there is one. Only the policy's
+    /// [`allow_retry`](RetryPolicy::allow_retry) decides (its `allow_retry_on` is about
+    /// operations' errors), and nothing is retried once the framework is closed. Does not sleep.
+    pub fn next_pause_after_failure(&mut self) -> Option<std::time::Duration> {
+        if self.framework.as_ref().is_some_and(CuratorFramework::is_closed) {
+            return None;
+        }
+        let pause = self.policy.allow_retry(self.retries, self.started.elapsed())?;
+        self.retries += 1;
+        Some(pause)
+    }
 }
 
 impl CuratorFramework {
@@ -162,5 +176,15 @@ mod tests {
         assert_eq!(retry.retries(), 0);
         assert_eq!(retry.next_pause(&lost()), Some(Duration::from_millis(7)));
         assert_eq!(retry.next_pause(&lost()), None);
+    }
+
+    #[test]
+    fn a_failure_that_is_no_error_is_paced_by_the_policy_alone() {
+        let mut retry = RetryLoop::new(Arc::new(RetryNTimes::new(2, Duration::from_millis(7))), None);
+        assert_eq!(retry.next_pause_after_failure(), Some(Duration::from_millis(7)));
+        assert_eq!(retry.next_pause_after_failure(), Some(Duration::from_millis(7)));
+        assert_eq!(retry.next_pause_after_failure(), None, "the policy gives up");
+        retry.reset();
+        assert_eq!(retry.next_pause_after_failure(), Some(Duration::from_millis(7)));
     }
 }

@@ -28,26 +28,29 @@
 //!   else can be granted.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use curator_core::background::spawn_detached;
 use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
-use curator_core::{ConnectionState, CuratorError, CuratorFramework, Result};
-use futures::FutureExt;
+use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::watch;
 
 use super::leadership::Leadership;
 use super::participant::{read_leader, read_participants, Participant};
-use super::rejoin::Rejoin;
-use crate::sequential::{ContenderGroup, Hold, LockLost, NodeKind, Predicate, MUTEX_LOCK_NAME};
+use crate::sequential::{ContenderGroup, LockLost, MUTEX_LOCK_NAME};
+
+mod run;
+use run::run;
 
 /// Why a term of leadership ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TermEnd {
-    /// The leadership function returned (or panicked: the panic is logged).
+    /// The leadership function returned, or panicked: the panic is logged and counted as a
+    /// failed term ([`LEADER_TERM_FAILURES`](curator_core::metrics::LEADER_TERM_FAILURES)), and
+    /// an auto-requeuing selector gets back in line only after its retry policy's pause (see
+    /// [`auto_requeue`](LeaderSelectorBuilder::auto_requeue)).
     Returned,
     /// [`LeaderSelector::interrupt_leadership`], [`LeaderSelector::close`] or dropping the
     /// selector ended it.
@@ -117,8 +120,9 @@ enum State {
 /// (the function must not rely on finishing what it started: stamp writes with
 /// [`Leadership::fencing_token`](crate::sequential::HeldNode::fencing_token)), [`SelectorEvent::Ended`] says why, and only then is our node
 /// deleted, so a term that may be lost is over on our side before anyone else can be granted.
-/// After a term the selector is idle until [`requeue`](Self::requeue), or in line again at once
-/// with [auto-requeue](LeaderSelectorBuilder::auto_requeue).
+/// After a term the selector is idle until [`requeue`](Self::requeue), or in line again with
+/// [auto-requeue](LeaderSelectorBuilder::auto_requeue): at once after a term that ended
+/// normally, after a pause of the framework's retry policy after one whose function panicked.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -157,6 +161,8 @@ enum State {
 ///   selector stays in line.
 /// - [`close`](Self::close) waits until the running term has ended and our node is deleted; it
 ///   may be called more than once, and before [`start`](Self::start).
+/// - With auto-requeue, a term whose function panicked is followed by the retry policy's pause
+///   (Curator requeues at once after a `takeLeadership` that throws).
 pub struct LeaderSelector {
     shared: Arc<Shared>,
 }
@@ -202,7 +208,14 @@ impl LeaderSelectorBuilder {
     }
 
     /// Whether to get back in line after every term (default `false`; Curator's
-    /// `autoRequeue()`).
+    /// `autoRequeue()`). After a term that ended normally (returned, interrupted, lost) the
+    /// selector is in line again at once. After a failed term (the function panicked) it waits
+    /// the framework's [retry policy](curator_core::CuratorFrameworkBuilder::retry_policy)'s
+    /// pause first, consecutive failed terms counting as retries of one operation; when the
+    /// policy gives up, the selector stays idle, reports it to the framework's unhandled-error
+    /// listeners ([`CuratorError::IllegalState`]), and gets back in line only at
+    /// [`requeue`](LeaderSelector::requeue), with the whole policy again. (Curator requeues at
+    /// once: a function that fails at once would lead about 1,000 times a second.)
     pub fn auto_requeue(mut self, auto_requeue: bool) -> Self {
         self.auto_requeue = auto_requeue;
         self
@@ -289,8 +302,9 @@ impl LeaderSelector {
         Ok(())
     }
 
-    /// From now on, get back in line after every term (Curator's `autoRequeue()`). A selector
-    /// that is idle now is not queued by this: call [`requeue`](Self::requeue).
+    /// From now on, get back in line after every term (Curator's `autoRequeue()`; after a failed
+    /// term, after a pause: see [`LeaderSelectorBuilder::auto_requeue`]). A selector that is
+    /// idle now is not queued by this: call [`requeue`](Self::requeue).
     pub fn auto_requeue(&self) {
         self.shared.auto_requeue.store(true, Ordering::Release);
     }
@@ -409,16 +423,6 @@ struct Shared {
     state: watch::Sender<State>,
 }
 
-/// How a turn in line ended.
-enum Turn {
-    /// Granted: a term begins with this leadership.
-    Lead(Leadership),
-    /// The acquire failed and the selector is idle now.
-    GaveUp,
-    /// Closing, or the framework closed.
-    Stop,
-}
-
 impl Shared {
     fn framework(&self) -> &CuratorFramework {
         self.group.framework()
@@ -447,162 +451,4 @@ impl Shared {
             self.events.close();
         }
     }
-
-    /// Queued: acquire until granted, closing, or an error that ends the turn.
-    async fn take_turn(&self, state: &mut watch::Receiver<State>) -> Turn {
-        let fw = self.framework();
-        let mut rejoin = Rejoin::new(fw);
-        loop {
-            let acquire = self.group.acquire(self.id.as_bytes(), NodeKind::Sequential, Predicate::Leases(1));
-            let outcome = tokio::select! {
-                // Dropping the acquire deletes whatever node it made (in the background).
-                _ = stop_asked(state, false) => return Turn::Stop,
-                outcome = acquire => outcome,
-            };
-            let err = match outcome {
-                Ok(granted) => {
-                    let leadership = Leadership::new(Hold::new(fw, granted), self.id.clone());
-                    return Turn::Lead(leadership);
-                }
-                Err(_) if fw.is_closed() => return Turn::Stop,
-                Err(err) => err,
-            };
-            if !err.is_retryable() && !self.auto_requeue() {
-                fw.report_unhandled(
-                    &format!("leader selector {}: could not get in line", self.group.base_path()),
-                    &err,
-                );
-                let mut idle = false;
-                self.state.send_if_modified(|s| {
-                    idle = matches!(s, State::Queued);
-                    if idle {
-                        *s = State::Idle;
-                    }
-                    idle
-                });
-                return if idle { Turn::GaveUp } else { Turn::Stop };
-            }
-            tokio::select! {
-                _ = stop_asked(state, false) => return Turn::Stop,
-                () = rejoin.wait(fw, self.group.base_path(), &err) => {}
-            }
-        }
-    }
-
-    /// Leading: runs the function until the term ends, and says why.
-    async fn lead(&self, leadership: &Leadership, state: &mut watch::Receiver<State>) -> TermEnd {
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| (self.leader)(leadership.clone())));
-        let Ok(work) = started else {
-            tracing::error!(path = %leadership.path(), "the leadership function panicked");
-            return TermEnd::Returned;
-        };
-        tokio::select! {
-            // In this order: a term that may be lost ends as lost even if the function is done.
-            biased;
-            reason = leadership.lost() => TermEnd::Lost(reason),
-            _ = stop_asked(state, true) => TermEnd::Interrupted,
-            done = AssertUnwindSafe(work).catch_unwind() => {
-                if done.is_err() {
-                    tracing::error!(path = %leadership.path(), "the leadership function panicked");
-                }
-                TermEnd::Returned
-            }
-        }
-    }
-
-    /// After a term: the state moves on, the listeners are told, then our node goes.
-    async fn end_term(&self, leadership: Leadership, end: TermEnd) {
-        let requeue = self.auto_requeue();
-        self.state.send_if_modified(|s| {
-            let leading = matches!(s, State::Leading { .. });
-            if leading {
-                *s = if requeue { State::Queued } else { State::Idle };
-            }
-            leading
-        });
-        let token = leadership.fencing_token();
-        match end {
-            TermEnd::Lost(_) => tracing::warn!(path = %leadership.path(), token, %end, "leadership ended"),
-            _ => tracing::debug!(path = %leadership.path(), token, %end, "leadership ended"),
-        }
-        self.events.publish(SelectorEvent::Ended { token, end });
-        self.release(leadership, matches!(end, TermEnd::Lost(_))).await;
-    }
-
-    /// Deletes our node (a guaranteed delete): awaited, or in the background when the term was
-    /// lost (the connection may be down; the next turn waits for it anyway).
-    async fn release(&self, leadership: Leadership, background: bool) {
-        let hold = leadership.hold().clone();
-        if background {
-            hold.release_in_background();
-        } else {
-            hold.release_or_report().await;
-        }
-    }
-}
-
-/// Resolves once the selector is asked to stop: closing, or (when `interrupt`) the running term
-/// was interrupted.
-async fn stop_asked(state: &mut watch::Receiver<State>, interrupt: bool) {
-    let _ = state
-        .wait_for(|s| match s {
-            State::Closing | State::Closed => true,
-            State::Leading { interrupted, .. } => interrupt && *interrupted,
-            _ => false,
-        })
-        .await;
-}
-
-/// Resolves once the framework is closed.
-async fn framework_closed(fw: &CuratorFramework) {
-    let mut connection = fw.connection_state_watch();
-    let _ = connection.wait_for(|event| event.state == ConnectionState::Closed).await;
-}
-
-/// The run loop of one started selector (see the module docs).
-async fn run(shared: Arc<Shared>) {
-    let mut state = shared.state.subscribe();
-    let path = shared.group.base_path().to_string();
-    loop {
-        // Idle until queued (start, requeue, auto-requeue) or closing.
-        let queued = tokio::select! {
-            wanted = state.wait_for(|s| matches!(s, State::Queued | State::Closing | State::Closed)) => {
-                matches!(wanted.as_deref(), Ok(State::Queued))
-            }
-            _ = framework_closed(shared.framework()) => false,
-        };
-        if !queued {
-            break;
-        }
-        let leadership = match shared.take_turn(&mut state).await {
-            Turn::Lead(leadership) => leadership,
-            Turn::GaveUp => continue,
-            Turn::Stop => break,
-        };
-        if let Some(reason) = leadership.hold().lost_reason() {
-            tracing::info!(path = %leadership.path(), %reason, "granted, but already lost: staying in line");
-            shared.release(leadership, true).await;
-            continue;
-        }
-        let mut leading = false;
-        shared.state.send_if_modified(|s| {
-            leading = matches!(s, State::Queued);
-            if leading {
-                *s = State::Leading { leadership: leadership.clone(), interrupted: false };
-            }
-            leading
-        });
-        if !leading {
-            // Closing since the grant: no term.
-            shared.release(leadership, false).await;
-            break;
-        }
-        tracing::debug!(path = %leadership.path(), token = leadership.fencing_token(), "leadership taken");
-        shared.events.publish(SelectorEvent::Took(leadership.clone()));
-        let end = shared.lead(&leadership, &mut state).await;
-        shared.end_term(leadership, end).await;
-    }
-    shared.state.send_replace(State::Closed);
-    shared.events.close();
-    tracing::debug!(path = %path, "leader selector closed");
 }

@@ -160,18 +160,22 @@ impl Reentrant {
 
 /// A held lock (one count of a reentrant handle). It may move between tasks.
 ///
-/// Release it with [`release`](Self::release); dropping it releases in the background, so keep
-/// it in a named binding for as long as the work needs the lock: `let _ = mutex.acquire().await?`
-/// drops it (and releases the lock) at once, as `let _ = std_mutex.lock()` does. For Curator's
-/// style (acquire, then `release()` on the lock itself), hand the count to the handle with
-/// [`keep`](Self::keep).
+/// Bind it (`let guard = mutex.acquire().await?;`) and release it with
+/// [`release`](Self::release); dropping it releases in the background, so keep it in a named
+/// binding for as long as the work needs the lock. The statement `mutex.acquire().await?;` (a
+/// literal translation of Curator's `acquire()`) and `let _ = mutex.acquire().await?` drop it,
+/// and release the lock, at once, as `let _ = std_mutex.lock()` does; for Curator's
+/// `acquire(); try { .. } finally { release(); }`, write `mutex.acquire().await?.keep()` and
+/// the handle's [`release`](super::InterProcessMutex::release).
 ///
 /// It dereferences to [`HeldNode`]: its [`fencing_token`](HeldNode::fencing_token) grows with
 /// every acquisition of the lock (pass it to the resources the lock protects so that they can
 /// refuse a holder that lost the lock), and [`is_held`](HeldNode::is_held) and
 /// [`lost`](HeldNode::lost) say when it may have been lost, before anyone else can hold it
 /// ([`HeldNode`]'s "When the holder is told").
-#[must_use = "dropping the guard releases the lock: bind it with `let guard = ...`, not `let _ = ...`"]
+#[must_use = "bind the guard: `let guard = mutex.acquire().await?;` holds the lock until `guard.release()` or its drop \
+              (`guard.keep()` leaves it to the handle's `release()`, Curator's style); a bare \
+              `mutex.acquire().await?;` or `let _ = ...` drops it and releases the lock at once"]
 #[derive(Debug)]
 pub struct LockGuard {
     owner: Arc<Reentrant>,
@@ -220,6 +224,35 @@ impl Drop for LockGuard {
         }
         if let Ok(Some(hold)) = self.owner.take_one(Some(self.held.hold())) {
             hold.release_in_background();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The `#[must_use]` note rustc shows for `mutex.acquire().await?;` (a statement that drops
+    /// the guard at once) must lead with the fix, since rustc's own help under it suggests
+    /// `let _ = ...`, which drops it just the same (issue 26 item 10). Every guard type's note
+    /// starts with "bind the guard"/"bind the lease" and names the binding to write.
+    #[test]
+    fn every_guard_type_says_to_bind_it() {
+        let sources = [
+            ("LockGuard", include_str!("guard.rs"), "bind the guard: `let guard = "),
+            ("QueuedGuard", include_str!("queued.rs"), "bind the guard: `let guard = "),
+            ("MultiLockGuard", include_str!("multi.rs"), "bind the guard: `let guard = "),
+            ("Lease", include_str!("semaphore.rs"), "bind the lease: `let lease = "),
+        ];
+        for (name, source, wanted) in sources {
+            let declared = format!("\npub struct {name} ");
+            let at = source.find(&declared).unwrap_or_else(|| panic!("{name} is declared"));
+            let attributes = &source[source[..at].rfind("\n///").unwrap_or(0)..at];
+            let note = attributes
+                .split_once("#[must_use = \"")
+                .and_then(|(_, rest)| rest.split_once("\"]"))
+                .map(|(note, _)| note.split("\\\n").map(str::trim_start).collect::<String>())
+                .unwrap_or_else(|| panic!("{name} has a #[must_use] note: {attributes}"));
+            assert!(note.starts_with(wanted), "{name}'s note {note:?} does not start with {wanted:?}");
+            assert!(note.contains("`let _ = ...`"), "{name}'s note answers rustc's `let _` help: {note:?}");
         }
     }
 }

@@ -45,6 +45,18 @@
 //! when the create's reply was lost); waiters are tasks; the create and the first listing are
 //! pipelined (2 round trips and 3 requests per uncontended acquire and release).
 //!
+//! # Lock paths are containers
+//!
+//! A lock's path need not exist: the first acquire creates it, and its missing parents, as
+//! container nodes (`CreateMode::Container`), as Curator does, so that lock paths do not pile
+//! up. The server deletes a container that has had children once it is empty, at its next
+//! container check (`znode.container.checkIntervalMs`, every 60 s by default): about a minute
+//! after the lock was last freed, a lock path the lock created is gone, **with any data stored
+//! on it**. To keep data on a lock path, create the node yourself before the first acquire (a
+//! node that exists is never turned into a container), or build the framework with
+//! [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents)
+//! (parents are then persistent and stay).
+//!
 //! # How an acquire works
 //!
 //! 1. Send `create(P/_c_<uuid>-<name>, ephemeral sequential)` and, right behind it on the same

@@ -31,6 +31,14 @@ pub struct InterProcessMultiLock {
 
 impl InterProcessMultiLock {
     /// One mutex per path, taken in the order given.
+    ///
+    /// `path` need not exist: the first acquire creates it (each path) and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, paths: &[&str]) -> Result<Self> {
         let locks = paths.iter().map(|p| InterProcessMutex::new(fw, p)).collect::<Result<Vec<_>>>()?;
         Ok(Self { locks })
@@ -42,7 +50,11 @@ impl InterProcessMultiLock {
     }
 
     /// Acquires every mutex in order. On failure (or when the future is dropped) the ones
-    /// already held are released, in reverse order.
+    /// already held are released, in reverse order. Bind the guard
+    /// (`let guard = multi.acquire().await?;`): the locks are held until its
+    /// [`release`](MultiLockGuard::release) or its drop, or, after
+    /// [`keep`](MultiLockGuard::keep), until this handle's [`release`](Self::release) (Curator's
+    /// style). A bare `multi.acquire().await?;` releases them at once.
     pub async fn acquire(&self) -> Result<MultiLockGuard> {
         let mut held = MultiLockGuard { guards: Vec::with_capacity(self.locks.len()) };
         for lock in &self.locks {
@@ -83,7 +95,9 @@ impl InterProcessMultiLock {
 
 /// The held mutexes of an [`InterProcessMultiLock`]. Dropping it releases them in reverse
 /// order in the background.
-#[must_use = "dropping the guard releases the locks: bind it with `let guard = ...`, not `let _ = ...`"]
+#[must_use = "bind the guard: `let guard = multi.acquire().await?;` holds the locks until `guard.release()` or its drop \
+              (`guard.keep()` leaves them to the handle's `release()`); a bare `multi.acquire().await?;` or \
+              `let _ = ...` drops it and releases the locks at once"]
 #[derive(Debug)]
 pub struct MultiLockGuard {
     guards: Vec<LockGuard>,

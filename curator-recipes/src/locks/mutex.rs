@@ -46,12 +46,47 @@ pub struct InterProcessMutex {
 
 impl InterProcessMutex {
     /// A mutex on `path` (validated here; nothing is sent until an acquire).
+    ///
+    /// `path` need not exist: the first acquire creates it and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         let group = ContenderGroup::new(fw, path, MUTEX_LOCK_NAME, &[MUTEX_LOCK_NAME])?;
         Ok(Self { inner: Reentrant::new(group) })
     }
 
     /// Waits until the lock is held. Cancel safe: dropping the future leaves no node behind.
+    ///
+    /// The lock is held for as long as the returned guard is: bind it,
+    /// `let guard = mutex.acquire().await?;`, and end with `guard.release().await?` (or let it
+    /// drop: the release then goes on in the background). The statement
+    /// `mutex.acquire().await?;`, Curator's `acquire()` translated literally, drops the guard
+    /// and releases the lock at once (rustc warns: the guard is `#[must_use]`), and so does
+    /// `let _ = ...`. Curator's `acquire(); try { .. } finally { release(); }` is written with
+    /// [`keep`](LockGuard::keep), which leaves the count to this handle's
+    /// [`release`](Self::release):
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// # let mutex = curator_recipes::locks::InterProcessMutex::new(&fw, "/jobs/lock")?;
+    /// let guard = mutex.acquire().await?; // held while `guard` lives
+    /// // ... the work ...
+    /// guard.release().await?;
+    ///
+    /// mutex.acquire().await?.keep(); // Curator's style: held until the handle's release()
+    /// // ... the work ...
+    /// mutex.release().await?;
+    /// # assert!(!mutex.is_acquired_in_this_process());
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire(&self) -> Result<LockGuard> {
         let data =
             if self.inner.is_revocable() { Vec::new() } else { self.inner.group.framework().default_data().to_vec() };

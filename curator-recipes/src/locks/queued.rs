@@ -48,13 +48,23 @@ pub struct QueuedMutex {
 
 impl QueuedMutex {
     /// A queued mutex on `path` (validated here; nothing is sent until an acquire).
+    ///
+    /// `path` need not exist: the first acquire creates it and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         // Validates the path.
         InterProcessMutex::new(fw, path)?;
         Ok(Self { fw: fw.clone(), path: path.to_string(), local: Arc::new(Mutex::new(())) })
     }
 
-    /// Waits for this process's turn (FIFO), then for the ZooKeeper lock. Cancel safe.
+    /// Waits for this process's turn (FIFO), then for the ZooKeeper lock. Cancel safe. Bind the
+    /// guard (`let guard = queued.acquire().await?;`): the lock is held until its
+    /// [`release`](QueuedGuard::release) or its drop.
     pub async fn acquire(&self) -> Result<QueuedGuard> {
         let turn = self.local.clone().lock_owned().await;
         let guard = InterProcessMutex::new(&self.fw, &self.path)?.acquire().await?;
@@ -70,7 +80,8 @@ impl QueuedMutex {
 /// A held [`QueuedMutex`]: the ZooKeeper lock and this process's turn. Dropping it releases
 /// both (the node in the background). It dereferences to [`HeldNode`], as a
 /// [`LockGuard`] does.
-#[must_use = "dropping the guard releases the lock: bind it with `let guard = ...`, not `let _ = ...`"]
+#[must_use = "bind the guard: `let guard = queued.acquire().await?;` holds the lock until `guard.release()` or its \
+              drop; a bare `queued.acquire().await?;` or `let _ = ...` drops it and releases the lock at once"]
 #[derive(Debug)]
 pub struct QueuedGuard {
     guard: LockGuard,

@@ -45,6 +45,14 @@ pub struct InterProcessReadWriteLock {
 
 impl InterProcessReadWriteLock {
     /// A read/write lock on `path` (validated here; nothing is sent until an acquire).
+    ///
+    /// `path` need not exist: the first acquire creates it and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         let read = Reentrant::new(ContenderGroup::new(fw, path, READ_LOCK_NAME, SORT_NAMES)?);
         let write = Reentrant::new(ContenderGroup::new(fw, path, WRITE_LOCK_NAME, SORT_NAMES)?);
@@ -74,7 +82,9 @@ pub struct ReadLock {
 }
 
 impl ReadLock {
-    /// Waits until the read lock is held. Cancel safe.
+    /// Waits until the read lock is held. Cancel safe. Bind the guard, as for
+    /// [`InterProcessMutex::acquire`](super::InterProcessMutex::acquire): a bare
+    /// `read.acquire().await?;` releases the lock at once.
     pub async fn acquire(&self) -> Result<LockGuard> {
         let write = self.write.clone();
         self.read
@@ -120,7 +130,9 @@ pub struct WriteLock {
 impl WriteLock {
     /// Waits until the write lock is held. Cancel safe. [`CuratorError::IllegalState`] at
     /// once if this task holds only the read lock through this handle (an upgrade would
-    /// deadlock).
+    /// deadlock). Bind the guard, as for
+    /// [`InterProcessMutex::acquire`](super::InterProcessMutex::acquire): a bare
+    /// `write.acquire().await?;` releases the lock at once.
     pub async fn acquire(&self) -> Result<LockGuard> {
         let read = self.read.clone();
         self.write

@@ -76,6 +76,14 @@ impl Limit {
 
 impl InterProcessSemaphoreV2 {
     /// A semaphore on `path` with `max_leases` leases (at least 1).
+    ///
+    /// `path` need not exist: the first acquire creates it, its `locks` and `leases` children, and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str, max_leases: usize) -> Result<Self> {
         if max_leases == 0 {
             return Err(CuratorError::InvalidArgument {
@@ -150,7 +158,9 @@ impl InterProcessSemaphoreV2 {
         }
     }
 
-    /// Waits for one lease.
+    /// Waits for one lease. Bind it (`let lease = semaphore.acquire().await?;`): it is held
+    /// until its [`release`](Lease::release) or its drop; a bare `semaphore.acquire().await?;`
+    /// returns it at once.
     pub async fn acquire(&self) -> Result<Lease> {
         let mut leases = self.acquire_many(1).await?;
         leases.pop().ok_or_else(|| CuratorError::IllegalState("no lease was granted".into()))
@@ -295,7 +305,8 @@ impl InterProcessSemaphoreV2 {
 /// It dereferences to [`HeldNode`]: like a [`LockGuard`](super::LockGuard), it has a fencing
 /// token and says when it may be lost ([`is_held`](HeldNode::is_held),
 /// [`lost`](HeldNode::lost)), judged by the same rules.
-#[must_use = "dropping the lease returns it: bind it with `let lease = ...`, not `let _ = ...`"]
+#[must_use = "bind the lease: `let lease = semaphore.acquire().await?;` holds it until `lease.release()` or its drop; \
+              a bare `semaphore.acquire().await?;` or `let _ = ...` drops it and returns the lease at once"]
 #[derive(Debug)]
 pub struct Lease {
     held: HeldNode,
@@ -360,6 +371,14 @@ pub struct InterProcessSemaphoreMutex {
 
 impl InterProcessSemaphoreMutex {
     /// A mutex on `path`.
+    ///
+    /// `path` need not exist: the first acquire creates it, its `locks` and `leases` children, and its missing parents as
+    /// container nodes, as Curator does, and the server deletes an empty container about a
+    /// minute after it was last used (`znode.container.checkIntervalMs`, 60 s by default). So
+    /// data stored on a lock path the lock created is lost once the lock is freed: create the
+    /// node yourself first (an existing node is never turned into a container), or build the
+    /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
+    /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         Ok(Self { semaphore: InterProcessSemaphoreV2::new(fw, path, 1)?, lease: Mutex::new(None) })
     }

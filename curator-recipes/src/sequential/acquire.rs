@@ -31,7 +31,10 @@
 //! framework's [`RetryLoop`](curator_core::retry::RetryLoop) decides whether to; a phase that
 //! moved on starts a new failure streak (waiting in the queue is not failing). Dropping the
 //! acquire at any point leaves its [`Cleanup`] behind, which deletes our node (by its path when
-//! known, else by its protected prefix).
+//! known, else by its protected prefix), if one may exist: the cleanup is armed when a create
+//! is sent, and disarmed again when the server refuses it (a definite answer: no node was made)
+//! and no earlier create may have made one. So an acquire refused with `NoAuth` leaves no
+//! cleanup to fail on the same refusal.
 
 use curator_core::ops::create::make_parents;
 use curator_core::retry::deadline;
@@ -134,13 +137,16 @@ impl<'a> Acquire<'a> {
     ) -> Self {
         let fw = group.framework();
         let base_path = group.base_path();
+        // Nothing to delete until a create is sent (or a node of ours is known).
+        let mut cleanup = Cleanup::new(fw, base_path, &prefix);
+        cleanup.disarm();
         Self {
             fw,
             base_path,
             sort_names: group.sort_names(),
             create_path: kind.create_path(base_path, &prefix, group.node_name()),
             recipe: group.recipe(),
-            cleanup: Cleanup::new(fw, base_path, &prefix),
+            cleanup,
             prefix,
             data,
             kind,
@@ -218,6 +224,9 @@ impl<'a> Acquire<'a> {
                 return Err((CuratorError::IllegalState(reason.into()), Phase::Create));
             }
         }
+        // From here our node may exist, unless the server says that this create made none.
+        let armed_before = self.cleanup.is_armed();
+        self.cleanup.arm();
         let client = session.client();
         let acl = self.fw.acl_for_path(&self.create_path);
         let options = self.kind.mode().with_acls(zk::Acls::new(&acl));
@@ -237,6 +246,9 @@ impl<'a> Acquire<'a> {
                 }
             }
             Err(zk::Error::NoNode) if self.parent_attempts < MAX_PARENT_ATTEMPTS => {
+                if !armed_before {
+                    self.cleanup.disarm();
+                }
                 self.parent_attempts += 1;
                 make_parents(self.fw, client, &self.create_path, self.fw.use_container_parents())
                     .await
@@ -247,6 +259,10 @@ impl<'a> Acquire<'a> {
                 let err = CuratorError::from_zk(&self.create_path, e);
                 // Outcome unknown: our node may exist; look for it before creating again.
                 let next = if err.is_retryable() { Phase::Find } else { Phase::Create };
+                if !err.outcome_unknown() && !armed_before {
+                    // Refused (NoAuth, ...): this create made no node, nor did an earlier one.
+                    self.cleanup.disarm();
+                }
                 Err((err, next))
             }
         }

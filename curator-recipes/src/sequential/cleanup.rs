@@ -59,11 +59,24 @@ impl Cleanup {
     /// Our node exists at `path`: delete that one rather than searching by prefix.
     pub(crate) fn known(&mut self, path: &str) {
         self.path = Some(path.to_string());
+        self.armed = true;
     }
 
-    /// The node is handed over to its holder: leave it alone.
+    /// The node is handed over to its holder, or none of ours exists (no create was sent, or
+    /// the server refused every one): leave it alone.
     pub(crate) fn disarm(&mut self) {
         self.armed = false;
+    }
+
+    /// A node of ours may exist from now on (a create is about to be sent): delete it if
+    /// abandoned.
+    pub(crate) fn arm(&mut self) {
+        self.armed = true;
+    }
+
+    /// Whether a node of ours may exist (see [`arm`](Self::arm)).
+    pub(crate) fn is_armed(&self) -> bool {
+        self.armed
     }
 }
 
