@@ -276,25 +276,13 @@ impl CuratorFramework {
     /// Ends `session` on the server: dropping the last clone of its client sends CloseSession.
     /// Waits (bounded) for that. A clone kept elsewhere keeps the session open until it is
     /// dropped, which is why [`Session`] must not be held across long waits. With the ensemble
-    /// tracker on, a client re-established on the session closes it instead (`session::close_session`).
+    /// tracker on, clients are detached (module `ensemble`) and a client re-established on the
+    /// session closes it instead, whoever still holds a clone (`session::Closer`).
     async fn end_session(&self, session: Session) {
         if self.inner.config.ensemble.enabled() {
-            // With the ensemble tracker on, clients are detached (module `ensemble`): dropping
-            // one sends no CloseSession, so a client on the same session closes it, whoever
-            // still holds a clone of this one.
-            let alive = !session.client.state().is_terminated();
-            let info = session.client.session().clone();
-            let connected =
-                matches!(session.client.state(), zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly);
-            let states = session.client.state_watcher();
-            drop(session);
-            // First let a connected client end (it would otherwise reconnect when the closer's
-            // connection makes the server drop its own, and take the session back).
-            if connected && !crate::session::client_ended(states, crate::session::CLOSE_WAIT).await {
-                tracing::warn!("the session's client is still held elsewhere: closing the session anyway");
-            }
-            if alive {
-                crate::session::close_session(&self.inner.config, info).await;
+            match crate::session::Closer::new(&self.inner.config) {
+                Ok(closer) => closer.end(session.client).await,
+                Err(err) => tracing::warn!(error = %err, "could not close the session (it expires on the server)"),
             }
             return;
         }

@@ -45,6 +45,9 @@ use crate::ops::watch::Fused;
 use crate::retry::{ExponentialBackoffForever, RetryLoop};
 use crate::state::{ConnectionState, ConnectionStateEvent};
 
+mod end;
+pub(crate) use end::{client_ended, Closer, CLOSE_WAIT};
+
 /// Pause after the first failed attempt to open a session; it doubles with each failure in a
 /// row, up to [`MAX_RECONNECT_PAUSE`].
 const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
@@ -81,6 +84,14 @@ enum End {
 const MOVE_GRACE: (u32, Duration) = (10, Duration::from_secs(2));
 
 pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
+    // With the tracker on, clients are detached: what closes their sessions, kept here because
+    // the framework may be dropped before this task ends (module `end`).
+    let closer = inner.upgrade().filter(|strong| strong.config.ensemble.enabled()).and_then(|strong| {
+        Closer::new(&strong.config)
+            .inspect_err(|err| tracing::warn!(error = %err, "no closer for detached sessions (they expire on the server)"))
+            .ok()
+    });
+    let closer = closer.as_ref();
     let mut generation = 0u64;
     loop {
         let Some((mut client, mut servers)) = connect(&inner, &mut shutdown, None).await else { return };
@@ -88,7 +99,7 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         let mut asked = Instant::now();
         let Some(mut events) = SessionEvents::new(&client).await else { continue };
         generation += 1;
-        let Some(strong) = inner.upgrade() else { return };
+        let Some(strong) = inner.upgrade() else { return abandon(closer, client, &shutdown).await };
         CuratorFramework::set_live(&strong, client.clone(), generation);
         let state = if client.state() == zk::SessionState::ConnectedReadOnly {
             ConnectionState::ReadOnly
@@ -103,7 +114,7 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         let (session, alive) = loop {
             let (heard, suspended) =
                 match follow(&inner, &client, &servers, events, asked, generation, &mut shutdown).await {
-                    End::Shutdown => return,
+                    End::Shutdown => return abandon(closer, client, &shutdown).await,
                     End::Lost => {
                         let alive = (!client.state().is_terminated()).then(|| client.session().clone());
                         break (client.session_id().0, alive);
@@ -115,22 +126,40 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
                     (client, servers, asked, events) = (next, next_servers, next_asked, next_events);
                 }
                 Moved::Lost(session, alive) => break (session, alive),
-                Moved::Shutdown => return,
+                Moved::Shutdown(Some(client)) => return abandon(closer, client, &shutdown).await,
+                Moved::Shutdown(None) => return,
             }
         };
-        let Some(strong) = inner.upgrade() else { return };
-        CuratorFramework::set_empty(&strong);
-        publish(&strong, ConnectionState::Lost, session, generation, false);
         // Abandon the session: a detached client (tracker on) sent no CloseSession when it was
         // dropped, so close the session if a server still takes it, as a client that is not
         // detached does when dropped (section 3.2).
-        if let Some(info) = alive.filter(|_| strong.config.ensemble.enabled()) {
-            let weak = inner.clone();
-            crate::background::spawn_detached(async move {
-                if let Some(strong) = weak.upgrade() {
-                    close_session(&strong.config, info).await;
-                }
-            });
+        if let (Some(info), Some(closer)) = (alive, closer.cloned()) {
+            crate::background::spawn_detached(async move { closer.close(info).await });
+        }
+        let Some(strong) = inner.upgrade() else { return };
+        CuratorFramework::set_empty(&strong);
+        publish(&strong, ConnectionState::Lost, session, generation, false);
+    }
+}
+
+/// The manager stops while it holds `client`. If `close()` stopped it, `close()` ends the
+/// session. If every handle of the framework was dropped without `close()` (the shutdown sender
+/// went with the framework), the manager ends it here, in its own task, so that the ephemeral
+/// nodes and locks of the session go at once: a client that is not detached sends CloseSession
+/// when dropped; a detached one (tracker on) is closed by `closer`. Nothing of this runs in a
+/// `Drop`, so dropping the last handle outside a runtime neither panics nor blocks; if the
+/// runtime itself is gone, so is this task, and the session expires on the server.
+async fn abandon(closer: Option<&Closer>, client: zk::Client, shutdown: &watch::Receiver<bool>) {
+    if *shutdown.borrow() {
+        return;
+    }
+    tracing::debug!(session = %client.session_id(), "every handle of the framework was dropped without close(): ending its session");
+    match closer {
+        Some(closer) => closer.end(client).await,
+        None => {
+            let states = client.state_watcher();
+            drop(client);
+            client_ended(states, CLOSE_WAIT).await;
         }
     }
 }
@@ -142,7 +171,8 @@ enum Moved {
     To(zk::Client, String, Instant, SessionEvents),
     /// The session is presumed lost: its id, and what closes it if a server may still take it.
     Lost(i64, Option<zk::SessionInfo>),
-    Shutdown,
+    /// The framework shut down, with the new client if one was opened (never published).
+    Shutdown(Option<zk::Client>),
 }
 
 /// Moves the session of `old` to the servers of the current ensemble (module
@@ -162,7 +192,7 @@ async fn move_session(
     generation: u64,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Moved {
-    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+    let Some(strong) = inner.upgrade() else { return Moved::Shutdown(None) };
     let (info, timeout) = (old.session().clone(), old.session_timeout());
     let id = info.id();
     tracing::info!(session = %id, connect_string = %strong.config.ensemble.current(), "moving the session to the new ensemble");
@@ -191,7 +221,7 @@ async fn move_session(
             tokio::select! {
                 opened = &mut attempt => break opened.ok_or(false),
                 _ = tokio::time::sleep_until(grace_at), if !suspended => {
-                    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+                    let Some(strong) = inner.upgrade() else { return Moved::Shutdown(None) };
                     suspended = true;
                     publish(&strong, ConnectionState::Suspended, id.0, generation, false);
                 }
@@ -202,10 +232,9 @@ async fn move_session(
             }
         }
     };
-    if *shutdown.borrow() {
-        return Moved::Shutdown;
-    }
-    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+    let Some(strong) = inner.upgrade().filter(|_| !*shutdown.borrow()) else {
+        return Moved::Shutdown(opened.ok().map(|(client, ..)| client));
+    };
     match opened {
         Ok((client, servers, asked, events)) => {
             CuratorFramework::set_live(&strong, client.clone(), generation);
@@ -361,9 +390,9 @@ async fn connect(
 
 /// How a client is opened. `detached`: dropping its last clone does not close the session;
 /// the framework's clients are, while the ensemble tracker is on, so that a session can move
-/// to another client (module [`ensemble`](crate::ensemble)); [`close_session`] then closes it.
+/// to another client (module [`ensemble`](crate::ensemble)); a [`Closer`] then closes it.
 /// The builder's authentication, SASL and TLS options are applied here, so that every client
-/// of the framework (the sessions' and [`close_session`]'s) has them; open it with [`open`].
+/// of the framework (the sessions' and [`Closer`]'s) has them; open it with [`open`].
 fn connector(config: &Config, detached: bool) -> Result<zk::Connector, CuratorError> {
     let mut connector = zk::Client::connector()
         .with_session_timeout(config.session_timeout)
@@ -390,53 +419,6 @@ async fn open(connector: zk::Connector, servers: &str, tls: bool) -> Result<zk::
         connector.secure_connect(servers).await
     } else {
         connector.connect(servers).await
-    }
-}
-
-/// Waits (at most `limit`) until the client of `states` ends: once every clone is dropped, a
-/// detached client flushes what it has to send and ends.
-pub(crate) async fn client_ended(mut states: zk::StateWatcher, limit: Duration) -> bool {
-    tokio::time::timeout(limit, ended(&mut states)).await.is_ok()
-}
-
-/// Until the client of `states` ends.
-async fn ended(states: &mut zk::StateWatcher) {
-    while !states.state().is_terminated() {
-        states.changed().await;
-    }
-}
-
-/// Longest wait of [`close_session`], and for a dropped client to end when the framework closes.
-pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
-
-/// Closes a session on the server, for a framework whose clients are detached: a client that
-/// re-establishes it on the current servers, dropped at once, sends CloseSession (the server
-/// then drops any other connection of the session). At most [`CLOSE_WAIT`]; if no server takes
-/// it, the session expires on the server by itself.
-pub(crate) async fn close_session(config: &Config, session: zk::SessionInfo) {
-    let id = session.id();
-    let servers = config.ensemble.current();
-    let closer = match connector(config, false) {
-        Ok(connector) => connector.with_session(session),
-        Err(err) => {
-            tracing::debug!(session = %id, error = %err, "could not close the session (it expires on the server)");
-            return;
-        }
-    };
-    let closed = tokio::time::timeout(CLOSE_WAIT, async {
-        let client = open(closer, &servers, config.tls.is_some()).await?;
-        let mut states = client.state_watcher();
-        drop(client);
-        ended(&mut states).await;
-        Ok::<_, zk::Error>(())
-    })
-    .await;
-    match closed {
-        Ok(Ok(())) => tracing::debug!(session = %id, "session closed"),
-        Ok(Err(err)) => {
-            tracing::debug!(session = %id, error = %err, "could not close the session (it expires on the server)")
-        }
-        Err(_) => tracing::debug!(session = %id, "no server closed the session in time (it expires on the server)"),
     }
 }
 
