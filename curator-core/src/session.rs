@@ -99,7 +99,7 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         let mut asked = Instant::now();
         let Some(mut events) = SessionEvents::new(&client).await else { continue };
         generation += 1;
-        let Some(strong) = inner.upgrade() else { return abandon(closer, client, &shutdown).await };
+        let Some(strong) = inner.upgrade() else { return abandon(closer, client, Some(&shutdown)).await };
         CuratorFramework::set_live(&strong, client.clone(), generation);
         let state = if client.state() == zk::SessionState::ConnectedReadOnly {
             ConnectionState::ReadOnly
@@ -114,7 +114,7 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         let (session, alive) = loop {
             let (heard, suspended) =
                 match follow(&inner, &client, &servers, events, asked, generation, &mut shutdown).await {
-                    End::Shutdown => return abandon(closer, client, &shutdown).await,
+                    End::Shutdown => return abandon(closer, client, Some(&shutdown)).await,
                     End::Lost => {
                         let alive = (!client.state().is_terminated()).then(|| client.session().clone());
                         break (client.session_id().0, alive);
@@ -126,7 +126,8 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
                     (client, servers, asked, events) = (next, next_servers, next_asked, next_events);
                 }
                 Moved::Lost(session, alive) => break (session, alive),
-                Moved::Shutdown(Some(client)) => return abandon(closer, client, &shutdown).await,
+                // Never published, so close() does not know of it: end it here either way.
+                Moved::Shutdown(Some(client)) => return abandon(closer, client, None).await,
                 Moved::Shutdown(None) => return,
             }
         };
@@ -142,18 +143,18 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
     }
 }
 
-/// The manager stops while it holds `client`. If `close()` stopped it, `close()` ends the
-/// session. If every handle of the framework was dropped without `close()` (the shutdown sender
+/// The manager stops while it holds `client`. If `close()` stopped it (`shutdown` says so),
+/// `close()` ends the session; `shutdown` is `None` for a client `close()` cannot know of. If every handle of the framework was dropped without `close()` (the shutdown sender
 /// went with the framework), the manager ends it here, in its own task, so that the ephemeral
 /// nodes and locks of the session go at once: a client that is not detached sends CloseSession
 /// when dropped; a detached one (tracker on) is closed by `closer`. Nothing of this runs in a
 /// `Drop`, so dropping the last handle outside a runtime neither panics nor blocks; if the
 /// runtime itself is gone, so is this task, and the session expires on the server.
-async fn abandon(closer: Option<&Closer>, client: zk::Client, shutdown: &watch::Receiver<bool>) {
-    if *shutdown.borrow() {
+async fn abandon(closer: Option<&Closer>, client: zk::Client, shutdown: Option<&watch::Receiver<bool>>) {
+    if shutdown.is_some_and(|closing| *closing.borrow()) {
         return;
     }
-    tracing::debug!(session = %client.session_id(), "every handle of the framework was dropped without close(): ending its session");
+    tracing::debug!(session = %client.session_id(), "the framework stopped without ending this session: ending it");
     match closer {
         Some(closer) => closer.end(client).await,
         None => {
