@@ -27,6 +27,8 @@ use crate::path;
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy, StateHub};
 
+mod wait;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lifecycle {
     Latent,
@@ -279,17 +281,12 @@ impl CuratorFramework {
     /// tracker on, clients are detached (module `ensemble`) and a client re-established on the
     /// session closes it instead, whoever still holds a clone (`session::Closer`).
     async fn end_session(&self, session: Session) {
-        if self.inner.config.ensemble.enabled() {
-            match crate::session::Closer::new(&self.inner.config) {
-                Ok(closer) => closer.end(session.client).await,
-                Err(err) => tracing::warn!(error = %err, "could not close the session (it expires on the server)"),
-            }
-            return;
+        if !self.inner.config.ensemble.enabled() {
+            return crate::session::end_attached(session.client).await;
         }
-        let states = session.client.state_watcher();
-        drop(session);
-        if !crate::session::client_ended(states, crate::session::CLOSE_WAIT).await {
-            tracing::warn!("the session's client is still held elsewhere: the session ends when it is dropped");
+        match crate::session::Closer::new(&self.inner.config) {
+            Ok(closer) => closer.end(session.client).await,
+            Err(err) => tracing::warn!(error = %err, "could not close the session (it expires on the server)"),
         }
     }
 
@@ -452,49 +449,6 @@ impl CuratorFramework {
             reason: "namespace is not a valid chroot",
         })?;
         Ok(Session { client, generation: root.generation, epoch: root.epoch })
-    }
-
-    async fn live_session(&self, op_path: &str) -> Result<Session> {
-        let mut rx = self.inner.session.subscribe();
-        let connected = self.inner.hub.watch();
-        let mut fatal = self.inner.fatal.subscribe();
-        let wait = async {
-            loop {
-                match &*rx.borrow_and_update() {
-                    SessionSlot::Closed => return Err(CuratorError::Closed),
-                    SessionSlot::Live(s) if connected.borrow().state.is_connected() => return Ok(s.clone()),
-                    _ => {}
-                }
-                if let Some(err) = fatal.borrow_and_update().clone() {
-                    return Err(err);
-                }
-                let mut connected = connected.clone();
-                tokio::select! {
-                    r = rx.changed() => if r.is_err() { return Err(CuratorError::Closed) },
-                    r = connected.changed() => if r.is_err() { return Err(CuratorError::Closed) },
-                    r = fatal.changed() => if r.is_err() { return Err(CuratorError::Closed) },
-                }
-            }
-        };
-        // While closing, background work (guaranteed deletes) may still finish: the slot says
-        // Closed once the session is gone.
-        self.check_started()?;
-        // Under a deadline (module `retry::deadline`) the wait ends at the earlier of the two.
-        // A connection timeout too large to add to now (`Duration::MAX`) waits without end.
-        let limit = tokio::time::Instant::now().checked_add(self.inner.config.connection_timeout);
-        let deadline = crate::retry::deadline::current().filter(|d| limit.is_none_or(|l| *d < l));
-        let Some(until) = deadline.or(limit) else { return wait.await };
-        match tokio::time::timeout_at(until, wait).await {
-            Ok(r) => r,
-            Err(_) if deadline.is_some() => Err(crate::retry::deadline::timeout(op_path)),
-            Err(_) => Err(CuratorError::NotConnected {
-                detail: format!(
-                    "no connection to {} within the connection timeout ({:?}) for {op_path:?}",
-                    self.inner.config.ensemble.current(),
-                    self.inner.config.connection_timeout
-                ),
-            }),
-        }
     }
 
     /// Fails at once with a "not started" [`IllegalState`](CuratorError::IllegalState) before

@@ -46,7 +46,7 @@ use crate::retry::{ExponentialBackoffForever, RetryLoop};
 use crate::state::{ConnectionState, ConnectionStateEvent};
 
 mod end;
-pub(crate) use end::{client_ended, Closer, CLOSE_WAIT};
+pub(crate) use end::{client_ended, end_attached, Closer};
 
 /// Pause after the first failed attempt to open a session; it doubles with each failure in a
 /// row, up to [`MAX_RECONNECT_PAUSE`].
@@ -157,11 +157,7 @@ async fn abandon(closer: Option<&Closer>, client: zk::Client, shutdown: Option<&
     tracing::debug!(session = %client.session_id(), "the framework stopped without ending this session: ending it");
     match closer {
         Some(closer) => closer.end(client).await,
-        None => {
-            let states = client.state_watcher();
-            drop(client);
-            client_ended(states, CLOSE_WAIT).await;
-        }
+        None => end_attached(client).await,
     }
 }
 

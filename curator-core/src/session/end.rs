@@ -33,6 +33,16 @@ async fn ended(states: &mut zk::StateWatcher) {
     }
 }
 
+/// Ends the session of `client`, a client that is not detached: drops it (dropping the last
+/// clone sends CloseSession) and waits, at most [`CLOSE_WAIT`], for it to end.
+pub(crate) async fn end_attached(client: zk::Client) {
+    let states = client.state_watcher();
+    drop(client);
+    if !client_ended(states, CLOSE_WAIT).await {
+        tracing::warn!("the session's client is still held elsewhere: the session ends when it is dropped");
+    }
+}
+
 /// What closes a session on the server for a framework whose clients are detached: the
 /// framework's options for a client that is not detached (authentication, SASL, TLS) and its
 /// current ensemble. It keeps no framework alive.
