@@ -41,12 +41,13 @@ use crate::builder::Config;
 use crate::ensemble::{disjoint_servers, same_servers, Tracker};
 use crate::error::CuratorError;
 use crate::framework::{CuratorFramework, Inner};
-use crate::ops::watch::Fused;
 use crate::retry::{ExponentialBackoffForever, RetryLoop};
 use crate::state::{ConnectionState, ConnectionStateEvent};
 
 mod end;
+mod events;
 pub(crate) use end::{client_ended, end_attached, Closer};
+use events::{Probe, SessionEvents};
 
 /// Pause after the first failed attempt to open a session; it doubles with each failure in a
 /// row, up to [`MAX_RECONNECT_PAUSE`].
@@ -423,66 +424,6 @@ async fn open(connector: zk::Connector, servers: &str, tls: bool) -> Result<zk::
 /// receives nothing but session events, in order.
 pub const SESSION_EVENTS_PATH: &str = "/zookeeper/curator-rs-session-events";
 
-/// The session's events in order. zookeeper-client's `StateWatcher` keeps only the latest state
-/// (a cut followed by a reconnection 3 ms later can show as no change at all), whereas every
-/// watcher receives each session event in turn; so a persistent watch on a path nobody uses
-/// carries them. If the server cannot add one (before 3.6), the state watcher is the fallback.
-enum SessionEvents {
-    Watch(Fused),
-    States(zk::StateWatcher),
-}
-
-impl SessionEvents {
-    /// Sets up the events of a new session, before anyone is told it is connected. `None` if
-    /// the session ended meanwhile.
-    async fn new(client: &zk::Client) -> Option<Self> {
-        loop {
-            match client.watch(SESSION_EVENTS_PATH, zk::AddWatchMode::Persistent).await {
-                Ok(watcher) => return Some(SessionEvents::Watch(Fused::new(watcher))),
-                Err(_) if client.state().is_terminated() => return None,
-                // A disconnection under the request: it is sent again after the reconnection.
-                Err(zk::Error::ConnectionLoss | zk::Error::Custom(_)) => continue,
-                Err(err) => {
-                    tracing::debug!(error = %err, "no persistent watch for session events: using the state watcher");
-                    return Some(SessionEvents::States(client.state_watcher()));
-                }
-            }
-        }
-    }
-
-    /// The next session state. Never polls the watcher again after a terminal state (that
-    /// would panic, see [`Fused`]); pends forever instead.
-    async fn next(&mut self) -> zk::SessionState {
-        match self {
-            SessionEvents::States(states) => states.changed().await,
-            SessionEvents::Watch(watch) => loop {
-                let Some(event) = watch.next().await else { return std::future::pending().await };
-                if event.event_type == zk::EventType::Session {
-                    return event.session_state;
-                }
-            },
-        }
-    }
-}
-
-/// A probe in flight: when it was sent, and its answer (`true` if the server answered).
-struct Probe {
-    sent: Instant,
-    answer: std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>,
-}
-
-impl Probe {
-    /// Sends `exists` on [`SESSION_EVENTS_PATH`]; any answer from the server counts, an error
-    /// of the connection does not.
-    fn send(client: &zk::Client) -> Self {
-        let client = client.clone();
-        let sent = Instant::now();
-        tracing::trace!(path = SESSION_EVENTS_PATH, "exists (session probe)");
-        let answer = Box::pin(async move { client.check_stat(SESSION_EVENTS_PATH).await.is_ok() });
-        Self { sent, answer }
-    }
-}
-
 /// Follows one session's events until it is lost or the framework shuts down. `heard`: a time
 /// before which the server is known to have heard from us.
 async fn follow(
@@ -500,6 +441,8 @@ async fn follow(
     let mut probes = tokio::time::interval((negotiated / PROBES_PER_TIMEOUT).max(Duration::from_millis(1)));
     probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut probe: Option<Probe> = None;
+    // While suspended: whether a server still takes the session (module `end`).
+    let mut resumable: Option<end::Resumable> = None;
     let Some(strong) = inner.upgrade() else { return End::Shutdown };
     let mut tracker = Tracker::new(strong.config.ensemble.clone(), client);
     drop(strong);
@@ -512,8 +455,23 @@ async fn follow(
                 None => std::future::pending().await,
             }
         };
+        let resumed = async {
+            match resumable.as_mut() {
+                Some(r) => r.await,
+                None => std::future::pending().await,
+            }
+        };
         let state = tokio::select! {
             _ = shutdown.changed() => return End::Shutdown,
+            alive = resumed => {
+                resumable = None;
+                if alive {
+                    continue;
+                }
+                tracing::warn!(session = %client.session_id(), "the session was closed or expired on the server while disconnected: a server refused to resume it");
+                crate::metrics::session_ended(zk::SessionState::Expired);
+                return End::Lost;
+            }
             _ = tokio::time::sleep_until(lost_at) => {
                 tracing::warn!(session = %client.session_id(), silent = ?heard.elapsed(), "no answer from the server for most of a session timeout: presuming the session lost");
                 crate::metrics::session_presumed_lost();
@@ -527,6 +485,13 @@ async fn follow(
                 if let Some(p) = probe.take() {
                     if ok {
                         heard = heard.max(p.sent);
+                        // The connection works: no need to ask whether the session lives. Not
+                        // at the reconnection itself: zookeeper-client says SyncConnected on
+                        // the server's handshake reply, and a session closed from outside at
+                        // that moment loses the connection again right after, unreported.
+                        if phase == Phase::Connected {
+                            resumable = None;
+                        }
                     }
                 }
                 continue;
@@ -551,6 +516,9 @@ async fn follow(
                 if ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
                     return End::Move { heard, suspended: true };
                 }
+                // Learn at once whether the session still lives: it may have been closed from
+                // outside, and the client's own reconnection may take seconds to find out.
+                resumable = Closer::new(&strong.config).ok().map(|closer| closer.resumable(client));
             }
             (zk::SessionState::SyncConnected, Phase::Suspended) => {
                 phase = Phase::Connected;

@@ -68,6 +68,8 @@ impl Leadership {
 
     /// Resolves when the term is over or may be, with the reason. The first call (for a term)
     /// sets one watch on our node, unless the election already armed one; later calls share it.
+    /// A session closed from outside may see the next leader elected before this resolves: see
+    /// [`LockGuard::lost`](crate::locks::LockGuard::lost) for the window, and fence.
     pub async fn lost(&self) -> LockLost {
         self.hold.lost().await
     }
