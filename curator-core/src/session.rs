@@ -89,7 +89,9 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
     // the framework may be dropped before this task ends (module `end`).
     let closer = inner.upgrade().filter(|strong| strong.config.ensemble.enabled()).and_then(|strong| {
         Closer::new(&strong.config)
-            .inspect_err(|err| tracing::warn!(error = %err, "no closer for detached sessions (they expire on the server)"))
+            .inspect_err(
+                |err| tracing::warn!(error = %err, "no closer for detached sessions (they expire on the server)"),
+            )
             .ok()
     });
     let closer = closer.as_ref();

@@ -495,7 +495,12 @@ async fn operations_right_after_start_wait_for_the_first_connection() {
         let handle = fw.using_namespace(namespace).unwrap();
         assert!(!fw.connection_state().is_connected(), "issued before the first connection");
         let parent = format!("{base}/parent");
-        handle.create().creating_parents_if_needed().for_path(&parent, vec![]).await.expect("created right after start");
+        handle
+            .create()
+            .creating_parents_if_needed()
+            .for_path(&parent, vec![])
+            .await
+            .expect("created right after start");
         let fresh = started_with_one_ms(RetryNTimes::new(0, Duration::ZERO)).using_namespace(namespace).unwrap();
         let protected = fresh
             .create()

@@ -328,7 +328,9 @@ async fn a_holder_killed_from_outside_is_told_promptly() {
                 let guard = waiter.acquire().await;
                 (std::time::Instant::now(), guard)
             });
-            assert!(eventually(Timing::new().deadline(), || async { children(&holder_fw, &path).await.len() == 2 }).await);
+            assert!(
+                eventually(Timing::new().deadline(), || async { children(&holder_fw, &path).await.len() == 2 }).await
+            );
 
             let info = holder_fw.session().await.unwrap().client().session().clone();
             expire_session(&server.connect_string(), &info).await.unwrap();

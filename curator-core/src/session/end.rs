@@ -75,7 +75,11 @@ pub(crate) struct Closer {
 impl Closer {
     /// A closer with the framework's options.
     pub(crate) fn new(config: &Config) -> Result<Self, CuratorError> {
-        Ok(Closer { connector: super::connector(config, false)?, ensemble: config.ensemble.clone(), tls: config.tls.is_some() })
+        Ok(Closer {
+            connector: super::connector(config, false)?,
+            ensemble: config.ensemble.clone(),
+            tls: config.tls.is_some(),
+        })
     }
 
     /// Closes `session` on the server: a client that re-establishes it on the current servers,
