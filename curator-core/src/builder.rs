@@ -103,14 +103,30 @@ impl CuratorFrameworkBuilder {
     }
     /// The session timeout to ask the server for (it may negotiate another). From 1 ms to
     /// `i32::MAX` ms (ZooKeeper's limit), checked at [`build`](Self::build).
+    ///
+    /// What it bounds (docs/operations.md section 2): how long the server keeps the session of
+    /// a silent client (then its ephemeral nodes, locks and leadership go); the framework
+    /// presumes the session lost at 19/20 of the negotiated value after the server last heard
+    /// from it (docs/architecture.md section 3.2); each attempt to open a session (one pass
+    /// over the servers); and how long an operation made while a session is being opened is
+    /// held for it (see [`connection_timeout`](Self::connection_timeout)).
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
     }
-    /// How long an operation waits for a connection before it fails with
-    /// [`NotConnected`](CuratorError::NotConnected) (retryable), as Curator's connection
-    /// timeout. It does not bound the attempts to connect: those are the session manager's
-    /// (docs/architecture.md section 3.1). Not zero; `Duration::MAX` waits without end.
+    /// How long an operation waits for a connection, as Curator's connection timeout. Not
+    /// zero; `Duration::MAX` waits without end.
+    ///
+    /// What it bounds (docs/architecture.md section 3.4): while the session is suspended (the
+    /// connection dropped), an operation fails with [`NotConnected`](CuratorError::NotConnected)
+    /// (retryable: the retry policy may wait again) once it has waited this long. While a
+    /// session is being opened (right after [`start`](CuratorFramework::start), or after a
+    /// loss) and no attempt has failed yet, an operation past this wait is held, as Curator's
+    /// ZooKeeper handle holds it, until the session is up, and fails with `NotConnected` only
+    /// once the [session timeout](Self::session_timeout) has passed since it was made; so a
+    /// create issued right after `start()` with a 1 ms connection timeout succeeds. It does
+    /// not bound the attempts to connect: those are the session manager's
+    /// (docs/architecture.md section 3.1).
     pub fn connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = timeout;
         self

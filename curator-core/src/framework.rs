@@ -27,6 +27,8 @@ use crate::path;
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy, StateHub};
 
+mod wait;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lifecycle {
     Latent,
@@ -283,32 +285,15 @@ impl CuratorFramework {
     /// Ends `session` on the server: dropping the last clone of its client sends CloseSession.
     /// Waits (bounded) for that. A clone kept elsewhere keeps the session open until it is
     /// dropped, which is why [`Session`] must not be held across long waits. With the ensemble
-    /// tracker on, a client re-established on the session closes it instead (`session::close_session`).
+    /// tracker on, clients are detached (module `ensemble`) and a client re-established on the
+    /// session closes it instead, whoever still holds a clone (`session::Closer`).
     async fn end_session(&self, session: Session) {
-        if self.inner.config.ensemble.enabled() {
-            // With the ensemble tracker on, clients are detached (module `ensemble`): dropping
-            // one sends no CloseSession, so a client on the same session closes it, whoever
-            // still holds a clone of this one.
-            let alive = !session.client.state().is_terminated();
-            let info = session.client.session().clone();
-            let connected =
-                matches!(session.client.state(), zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly);
-            let states = session.client.state_watcher();
-            drop(session);
-            // First let a connected client end (it would otherwise reconnect when the closer's
-            // connection makes the server drop its own, and take the session back).
-            if connected && !crate::session::client_ended(states, crate::session::CLOSE_WAIT).await {
-                tracing::warn!("the session's client is still held elsewhere: closing the session anyway");
-            }
-            if alive {
-                crate::session::close_session(&self.inner.config, info).await;
-            }
-            return;
+        if !self.inner.config.ensemble.enabled() {
+            return crate::session::end_attached(session.client).await;
         }
-        let states = session.client.state_watcher();
-        drop(session);
-        if !crate::session::client_ended(states, crate::session::CLOSE_WAIT).await {
-            tracing::warn!("the session's client is still held elsewhere: the session ends when it is dropped");
+        match crate::session::Closer::new(&self.inner.config) {
+            Ok(closer) => closer.end(session.client).await,
+            Err(err) => tracing::warn!(error = %err, "could not close the session (it expires on the server)"),
         }
     }
 
@@ -478,49 +463,6 @@ impl CuratorFramework {
             reason: "namespace is not a valid chroot",
         })?;
         Ok(Session { client, generation: root.generation, epoch: root.epoch })
-    }
-
-    async fn live_session(&self, op_path: &str) -> Result<Session> {
-        let mut rx = self.inner.session.subscribe();
-        let connected = self.inner.hub.watch();
-        let mut fatal = self.inner.fatal.subscribe();
-        let wait = async {
-            loop {
-                match &*rx.borrow_and_update() {
-                    SessionSlot::Closed => return Err(CuratorError::Closed),
-                    SessionSlot::Live(s) if connected.borrow().state.is_connected() => return Ok(s.clone()),
-                    _ => {}
-                }
-                if let Some(err) = fatal.borrow_and_update().clone() {
-                    return Err(err);
-                }
-                let mut connected = connected.clone();
-                tokio::select! {
-                    r = rx.changed() => if r.is_err() { return Err(CuratorError::Closed) },
-                    r = connected.changed() => if r.is_err() { return Err(CuratorError::Closed) },
-                    r = fatal.changed() => if r.is_err() { return Err(CuratorError::Closed) },
-                }
-            }
-        };
-        // While closing, background work (guaranteed deletes) may still finish: the slot says
-        // Closed once the session is gone.
-        self.check_started()?;
-        // Under a deadline (module `retry::deadline`) the wait ends at the earlier of the two.
-        // A connection timeout too large to add to now (`Duration::MAX`) waits without end.
-        let limit = tokio::time::Instant::now().checked_add(self.inner.config.connection_timeout);
-        let deadline = crate::retry::deadline::current().filter(|d| limit.is_none_or(|l| *d < l));
-        let Some(until) = deadline.or(limit) else { return wait.await };
-        match tokio::time::timeout_at(until, wait).await {
-            Ok(r) => r,
-            Err(_) if deadline.is_some() => Err(crate::retry::deadline::timeout(op_path)),
-            Err(_) => Err(CuratorError::NotConnected {
-                detail: format!(
-                    "no connection to {} within the connection timeout ({:?}) for {op_path:?}",
-                    self.inner.config.ensemble.current(),
-                    self.inner.config.connection_timeout
-                ),
-            }),
-        }
     }
 
     /// Fails at once with [`NotStarted`](CuratorError::NotStarted) before

@@ -41,9 +41,13 @@ use crate::builder::Config;
 use crate::ensemble::{disjoint_servers, same_servers, Tracker};
 use crate::error::CuratorError;
 use crate::framework::{CuratorFramework, Inner};
-use crate::ops::watch::Fused;
 use crate::retry::{ExponentialBackoffForever, RetryLoop};
 use crate::state::{ConnectionState, ConnectionStateEvent};
+
+mod end;
+mod events;
+pub(crate) use end::{client_ended, end_attached, Closer};
+use events::{Probe, SessionEvents};
 
 /// Pause after the first failed attempt to open a session; it doubles with each failure in a
 /// row, up to [`MAX_RECONNECT_PAUSE`].
@@ -81,6 +85,16 @@ enum End {
 const MOVE_GRACE: (u32, Duration) = (10, Duration::from_secs(2));
 
 pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
+    // With the tracker on, clients are detached: what closes their sessions, kept here because
+    // the framework may be dropped before this task ends (module `end`).
+    let closer = inner.upgrade().filter(|strong| strong.config.ensemble.enabled()).and_then(|strong| {
+        Closer::new(&strong.config)
+            .inspect_err(
+                |err| tracing::warn!(error = %err, "no closer for detached sessions (they expire on the server)"),
+            )
+            .ok()
+    });
+    let closer = closer.as_ref();
     let mut generation = 0u64;
     loop {
         let Some((mut client, mut servers)) = connect(&inner, &mut shutdown, None).await else { return };
@@ -88,7 +102,7 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         let mut asked = Instant::now();
         let Some(mut events) = SessionEvents::new(&client).await else { continue };
         generation += 1;
-        let Some(strong) = inner.upgrade() else { return };
+        let Some(strong) = inner.upgrade() else { return abandon(closer, client, Some(&shutdown)).await };
         CuratorFramework::set_live(&strong, client.clone(), generation);
         let state = if client.state() == zk::SessionState::ConnectedReadOnly {
             ConnectionState::ReadOnly
@@ -103,7 +117,7 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
         let (session, alive) = loop {
             let (heard, suspended) =
                 match follow(&inner, &client, &servers, events, asked, generation, &mut shutdown).await {
-                    End::Shutdown => return,
+                    End::Shutdown => return abandon(closer, client, Some(&shutdown)).await,
                     End::Lost => {
                         let alive = (!client.state().is_terminated()).then(|| client.session().clone());
                         break (client.session_id().0, alive);
@@ -115,23 +129,38 @@ pub(crate) async fn run(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>)
                     (client, servers, asked, events) = (next, next_servers, next_asked, next_events);
                 }
                 Moved::Lost(session, alive) => break (session, alive),
-                Moved::Shutdown => return,
+                // Never published, so close() does not know of it: end it here either way.
+                Moved::Shutdown(Some(client)) => return abandon(closer, client, None).await,
+                Moved::Shutdown(None) => return,
             }
         };
-        let Some(strong) = inner.upgrade() else { return };
-        CuratorFramework::set_empty(&strong);
-        publish(&strong, ConnectionState::Lost, session, generation, false);
         // Abandon the session: a detached client (tracker on) sent no CloseSession when it was
         // dropped, so close the session if a server still takes it, as a client that is not
         // detached does when dropped (section 3.2).
-        if let Some(info) = alive.filter(|_| strong.config.ensemble.enabled()) {
-            let weak = inner.clone();
-            crate::background::spawn_detached(async move {
-                if let Some(strong) = weak.upgrade() {
-                    close_session(&strong.config, info).await;
-                }
-            });
+        if let (Some(info), Some(closer)) = (alive, closer.cloned()) {
+            crate::background::spawn_detached(async move { closer.close(info).await });
         }
+        let Some(strong) = inner.upgrade() else { return };
+        CuratorFramework::set_empty(&strong);
+        publish(&strong, ConnectionState::Lost, session, generation, false);
+    }
+}
+
+/// The manager stops while it holds `client`. If `close()` stopped it (`shutdown` says so),
+/// `close()` ends the session; `shutdown` is `None` for a client `close()` cannot know of. If every handle of the framework was dropped without `close()` (the shutdown sender
+/// went with the framework), the manager ends it here, in its own task, so that the ephemeral
+/// nodes and locks of the session go at once: a client that is not detached sends CloseSession
+/// when dropped; a detached one (tracker on) is closed by `closer`. Nothing of this runs in a
+/// `Drop`, so dropping the last handle outside a runtime neither panics nor blocks; if the
+/// runtime itself is gone, so is this task, and the session expires on the server.
+async fn abandon(closer: Option<&Closer>, client: zk::Client, shutdown: Option<&watch::Receiver<bool>>) {
+    if shutdown.is_some_and(|closing| *closing.borrow()) {
+        return;
+    }
+    tracing::debug!(session = %client.session_id(), "the framework stopped without ending this session: ending it");
+    match closer {
+        Some(closer) => closer.end(client).await,
+        None => end_attached(client).await,
     }
 }
 
@@ -142,7 +171,8 @@ enum Moved {
     To(zk::Client, String, Instant, SessionEvents),
     /// The session is presumed lost: its id, and what closes it if a server may still take it.
     Lost(i64, Option<zk::SessionInfo>),
-    Shutdown,
+    /// The framework shut down, with the new client if one was opened (never published).
+    Shutdown(Option<zk::Client>),
 }
 
 /// Moves the session of `old` to the servers of the current ensemble (module
@@ -162,7 +192,7 @@ async fn move_session(
     generation: u64,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Moved {
-    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+    let Some(strong) = inner.upgrade() else { return Moved::Shutdown(None) };
     let (info, timeout) = (old.session().clone(), old.session_timeout());
     let id = info.id();
     tracing::info!(session = %id, connect_string = %strong.config.ensemble.current(), "moving the session to the new ensemble");
@@ -191,7 +221,7 @@ async fn move_session(
             tokio::select! {
                 opened = &mut attempt => break opened.ok_or(false),
                 _ = tokio::time::sleep_until(grace_at), if !suspended => {
-                    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+                    let Some(strong) = inner.upgrade() else { return Moved::Shutdown(None) };
                     suspended = true;
                     publish(&strong, ConnectionState::Suspended, id.0, generation, false);
                 }
@@ -202,10 +232,9 @@ async fn move_session(
             }
         }
     };
-    if *shutdown.borrow() {
-        return Moved::Shutdown;
-    }
-    let Some(strong) = inner.upgrade() else { return Moved::Shutdown };
+    let Some(strong) = inner.upgrade().filter(|_| !*shutdown.borrow()) else {
+        return Moved::Shutdown(opened.ok().map(|(client, ..)| client));
+    };
     match opened {
         Ok((client, servers, asked, events)) => {
             CuratorFramework::set_live(&strong, client.clone(), generation);
@@ -361,9 +390,9 @@ async fn connect(
 
 /// How a client is opened. `detached`: dropping its last clone does not close the session;
 /// the framework's clients are, while the ensemble tracker is on, so that a session can move
-/// to another client (module [`ensemble`](crate::ensemble)); [`close_session`] then closes it.
+/// to another client (module [`ensemble`](crate::ensemble)); a [`Closer`] then closes it.
 /// The builder's authentication, SASL and TLS options are applied here, so that every client
-/// of the framework (the sessions' and [`close_session`]'s) has them; open it with [`open`].
+/// of the framework (the sessions' and [`Closer`]'s) has them; open it with [`open`].
 fn connector(config: &Config, detached: bool) -> Result<zk::Connector, CuratorError> {
     let mut connector = zk::Client::connector()
         .with_session_timeout(config.session_timeout)
@@ -393,116 +422,9 @@ async fn open(connector: zk::Connector, servers: &str, tls: bool) -> Result<zk::
     }
 }
 
-/// Waits (at most `limit`) until the client of `states` ends: once every clone is dropped, a
-/// detached client flushes what it has to send and ends.
-pub(crate) async fn client_ended(mut states: zk::StateWatcher, limit: Duration) -> bool {
-    tokio::time::timeout(limit, ended(&mut states)).await.is_ok()
-}
-
-/// Until the client of `states` ends.
-async fn ended(states: &mut zk::StateWatcher) {
-    while !states.state().is_terminated() {
-        states.changed().await;
-    }
-}
-
-/// Longest wait of [`close_session`], and for a dropped client to end when the framework closes.
-pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
-
-/// Closes a session on the server, for a framework whose clients are detached: a client that
-/// re-establishes it on the current servers, dropped at once, sends CloseSession (the server
-/// then drops any other connection of the session). At most [`CLOSE_WAIT`]; if no server takes
-/// it, the session expires on the server by itself.
-pub(crate) async fn close_session(config: &Config, session: zk::SessionInfo) {
-    let id = session.id();
-    let servers = config.ensemble.current();
-    let closer = match connector(config, false) {
-        Ok(connector) => connector.with_session(session),
-        Err(err) => {
-            tracing::debug!(session = %id, error = %err, "could not close the session (it expires on the server)");
-            return;
-        }
-    };
-    let closed = tokio::time::timeout(CLOSE_WAIT, async {
-        let client = open(closer, &servers, config.tls.is_some()).await?;
-        let mut states = client.state_watcher();
-        drop(client);
-        ended(&mut states).await;
-        Ok::<_, zk::Error>(())
-    })
-    .await;
-    match closed {
-        Ok(Ok(())) => tracing::debug!(session = %id, "session closed"),
-        Ok(Err(err)) => {
-            tracing::debug!(session = %id, error = %err, "could not close the session (it expires on the server)")
-        }
-        Err(_) => tracing::debug!(session = %id, "no server closed the session in time (it expires on the server)"),
-    }
-}
-
 /// A path nobody creates, under ZooKeeper's reserved `/zookeeper`: a persistent watch on it
 /// receives nothing but session events, in order.
 pub const SESSION_EVENTS_PATH: &str = "/zookeeper/curator-rs-session-events";
-
-/// The session's events in order. zookeeper-client's `StateWatcher` keeps only the latest state
-/// (a cut followed by a reconnection 3 ms later can show as no change at all), whereas every
-/// watcher receives each session event in turn; so a persistent watch on a path nobody uses
-/// carries them. If the server cannot add one (before 3.6), the state watcher is the fallback.
-enum SessionEvents {
-    Watch(Fused),
-    States(zk::StateWatcher),
-}
-
-impl SessionEvents {
-    /// Sets up the events of a new session, before anyone is told it is connected. `None` if
-    /// the session ended meanwhile.
-    async fn new(client: &zk::Client) -> Option<Self> {
-        loop {
-            match client.watch(SESSION_EVENTS_PATH, zk::AddWatchMode::Persistent).await {
-                Ok(watcher) => return Some(SessionEvents::Watch(Fused::new(watcher))),
-                Err(_) if client.state().is_terminated() => return None,
-                // A disconnection under the request: it is sent again after the reconnection.
-                Err(zk::Error::ConnectionLoss | zk::Error::Custom(_)) => continue,
-                Err(err) => {
-                    tracing::debug!(error = %err, "no persistent watch for session events: using the state watcher");
-                    return Some(SessionEvents::States(client.state_watcher()));
-                }
-            }
-        }
-    }
-
-    /// The next session state. Never polls the watcher again after a terminal state (that
-    /// would panic, see [`Fused`]); pends forever instead.
-    async fn next(&mut self) -> zk::SessionState {
-        match self {
-            SessionEvents::States(states) => states.changed().await,
-            SessionEvents::Watch(watch) => loop {
-                let Some(event) = watch.next().await else { return std::future::pending().await };
-                if event.event_type == zk::EventType::Session {
-                    return event.session_state;
-                }
-            },
-        }
-    }
-}
-
-/// A probe in flight: when it was sent, and its answer (`true` if the server answered).
-struct Probe {
-    sent: Instant,
-    answer: std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>,
-}
-
-impl Probe {
-    /// Sends `exists` on [`SESSION_EVENTS_PATH`]; any answer from the server counts, an error
-    /// of the connection does not.
-    fn send(client: &zk::Client) -> Self {
-        let client = client.clone();
-        let sent = Instant::now();
-        tracing::trace!(path = SESSION_EVENTS_PATH, "exists (session probe)");
-        let answer = Box::pin(async move { client.check_stat(SESSION_EVENTS_PATH).await.is_ok() });
-        Self { sent, answer }
-    }
-}
 
 /// Follows one session's events until it is lost or the framework shuts down. `heard`: a time
 /// before which the server is known to have heard from us.
@@ -521,6 +443,8 @@ async fn follow(
     let mut probes = tokio::time::interval((negotiated / PROBES_PER_TIMEOUT).max(Duration::from_millis(1)));
     probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut probe: Option<Probe> = None;
+    // While suspended: whether a server still takes the session (module `end`).
+    let mut resumable: Option<end::Resumable> = None;
     let Some(strong) = inner.upgrade() else { return End::Shutdown };
     let mut tracker = Tracker::new(strong.config.ensemble.clone(), client);
     drop(strong);
@@ -533,8 +457,23 @@ async fn follow(
                 None => std::future::pending().await,
             }
         };
+        let resumed = async {
+            match resumable.as_mut() {
+                Some(r) => r.await,
+                None => std::future::pending().await,
+            }
+        };
         let state = tokio::select! {
             _ = shutdown.changed() => return End::Shutdown,
+            alive = resumed => {
+                resumable = None;
+                if alive {
+                    continue;
+                }
+                tracing::warn!(session = %client.session_id(), "the session was closed or expired on the server while disconnected: a server refused to resume it");
+                crate::metrics::session_ended(zk::SessionState::Expired);
+                return End::Lost;
+            }
             _ = tokio::time::sleep_until(lost_at) => {
                 tracing::warn!(session = %client.session_id(), silent = ?heard.elapsed(), "no answer from the server for most of a session timeout: presuming the session lost");
                 crate::metrics::session_presumed_lost();
@@ -548,6 +487,13 @@ async fn follow(
                 if let Some(p) = probe.take() {
                     if ok {
                         heard = heard.max(p.sent);
+                        // The connection works: no need to ask whether the session lives. Not
+                        // at the reconnection itself: zookeeper-client says SyncConnected on
+                        // the server's handshake reply, and a session closed from outside at
+                        // that moment loses the connection again right after, unreported.
+                        if phase == Phase::Connected {
+                            resumable = None;
+                        }
                     }
                 }
                 continue;
@@ -572,6 +518,9 @@ async fn follow(
                 if ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
                     return End::Move { heard, suspended: true };
                 }
+                // Learn at once whether the session still lives: it may have been closed from
+                // outside, and the client's own reconnection may take seconds to find out.
+                resumable = Closer::new(&strong.config).ok().map(|closer| closer.resumable(client));
             }
             (zk::SessionState::SyncConnected, Phase::Suspended) => {
                 phase = Phase::Connected;

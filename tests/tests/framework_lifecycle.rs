@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use curator_core::retry::{RetryNTimes, RetryPolicy};
+use curator_core::retry::{RetryNTimes, RetryOneTime, RetryPolicy};
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework};
 use curator_recipes::locks::{InterProcessMutex, LockLost};
 use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
@@ -289,6 +289,94 @@ async fn a_lock_held_at_close_is_lost_because_of_the_close() {
     other.close().await;
 }
 
+/// Drops `fw`, its last handle, and returns how long its ephemeral node at `path` outlives it,
+/// as `observer` sees it (a watch on the node; at most the test deadline).
+async fn ephemeral_outlives_drop(fw: CuratorFramework, observer: &CuratorFramework, path: &str) -> Duration {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = Mutex::new(Some(tx));
+    let stat = observer
+        .check_exists()
+        .using_watcher(move |event| {
+            if event.event_type == curator_core::zk::EventType::NodeDeleted {
+                if let Some(tx) = tx.lock().unwrap().take() {
+                    let _ = tx.send(Instant::now());
+                }
+            }
+        })
+        .for_path(path)
+        .await
+        .unwrap();
+    assert!(stat.is_some_and(|s| s.ephemeral_owner != 0), "{path} is an ephemeral node");
+    let dropped = Instant::now();
+    drop(fw);
+    let gone = tokio::time::timeout(Timing::new().deadline(), rx).await.expect("the node went").unwrap();
+    gone - dropped
+}
+
+/// Dropping every handle of a framework without `close()` ends its session promptly, so that
+/// its ephemeral nodes (and the locks they stand for) go at once, with the ensemble tracker on
+/// (the default) or off. Before, with the tracker on, the session's clients are detached and
+/// the dropped framework sent no CloseSession: the node stayed for a whole session timeout
+/// (4.1-4.5 s with the 4 s test session, "dropped: 4.1s"); with the tracker off it went in 5 ms.
+#[tokio::test]
+async fn dropping_the_last_handle_ends_the_session() {
+    let server = TestingServer::shared();
+    let observer = connected(builder(&server.connect_string())).await;
+    let bound = Timing::new().session_timeout() / 4;
+    for tracker in [true, false] {
+        let fw = connected(builder(&server.connect_string()).ensemble_tracker(tracker)).await;
+        let path = unique_path("dropped");
+        fw.create().with_mode(CreateMode::Ephemeral).for_path(&path, vec![]).await.unwrap();
+        let other_handle = fw.using_namespace(Some("elsewhere")).unwrap();
+        drop(other_handle);
+        let lived = ephemeral_outlives_drop(fw, &observer, &path).await;
+        assert!(lived < bound, "tracker {tracker}: the node outlived the dropped framework by {lived:?}");
+    }
+    observer.close().await;
+}
+
+/// The last handle dropped on a thread outside any runtime (the framework's runtime still runs)
+/// still ends the session promptly, without a panic or a hang; and a framework dropped after
+/// its runtime shut down does not panic either (its session then expires on the server).
+#[test]
+fn dropping_outside_a_runtime_neither_panics_nor_hangs() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let connect = TestingServer::shared().connect_string();
+    let observer = runtime.block_on(connected(builder(&connect)));
+    let bound = Timing::new().session_timeout() / 4;
+    for tracker in [true, false] {
+        let fw = runtime.block_on(connected(builder(&connect).ensemble_tracker(tracker)));
+        let path = unique_path("dropped-outside");
+        runtime.block_on(fw.create().with_mode(CreateMode::Ephemeral).for_path(&path, vec![]).into_future()).unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let tx = Mutex::new(Some(tx));
+        runtime
+            .block_on(
+                observer
+                    .check_exists()
+                    .using_watcher(move |event| {
+                        if event.event_type == curator_core::zk::EventType::NodeDeleted {
+                            if let Some(tx) = tx.lock().unwrap().take() {
+                                let _ = tx.send(Instant::now());
+                            }
+                        }
+                    })
+                    .for_path(&path)
+                    .into_future(),
+            )
+            .unwrap();
+        let dropped = Instant::now();
+        std::thread::spawn(move || drop(fw)).join().expect("the drop did not panic");
+        let gone = runtime.block_on(async { tokio::time::timeout(Timing::new().deadline(), rx).await });
+        let lived = gone.expect("the node went").unwrap() - dropped;
+        assert!(lived < bound, "tracker {tracker}: the node outlived the framework dropped outside by {lived:?}");
+    }
+    let late = runtime.block_on(connected(builder(&connect)));
+    runtime.block_on(observer.close());
+    drop(runtime);
+    drop(late); // after its runtime: no panic
+}
+
 // --- 5. builder input --------------------------------------------------------------------------
 
 /// Options are checked when the framework is built, with typed errors and never a panic. Before,
@@ -377,6 +465,104 @@ async fn quick_close() {
     tokio::time::timeout(Duration::from_secs(5), fw.close()).await.expect("close is prompt");
     assert!(fw.is_closed());
     assert_eq!(fw.connection_state(), ConnectionState::Closed);
+}
+
+/// A framework on the shared server with a 1 ms connection timeout and `retry`, started but
+/// not yet connected.
+fn started_with_one_ms(retry: impl RetryPolicy + 'static) -> CuratorFramework {
+    let fw = builder(&TestingServer::shared().connect_string())
+        .connection_timeout(Duration::from_millis(1))
+        .retry_policy(retry)
+        .build()
+        .unwrap();
+    fw.start().unwrap();
+    fw
+}
+
+/// Follows Curator's TestFrameworkEdges.testProtectedCreateNodeDeletion: a 1 ms connection
+/// timeout, no retries, and creates (plain, then protected) issued right after `start()`, before
+/// the first connection is up, on the framework and on a namespace of it; each succeeds. The
+/// connection timeout bounds the wait for a connection; the request then waits, as Curator's
+/// waits in its ZooKeeper handle, until the session being opened is up. Before, each failed
+/// with NotConnected ("no connection ... within the connection timeout (1ms)") 1 ms after it
+/// was issued.
+#[tokio::test]
+async fn operations_right_after_start_wait_for_the_first_connection() {
+    let base = unique_path("right-after-start");
+    for namespace in [None, Some("nm")] {
+        let fw = started_with_one_ms(RetryNTimes::new(0, Duration::ZERO));
+        let handle = fw.using_namespace(namespace).unwrap();
+        assert!(!fw.connection_state().is_connected(), "issued before the first connection");
+        let parent = format!("{base}/parent");
+        handle
+            .create()
+            .creating_parents_if_needed()
+            .for_path(&parent, vec![])
+            .await
+            .expect("created right after start");
+        let fresh = started_with_one_ms(RetryNTimes::new(0, Duration::ZERO)).using_namespace(namespace).unwrap();
+        let protected = fresh
+            .create()
+            .with_protection()
+            .with_mode(CreateMode::EphemeralSequential)
+            .for_path(&format!("{parent}/test"), vec![])
+            .await
+            .expect("a protected create right after start");
+        assert!(protected.starts_with(&format!("{parent}/_c_")), "{protected}");
+        assert_eq!(handle.get_children().for_path(&parent).await.unwrap().len(), 1);
+        fresh.close().await;
+        handle.delete().deleting_children_if_needed().for_path(&base).await.unwrap();
+        fw.close().await;
+    }
+}
+
+/// Follows Curator's TestFrameworkEdges.testPathsFromProtectingInBackground: a 1 ms connection
+/// timeout, `RetryOneTime(1 ms)`, and right after `start()` a create of the parents followed by
+/// a protected create in the background, in every create mode; the callback gets the created
+/// name and path under the parent. Before, the first create failed with NotConnected after its
+/// two 1 ms waits.
+#[tokio::test]
+async fn background_protected_creates_right_after_start_succeed() {
+    let base = unique_path("protecting-in-background");
+    let modes = [
+        CreateMode::Persistent,
+        CreateMode::PersistentSequential,
+        CreateMode::Ephemeral,
+        CreateMode::EphemeralSequential,
+        CreateMode::Container,
+        CreateMode::PersistentWithTtl,
+        CreateMode::PersistentSequentialWithTtl,
+    ];
+    for mode in modes {
+        let parent = format!("{base}/{mode:?}/a/b/c");
+        let setup = started_with_one_ms(RetryOneTime::new(Duration::from_millis(1)));
+        setup.create().creating_parents_if_needed().for_path(&parent, vec![]).await.expect("parents right after start");
+        setup.close().await;
+        let fw = started_with_one_ms(RetryOneTime::new(Duration::from_millis(1)));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let tx = Mutex::new(Some(tx));
+        let create = fw.create().with_protection().with_mode(mode);
+        let create = if matches!(mode, CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl) {
+            create.with_ttl(Duration::from_secs(600))
+        } else {
+            create
+        };
+        create.for_path(&format!("{parent}/test-"), vec![]).in_background(move |_: &CuratorFramework, event| {
+            if let Some(tx) = tx.lock().unwrap().take() {
+                let _ = tx.send(event);
+            }
+        });
+        let event = tokio::time::timeout(Timing::new().deadline(), rx).await.expect("called back").unwrap();
+        assert_eq!(event.result_code, 0, "{mode:?}: {event:?}");
+        let name = event.name.clone().unwrap_or_default();
+        assert_eq!(name.rsplit_once('/').map(|(p, _)| p), Some(parent.as_str()), "{mode:?}: {event:?}");
+        assert!(name[parent.len()..].starts_with("/_c_"), "{mode:?}: {event:?}");
+        assert_eq!(event.path.rsplit_once('/').map(|(p, _)| p), Some(parent.as_str()), "{mode:?}: {event:?}");
+        fw.close().await;
+    }
+    let fw = connected(builder(&TestingServer::shared().connect_string())).await;
+    fw.delete().deleting_children_if_needed().for_path(&base).await.unwrap();
+    fw.close().await;
 }
 
 /// Follows Curator's TestFrameworkEdges.testNotStarted and testStopped: an operation before

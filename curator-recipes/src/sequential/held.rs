@@ -96,6 +96,17 @@ impl HeldNode {
     /// Resolves when the grant may be lost, with the reason ([`LockLost::Released`] once it was
     /// given back). The first call sets one watch on the node (one request) unless the acquire
     /// already armed one; later calls share it.
+    ///
+    /// A session closed from outside (an operator's kill, a forced expiry) gives the server no
+    /// reason to warn anyone: the next in line may be granted first, and this resolves only once
+    /// the framework learns of it, when a server refuses to resume the session after the
+    /// connection drops. The framework asks at once (20 ms after the drop, and again until a
+    /// server answers) instead of waiting for the client's own reconnection: on one server, the
+    /// holder was told within 30 ms of the kill under either
+    /// [`ErrorPolicy`](curator_core::ErrorPolicy) (before, up to 2.8 s under
+    /// [`ErrorPolicy::Session`](curator_core::ErrorPolicy::Session)). That window cannot be
+    /// closed from the client: pass the [`fencing_token`](Self::fencing_token) to what the grant
+    /// protects, so that it refuses the old holder (docs/operations.md section 2).
     pub async fn lost(&self) -> LockLost {
         self.hold.lost().await
     }
