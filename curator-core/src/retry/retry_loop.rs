@@ -59,7 +59,11 @@ impl RetryLoop {
         match self.next_pause(&err) {
             // Under a deadline (module `deadline`), a retry that could only start after it is
             // not made.
-            Some(pause) if deadline::current().is_some_and(|at| tokio::time::Instant::now() + pause >= at) => {
+            // A pause too long to add to now (`Duration::MAX`) ends past any deadline.
+            Some(pause)
+                if deadline::current()
+                    .is_some_and(|at| deadline::deadline_after(tokio::time::Instant::now(), pause) >= at) =>
+            {
                 tracing::debug!(error = %err, retries = self.retries, ?pause, "giving up: the next attempt is past the deadline");
                 Err(deadline::timeout(err.path().unwrap_or_default()))
             }
