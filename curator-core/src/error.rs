@@ -62,7 +62,8 @@ pub enum CuratorError {
         reason: &'static str,
     },
     /// An argument other than the path is not acceptable (a negative version, a zero TTL, ...).
-    /// Nothing was sent.
+    /// Nothing was sent, unless the reason says the server refused the request
+    /// (ZooKeeper's BADARGUMENTS, as for a delete of `/zookeeper`): then nothing was applied.
     #[error("invalid argument for {}: {reason}", ShortPath(.path))]
     InvalidArgument {
         /// The path of the operation.
@@ -225,6 +226,16 @@ impl CuratorError {
             zk::Error::AuthFailed => Self::AuthFailed {
                 detail: format!("the server refused the session's credentials (operation on {path:?})"),
             },
+            // The server's BADARGUMENTS comes as this reason; others are the client's own checks.
+            zk::Error::BadArguments(&"server error") => {
+                let reason = match path.as_str() {
+                    "/zookeeper" | "/zookeeper/config" | "/zookeeper/quota" => {
+                        "refused by the server (BADARGUMENTS): the node is one of ZooKeeper's own".to_string()
+                    }
+                    _ => "refused by the server as a bad argument (BADARGUMENTS)".to_string(),
+                };
+                Self::InvalidArgument { path, reason }
+            }
             zk::Error::BadArguments(reason) => Self::InvalidArgument { path, reason: reason.to_string() },
             other => Self::Zk { path, source: other },
         }

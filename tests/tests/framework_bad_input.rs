@@ -297,3 +297,23 @@ async fn sequential_create_of_the_root_makes_a_sequential_child_of_the_root() {
     assert!(matches!(plain, Err(CuratorError::InvalidPath { .. })), "{plain:?}");
     fw.close().await;
 }
+
+/// Deleting ZooKeeper's own nodes (`/zookeeper`, `/zookeeper/config`, `/zookeeper/quota`) is
+/// refused by the server with BADARGUMENTS (-8): the error is `InvalidArgument` with that code,
+/// and its message says the server refused it and why. Before, the message was "invalid
+/// argument for \"/zookeeper\": server error", as if the client had found the argument bad, or
+/// the server had failed.
+#[tokio::test]
+async fn deleting_zookeepers_own_nodes_says_the_server_refused_it() {
+    let fw = connected(builder(&TestingServer::shared().connect_string())).await;
+    for p in ["/zookeeper", "/zookeeper/config", "/zookeeper/quota"] {
+        let r = fw.delete().for_path(p).await;
+        let Err(err @ CuratorError::InvalidArgument { path, .. }) = &r else { panic!("{p}: {r:?}") };
+        assert_eq!((path.as_str(), err.code()), (p, -8));
+        let message = err.to_string();
+        assert!(message.contains("refused by the server") && message.contains("ZooKeeper's own"), "{message}");
+        assert!(!message.contains("server error"), "{message}");
+    }
+    assert!(fw.check_exists().for_path("/zookeeper/config").await.unwrap().is_some());
+    fw.close().await;
+}
