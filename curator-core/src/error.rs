@@ -162,7 +162,9 @@ pub enum CuratorError {
         detail: String,
     },
     /// The server refused the session's credentials (ZooKeeper's AUTH_FAILED: a wrong SASL
-    /// password or user, or a server that requires SASL from a client that has none). As for
+    /// password or user, a server that requires SASL from a client that has none, or a scheme
+    /// given with `authorization` that the server does not have; the detail says which were
+    /// given, never the secrets). As for
     /// ZooKeeper's Java client, this is final: the framework stops opening sessions, and every
     /// operation fails with it at once until the framework is closed and built again with
     /// other credentials. Not retryable. Docs: docs/operations.md section 4.
