@@ -179,6 +179,14 @@ pub enum CuratorError {
         /// The path of the operation.
         path: String,
     },
+    /// The framework is not started yet: the operation (or a recipe's or cache's work) came
+    /// before [`start`](crate::CuratorFramework::start). Nothing was sent. Not retryable: an
+    /// operation fails with it at once. A cache started before its framework reports it as the
+    /// error of its loads and keeps trying until the framework starts. Its
+    /// [`code`](Self::code) is -1, as for [`IllegalState`](Self::IllegalState) (Curator throws
+    /// an `IllegalStateException`).
+    #[error("the framework is not started: call start() first")]
+    NotStarted,
     /// The framework was closed: the operation came after `close()`, or `close()` cut it short
     /// (then its request may or may not have been applied). Its [`code`](Self::code) is
     /// SESSIONEXPIRED, as in Curator. Not retryable.
@@ -277,6 +285,7 @@ impl CuratorError {
             | Self::BadData { path, .. }
             | Self::Zk { path, .. } => Some(path),
             Self::Closed
+            | Self::NotStarted
             | Self::IllegalState(_)
             | Self::NotConnected { .. }
             | Self::Tls { .. }
@@ -301,7 +310,7 @@ impl CuratorError {
             Self::SessionExpired { .. } | Self::Closed => -112,
             Self::Timeout { .. } => -7,
             Self::InvalidPath { .. } | Self::InvalidArgument { .. } | Self::DataTooLarge { .. } => -8,
-            Self::IllegalState(_) | Self::BadData { .. } | Self::Zk { .. } => -1,
+            Self::NotStarted | Self::IllegalState(_) | Self::BadData { .. } | Self::Zk { .. } => -1,
         }
     }
 }

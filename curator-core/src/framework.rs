@@ -200,7 +200,7 @@ impl CuratorFramework {
     }
 
     /// Waits until connected, at most `timeout`. The error says why no connection was had:
-    /// [`IllegalState`](CuratorError::IllegalState) at once if the framework is not started,
+    /// [`NotStarted`](CuratorError::NotStarted) at once if the framework is not started,
     /// [`Closed`](CuratorError::Closed) once it is closed, [`NotConnected`](CuratorError::NotConnected)
     /// with the last failure after `timeout`, and at once [`Tls`](CuratorError::Tls) or
     /// [`AuthFailed`](CuratorError::AuthFailed) when the latest attempt to open a session failed
@@ -509,14 +509,12 @@ impl CuratorFramework {
         }
     }
 
-    /// Fails at once with a "not started" [`IllegalState`](CuratorError::IllegalState) before
+    /// Fails at once with [`NotStarted`](CuratorError::NotStarted) before
     /// [`start`](Self::start); waiting for a connection that nothing is opening would only
     /// end in a misleading timeout.
     fn check_started(&self) -> Result<()> {
         match *self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) {
-            Lifecycle::Latent => {
-                Err(CuratorError::IllegalState("the framework is not started: call start() first".into()))
-            }
+            Lifecycle::Latent => Err(CuratorError::NotStarted),
             Lifecycle::Closed | Lifecycle::Started => Ok(()),
         }
     }

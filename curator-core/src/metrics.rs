@@ -233,6 +233,7 @@ pub fn error_kind(err: &CuratorError) -> &'static str {
         CuratorError::SessionExpired { .. } => "session_expired",
         CuratorError::Timeout { .. } => "timeout",
         CuratorError::Closed => "closed",
+        CuratorError::NotStarted => "not_started",
         CuratorError::IllegalState(_) => "illegal_state",
         CuratorError::BadData { .. } => "bad_data",
         CuratorError::Tls { .. } => "tls",

@@ -98,7 +98,7 @@ async fn bad_framework_options_and_lifecycle_misuse() {
     ));
     let fw = builder(&TestingServer::shared().connect_string()).build().unwrap();
     let early = fw.get_data().for_path("/").await;
-    assert!(matches!(early, Err(CuratorError::IllegalState(_))), "{early:?}");
+    assert!(matches!(early, Err(CuratorError::NotStarted)), "{early:?}");
     fw.start().unwrap();
     assert!(matches!(fw.start(), Err(CuratorError::IllegalState(_))));
     fw.close().await;

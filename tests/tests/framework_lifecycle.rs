@@ -182,8 +182,7 @@ async fn connecting_after_a_streak_is_logged_once() {
 async fn before_start_everything_fails_at_once_saying_so() {
     let fw =
         builder(&TestingServer::shared().connect_string()).connection_timeout(Duration::from_secs(10)).build().unwrap();
-    let not_started =
-        |r: &Result<(), CuratorError>| matches!(r, Err(CuratorError::IllegalState(m)) if m.contains("not started"));
+    let not_started = |r: &Result<(), CuratorError>| matches!(r, Err(CuratorError::NotStarted));
     let started = Instant::now();
     let r = fw.block_until_connected(Duration::from_secs(10)).await;
     assert!(not_started(&r), "{r:?}");
@@ -382,12 +381,12 @@ async fn quick_close() {
 
 /// Follows Curator's TestFrameworkEdges.testNotStarted and testStopped: an operation before
 /// `start()` or after `close()` fails. Curator throws IllegalStateException for both; ours are
-/// typed: IllegalState ("not started") before, Closed after.
+/// typed: NotStarted before, Closed after.
 #[tokio::test]
 async fn not_started_and_stopped() {
     let fw = builder(&TestingServer::shared().connect_string()).build().unwrap();
     let r = fw.get_data().for_path("/").await;
-    assert!(matches!(&r, Err(CuratorError::IllegalState(m)) if m.contains("not started")), "{r:?}");
+    assert!(matches!(&r, Err(CuratorError::NotStarted)), "{r:?}");
     fw.start().unwrap();
     fw.block_until_connected(Timing::new().deadline()).await.unwrap();
     fw.get_data().for_path("/").await.unwrap();
