@@ -142,6 +142,8 @@ impl CuratorFrameworkBuilder {
         self
     }
     /// Authenticate every session with `scheme` (e.g. `digest`) and `auth` (e.g. `user:password`).
+    /// A scheme the server does not have is refused with AUTH_FAILED, which is final:
+    /// [`CuratorError::AuthFailed`] names the scheme.
     pub fn authorization(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
         self.auth.push((scheme.into(), auth.into()));
         self

@@ -62,7 +62,8 @@ pub enum CuratorError {
         reason: &'static str,
     },
     /// An argument other than the path is not acceptable (a negative version, a zero TTL, ...).
-    /// Nothing was sent.
+    /// Nothing was sent, unless the reason says the server refused the request
+    /// (ZooKeeper's BADARGUMENTS, as for a delete of `/zookeeper`): then nothing was applied.
     #[error("invalid argument for {}: {reason}", ShortPath(.path))]
     InvalidArgument {
         /// The path of the operation.
@@ -161,7 +162,9 @@ pub enum CuratorError {
         detail: String,
     },
     /// The server refused the session's credentials (ZooKeeper's AUTH_FAILED: a wrong SASL
-    /// password or user, or a server that requires SASL from a client that has none). As for
+    /// password or user, a server that requires SASL from a client that has none, or a scheme
+    /// given with `authorization` that the server does not have; the detail says which were
+    /// given, never the secrets). As for
     /// ZooKeeper's Java client, this is final: the framework stops opening sessions, and every
     /// operation fails with it at once until the framework is closed and built again with
     /// other credentials. Not retryable. Docs: docs/operations.md section 4.
@@ -182,7 +185,11 @@ pub enum CuratorError {
     #[error("the framework is closed")]
     Closed,
     /// A recipe, cache or the framework was used before its `start()` (module
-    /// [`lifecycle`](crate::lifecycle)). Nothing was sent.
+    /// [`lifecycle`](crate::lifecycle)). Nothing was sent. Not retryable: an operation on a
+    /// framework not started fails with it at once; a cache started before its framework
+    /// reports it as the error of its loads and keeps trying until the framework starts. Its
+    /// [`code`](Self::code) is -1, as for [`IllegalState`](Self::IllegalState) (Curator throws
+    /// an `IllegalStateException`).
     #[error("{what} is not started")]
     NotStarted {
         /// What was not started (`"LeaderLatch"`, `"the framework"`, ...).
@@ -252,6 +259,16 @@ impl CuratorError {
             zk::Error::AuthFailed => Self::AuthFailed {
                 detail: format!("the server refused the session's credentials (operation on {path:?})"),
             },
+            // The server's BADARGUMENTS comes as this reason; others are the client's own checks.
+            zk::Error::BadArguments(&"server error") => {
+                let reason = match path.as_str() {
+                    "/zookeeper" | "/zookeeper/config" | "/zookeeper/quota" => {
+                        "refused by the server (BADARGUMENTS): the node is one of ZooKeeper's own".to_string()
+                    }
+                    _ => "refused by the server as a bad argument (BADARGUMENTS)".to_string(),
+                };
+                Self::InvalidArgument { path, reason }
+            }
             zk::Error::BadArguments(reason) => Self::InvalidArgument { path, reason: reason.to_string() },
             other => Self::Zk { path, source: other },
         }

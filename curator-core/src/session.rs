@@ -286,7 +286,7 @@ async fn connect(
         if *shutdown.borrow() {
             return None;
         }
-        let (connector, connect_string, tls, sasl_user) = {
+        let (connector, connect_string, tls, refused) = {
             let strong = inner.upgrade()?;
             let config = &strong.config;
             let mut connector = match connector(config, config.ensemble.enabled()) {
@@ -300,8 +300,7 @@ async fn connect(
             if let Some(session) = &resume {
                 connector = connector.with_session(session.clone());
             }
-            let sasl_user = config.sasl.as_ref().map(|s| format!("{} user {:?}", s.mechanism(), s.username()));
-            (connector, config.ensemble.current(), config.tls.clone(), sasl_user)
+            (connector, config.ensemble.current(), config.tls.clone(), crate::sasl::auth_failed_detail(config))
         };
         tracing::debug!(connect_string = %connect_string, tls = tls.is_some(), "opening a session");
         let attempt = open(connector, &connect_string, tls.is_some());
@@ -331,10 +330,7 @@ async fn connect(
                 // each retry would be one more failed login in the server's log. The manager
                 // stops; operations fail at once with AuthFailed until the framework is closed.
                 Err(zk::Error::AuthFailed) => {
-                    let detail = match &sasl_user {
-                        Some(user) => format!("the server refused the session's SASL credentials ({user}); the framework no longer connects: close it and build one with the right credentials"),
-                        None => "the server requires authentication (SASL) that this framework does not give; the framework no longer connects: close it and build one with CuratorFrameworkBuilder::sasl_digest".to_string(),
-                    };
+                    let detail = refused;
                     tracing::error!(connect_string = %connect_string, "{detail}");
                     crate::metrics::connect_failed();
                     let strong = inner.upgrade()?;

@@ -145,3 +145,27 @@ async fn node_cache_keeps_following_after_a_lost_session() {
     cache.close();
     fw.close().await;
 }
+
+/// A cache started before its framework says so with the typed `NotStarted` ("the framework is
+/// not started"), and keeps trying: once the framework starts, the cache loads. Before, the
+/// first load failed with `ConnectionLoss` ("connection lost during operation on \"\"").
+#[tokio::test]
+async fn a_cache_started_before_its_framework_says_the_framework_is_not_started() {
+    let server = TestingServer::shared();
+    let fw = tests::builder(&server.connect_string()).build().unwrap();
+    let path = unique_path("not-started");
+    let node = NodeCache::new(&fw, &path).unwrap();
+    let r = within("node cache start", node.start(true)).await;
+    assert!(matches!(r, Err(curator_core::CuratorError::NotStarted { what: "the framework" })), "{r:?}");
+    assert!(r.unwrap_err().to_string().contains("not started"));
+    let children = PathChildrenCache::new(&fw, &path, true).unwrap();
+    let r = within("children cache start", children.start(StartMode::BuildInitialCache)).await;
+    assert!(matches!(r, Err(curator_core::CuratorError::NotStarted { what: "the framework" })), "{r:?}");
+
+    fw.start().unwrap();
+    within("node cache load", node.wait_initialized()).await.unwrap();
+    within("children cache load", children.wait_initialized()).await.unwrap();
+    node.close();
+    children.close();
+    fw.close().await;
+}

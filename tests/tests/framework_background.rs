@@ -209,3 +209,61 @@ async fn background_creates_queued_during_an_outage_keep_their_order() {
         fw.close().await;
     }
 }
+
+/// Retries every error, `NodeExists` included, after `pause`; says when it first decided to.
+#[derive(Debug)]
+struct RetryEveryError {
+    pause: Duration,
+    pausing: Arc<tokio::sync::Notify>,
+}
+
+impl curator_core::retry::RetryPolicy for RetryEveryError {
+    fn allow_retry(&self, _retries: u32, _elapsed: Duration) -> Option<Duration> {
+        self.pausing.notify_one();
+        Some(self.pause)
+    }
+
+    fn allow_retry_on(&self, _err: &curator_core::CuratorError) -> bool {
+        true
+    }
+}
+
+/// Follows Curator's TestFramework.testBackgroundCreateWithConcurrentClose, made deterministic:
+/// a background create of an existing node under a policy that retries every error fails with
+/// `NodeExists` on every try; `close()` comes during the pause before a retry, and waits for
+/// other background work (held open here, as a guaranteed delete in progress would be), so the
+/// session lives on and the retry after the pause is made. The operation is cut short by the
+/// close, so its event has the close's code, SESSIONEXPIRED (-112), as in Curator. Before, that
+/// retry failed with `NodeExists` again and `RetryLoop::on_error`, seeing the framework closed,
+/// gave up with that error (-110): it turned the error into `Closed` only when the error was
+/// retryable.
+#[tokio::test]
+async fn a_background_create_retrying_every_error_cut_short_by_close_reports_the_close() {
+    let path = unique_path("bg-close");
+    let setup = connected(builder(&server())).await;
+    setup.create().for_path(&path, vec![]).await.unwrap();
+    let pausing = Arc::new(tokio::sync::Notify::new());
+    let policy = RetryEveryError { pause: Duration::from_millis(500), pausing: pausing.clone() };
+    let fw = connected(builder(&server()).retry_policy(policy).max_close_wait(Duration::from_secs(10))).await;
+    let (hold, held) = tokio::sync::oneshot::channel::<()>();
+    fw.spawn_background(async move {
+        let _ = held.await;
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    fw.create()
+        .for_path(&path, vec![])
+        .in_background(move |_: &curator_core::CuratorFramework, e: CuratorEvent| drop(tx.send(e)));
+    tokio::time::timeout(Duration::from_secs(10), pausing.notified()).await.expect("the first try failed");
+    let closing = tokio::spawn({
+        let fw = fw.clone();
+        async move { fw.close().await }
+    });
+    let e = next(&mut rx).await;
+    assert_eq!(e.event_type, CuratorEventType::Create);
+    assert_eq!(e.result_code, -112, "{:?}", e.error);
+    assert!(matches!(e.error, Some(curator_core::CuratorError::Closed)), "{:?}", e.error);
+    drop(hold);
+    tokio::time::timeout(Duration::from_secs(10), closing).await.expect("closed").unwrap();
+    setup.delete().for_path(&path).await.unwrap();
+    setup.close().await;
+}

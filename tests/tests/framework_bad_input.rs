@@ -259,3 +259,61 @@ async fn empty_acl_lists_are_refused_before_sending() {
     let create = fw.create().with_acl(vec![]).for_path("/x", vec![]).await;
     assert!(matches!(&create, Err(CuratorError::InvalidAcl { path }) if path == "/x"), "{create:?}");
 }
+
+/// A plain sequential create of `/` (no protection) makes a sequential child of the root, as
+/// ZooKeeper and Curator do (`create -s /` makes `/0000000001`); in a namespace, the namespace's
+/// node plays the root's part: the node is a sequential child of it, `/0000000001` relative to
+/// the namespace. A non-sequential create of `/` is still refused. Before, every sequential
+/// create of `/` was refused with `InvalidPath` ("cannot create the root").
+#[tokio::test]
+async fn sequential_create_of_the_root_makes_a_sequential_child_of_the_root() {
+    let fw = connected(builder(&TestingServer::shared().connect_string())).await;
+    let is_sequence = |created: &str| {
+        let digits = created.strip_prefix('/').unwrap_or_default();
+        digits.len() == 10 && digits.bytes().all(|b| b.is_ascii_digit())
+    };
+    for mode in [CreateMode::PersistentSequential, CreateMode::EphemeralSequential] {
+        let created = fw.create().with_mode(mode).for_path("/", b"d".to_vec()).await.unwrap();
+        assert!(is_sequence(&created), "{mode:?}: {created}");
+        assert_eq!(fw.get_data().for_path(&created).await.unwrap(), b"d", "{mode:?}: {created}");
+        fw.delete().for_path(&created).await.unwrap();
+    }
+
+    let namespace = unique_path("rootseq").trim_start_matches('/').to_string();
+    let in_namespace = fw.using_namespace(Some(&namespace)).unwrap();
+    let (created, stat) = in_namespace
+        .create()
+        .with_mode(CreateMode::PersistentSequential)
+        .for_path_with_stat("/", vec![])
+        .await
+        .unwrap();
+    assert!(is_sequence(&created), "{created}");
+    let full = format!("/{namespace}{created}");
+    assert_eq!(fw.check_exists().for_path(&full).await.unwrap().map(|s| s.czxid), Some(stat.czxid), "{full}");
+    assert_eq!(fw.get_children().for_path(&format!("/{namespace}")).await.unwrap().len(), 1);
+    fw.delete().deleting_children_if_needed().for_path(&format!("/{namespace}")).await.unwrap();
+
+    let plain = fw.create().with_mode(CreateMode::Persistent).for_path("/", vec![]).await;
+    assert!(matches!(plain, Err(CuratorError::InvalidPath { .. })), "{plain:?}");
+    fw.close().await;
+}
+
+/// Deleting ZooKeeper's own nodes (`/zookeeper`, `/zookeeper/config`, `/zookeeper/quota`) is
+/// refused by the server with BADARGUMENTS (-8): the error is `InvalidArgument` with that code,
+/// and its message says the server refused it and why. Before, the message was "invalid
+/// argument for \"/zookeeper\": server error", as if the client had found the argument bad, or
+/// the server had failed.
+#[tokio::test]
+async fn deleting_zookeepers_own_nodes_says_the_server_refused_it() {
+    let fw = connected(builder(&TestingServer::shared().connect_string())).await;
+    for p in ["/zookeeper", "/zookeeper/config", "/zookeeper/quota"] {
+        let r = fw.delete().for_path(p).await;
+        let Err(err @ CuratorError::InvalidArgument { path, .. }) = &r else { panic!("{p}: {r:?}") };
+        assert_eq!((path.as_str(), err.code()), (p, -8));
+        let message = err.to_string();
+        assert!(message.contains("refused by the server") && message.contains("ZooKeeper's own"), "{message}");
+        assert!(!message.contains("server error"), "{message}");
+    }
+    assert!(fw.check_exists().for_path("/zookeeper/config").await.unwrap().is_some());
+    fw.close().await;
+}

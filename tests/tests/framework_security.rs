@@ -346,3 +346,23 @@ async fn delete_namespace(fw: &curator_core::CuratorFramework, namespace: &str) 
     let root = fw.using_namespace(None).unwrap();
     root.delete().deleting_children_if_needed().for_path(&format!("/{namespace}")).await.unwrap();
 }
+
+/// An authentication scheme the server does not have (`authorization("nosuchscheme", ..)`) is
+/// refused by the server with AUTH_FAILED: the error says what was refused, the scheme, and
+/// does not blame SASL, which this framework does not use. Before, the message said "the server
+/// requires authentication (SASL) that this framework does not give" and suggested
+/// `sasl_digest`.
+#[tokio::test]
+async fn an_unknown_auth_scheme_is_named_in_the_refusal() {
+    init_tracing();
+    let fw = builder(&server()).authorization("nosuchscheme", b"secret".to_vec()).build().unwrap();
+    fw.start().unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(20), fw.block_until_connected(Duration::from_secs(10)))
+        .await
+        .expect("an answer");
+    let Err(CuratorError::AuthFailed { detail }) = &r else { panic!("expected AuthFailed, got {r:?}") };
+    assert!(detail.contains("\"nosuchscheme\""), "{detail}");
+    assert!(!detail.contains("SASL") && !detail.contains("sasl"), "{detail}");
+    assert!(!detail.contains("secret"), "the credential is not shown: {detail}");
+    fw.close().await;
+}

@@ -507,8 +507,10 @@ impl Engine {
 
     fn sync_failed(&mut self, err: CuratorError) {
         // A connection loss or a new session during a load is the normal course of a
-        // recovery: only a streak of them, or another error, is worth a warning.
-        if err.is_retryable() && self.retry.retries() < QUIET_LOAD_RETRIES {
+        // recovery, as a framework started just after its cache: only a streak of them, or
+        // another error, is worth a warning.
+        let expected = err.is_retryable() || matches!(err, CuratorError::NotStarted { .. });
+        if expected && self.retry.retries() < QUIET_LOAD_RETRIES {
             tracing::debug!(path = %self.config.scope.root, error = %err, retries = self.retry.retries(), "cache load failed; retrying");
         } else {
             tracing::warn!(path = %self.config.scope.root, error = %err, retries = self.retry.retries(), "cache load failed; retrying");
@@ -531,7 +533,9 @@ impl Engine {
     /// (Re)attaches to the current session and loads everything, then emits the difference.
     async fn sync(&mut self) -> Result<()> {
         let root = self.config.scope.root.clone();
-        let session = current_session(&self.fw).await?;
+        // A framework not started yet fails the load with `NotStarted`, retried as every failed
+        // load until the framework starts.
+        let session = self.fw.session().await?;
         let (generation, epoch) = (session.generation(), session.epoch());
         let reuse = self.live.as_ref().is_some_and(|l| l.epoch == epoch && !l.watch.is_terminated());
         if !reuse {
@@ -604,16 +608,6 @@ async fn ensure_path(fw: &CuratorFramework, root: &str) -> Result<()> {
             tracing::warn!(path = %root, error = %err, "cannot make the cache's path; going on without it");
             Ok(())
         }
-    }
-}
-
-/// The framework's current session; "not started yet" counts as "not connected yet".
-async fn current_session(fw: &CuratorFramework) -> Result<curator_core::Session> {
-    match fw.session().await {
-        Err(CuratorError::IllegalState(reason)) => {
-            Err(CuratorError::ConnectionLoss { path: String::new(), detail: reason })
-        }
-        other => other,
     }
 }
 

@@ -151,8 +151,9 @@ impl CreateBuilder {
             path::validate(path)?;
         }
         // A protected create of "/" is fine: as in Curator, "/" splits into the parent "/" and an
-        // empty name, so the node is `/_c_<uuid>-` (docs/architecture.md section 7).
-        if path == "/" && !self.protected {
+        // empty name, so the node is `/_c_<uuid>-` (docs/architecture.md section 7). So is a
+        // sequential one: ZooKeeper makes `/<sequence>` (`create_in_root`).
+        if path == "/" && !self.protected && !self.mode.is_sequential() {
             return Err(CuratorError::InvalidPath { path: path.into(), reason: "cannot create the root" });
         }
         check_ttl(path, self.mode, self.ttl)?;
@@ -240,6 +241,9 @@ impl CreateOp {
         if let Some(ttl) = self.ttl {
             options = options.with_ttl(ttl);
         }
+        if self.full_path == "/" {
+            return self.create_in_root(client, &options).await;
+        }
         let mut made_parents = false;
         loop {
             match client.create(&self.full_path, &self.data, &options).await {
@@ -276,6 +280,47 @@ impl CreateOp {
                 Err(err) => return Err(CuratorError::from_zk(&self.full_path, err)),
             }
         }
+    }
+
+    /// An unprotected sequential create of `/`: a sequential child of the root, `/<sequence>`,
+    /// as ZooKeeper makes it; in a namespace, of the namespace's node, which plays the root's
+    /// part. zookeeper-client refuses to create its root path, and a client rooted at the
+    /// namespace would send the namespace's own path (making `/ns<sequence>`, outside the
+    /// namespace): so the request names the parent with a trailing `/` (`/ns/`, or `/` alone),
+    /// on the session's client rooted at the server's root, in a transaction of one, which
+    /// zookeeper-client sends as it is.
+    async fn create_in_root(&self, client: &zk::Client, options: &zk::CreateOptions<'_>) -> Result<(String, zk::Stat)> {
+        let parent = match client.path() {
+            "/" => "/".to_string(),
+            namespace => format!("{namespace}/"),
+        };
+        let root = client
+            .clone()
+            .chroot("/")
+            .map_err(|_| CuratorError::InvalidPath { path: "/".into(), reason: "no client at the server's root" })?;
+        let mut writer = root.new_multi_writer();
+        writer.add_create(&parent, &self.data, options).map_err(|e| CuratorError::from_zk(&parent, e))?;
+        let created = match writer.commit().await {
+            Ok(mut results) if results.len() == 1 => results.remove(0),
+            Ok(results) => {
+                let detail = format!("a transaction of one create answered with {} results", results.len());
+                return Err(CuratorError::Zk { path: parent, source: zk::Error::UnexpectedError(detail) });
+            }
+            Err(err) => return Err(CuratorError::from_zk(&parent, err.into())),
+        };
+        let zk::MultiWriteResult::Create { path: made, mut stat } = created else {
+            let detail = "a create in a transaction answered as another operation".to_string();
+            return Err(CuratorError::Zk { path: parent, source: zk::Error::UnexpectedError(detail) });
+        };
+        // Servers with ZOOKEEPER-4026 answer a create in a transaction without its stat.
+        if stat.is_invalid() {
+            if let Some(read) = root.check_stat(&made).await.map_err(|e| CuratorError::from_zk(&made, e))? {
+                stat = read;
+            }
+        }
+        let created = format!("/{}", made.strip_prefix(parent.as_str()).unwrap_or(&made));
+        tracing::debug!(path = %made, "created (sequential child of the root)");
+        Ok((created, stat))
     }
 
     /// Looks for the node an earlier attempt may have made. One from another session is

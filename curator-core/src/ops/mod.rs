@@ -282,13 +282,33 @@ pub(crate) fn check_version(path: &str, version: Option<i32>) -> Result<()> {
     }
 }
 
+/// The longest TTL ZooKeeper takes: 2^40 - 1 ms (about 34 years).
+pub const MAX_TTL: Duration = Duration::from_millis(0x00FF_FFFF_FFFF);
+
+/// Checks a TTL as ZooKeeper counts it, in whole milliseconds from 1 ms to [`MAX_TTL`]:
+/// [`InvalidArgument`](CuratorError::InvalidArgument) (on `path`) otherwise. Less than 1 ms
+/// would go out as 0 ms, which the client sends as no TTL at all: a node that never expires.
+/// `create().with_ttl` checks with it, and so do recipes that keep a TTL to create with later
+/// (`PersistentNode`, `PersistentTtlNode`), when it is given.
+pub fn check_ttl_value(path: &str, ttl: Duration) -> Result<()> {
+    let bad = |reason: &str| Err(CuratorError::InvalidArgument { path: path.to_string(), reason: reason.into() });
+    if ttl.is_zero() {
+        bad("the TTL must be positive")
+    } else if ttl < Duration::from_millis(1) {
+        bad("the TTL must be at least 1 ms (ZooKeeper counts it in milliseconds)")
+    } else if ttl > MAX_TTL {
+        bad("the TTL is too long (ZooKeeper's limit is 2^40 - 1 ms)")
+    } else {
+        Ok(())
+    }
+}
+
 /// Checks a TTL given by the user.
 pub(crate) fn check_ttl(path: &str, mode: CreateMode, ttl: Option<Duration>) -> Result<()> {
     let bad = |reason: &str| Err(CuratorError::InvalidArgument { path: path.to_string(), reason: reason.into() });
     match (mode.is_ttl(), ttl) {
         (true, None) => bad("a TTL mode needs with_ttl()"),
-        (true, Some(t)) if t.is_zero() => bad("the TTL must be positive"),
-        (true, Some(t)) if t.as_millis() > 0x00FF_FFFF_FFFF => bad("the TTL is too long"),
+        (true, Some(t)) => check_ttl_value(path, t),
         (false, Some(_)) => bad("with_ttl() needs a TTL mode"),
         _ => Ok(()),
     }

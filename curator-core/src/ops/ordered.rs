@@ -82,7 +82,7 @@ async fn dispatch(mut rx: mpsc::UnboundedReceiver<Job>) {
         // The operation waits for a session itself (up to the connection timeout) and reports
         // any error; waiting here as well only keeps its place in line. Bounded by the job's own
         // connection timeout, so that a queue built up during an outage does not add up waits.
-        let limit = submitted + fw.connection_timeout();
+        let limit = crate::retry::deadline::deadline_after(submitted, fw.connection_timeout());
         if tokio::time::timeout_at(limit, fw.session_for(&path)).await.is_err() {
             tracing::debug!(path = %path, "background operation goes on without a connection");
         }

@@ -5,7 +5,8 @@
 //! timeout) and pausing between retries (a pause that would end past the deadline is not
 //! taken: the loop gives up at once). A request already sent is not abandoned: its answer, or the
 //! client noticing that the connection failed, ends it. Code that waits on something else (a
-//! watch) bounds that wait with [`until`].
+//! watch) bounds that wait with [`until`]. A deadline made from a duration a user gave is made
+//! with [`deadline_after`], which saturates.
 //!
 //! Recipes run a timed acquire (`acquire_timeout`) under one, so that every layer under it (a
 //! semaphore's inner lock, its lease create, its listings) honours the same deadline without
@@ -30,6 +31,7 @@
 //! ```
 
 use std::future::Future;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -37,6 +39,28 @@ use crate::error::{CuratorError, Result};
 
 tokio::task_local! {
     static DEADLINE: Instant;
+}
+
+/// How far ahead [`deadline_after`] puts a deadline too far to represent: about 30 years, as
+/// tokio's own "far future".
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `now + timeout`, saturating: a timeout too long to add to `now` (`Duration::MAX`,
+/// `Duration::from_millis(u64::MAX)`) gives an instant about 30 years ahead, a wait without
+/// end for all purposes, never a panic. Every deadline made from a duration a user gave (a
+/// timed acquire, a retry pause, a connection timeout) is made here.
+///
+/// ```
+/// use std::time::Duration;
+/// use curator_core::retry::deadline::deadline_after;
+///
+/// let now = tokio::time::Instant::now();
+/// assert_eq!(deadline_after(now, Duration::from_secs(1)), now + Duration::from_secs(1));
+/// assert!(deadline_after(now, Duration::MAX) > now + Duration::from_secs(86_400 * 365));
+/// ```
+pub fn deadline_after(now: Instant, timeout: Duration) -> Instant {
+    // 30 years past any instant a clock reads is representable: the last fallback is never taken.
+    now.checked_add(timeout).or_else(|| now.checked_add(FAR_FUTURE)).unwrap_or(now)
 }
 
 /// Runs `fut` with `deadline` as the deadline of every framework wait inside it (see the
@@ -77,8 +101,6 @@ pub(crate) fn timeout(path: &str) -> CuratorError {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[tokio::test]

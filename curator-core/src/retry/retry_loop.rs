@@ -7,8 +7,10 @@
 //! attempt ──ok──────────────────────────────► done (the loop is dropped)
 //!    │
 //!    └─err─► on_error(err):
+//!              the framework is closed (when the loop has one), and err is      ─► Err(Closed)
+//!                retryable or allowed by allow_retry_on (the close cut it short)
 //!              not allowed by allow_retry_on (a definite answer such as NoNode) ─► Err(err)
-//!              the framework is closed (when the loop has one)                   ─► Err(Closed) if err is retryable, else Err(err)
+//!              the framework is closed                                          ─► Err(err)
 //!              allow_retry(retries, elapsed) == None                              ─► Err(err)
 //!              Some(pause) ending past the task's deadline (module `deadline`)     ─► Err(Timeout)
 //!              Some(pause) ─► sleep(pause), retries += 1                         ─► Ok(()): attempt again
@@ -56,10 +58,23 @@ impl RetryLoop {
     /// After a failed attempt: sleeps and returns `Ok(())` when the policy allows another
     /// attempt, else returns `Err(err)`.
     pub async fn on_error(&mut self, err: CuratorError) -> Result<()> {
+        // An error the loop would have retried but for the close is the close's doing: report it
+        // as such (its code is SESSIONEXPIRED, as Curator reports operations its close cut
+        // short). That is an unknown outcome, or any error the policy retries (one that retries
+        // `NodeExists` too). A definite answer the policy does not retry stays the answer.
+        let retried = err.is_retryable() || self.policy.allow_retry_on(&err);
+        if retried && self.framework.as_ref().is_some_and(CuratorFramework::is_closed) {
+            tracing::debug!(error = %err, retries = self.retries, "giving up: the framework is closed");
+            return Err(CuratorError::Closed);
+        }
         match self.next_pause(&err) {
             // Under a deadline (module `deadline`), a retry that could only start after it is
             // not made.
-            Some(pause) if deadline::current().is_some_and(|at| tokio::time::Instant::now() + pause >= at) => {
+            // A pause too long to add to now (`Duration::MAX`) ends past any deadline.
+            Some(pause)
+                if deadline::current()
+                    .is_some_and(|at| deadline::deadline_after(tokio::time::Instant::now(), pause) >= at) =>
+            {
                 tracing::debug!(error = %err, retries = self.retries, ?pause, "giving up: the next attempt is past the deadline");
                 Err(deadline::timeout(err.path().unwrap_or_default()))
             }
@@ -67,12 +82,6 @@ impl RetryLoop {
                 tracing::debug!(error = %err, retries = self.retries, ?pause, "retrying");
                 tokio::time::sleep(pause).await;
                 Ok(())
-            }
-            // An outcome left unknown by the close is the close's doing: report it as such
-            // (its code is SESSIONEXPIRED, as Curator reports operations its close cut short).
-            None if err.is_retryable() && self.framework.as_ref().is_some_and(CuratorFramework::is_closed) => {
-                tracing::debug!(error = %err, retries = self.retries, "giving up: the framework is closed");
-                Err(CuratorError::Closed)
             }
             None => {
                 tracing::debug!(error = %err, retries = self.retries, "giving up");

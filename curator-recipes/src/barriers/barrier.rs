@@ -149,10 +149,8 @@ impl DistributedBarrier {
     /// # Ok(()) }
     /// ```
     pub async fn wait_on_barrier_timeout(&self, max_wait: Duration) -> Result<bool> {
-        // A wait too long to add to now has no deadline.
-        let Some(at) = tokio::time::Instant::now().checked_add(max_wait) else {
-            return self.wait().await.map(|()| true);
-        };
+        // A wait too long to count (`Duration::MAX`) is a wait without end.
+        let at = deadline::deadline_after(tokio::time::Instant::now(), max_wait);
         match deadline::with_deadline(at, self.wait()).await {
             Ok(()) => Ok(true),
             Err(CuratorError::Timeout { .. }) => Ok(false),

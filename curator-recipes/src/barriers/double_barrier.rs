@@ -285,10 +285,10 @@ impl DistributedDoubleBarrier {
         self.leave_within(Some(max_wait)).await
     }
 
-    /// Runs `call` under a deadline `max_wait` from now (none if absent or too long to add):
-    /// `Ok(false)` when the deadline ends it.
+    /// Runs `call` under a deadline `max_wait` from now (none if absent; one too long to count
+    /// is a wait without end): `Ok(false)` when the deadline ends it.
     async fn within<F: std::future::Future<Output = Result<()>>>(max_wait: Option<Duration>, call: F) -> Result<bool> {
-        let at = max_wait.and_then(|d| tokio::time::Instant::now().checked_add(d));
+        let at = max_wait.map(|d| deadline::deadline_after(tokio::time::Instant::now(), d));
         let result = match at {
             Some(at) => deadline::with_deadline(at, call).await,
             None => call.await,

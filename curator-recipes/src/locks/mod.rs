@@ -105,13 +105,15 @@ pub use crate::sequential::{
 /// waiting behind other contenders and a semaphore's wait for room all end at the deadline,
 /// whatever the connection does; only a request already sent is awaited until it is answered or
 /// the client sees its connection fail. Giving up leaves no node behind (the acquire is cancel
-/// safe).
+/// safe). A timeout too long to count (`Duration::MAX`) is a wait without end.
 async fn within<T>(
     timeout: std::time::Duration,
     acquire: impl std::future::Future<Output = curator_core::Result<T>>,
 ) -> curator_core::Result<Option<T>> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    match curator_core::retry::deadline::with_deadline(deadline, acquire).await {
+    use curator_core::retry::deadline;
+    // A timeout too long to add to now (`Duration::MAX`) waits without end.
+    let at = deadline::deadline_after(tokio::time::Instant::now(), timeout);
+    match deadline::with_deadline(at, acquire).await {
         Ok(held) => Ok(Some(held)),
         // Only a deadline makes this error: the time ran out, or the next retry would have been
         // past it.

@@ -136,8 +136,9 @@ impl PersistentNodeBuilder {
     /// called within a tokio runtime.
     ///
     /// Fails with a typed error, and creates nothing, for an invalid path (a sequential mode
-    /// allows a trailing `/`), a TTL mode without a TTL (or a TTL without a TTL mode), or data
-    /// over the framework's limit.
+    /// allows a trailing `/`), a TTL mode without a TTL (or a TTL without a TTL mode), a TTL
+    /// ZooKeeper cannot take (under 1 ms or over [`MAX_TTL`](curator_core::ops::MAX_TTL)), or
+    /// data over the framework's limit.
     pub fn start(self) -> Result<PersistentNode> {
         let config = self.config;
         if config.mode.is_sequential() {
@@ -151,11 +152,13 @@ impl PersistentNodeBuilder {
         let reason = match (config.mode.is_ttl(), config.ttl) {
             (true, None) => Some(format!("{:?} needs a TTL", config.mode)),
             (false, Some(_)) => Some(format!("a TTL needs a TTL mode, not {:?}", config.mode)),
-            (true, Some(ttl)) if ttl.is_zero() => Some("the TTL must not be zero".to_string()),
             _ => None,
         };
         if let Some(reason) = reason {
             return Err(CuratorError::InvalidArgument { path: config.path, reason });
+        }
+        if let Some(ttl) = config.ttl {
+            curator_core::ops::check_ttl_value(&config.path, ttl)?;
         }
         self.fw.check_data(&config.path, &self.data)?;
         let runtime =

@@ -79,14 +79,16 @@ impl PersistentTtlNodeBuilder {
     }
 
     /// Checks the settings and starts: the node is created in the background and touched from
-    /// then on. Fails with a typed error for an invalid path or child name, a zero TTL or
-    /// touch factor, or data over the framework's limit; [`CuratorError::NoRuntime`] outside a
-    /// tokio runtime.
+    /// then on. Fails with a typed error for an invalid path or child name, a TTL ZooKeeper
+    /// cannot take (under 1 ms or over [`MAX_TTL`](curator_core::ops::MAX_TTL)), a zero touch
+    /// factor, or data over the framework's limit; [`CuratorError::NoRuntime`] outside a tokio
+    /// runtime.
     pub fn start(self) -> Result<PersistentTtlNode> {
-        if self.ttl.is_zero() || self.touch_factor == 0 {
+        curator_core::ops::check_ttl_value(&self.path, self.ttl)?;
+        if self.touch_factor == 0 {
             return Err(CuratorError::InvalidArgument {
                 path: self.path,
-                reason: "the TTL and the touch factor must not be zero".into(),
+                reason: "the touch factor must not be zero".into(),
             });
         }
         let child_path = path::make_path(&self.path, &self.child);
@@ -103,7 +105,8 @@ impl PersistentTtlNodeBuilder {
             .creating_parents(self.parents)
             .keep_on_close()
             .start()?;
-        let every = self.ttl / self.touch_factor;
+        // At least 1 ms (a zero interval would panic in tokio), at most 34 years: never zero.
+        let every = (self.ttl / self.touch_factor).max(Duration::from_millis(1));
         let toucher = runtime.spawn(touch_forever(self.fw, child_path, self.ttl, every));
         Ok(PersistentTtlNode { node: Some(node), toucher })
     }

@@ -31,8 +31,8 @@ pub(crate) async fn put<T: Send + 'static>(
     q.fw.check_data(&prefix, &data)?;
     if let Some(max_items) = q.max_items {
         let room = wait_for_room(q, max_items);
-        // A wait too long to add to now has no deadline.
-        match max_wait.and_then(|wait| tokio::time::Instant::now().checked_add(wait)) {
+        // A wait too long to count (`Duration::MAX`) is a wait without end.
+        match max_wait.map(|wait| deadline::deadline_after(tokio::time::Instant::now(), wait)) {
             None => room.await?,
             Some(at) => match deadline::with_deadline(at, room).await {
                 Ok(()) => {}

@@ -189,10 +189,8 @@ impl SimpleDistributedQueue {
         if timeout.is_zero() {
             return self.take_now().await;
         }
-        // A wait too long to add to now has no deadline.
-        let Some(at) = tokio::time::Instant::now().checked_add(timeout) else {
-            return self.take_waiting().await.map(Some);
-        };
+        // A wait too long to count (`Duration::MAX`) is a wait without end.
+        let at = deadline::deadline_after(tokio::time::Instant::now(), timeout);
         match deadline::with_deadline(at, self.take_waiting()).await {
             Ok(data) => Ok(Some(data)),
             Err(CuratorError::Timeout { .. }) => Ok(None),
