@@ -3,7 +3,7 @@
 //!
 //! Participants record each term of leadership: who, its fencing token, the moment the
 //! participant was told it leads, and the moment it was told the term is over or may be
-//! (`NotLeader`, `Ended`, [`Leadership::lost`]), with the reason. A term ends at the *first*
+//! (`NotLeader`, `Ended`, [`Leadership::lost`](curator_recipes::leader::HeldNode::lost)), with the reason. A term ends at the *first*
 //! such signal: from then on its holder knows, and must stop acting as leader.
 //!
 //! [`LeadershipChecker::report`] then counts:
@@ -180,7 +180,7 @@ impl LeadershipChecker {
     }
 
     /// Records the end of `term` when `leadership` says it is over or may be
-    /// ([`Leadership::lost_watch`]), from a task of its own.
+    /// ([`Leadership::lost_watch`](curator_recipes::leader::HeldNode::lost_watch)), from a task of its own.
     pub fn watch(&self, term: TermId, leadership: &Leadership) {
         let mut lost = leadership.lost_watch();
         let checker = self.clone();
