@@ -514,9 +514,16 @@ async fn follow(
                 if ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
                     return End::Move { heard, suspended: true };
                 }
-                // Learn at once whether the session still lives: it may have been closed from
-                // outside, and the client's own reconnection may take seconds to find out.
-                resumable = Closer::new(&strong.config).ok().map(|closer| closer.resumable(client));
+                // Under ErrorPolicy::Session, learn at once whether the session still lives: it
+                // may have been closed from outside, and the client's own reconnection may take
+                // seconds to find out, while holders trust the session. A probe that reaches a
+                // server before the client's own reconnection takes the session's connection,
+                // and the client then reconnects once more (one more Suspended/Reconnected,
+                // harmless under this policy). Under Standard the Suspended just published
+                // already tells every holder, and no probe disturbs the reconnection.
+                if strong.config.error_policy == crate::ErrorPolicy::Session {
+                    resumable = Closer::new(&strong.config).ok().map(|closer| closer.resumable(client));
+                }
             }
             (zk::SessionState::SyncConnected, Phase::Suspended) => {
                 phase = Phase::Connected;
