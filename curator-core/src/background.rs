@@ -227,12 +227,7 @@ impl CuratorFramework {
     pub(crate) fn deliver(&self, event: CuratorEvent, callback: Option<BackgroundCallback>) {
         if let Some(callback) = callback {
             let fw = self.clone();
-            let run = move || callback(&fw, event);
-            if tokio::runtime::Handle::try_current().is_ok() {
-                drop(tokio::task::spawn_blocking(run));
-            } else {
-                run();
-            }
+            crate::listeners::call_user(move || callback(&fw, event));
             return;
         }
         if self.inner.listeners.is_empty() {

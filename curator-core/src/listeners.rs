@@ -232,6 +232,22 @@ impl<E: Clone + Send + 'static> Listeners<E> {
     }
 }
 
+/// Runs `f`, user code that is no listener's (a background operation's callback, a watch's
+/// callback), the way the framework runs every callback: on the blocking pool, so that it may
+/// block, with a panic logged rather than lost; inline where no runtime is left (a drop-time
+/// report). Listeners' callbacks run the same way, in order, through their queues.
+pub(crate) fn call_user(f: impl FnOnce() + Send + 'static) {
+    let guarded = move || {
+        if std::panic::catch_unwind(AssertUnwindSafe(f)).is_err() {
+            tracing::error!("a callback panicked");
+        }
+    };
+    match Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(guarded)),
+        Err(_) => guarded(),
+    }
+}
+
 /// Drains one callback listener's queue: waits for events, then runs the callback on the
 /// blocking pool for all that are waiting, in order.
 async fn drain<E: Send + 'static>(mut rx: mpsc::UnboundedReceiver<E>, callback: Callback<E>) {

@@ -176,7 +176,7 @@ impl WatchTarget {
                     e.watched_event = Some(event);
                     fw.deliver(e, None);
                 }
-                WatchTarget::Callback(f) => drop(tokio::task::spawn_blocking(move || f(event))),
+                WatchTarget::Callback(f) => crate::listeners::call_user(move || f(event)),
             }
         });
     }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use curator_core::background::spawn_detached;
+use curator_core::retry::{ExponentialBackoffForever, RetryLoop};
 use curator_core::zk;
 use curator_core::{
     ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, ErrorPolicy, Result, SessionEnd,
@@ -15,8 +16,10 @@ use tokio::sync::watch;
 use super::acquire::{Granted, NodeWatch};
 use super::node::LockNode;
 
-/// How long the monitor waits before trying again to watch the node when it could not.
-const REARM_PAUSE: Duration = Duration::from_millis(200);
+/// The monitor's pauses before trying again to watch the node when it could not: 50 ms,
+/// doubling up to 200 ms, for as long as the hold lasts (a connection change cuts a pause short).
+pub(crate) const REARM_BACKOFF: ExponentialBackoffForever =
+    ExponentialBackoffForever::new(Duration::from_millis(50), Duration::from_millis(200));
 
 /// How long a watch on our node is kept, once we release, for the deletion to fire it.
 /// zookeeper-client sends a RemoveWatches request for a watch dropped before it fired, so
@@ -268,6 +271,7 @@ async fn monitor(
 ) {
     let mut conn = fw.connection_state_watch();
     let policy = fw.error_policy();
+    let mut rearm = RetryLoop::new(Arc::new(REARM_BACKOFF), Some(&fw));
     let mark = |reason| {
         if let Some(h) = hold.upgrade() {
             h.mark(reason)
@@ -312,7 +316,12 @@ async fn monitor(
             };
             tokio::select! {
                 armed = arm => match armed {
-                    Ok(w) => w,
+                    Ok(w) => {
+                        if w.is_some() {
+                            rearm.reset();
+                        }
+                        w
+                    }
                     Err(reason) => {
                         mark(reason);
                         return;
@@ -359,10 +368,13 @@ async fn monitor(
                 }
             }
             None => {
+                // The one retry loop paces the next try (it gives up only once the framework is
+                // closed, which the next turn sees).
+                let pause = rearm.next_pause_after_failure().unwrap_or(Duration::ZERO);
                 tokio::select! {
                     r = lost.changed() => if r.is_err() { return },
                     r = conn.changed() => if r.is_err() { mark(LockLost::Closed); return },
-                    _ = tokio::time::sleep(REARM_PAUSE) => {}
+                    _ = tokio::time::sleep(pause) => {}
                 }
             }
         }

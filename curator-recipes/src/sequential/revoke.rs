@@ -2,27 +2,33 @@
 //! holder's node to ask it to give the hold up; the holder's hook decides.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use curator_core::background::spawn_detached;
+use curator_core::listeners::Listeners;
+use curator_core::retry::RetryLoop;
 use curator_core::zk;
 
-use super::hold::Hold;
+use super::hold::{Hold, REARM_BACKOFF};
 use super::names::REVOKE_MESSAGE;
 
 /// What a revocable holder runs when asked to give its hold up.
 pub(crate) type RevokeHook = Arc<dyn Fn() + Send + Sync>;
 
-/// How long to wait before reading the node again after a failed read.
-const RETRY_PAUSE: Duration = Duration::from_millis(200);
-
-/// Watches a holder's node for [`REVOKE_MESSAGE`] and calls `on_revoke` (on the blocking pool:
-/// it is user code) each time it is written, until the hold ends.
+/// Watches a holder's node for [`REVOKE_MESSAGE`] and calls `on_revoke` each time it is
+/// written, until the hold ends. The hook is user code: it runs through the framework's one
+/// listener queue (on the blocking pool, in order, a panic logged). A failed read is tried again
+/// under the one retry loop, with the lock monitor's backoff.
 pub(crate) fn watch_revocation(hold: &Arc<Hold>, on_revoke: RevokeHook) {
     let weak = Arc::downgrade(hold);
     let mut lost = hold.subscribe();
     let fw = hold.framework().clone();
     let node = hold.node().clone();
+    let hooks: Listeners<()> = Listeners::new();
+    hooks.add_callback(Arc::new(move |_: &()| on_revoke()));
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        hooks.start(runtime);
+    }
+    let mut retry = RetryLoop::new(Arc::new(REARM_BACKOFF), Some(&fw));
     // Untracked: it ends with the hold, its node or its session.
     spawn_detached(async move {
         loop {
@@ -36,17 +42,18 @@ pub(crate) fn watch_revocation(hold: &Arc<Hold>, on_revoke: RevokeHook) {
             tracing::debug!(path = %node.path, "getData+watch (revocation)");
             let watcher = match session.client().get_and_watch_data(&node.path).await {
                 Ok((data, _, w)) => {
+                    retry.reset();
                     if data == REVOKE_MESSAGE {
-                        let f = on_revoke.clone();
-                        drop(tokio::task::spawn_blocking(move || f()));
+                        hooks.publish(());
                     }
                     w
                 }
                 Err(zk::Error::NoNode) => return,
                 Err(_) => {
+                    let Some(pause) = retry.next_pause_after_failure() else { return };
                     tokio::select! {
                         r = lost.changed() => if r.is_err() { return },
-                        _ = tokio::time::sleep(RETRY_PAUSE) => {}
+                        _ = tokio::time::sleep(pause) => {}
                     }
                     continue;
                 }
