@@ -244,6 +244,7 @@ impl CuratorCacheBuilder {
             cache_data: !has(CuratorCacheOption::DoNotCacheData),
             create_path: has(CuratorCacheOption::CreateParentContainers),
             kind: curator_core::metrics::cache::CURATOR_CACHE,
+            what: "CuratorCache",
         };
         let shell = CacheShell::new(&self.fw, config, !has(CuratorCacheOption::DoNotClearOnClose))?;
         Ok(CuratorCache { shell })
@@ -285,7 +286,9 @@ impl CuratorCache {
     /// added before hear the initial load as `Created` events, then `Initialized`.
     ///
     /// # Errors
-    /// `IllegalState` when already started or closed, or outside a tokio runtime.
+    /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
+    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed framework.
     pub fn start(&self) -> Result<()> {
         self.shell.start(|event| match event {
             EngineEvent::Created(node) => Translated::Event(CuratorCacheEvent::Created(node)),
@@ -302,7 +305,10 @@ impl CuratorCache {
     /// Waits until the first load is done.
     ///
     /// # Errors
-    /// `Closed` if the cache is closed first.
+    /// `Closed` if the cache is closed first; the error of the last failed load when it is a
+    /// refusal no retry mends (`NoAuth` when the path's ACL refuses reading it, see
+    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)), at once: the
+    /// cache goes on trying.
     pub async fn wait_initialized(&self) -> Result<()> {
         self.shell.wait_initialized(false).await
     }

@@ -63,6 +63,7 @@ impl NodeCache {
             cache_data: true,
             create_path: false,
             kind: curator_core::metrics::cache::NODE_CACHE,
+            what: "NodeCache",
         };
         Ok(Self { shell: CacheShell::new(fw, config, true)? })
     }
@@ -72,7 +73,9 @@ impl NodeCache {
     /// node exists.
     ///
     /// # Errors
-    /// `IllegalState` when already started or closed, or outside a tokio runtime; with
+    /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
+    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed framework; with
     /// `build_initial`, the error of the first load if it fails (the cache keeps trying).
     pub async fn start(&self, build_initial: bool) -> Result<()> {
         let mut passing = !build_initial;
@@ -104,7 +107,10 @@ impl NodeCache {
     /// Waits until the node was first read.
     ///
     /// # Errors
-    /// `Closed` if the cache is closed first.
+    /// `Closed` if the cache is closed first; the error of the last failed load when it is a
+    /// refusal no retry mends (`NoAuth` when the path's ACL refuses reading it, see
+    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)), at once: the
+    /// cache goes on trying.
     pub async fn wait_initialized(&self) -> Result<()> {
         self.shell.wait_initialized(false).await
     }
@@ -122,7 +128,8 @@ impl NodeCache {
     /// Reads the node again and replaces the cached state without an event.
     ///
     /// # Errors
-    /// The read's error, or `IllegalState` when the cache does not run.
+    /// The read's error, or [`NotStarted`](curator_core::CuratorError::NotStarted) or
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) when the cache does not run.
     pub async fn rebuild(&self) -> Result<()> {
         self.shell.core().rebuild().await
     }

@@ -159,6 +159,7 @@ impl PathChildrenCacheBuilder {
             cache_data: self.cache_data,
             create_path: self.create_parent_containers,
             kind: curator_core::metrics::cache::PATH_CHILDREN_CACHE,
+            what: "PathChildrenCache",
         };
         Ok(PathChildrenCache { shell: CacheShell::new(&self.fw, config, true)? })
     }
@@ -192,7 +193,9 @@ impl PathChildrenCache {
     /// load is done.
     ///
     /// # Errors
-    /// `IllegalState` when already started or closed, or outside a tokio runtime. With
+    /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
+    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed framework. With
     /// `BuildInitialCache`, the error of the first load if it fails (the cache keeps trying in
     /// the background).
     pub async fn start(&self, mode: StartMode) -> Result<()> {
@@ -233,7 +236,10 @@ impl PathChildrenCache {
     /// Waits until the first load is done.
     ///
     /// # Errors
-    /// `Closed` if the cache is closed first.
+    /// `Closed` if the cache is closed first; the error of the last failed load when it is a
+    /// refusal no retry mends (`NoAuth` when the path's ACL refuses reading it, see
+    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)), at once: the
+    /// cache goes on trying.
     pub async fn wait_initialized(&self) -> Result<()> {
         self.shell.wait_initialized(false).await
     }
@@ -261,7 +267,8 @@ impl PathChildrenCache {
     /// `ChildAdded`. Returns once the load is done.
     ///
     /// # Errors
-    /// The load's error, or `IllegalState` when the cache does not run.
+    /// The load's error, or [`NotStarted`](curator_core::CuratorError::NotStarted) or
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) when the cache does not run.
     pub async fn clear_and_refresh(&self) -> Result<()> {
         self.shell.core().clear_and_refresh().await
     }
@@ -269,7 +276,8 @@ impl PathChildrenCache {
     /// Loads every child again and replaces the cache without any event. Returns once done.
     ///
     /// # Errors
-    /// The load's error, or `IllegalState` when the cache does not run.
+    /// The load's error, or [`NotStarted`](curator_core::CuratorError::NotStarted) or
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) when the cache does not run.
     pub async fn rebuild(&self) -> Result<()> {
         self.shell.core().rebuild().await
     }
@@ -283,7 +291,8 @@ impl PathChildrenCache {
     ///
     /// # Errors
     /// `InvalidPath` for a malformed path, `InvalidArgument` if `full_path` is not a child of the
-    /// cache's path, `IllegalState` when the cache does not run, or the read's error.
+    /// cache's path, [`NotStarted`](curator_core::CuratorError::NotStarted) or
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) when the cache does not run, or the read's error.
     pub async fn rebuild_node(&self, full_path: &str) -> Result<()> {
         curator_core::path::validate(full_path)?;
         let core = self.shell.core();

@@ -115,6 +115,7 @@ impl TreeCacheBuilder {
             cache_data: self.cache_data,
             create_path: self.create_parent_containers,
             kind: curator_core::metrics::cache::TREE_CACHE,
+            what: "TreeCache",
         };
         Ok(TreeCache { shell: CacheShell::new(&self.fw, config, true)? })
     }
@@ -158,7 +159,9 @@ impl TreeCache {
     /// Starts the cache in the background.
     ///
     /// # Errors
-    /// `IllegalState` when already started or closed, or outside a tokio runtime.
+    /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
+    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed framework.
     pub fn start(&self) -> Result<()> {
         self.shell.start(|event| {
             Translated::Event(match event {
@@ -185,7 +188,10 @@ impl TreeCache {
     /// Waits until the first load is done.
     ///
     /// # Errors
-    /// `Closed` if the cache is closed first.
+    /// `Closed` if the cache is closed first; the error of the last failed load when it is a
+    /// refusal no retry mends (`NoAuth` when the path's ACL refuses reading it, see
+    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)), at once: the
+    /// cache goes on trying.
     pub async fn wait_initialized(&self) -> Result<()> {
         self.shell.wait_initialized(false).await
     }

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use curator_cache::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
+use curator_core::lifecycle::Lifecycle;
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
-use curator_core::CuratorError;
+use curator_core::{CuratorError, CuratorFramework};
 
 use crate::discovery::Inner;
 use crate::{DiscoveryError, InstanceProvider, InstanceSerializer, ServiceInstance};
@@ -68,11 +69,16 @@ pub enum ServiceCacheEvent<T> {
 /// # Ok(()) }
 /// ```
 pub struct ServiceCache<T = serde_json::Value> {
+    fw: CuratorFramework,
     cache: PathChildrenCache,
     path: String,
     shared: Arc<CacheShared<T>>,
     events: Arc<Listeners<ServiceCacheEvent<T>>>,
-    initialized: tokio::sync::watch::Receiver<bool>,
+    /// Turned true by the relay's handler once the first load's events are handled.
+    initialized_tx: Arc<tokio::sync::watch::Sender<bool>>,
+    /// The cache's own life (its relay runs while started); the `PathChildrenCache` under it
+    /// has its own, started and closed with this one.
+    life: Lifecycle,
 }
 
 impl<T> std::fmt::Debug for ServiceCache<T> {
@@ -149,8 +155,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
     /// Makes the cache; nothing is read before [`start`](ServiceCache::start).
     ///
     /// # Errors
-    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name; an
-    /// `IllegalState` [`CuratorError`] outside a tokio runtime.
+    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name.
     pub fn build(self) -> Result<ServiceCache<T>, DiscoveryError> {
         let path = self.discovery.service_path(&self.name)?;
         let cache = PathChildrenCache::builder(&self.discovery.fw, &path).create_parent_containers(true).build()?;
@@ -159,25 +164,15 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
             parsed: Mutex::new(HashMap::new()),
             skipped: AtomicU64::new(0),
         });
-        let events = Arc::new(Listeners::new());
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            events.start(handle);
-        }
-        let (initialized_tx, initialized) = tokio::sync::watch::channel(false);
-        let mut handler =
-            Handler { shared: shared.clone(), events: events.clone(), good: HashMap::new(), initialized_tx };
-        // The cache's events, in order, handled in a task of their own rather than by a
-        // callback: a callback runs on the blocking pool, one more thread hop per event before
-        // our own listeners get it. The stream ends when the cache closes.
-        let mut stream = cache.events();
-        let runtime =
-            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "ServiceCache" })?;
-        runtime.spawn(async move {
-            while let Some(event) = stream.next().await {
-                handler.handle(&event);
-            }
-        });
-        Ok(ServiceCache { cache, path, shared, events, initialized })
+        Ok(ServiceCache {
+            fw: self.discovery.fw.clone(),
+            cache,
+            path,
+            shared,
+            events: Arc::new(Listeners::new()),
+            initialized_tx: Arc::new(tokio::sync::watch::channel(false).0),
+            life: Lifecycle::new("ServiceCache"),
+        })
     }
 }
 
@@ -187,7 +182,7 @@ struct Handler<T> {
     events: Arc<Listeners<ServiceCacheEvent<T>>>,
     /// Node name -> whether its last version seen (in event order) was an instance.
     good: HashMap<String, bool>,
-    initialized_tx: tokio::sync::watch::Sender<bool>,
+    initialized_tx: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl<T: Clone + Send + Sync + 'static> Handler<T> {
@@ -241,12 +236,39 @@ impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
     /// instances present are loaded (Curator's `start`). Listeners hear the changes after that.
     ///
     /// # Errors
-    /// `IllegalState` when already started or closed; the first load's error.
+    /// [`DiscoveryError::Curator`] with [`AlreadyStarted`](CuratorError::AlreadyStarted),
+    /// [`AlreadyClosed`](CuratorError::AlreadyClosed), [`NoRuntime`](CuratorError::NoRuntime)
+    /// (outside a tokio runtime) or [`Closed`](CuratorError::Closed) (a closed framework), each
+    /// naming `ServiceCache`: nothing started then. A first load refused for good (`NoAuth` when
+    /// `base/<name>` refuses reading it, see [`CuratorError::is_permanent`]) is returned at
+    /// once, and the cache is closed, as is a cache closed before its first load (`Closed`).
     pub async fn start(&self) -> Result<(), DiscoveryError> {
-        self.cache.start(StartMode::PostInitializedEvent).await?;
-        self.cache.wait_initialized().await?;
-        let mut initialized = self.initialized.clone();
-        initialized.wait_for(|done| *done).await.map_err(|_| CuratorError::Closed)?;
+        self.life.start(&self.fw, |starting| {
+            self.events.start(starting.handle().clone());
+            let mut handler = Handler {
+                shared: self.shared.clone(),
+                events: self.events.clone(),
+                good: HashMap::new(),
+                initialized_tx: self.initialized_tx.clone(),
+            };
+            // The cache's events, in order, handled by one relay rather than by a callback: a
+            // callback runs on the blocking pool, one more thread hop per event before our own
+            // listeners get it. The stream ends when the cache closes.
+            starting.relay(self.cache.events(), move |event| handler.handle(&event));
+            Ok(())
+        })?;
+        let loaded = async {
+            self.cache.start(StartMode::PostInitializedEvent).await?;
+            self.cache.wait_initialized().await?;
+            let mut initialized = self.initialized_tx.subscribe();
+            initialized.wait_for(|done| *done).await.map_err(|_| CuratorError::Closed)?;
+            Ok::<(), CuratorError>(())
+        };
+        if let Err(err) = loaded.await {
+            tracing::debug!(path = %self.path, error = %err, "service cache: the first load failed; closing");
+            self.close();
+            return Err(err.into());
+        }
         Ok(())
     }
 
@@ -282,7 +304,9 @@ impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
     }
 
     /// Stops the cache and its watch; listener streams end after the events already queued.
+    /// Idempotent; a cache closed before it started can no longer start.
     pub fn close(&self) {
+        self.life.close();
         self.cache.close();
         self.events.close();
     }

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework};
 use curator_recipes::nodes::PersistentNode;
@@ -176,7 +177,8 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     /// any, as [`register`](Self::register) does. A second call does nothing.
     ///
     /// # Errors
-    /// As [`register`](Self::register); the registration is kept even when this fails.
+    /// As [`register`](Self::register); the registration is kept when this times out (not
+    /// when the create is refused for good).
     pub async fn start(&self) -> Result<()> {
         let this = self.inner.lock().this_instance.take();
         match this {
@@ -193,8 +195,11 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     ///
     /// # Errors
     /// [`DiscoveryError::InvalidInstance`] for a name or id that is not one node name,
-    /// a serializer's error, `DataTooLarge` for JSON over the framework's limit, `IllegalState`
-    /// after [`close`](Self::close): nothing is registered then. `Timeout` when the node was not
+    /// a serializer's error, `DataTooLarge` for JSON over the framework's limit,
+    /// [`AlreadyClosed`](CuratorError::AlreadyClosed) after [`close`](Self::close): nothing is
+    /// registered then. A create refused for good ([`CuratorError::is_permanent`]: `NoAuth`
+    /// when the ACL of `base` or `base/<name>` refuses the client creating under it), at once:
+    /// nothing is kept registered then either. `Timeout` when the node was not
     /// created within the connection timeout: the registration is kept and made as soon as it
     /// can be (Curator also keeps it, to register again after reconnecting).
     /// [`DiscoveryError::NotRegistered`] when the instance was unregistered (or the discovery
@@ -224,7 +229,24 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
             state.registrations.insert(instance.id.clone(), Registration { instance, node: node.clone() });
             node
         };
-        if node.wait_for_initial_create(self.inner.fw.connection_timeout()).await {
+        let created = tokio::select! {
+            created = node.wait_for_initial_create(self.inner.fw.connection_timeout()) => created,
+            refusal = refused(&node) => {
+                // Refused for good (no permission to create, say): nothing stays registered, so
+                // that the caller's next register tries again rather than updating nothing.
+                tracing::debug!(%path, error = %refusal, "registering a service instance was refused");
+                let removed = {
+                    let mut state = self.inner.lock();
+                    let ours = state.registrations.get(&instance_id).is_some_and(|r| Arc::ptr_eq(&r.node, &node));
+                    ours.then(|| state.registrations.remove(&instance_id)).flatten()
+                };
+                if let Some(registration) = removed {
+                    close_node(registration.node).await;
+                }
+                return Err(refusal.into());
+            }
+        };
+        if created {
             tracing::debug!(path = ?node.actual_path(), "registered a service instance");
             Ok(())
         } else if let Some(error) = node.last_error() {
@@ -440,7 +462,23 @@ async fn close_node(node: Arc<PersistentNode>) {
 }
 
 fn closed() -> DiscoveryError {
-    CuratorError::IllegalState("the service discovery is closed".to_string()).into()
+    CuratorError::AlreadyClosed { what: "ServiceDiscovery" }.into()
+}
+
+/// How often a register waiting for its node's first create looks for a refusal.
+const REFUSAL_POLL: Duration = Duration::from_millis(10);
+
+/// Resolves with the node's error once it is one no retry mends
+/// ([`CuratorError::is_permanent`]: `NoAuth`, say); pending otherwise. `PersistentNode` keeps
+/// such an error (and waits for a connection change) without telling anyone, so this looks at
+/// it every [`REFUSAL_POLL`].
+async fn refused(node: &PersistentNode) -> CuratorError {
+    loop {
+        if let Some(err) = node.last_error().filter(CuratorError::is_permanent) {
+            return err;
+        }
+        tokio::time::sleep(REFUSAL_POLL).await;
+    }
 }
 
 /// `parent/<child>`, for a child that is one node name.

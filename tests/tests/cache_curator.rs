@@ -255,9 +255,12 @@ async fn bad_input_is_refused_with_typed_errors_and_never_panics() {
 
     // Operations on a cache that never started.
     let idle = PathChildrenCache::new(&fw, &base, true).unwrap();
-    assert!(matches!(idle.rebuild().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(idle.rebuild().await, Err(CuratorError::NotStarted { what: "PathChildrenCache" })));
     idle.close();
-    assert!(idle.start(StartMode::Normal).await.is_err(), "no start after close");
+    assert!(
+        matches!(idle.start(StartMode::Normal).await, Err(CuratorError::AlreadyClosed { .. })),
+        "no start after close"
+    );
     cache.close();
     again.close();
     fw.close().await;

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use curator_core::{ConnectionState, CreateMode, CuratorFramework, ErrorPolicy};
+use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_discovery::{DiscoveryError, ServiceCacheEvent, ServiceDiscovery, ServiceInstance, ServiceType};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
@@ -589,4 +589,111 @@ async fn provider_round_robin_drops_an_instance_whose_process_died() {
         registry.close().await;
         fw.close().await;
     }
+}
+
+/// A registration refused for good (`base` lets anyone read it, nobody create under it):
+/// `register` returns `NoAuth` within a second (it took the connection timeout before), under
+/// every error and retry policy, and nothing is kept registered, so that a second `register`
+/// is refused again rather than taken for an update of a registration that never was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_register_is_reported_promptly_and_not_kept() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    init_tracing();
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&server.connect_string(), policy, retry).await;
+        let base = unique_path("discovery-noauth");
+        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
+        fw.create().with_acl(read_only).for_path(&base, Vec::new()).await.unwrap();
+        let discovery = ServiceDiscovery::<String>::builder(&fw, &base).build().expect("discovery");
+        let me = instance("test", 10070, "v1");
+        for attempt in ["first", "second"] {
+            let started = Instant::now();
+            let r = tokio::time::timeout(Timing::new().deadline(), discovery.register(me.clone())).await;
+            assert!(
+                matches!(r, Ok(Err(DiscoveryError::Curator(CuratorError::NoAuth { .. })))),
+                "{policy:?}/{retry:?}: {attempt}: {r:?}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+            assert!(discovery.registered().is_empty(), "{policy:?}/{retry:?}: kept {:?}", discovery.registered());
+        }
+        discovery.close().await;
+        fw.close().await;
+    }
+}
+
+/// A service cache whose service node refuses the client reading it: `start` returns `NoAuth`
+/// within a second (it waited for ever before), under every error and retry policy, and the
+/// cache is closed (a later start is `AlreadyClosed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_cache_refused_reading_reports_it_from_start() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    init_tracing();
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&server.connect_string(), policy, retry).await;
+        let base = unique_path("discovery-noread");
+        let no_read = Permission::WRITE | Permission::CREATE | Permission::DELETE | Permission::ADMIN;
+        let acl = vec![Acl::new(no_read, AuthId::anyone())];
+        fw.create()
+            .creating_parents_if_needed()
+            .with_acl(acl)
+            .for_path(&format!("{base}/test"), Vec::new())
+            .await
+            .unwrap();
+        let discovery = ServiceDiscovery::<String>::builder(&fw, &base).build().expect("discovery");
+        let cache = discovery.service_cache_builder("test").build().expect("cache");
+        let started = Instant::now();
+        let r = tokio::time::timeout(Timing::new().deadline(), cache.start()).await;
+        assert!(
+            matches!(r, Ok(Err(DiscoveryError::Curator(CuratorError::NoAuth { .. })))),
+            "{policy:?}/{retry:?}: {r:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        let again = cache.start().await;
+        assert!(
+            matches!(again, Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { what: "ServiceCache" }))),
+            "{policy:?}/{retry:?}: {again:?}"
+        );
+        cache.close();
+        fw.close().await;
+    }
+}
+
+/// The lifecycle errors of the discovery types are typed and name the type (Curator's
+/// TestServiceCache / TestServiceDiscovery close twice without complaint): a service cache
+/// started twice is `AlreadyStarted`, closed twice is fine, started after close is
+/// `AlreadyClosed`; a register after the discovery's close is `AlreadyClosed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lifecycle_errors_are_typed() {
+    init_tracing();
+    let fw = framework(&TestingServer::shared().connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let base = unique_path("discovery-life");
+    let discovery = discovery(&fw, &base).await;
+    let cache = discovery.service_cache_builder("test").build().expect("cache");
+    cache.start().await.expect("start");
+    let twice = cache.start().await;
+    assert!(
+        matches!(twice, Err(DiscoveryError::Curator(CuratorError::AlreadyStarted { what: "ServiceCache" }))),
+        "{twice:?}"
+    );
+    cache.close();
+    cache.close();
+    let after = cache.start().await;
+    assert!(
+        matches!(after, Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { what: "ServiceCache" }))),
+        "{after:?}"
+    );
+    let never = discovery.service_cache_builder("test").build().expect("cache");
+    never.close();
+    assert!(matches!(never.start().await, Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { .. }))));
+
+    discovery.close().await;
+    discovery.close().await;
+    let refused = discovery.register(instance("test", 1, "x")).await;
+    assert!(
+        matches!(refused, Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { what: "ServiceDiscovery" }))),
+        "{refused:?}"
+    );
+    fw.close().await;
 }

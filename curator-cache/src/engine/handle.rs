@@ -1,8 +1,10 @@
-//! [`CacheCore`]: the handle a cache holds on its engine. It starts the engine's task, passes
+//! [`CacheCore`]: the handle a cache holds on its engine. It starts the engine's task (through
+//! core's [`Lifecycle`], which names the cache in its errors), passes
 //! commands to it, reports its progress, and stops it on close or drop.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -19,17 +21,7 @@ pub(super) enum Command {
     RebuildNode(String, oneshot::Sender<Result<()>>),
 }
 
-/// Where a cache is in its life; it only moves forward.
-enum Lifecycle {
-    /// Built, not started.
-    Latent,
-    /// The engine runs; these reach it.
-    Started(Running),
-    /// Closed (started or not); nothing runs.
-    Closed,
-}
-
-/// The channels to a running engine.
+/// The channels to a running engine: what the cache's [`Lifecycle`] keeps while started.
 struct Running {
     commands: mpsc::UnboundedSender<Command>,
     shutdown: watch::Sender<bool>,
@@ -40,7 +32,7 @@ pub(crate) struct CacheCore {
     fw: CuratorFramework,
     config: Arc<EngineConfig>,
     pub(crate) shared: Arc<Shared>,
-    lifecycle: Mutex<Lifecycle>,
+    life: Lifecycle<Running>,
     clear_on_close: bool,
 }
 
@@ -50,9 +42,9 @@ impl CacheCore {
         curator_core::path::validate(&config.scope.root)?;
         Ok(Self {
             fw: fw.clone(),
+            life: Lifecycle::new(config.what),
             config: Arc::new(config),
             shared: Arc::new(Shared::new()),
-            lifecycle: Mutex::new(Lifecycle::Latent),
             clear_on_close,
         })
     }
@@ -67,36 +59,40 @@ impl CacheCore {
         &self.config.scope
     }
 
-    fn lifecycle(&self) -> std::sync::MutexGuard<'_, Lifecycle> {
-        self.lifecycle.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Starts the engine on the current runtime with `sink` receiving its events.
+    /// Starts the engine on the current runtime with `sink` receiving its events; returns that
+    /// runtime.
+    ///
+    /// # Errors
+    /// The [`Lifecycle::start`] refusals, naming the cache's type.
     pub(crate) fn start(&self, sink: Sink) -> Result<tokio::runtime::Handle> {
-        let mut lifecycle = self.lifecycle();
-        match *lifecycle {
-            Lifecycle::Started(_) => return Err(CuratorError::IllegalState("the cache is already started".into())),
-            Lifecycle::Closed => return Err(CuratorError::IllegalState("the cache is closed".into())),
-            Lifecycle::Latent => {}
-        }
-        let handle =
-            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "the cache" })?;
-        let (commands_tx, commands) = mpsc::unbounded_channel();
-        let (shutdown_tx, shutdown) = watch::channel(false);
-        // Subscribe now, so that no transition after start() is missed.
-        let states = self.fw.connection_state_stream();
-        let engine = Engine::new(&self.fw, self.config.clone(), self.shared.clone(), sink, commands, shutdown);
-        tracing::debug!(path = %self.config.scope.root, "starting cache");
-        handle.spawn(engine.run(states));
-        *lifecycle = Lifecycle::Started(Running { commands: commands_tx, shutdown: shutdown_tx });
-        Ok(handle)
+        let mut runtime = None;
+        self.life.start(&self.fw, |starting| {
+            let (commands_tx, commands) = mpsc::unbounded_channel();
+            let (shutdown_tx, shutdown) = watch::channel(false);
+            // Subscribe now, so that no transition after start() is missed.
+            let states = self.fw.connection_state_stream();
+            let engine = Engine::new(&self.fw, self.config.clone(), self.shared.clone(), sink, commands, shutdown);
+            tracing::debug!(path = %self.config.scope.root, "starting cache");
+            starting.spawn(engine.run(states));
+            runtime = Some(starting.handle().clone());
+            Ok(Running { commands: commands_tx, shutdown: shutdown_tx })
+        })?;
+        runtime.ok_or(CuratorError::NoRuntime { what: self.life.what() })
     }
 
-    /// Waits until the first load is done. `Err` if the cache stops first, or, when
-    /// `fail_fast`, with the error of the first failed attempt.
+    /// Waits until the first load is done. `Err` if the cache stops first, with the error of
+    /// the last failed load when that was a refusal no retry mends
+    /// ([`is_permanent`](CuratorError::is_permanent): no permission to read, say), or, when
+    /// `fail_fast`, with the error of the first failed attempt. The engine goes on trying in
+    /// both cases (an ACL may be changed).
     pub(crate) async fn wait_initialized(&self, fail_fast: bool) -> Result<()> {
         let mut status = self.shared.status.subscribe();
-        let seen = status.wait_for(|s| s.initialized || s.stopped || (fail_fast && s.failed_loads > 0)).await;
+        let seen = status
+            .wait_for(|s| {
+                let refused = s.last_error.as_ref().is_some_and(CuratorError::is_permanent);
+                s.initialized || s.stopped || refused || (fail_fast && s.failed_loads > 0)
+            })
+            .await;
         let Ok(seen) = seen else { return Err(CuratorError::Closed) };
         if seen.initialized {
             return Ok(());
@@ -114,12 +110,7 @@ impl CacheCore {
 
     async fn command(&self, make: impl FnOnce(oneshot::Sender<Result<()>>) -> Command) -> Result<()> {
         let (tx, rx) = oneshot::channel();
-        match &*self.lifecycle() {
-            Lifecycle::Started(running) => running.commands.send(make(tx)).map_err(|_| CuratorError::Closed)?,
-            Lifecycle::Latent | Lifecycle::Closed => {
-                return Err(CuratorError::IllegalState("the cache is not running".into()))
-            }
-        }
+        self.life.with_started(|running| running.commands.send(make(tx)))?.map_err(|_| CuratorError::Closed)?;
         rx.await.map_err(|_| CuratorError::Closed)?
     }
 
@@ -140,15 +131,14 @@ impl CacheCore {
         self.command(move |reply| Command::RebuildNode(path, reply)).await
     }
 
-    /// Stops the engine (its watch is removed), and clears the map unless told not to.
+    /// Stops the engine (its watch is removed), and clears the map unless told not to. Idempotent;
+    /// a cache closed before it started can no longer start.
     pub(crate) fn close(&self) {
-        let mut lifecycle = self.lifecycle();
-        match std::mem::replace(&mut *lifecycle, Lifecycle::Closed) {
-            Lifecycle::Closed => return,
-            Lifecycle::Started(running) => {
-                running.shutdown.send_replace(true);
-            }
-            Lifecycle::Latent => {}
+        let was = self.life.state();
+        if let Some(running) = self.life.close() {
+            running.shutdown.send_replace(true);
+        } else if was == LifeState::Closed {
+            return;
         }
         self.shared.status.send_modify(|s| s.stopped = true);
         if self.clear_on_close {

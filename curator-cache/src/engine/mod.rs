@@ -88,6 +88,8 @@ pub(crate) struct EngineConfig {
     pub(crate) create_path: bool,
     /// The `cache` label of its metrics (`curator_core::metrics::cache`).
     pub(crate) kind: &'static str,
+    /// The cache's type name, as its lifecycle errors say it (`"PathChildrenCache"`, ...).
+    pub(crate) what: &'static str,
 }
 
 /// Progress of the engine, for `start` and `wait_initialized`.
