@@ -73,7 +73,7 @@ async fn wait_for_a_leader(latches: &[LeaderLatch]) -> Vec<usize> {
 async fn uncreated_path_get_leader() {
     init_tracing();
     let fw = client(&shared()).await;
-    let latch = LeaderLatch::new(&fw, &format!("{}/foo/bar", unique_path("uncreated")), "").unwrap();
+    let latch = LeaderLatch::builder(&fw, &format!("{}/foo/bar", unique_path("uncreated"))).build().unwrap();
     assert_eq!(latch.leader().await.unwrap(), None);
     assert!(latch.participants().await.unwrap().is_empty());
     fw.close().await;
