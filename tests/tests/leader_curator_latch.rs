@@ -73,7 +73,7 @@ async fn wait_for_a_leader(latches: &[LeaderLatch]) -> Vec<usize> {
 async fn uncreated_path_get_leader() {
     init_tracing();
     let fw = client(&shared()).await;
-    let latch = LeaderLatch::new(&fw, &format!("{}/foo/bar", unique_path("uncreated")), "").unwrap();
+    let latch = LeaderLatch::builder(&fw, &format!("{}/foo/bar", unique_path("uncreated"))).build().unwrap();
     assert_eq!(latch.leader().await.unwrap(), None);
     assert!(latch.participants().await.unwrap().is_empty());
     fw.close().await;
@@ -288,7 +288,7 @@ async fn session_error_policy() {
         .await;
         let mut states = fw.connection_state_stream();
         let path = unique_path("session-policy");
-        let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+        let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
         let mut events = latch.events();
         latch.start().await.unwrap();
         let LatchEvent::IsLeader(first) = next_event(&mut events).await else { panic!("should lead") };
@@ -332,7 +332,7 @@ async fn error_policies() {
         )
         .await;
         let mut states = fw.connection_state_stream();
-        let latch = LeaderLatch::new(&fw, "/test", "").unwrap();
+        let latch = LeaderLatch::builder(&fw, "/test").build().unwrap();
         let mut events = latch.events();
         latch.start().await.unwrap();
         assert!(is_leader(&next_event(&mut events).await));
@@ -366,7 +366,7 @@ async fn proper_close_without_connection_established() {
     .await;
     server.stop().await.unwrap();
     let path = unique_path("close-unconnected");
-    let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+    let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
     latch.start().await.unwrap();
     assert_eq!(latch.our_path(), None);
     latch.close().await.unwrap();
@@ -385,7 +385,7 @@ async fn reset_race() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("reset-race");
-    let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+    let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
     let (started, stepped) = tokio::join!(latch.start(), async {
         tokio::task::yield_now().await;
         latch.step_down().await
@@ -409,7 +409,7 @@ async fn create_delete_race() {
     let path = unique_path("create-delete");
     fw.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
     for _ in 0..5 {
-        let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+        let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
         let mut start = Box::pin(latch.start());
         assert!(futures::FutureExt::now_or_never(&mut start).is_none(), "the start waits for the node");
         latch.close().await.unwrap();
@@ -417,7 +417,7 @@ async fn create_delete_race() {
     }
     assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
     // A latch closed after its start returned leaves nothing by the time close returns.
-    let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+    let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
     latch.start().await.unwrap();
     latch.close().await.unwrap();
     assert!(children(&fw, &path).await.is_empty());
@@ -436,7 +436,7 @@ async fn lost_connection() {
     let checker = LeadershipChecker::new();
     let mut latches = Vec::new();
     for i in 0..10 {
-        let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+        let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
         checker.record_latch(&latch, &format!("latch-{i}"));
         latch.start().await.unwrap();
         latches.push(latch);
@@ -467,7 +467,7 @@ async fn correct_watching() {
     let checker = LeadershipChecker::new();
     let mut latches = Vec::new();
     for i in 0..10 {
-        let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+        let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
         checker.record_latch(&latch, &format!("latch-{i}"));
         latch.start().await.unwrap();
         latches.push(latch);
@@ -502,7 +502,7 @@ async fn waiting() {
             let (fw, path, flag, checker) = (fw.clone(), path.clone(), there_is_a_leader.clone(), checker.clone());
             tasks.push(tokio::spawn(async move {
                 let who = format!("latch-{i}");
-                let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+                let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
                 checker.record_latch(&latch, &who);
                 latch.start().await.unwrap();
                 latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads in time");
@@ -562,7 +562,7 @@ async fn basic_alt() {
     let checker = LeadershipChecker::new();
     let mut latches: Vec<(String, LeaderLatch)> = (0..10)
         .map(|i| {
-            let latch = LeaderLatch::new(&fw, &path, "").unwrap();
+            let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
             checker.record_latch(&latch, &format!("latch-{i}"));
             (format!("latch-{i}"), latch)
         })
@@ -677,7 +677,7 @@ async fn callback_dont_notify() {
     let fw = client(&shared()).await;
     let path = unique_path("dont-notify");
     let checker = LeadershipChecker::new();
-    let leader = LeaderLatch::new(&fw, &path, "").unwrap();
+    let leader = LeaderLatch::builder(&fw, &path).build().unwrap();
     let notified = LeaderLatch::builder(&fw, &path).close_mode(CloseMode::NotifyLeader).build().unwrap();
     checker.record_latch(&leader, "leader");
     checker.record_latch(&notified, "notified");
@@ -709,7 +709,7 @@ async fn no_server_at_start() {
     server.stop().await.unwrap();
     let fw = builder(&connect).retry_policy(RetryNTimes::new(5, Duration::from_millis(100))).build().unwrap();
     fw.start().unwrap();
-    let latch = LeaderLatch::new(&fw, "/one/two/me", "").unwrap();
+    let latch = LeaderLatch::builder(&fw, "/one/two/me").build().unwrap();
     let mut events = latch.events();
     latch.start().await.unwrap();
     server.restart().await.unwrap();
@@ -725,7 +725,7 @@ async fn no_server_at_start() {
 async fn relative_path() {
     init_tracing();
     let fw = client(&shared()).await;
-    assert!(matches!(LeaderLatch::new(&fw, "parent", ""), Err(CuratorError::InvalidPath { .. })));
+    assert!(matches!(LeaderLatch::builder(&fw, "parent").build(), Err(CuratorError::InvalidPath { .. })));
     fw.close().await;
 }
 
@@ -741,7 +741,7 @@ async fn leads_again_after_repeated_session_loss() {
     let base = unique_path("circuit");
     let mut latches = Vec::new();
     for i in 0..5 {
-        let latch = LeaderLatch::new(&fw, &format!("{base}/foo/bar/{i}"), "").unwrap();
+        let latch = LeaderLatch::builder(&fw, &format!("{base}/foo/bar/{i}")).build().unwrap();
         latch.start().await.unwrap();
         latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
         latches.push(latch);

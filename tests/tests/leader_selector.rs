@@ -410,7 +410,7 @@ async fn close_and_drop_leave_no_node() {
     assert!(a.has_leadership());
     assert_eq!(one_leader(&checker).await, "a");
     b.close().await.unwrap(); // again: nothing to do
-    assert!(matches!(b.requeue(), Err(CuratorError::IllegalState(_))));
+    assert!(matches!(b.requeue(), Err(CuratorError::AlreadyClosed { what: "LeaderSelector" })));
 
     // Leading.
     assert!(matches!(next_note(&mut notes).await, Note::Started { .. }));
@@ -434,7 +434,7 @@ async fn close_and_drop_leave_no_node() {
     // Closed before it started.
     let d = selector(&checker, &other, &path, "d", &tx);
     d.close().await.unwrap();
-    assert!(matches!(d.start().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(d.start().await, Err(CuratorError::AlreadyClosed { what: "LeaderSelector" })));
     let report = checker.verify();
     assert_eq!(report.terms, 2, "a and c led, one after the other: {report:#}");
     other.close().await;
@@ -543,11 +543,118 @@ async fn bad_input_is_a_typed_error() {
 
     let path = unique_path("sel-bad");
     let s = LeaderSelector::builder(&fx.fw, &path, |_l: Leadership| async {}).id("x").build().unwrap();
-    assert!(matches!(s.requeue(), Err(CuratorError::IllegalState(_))));
+    assert!(matches!(s.requeue(), Err(CuratorError::NotStarted { .. })));
     assert_eq!(s.id(), "x");
     s.start().await.unwrap();
-    assert!(matches!(s.start().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(s.start().await, Err(CuratorError::AlreadyStarted { .. })));
     s.close().await.unwrap();
-    assert!(matches!(s.requeue(), Err(CuratorError::IllegalState(_))));
+    assert!(matches!(s.requeue(), Err(CuratorError::AlreadyClosed { .. })));
+    fx.close().await;
+}
+
+/// Issue 27: participant ids are checked the same way by `LeaderLatch`, `LeaderSelector` and
+/// `GroupMember`: an id the caller sets must be one node name (not empty, no `/`, no NUL or
+/// other control character, not `.` or `..`), else `InvalidArgument` naming the election's (or
+/// group's) path. Before, the latch and the selector accepted all of them and `GroupMember`
+/// refused them with `InvalidPath`. An *unset* id still works: the latch writes Curator's
+/// empty id, the selector the framework's default data (Curator's `LeaderSelector` and
+/// `LeaderLatch` do the same), and both lead.
+#[tokio::test]
+async fn participant_ids_are_validated_the_same_way_everywhere() {
+    use curator_recipes::leader::LeaderLatch;
+    use curator_recipes::nodes::GroupMember;
+    init_tracing();
+    let fx = Fixture::shared().await;
+    let path = unique_path("ids");
+    for bad in ["", "\u{0}", "a\u{0}b", "a/b", "/a", ".", "..", "tab\there"] {
+        let latch = LeaderLatch::new(&fx.fw, &path, bad);
+        assert!(
+            matches!(&latch, Err(CuratorError::InvalidArgument { path: p, .. }) if *p == path),
+            "latch {bad:?}: {latch:?}"
+        );
+        let selector = LeaderSelector::builder(&fx.fw, &path, |_l: Leadership| async {}).id(bad).build();
+        assert!(
+            matches!(&selector, Err(CuratorError::InvalidArgument { path: p, .. }) if *p == path),
+            "selector {bad:?}: {selector:?}"
+        );
+        let member = GroupMember::builder(&fx.fw, &path, bad).start().await;
+        assert!(
+            matches!(&member, Err(CuratorError::InvalidArgument { path: p, .. }) if *p == path),
+            "group member {bad:?}: {member:?}"
+        );
+    }
+    assert!(fx.fw.check_exists().for_path(&path).await.unwrap().is_none(), "nothing is created for a bad id");
+
+    // Good ids, and unset ones.
+    for good in ["worker-1", "10.0.0.3:7000", "ünïcode"] {
+        LeaderLatch::new(&fx.fw, &path, good).expect(good);
+        LeaderSelector::builder(&fx.fw, &path, |_l: Leadership| async {}).id(good).build().expect(good);
+    }
+    let latch = LeaderLatch::builder(&fx.fw, &unique_path("ids-latch")).build().expect("an unset latch id");
+    assert_eq!(latch.id(), "", "Curator's default latch id");
+    latch.start().await.unwrap();
+    latch.await_leadership_timeout(Timing::new().deadline()).await.unwrap().expect("leads");
+    assert_eq!(latch.leader().await.unwrap().map(|p| p.id), Some(String::new()));
+    latch.close().await.unwrap();
+    let selector = LeaderSelector::builder(&fx.fw, &unique_path("ids-sel"), |_l: Leadership| async {})
+        .build()
+        .expect("an unset selector id");
+    assert_eq!(selector.id().as_bytes(), fx.fw.default_data(), "the framework's default data, as Curator");
+    let mut events = selector.events();
+    selector.start().await.unwrap();
+    expect_took(&mut events).await;
+    selector.close().await.unwrap();
+    fx.close().await;
+}
+
+/// Issue 27: a selector whose node the server refuses (the election path allows reading only)
+/// reports `NoAuth` from `start()`, promptly, and is closed; before, `start()` returned `Ok`,
+/// the refusal went only to the unhandled-error listeners and the selector sat idle. Under
+/// every error and retry policy. (As `leader_latch::a_refused_first_join_is_reported_by_start`.)
+#[tokio::test]
+async fn a_refused_first_turn_is_reported_by_start() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    init_tracing();
+    let fx = Fixture::shared().await;
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&fx.connect_string(), policy, retry).await;
+        let path = unique_path("sel-noauth");
+        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
+        fw.create().with_acl(read_only).for_path(&path, Vec::new()).await.unwrap();
+        let s = LeaderSelector::builder(&fw, &path, |_l: Leadership| async {}).id("refused").build().unwrap();
+        let started = Instant::now();
+        let r = tokio::time::timeout(Timing::new().deadline(), s.start()).await.expect("start returns");
+        assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        assert!(!s.has_leadership());
+        assert!(matches!(s.requeue(), Err(CuratorError::AlreadyClosed { what: "LeaderSelector" })), "closed");
+        s.close().await.unwrap();
+        s.close().await.unwrap();
+        fw.close().await;
+    }
+    fx.close().await;
+}
+
+/// Issue 27: the selector's lifecycle conditions are the typed variants every started thing
+/// uses, naming `LeaderSelector` (before: `IllegalState` strings); a close, first or second,
+/// of a started, never-started or closed selector is `Ok`.
+#[tokio::test]
+async fn lifecycle_errors_are_typed_and_close_is_idempotent() {
+    init_tracing();
+    let fx = Fixture::shared().await;
+    let s =
+        LeaderSelector::builder(&fx.fw, &unique_path("sel-life"), |_l: Leadership| async {}).id("x").build().unwrap();
+    assert!(matches!(s.requeue(), Err(CuratorError::NotStarted { what: "LeaderSelector" })));
+    s.start().await.unwrap();
+    assert!(matches!(s.start().await, Err(CuratorError::AlreadyStarted { what: "LeaderSelector" })));
+    assert!(s.close().await.is_ok());
+    assert!(s.close().await.is_ok(), "a second close gives the same as the first");
+    assert!(matches!(s.requeue(), Err(CuratorError::AlreadyClosed { what: "LeaderSelector" })));
+    assert!(matches!(s.start().await, Err(CuratorError::AlreadyClosed { what: "LeaderSelector" })));
+
+    let never = LeaderSelector::builder(&fx.fw, &unique_path("sel-life"), |_l: Leadership| async {}).build().unwrap();
+    assert!(never.close().await.is_ok());
+    assert!(never.close().await.is_ok());
+    assert!(matches!(never.start().await, Err(CuratorError::AlreadyClosed { what: "LeaderSelector" })));
     fx.close().await;
 }

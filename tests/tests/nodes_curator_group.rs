@@ -166,7 +166,8 @@ async fn member_rejoins_after_session_expiry() {
 }
 
 /// Bad input is a typed error from `start`, and nothing is created: an invalid group path, an
-/// empty member id or one that is not one node name, a payload over the framework's limit.
+/// empty member id or one that is not one node name (`InvalidArgument`, the check of every
+/// participant id), a payload over the framework's limit.
 #[tokio::test]
 async fn bad_input_is_a_typed_error() {
     init_tracing();
@@ -178,7 +179,7 @@ async fn bad_input_is_a_typed_error() {
     }
     for id in ["", "a/b", "..", "."] {
         let err = GroupMember::builder(&fw, &path, id).start().await.unwrap_err();
-        assert!(matches!(err, CuratorError::InvalidPath { .. }), "{id:?}: {err:?}");
+        assert!(matches!(err, CuratorError::InvalidArgument { .. }), "{id:?}: {err:?}");
     }
     let err = GroupMember::builder(&fw, &path, "m").payload(vec![0u8; 17]).start().await.unwrap_err();
     assert!(matches!(err, CuratorError::DataTooLarge { .. }), "{err:?}");
@@ -226,4 +227,30 @@ async fn a_builder_listener_hears_the_members_already_there() {
         member.close().await;
     }
     fw.close().await;
+}
+
+/// Issue 27: a member whose node the server refuses (the group path allows reading only)
+/// reports `NoAuth` from `start()`, promptly, and nothing is left running; before, `start()`
+/// returned `Ok` and `current_members()` showed the member itself, never registered, while its
+/// node was retried for ever. Under every error and retry policy.
+#[tokio::test]
+async fn a_refused_registration_is_reported_by_start() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    use tests::policies::{framework, COMBINATIONS};
+    init_tracing();
+    let connect = shared();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&connect, policy, retry).await;
+        let path = unique_path("group-noauth");
+        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
+        fw.create().with_acl(read_only).for_path(&path, Vec::new()).await.unwrap();
+        let started = std::time::Instant::now();
+        let r = tokio::time::timeout(Timing::new().deadline(), GroupMember::builder(&fw, &path, "refused").start())
+            .await
+            .expect("start returns");
+        assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        assert!(fw.get_children().for_path(&path).await.unwrap().is_empty());
+        fw.close().await;
+    }
 }

@@ -272,3 +272,45 @@ async fn bad_data_item_is_reported_and_skipped() {
         fw.close().await;
     }
 }
+
+/// Issue 27: the queue's lifecycle is the core's, with typed variants naming the type the caller
+/// holds (before: `IllegalState("the queue was already started")`), and a start whose path the
+/// server refuses (a read-only parent) reports `NoAuth` at once and leaves the queue latent, so a
+/// close is a no-op and nothing runs (before, the refused start left it "started", and a second
+/// start was `IllegalState`). Under every error and retry policy.
+#[tokio::test]
+async fn lifecycle_errors_are_typed_and_a_refused_start_leaves_the_queue_latent() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        let fw = connected(with_policies(builder(&shared()), policy, retry)).await;
+        let queue = DistributedQueue::builder(&fw, &unique_path("queue-life"), StringSerializer).build().unwrap();
+        queue.start().await.unwrap();
+        let again = queue.start().await;
+        assert!(matches!(again, Err(CuratorError::AlreadyStarted { what: "DistributedQueue" })), "{again:?}");
+        queue.close().await;
+        queue.close().await;
+        let closed = queue.start().await;
+        assert!(matches!(closed, Err(CuratorError::AlreadyClosed { what: "DistributedQueue" })), "{closed:?}");
+        let ids =
+            DistributedQueue::builder(&fw, &unique_path("queue-life"), StringSerializer).build_id_queue().unwrap();
+        ids.close().await;
+        assert!(matches!(ids.start().await, Err(CuratorError::AlreadyClosed { what: "DistributedIdQueue" })));
+
+        let parent = unique_path("queue-noauth");
+        fw.create()
+            .with_acl(vec![Acl::new(Permission::READ, AuthId::anyone())])
+            .for_path(&parent, vec![])
+            .await
+            .unwrap();
+        let refused = DistributedQueue::builder(&fw, &format!("{parent}/q"), StringSerializer).build().unwrap();
+        for attempt in 0..2 {
+            let started = std::time::Instant::now();
+            let r = tokio::time::timeout(deadline(), refused.start()).await.expect("start returns");
+            assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?} #{attempt}: {r:?}");
+            assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: slow");
+        }
+        refused.close().await;
+        fw.close().await;
+    }
+}

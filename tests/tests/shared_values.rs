@@ -165,12 +165,59 @@ async fn bad_input() {
         Err(CuratorError::DataTooLarge { .. })
     ));
     let value = SharedValue::new(&f.fw, &unique_path("latent"), b"x".to_vec()).expect("value");
-    assert!(matches!(value.set(b"y".to_vec()).await, Err(CuratorError::IllegalState(_))));
-    assert!(matches!(value.try_set(&value.versioned_value(), b"y".to_vec()).await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(value.set(b"y".to_vec()).await, Err(CuratorError::NotStarted { what: "SharedValue" })));
+    assert!(matches!(
+        value.try_set(&value.versioned_value(), b"y".to_vec()).await,
+        Err(CuratorError::NotStarted { what: "SharedValue" })
+    ));
     value.start().await.expect("start");
-    assert!(matches!(value.start().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(value.start().await, Err(CuratorError::AlreadyStarted { what: "SharedValue" })));
     value.close();
-    assert!(matches!(value.set(b"y".to_vec()).await, Err(CuratorError::IllegalState(_))));
+    value.close();
+    assert!(matches!(value.set(b"y".to_vec()).await, Err(CuratorError::AlreadyClosed { what: "SharedValue" })));
+    assert!(matches!(value.start().await, Err(CuratorError::AlreadyClosed { what: "SharedValue" })));
+    let never = SharedCount::new(&f.fw, &unique_path("never"), 0).expect("count");
+    never.close();
+    assert!(matches!(never.start().await, Err(CuratorError::AlreadyClosed { .. })));
+    f.close().await;
+}
+
+/// Issue 27: a value whose node the server refuses (the parent allows reading only, so the
+/// seed's create is refused; or the node exists and may not be read) reports `NoAuth` from
+/// `start()`, promptly, under every error and retry policy, and stays latent: nothing follows
+/// the node, a write is `NotStarted`, and a later start tries again (before, the refused
+/// start left the value "started" with nothing running, and a second start was
+/// `IllegalState`).
+#[tokio::test]
+async fn a_refused_start_is_reported_and_leaves_the_value_latent() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    use tests::policies::{framework, COMBINATIONS};
+    init_tracing();
+    let f = Fixture::shared().await;
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&f.connect_string(), policy, retry).await;
+        let parent = unique_path("value-noauth");
+        fw.create()
+            .with_acl(vec![Acl::new(Permission::READ, AuthId::anyone())])
+            .for_path(&parent, vec![])
+            .await
+            .unwrap();
+        let unreadable = unique_path("value-unreadable");
+        let write_only = vec![Acl::new(Permission::WRITE | Permission::DELETE, AuthId::anyone())];
+        fw.create().with_acl(write_only).for_path(&unreadable, vec![]).await.unwrap();
+        for path in [format!("{parent}/value"), unreadable] {
+            let value = SharedValue::new(&fw, &path, b"seed".to_vec()).expect("value");
+            for attempt in 0..2 {
+                let started = std::time::Instant::now();
+                let r = tokio::time::timeout(Timing::new().deadline(), value.start()).await.expect("start returns");
+                assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?} {path} #{attempt}: {r:?}");
+                assert!(started.elapsed() < std::time::Duration::from_secs(1), "{policy:?}/{retry:?}: slow");
+                assert!(matches!(value.set(b"y".to_vec()).await, Err(CuratorError::NotStarted { .. })));
+            }
+            value.close();
+        }
+        fw.close().await;
+    }
     f.close().await;
 }
 

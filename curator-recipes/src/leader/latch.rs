@@ -16,7 +16,7 @@ use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::leadership::Leadership;
-use super::participant::{read_leader, read_participants, Participant};
+use super::participant::{read_leader, read_participants, validate_participant_id, Participant};
 use crate::sequential::cleanup::NodeReporter;
 use crate::sequential::{ContenderGroup, LockLost, LEADER_LATCH_NAME};
 
@@ -161,7 +161,8 @@ pub struct LeaderLatch {
 pub struct LeaderLatchBuilder {
     fw: CuratorFramework,
     path: String,
-    id: String,
+    /// `None`: not set, Curator's empty id.
+    id: Option<String>,
     close_mode: CloseMode,
     listeners: Vec<Callback<LatchEvent>>,
 }
@@ -178,9 +179,11 @@ impl std::fmt::Debug for LeaderLatchBuilder {
 }
 
 impl LeaderLatchBuilder {
-    /// The participant id, written as our node's data (default: empty, as in Curator).
+    /// The participant id, written as our node's data. Left unset, it is empty, as in Curator
+    /// (and not checked); one set here must be one node name, as every participant id is
+    /// (checked by [`build`](Self::build)).
     pub fn id(mut self, id: impl Into<String>) -> Self {
-        self.id = id.into();
+        self.id = Some(id.into());
         self
     }
 
@@ -200,17 +203,24 @@ impl LeaderLatchBuilder {
     ///
     /// # Errors
     /// [`CuratorError::InvalidPath`] for a path ZooKeeper would refuse;
+    /// [`CuratorError::InvalidArgument`] for an id that was set and is not one node name (empty,
+    /// with a `/`, a NUL...: the check every participant id gets);
     /// [`CuratorError::DataTooLarge`] for an id longer than the framework's data limit.
     pub fn build(self) -> Result<LeaderLatch> {
         let group = ContenderGroup::new(&self.fw, &self.path, LEADER_LATCH_NAME, &[LEADER_LATCH_NAME])?;
-        self.fw.check_data(&self.path, self.id.as_bytes())?;
+        let set = self.id.is_some();
+        let id = self.id.unwrap_or_default();
+        self.fw.check_data(&self.path, id.as_bytes())?;
+        if set {
+            validate_participant_id(&self.path, &id)?;
+        }
         let events = Listeners::new();
         for listener in self.listeners {
             events.add_callback(listener);
         }
         let shared = Arc::new(Shared {
             group,
-            id: Arc::from(self.id),
+            id: Arc::from(id),
             events,
             status: watch::channel(Status::Latent).0,
             ours: Arc::new(watch::channel(None).0),
@@ -222,7 +232,9 @@ impl LeaderLatchBuilder {
 }
 
 impl LeaderLatch {
-    /// A latch on `path` for participant `id`, closing silently. Nothing is sent before
+    /// A latch on `path` for participant `id` (checked as every participant id: see
+    /// [`LeaderLatchBuilder::id`]; for Curator's default empty id, use
+    /// [`builder`](Self::builder) without an id), closing silently. Nothing is sent before
     /// [`start`](Self::start).
     ///
     /// # Errors
@@ -231,12 +243,12 @@ impl LeaderLatch {
         Self::builder(fw, path).id(id).build()
     }
 
-    /// A builder for a latch on `path` (id empty, [`CloseMode::Silent`], no listener).
+    /// A builder for a latch on `path` (id unset: empty, [`CloseMode::Silent`], no listener).
     pub fn builder(fw: &CuratorFramework, path: &str) -> LeaderLatchBuilder {
         LeaderLatchBuilder {
             fw: fw.clone(),
             path: path.to_string(),
-            id: String::new(),
+            id: None,
             close_mode: CloseMode::Silent,
             listeners: Vec::new(),
         }

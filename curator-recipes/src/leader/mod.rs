@@ -15,7 +15,7 @@
 //! [`Participant`]s are read from node data in one round trip.
 
 mod leadership;
-mod participant;
+pub(crate) mod participant;
 mod rejoin;
 mod selector;
 pub use selector::{LeaderSelector, LeaderSelectorBuilder, SelectorEvent, TermEnd};

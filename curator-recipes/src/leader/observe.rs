@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use curator_cache::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
+use curator_core::lifecycle::Lifecycle;
 use curator_core::{path, CuratorError, CuratorFramework, Result};
 use futures::FutureExt;
 use tokio::sync::watch;
@@ -27,6 +28,8 @@ pub struct Leader {
 /// `Election.Observe`). See [`observe`].
 #[derive(Debug)]
 pub struct LeaderObserver {
+    /// Started by [`observe`], which returns the observer started; closed by `close`.
+    lifecycle: Lifecycle,
     cache: PathChildrenCache,
     leader: watch::Receiver<Option<Leader>>,
 }
@@ -67,25 +70,20 @@ pub struct LeaderObserver {
 ///
 /// # Errors
 /// [`CuratorError::InvalidPath`] for a path ZooKeeper would refuse;
-/// [`CuratorError::NoRuntime`] outside a tokio runtime.
+/// [`CuratorError::NoRuntime`] outside a tokio runtime; [`CuratorError::Closed`] on a closed
+/// framework (the lifecycle of every started thing, module
+/// [`lifecycle`](curator_core::lifecycle), naming `LeaderObserver`).
 pub fn observe(fw: &CuratorFramework, path: &str) -> Result<LeaderObserver> {
     path::validate(path)?;
-    let runtime =
-        tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "leader::observe" })?;
     let cache = PathChildrenCache::builder(fw, path).create_parent_containers(false).build()?;
     let (tx, leader) = watch::channel(None);
-    let mut events = cache.events();
-    // A start without the initial build has nothing to wait for: it completes at its first poll.
-    match cache.start(StartMode::PostInitializedEvent).now_or_never() {
-        Some(started) => started?,
-        None => return Err(CuratorError::IllegalState("the leader observer's cache did not start".into())),
-    }
-    let base = path.to_string();
-    // Ends when the cache closes (its event stream ends), which drops the sender.
-    runtime.spawn(async move {
+    let lifecycle = Lifecycle::new("LeaderObserver");
+    lifecycle.start(fw, |started| {
+        let base = path.to_string();
         let mut children: BTreeMap<String, Arc<ChildData>> = BTreeMap::new();
         let mut loaded = false;
-        while let Some(event) = events.next().await {
+        // Ends when the cache closes (its event stream ends), which drops the sender.
+        started.relay(cache.events(), move |event| {
             match event {
                 PathChildrenCacheEvent::ChildAdded(child) | PathChildrenCacheEvent::ChildUpdated(child) => {
                     children.insert(child.name().to_string(), child);
@@ -97,7 +95,7 @@ pub fn observe(fw: &CuratorFramework, path: &str) -> Result<LeaderObserver> {
                     children = all.into_iter().map(|c| (c.name().to_string(), c)).collect();
                     loaded = true;
                 }
-                _ => continue,
+                _ => return,
             }
             if loaded {
                 let now = leader_of(&children);
@@ -110,9 +108,22 @@ pub fn observe(fw: &CuratorFramework, path: &str) -> Result<LeaderObserver> {
                     true
                 });
             }
-        }
-    });
-    Ok(LeaderObserver { cache, leader })
+        });
+        Ok(())
+    })?;
+    // A start without the initial build has nothing to wait for: it completes at its first poll.
+    // (Not a lifecycle condition: the cache's start changed, an internal invariant broken.)
+    let refused = match cache.start(StartMode::PostInitializedEvent).now_or_never() {
+        Some(Ok(())) => None,
+        Some(Err(err)) => Some(err),
+        None => Some(CuratorError::IllegalState("the leader observer's cache did not start".into())),
+    };
+    if let Some(err) = refused {
+        lifecycle.close();
+        cache.close(); // ends the relay
+        return Err(err);
+    }
+    Ok(LeaderObserver { lifecycle, cache, leader })
 }
 
 /// The leader among `children` (by name): the contender with the lowest sequence number.
@@ -143,6 +154,7 @@ impl LeaderObserver {
 
     /// Stops following: the cache and its watch are closed.
     pub async fn close(self) {
+        self.lifecycle.close();
         self.cache.close();
     }
 }

@@ -1,6 +1,8 @@
-//! [`Participant`]: who takes part in an election, read from the election's nodes.
+//! [`Participant`]: who takes part in an election, read from the election's nodes; and the one
+//! check of a participant id, shared by [`LeaderLatch`](super::LeaderLatch),
+//! [`LeaderSelector`](super::LeaderSelector) and [`GroupMember`](crate::nodes::GroupMember).
 
-use curator_core::{zk, CuratorError, Result};
+use curator_core::{path, zk, CuratorError, Result};
 
 use crate::sequential::ContenderGroup;
 
@@ -12,6 +14,37 @@ pub struct Participant {
     pub id: String,
     /// Whether it is the leader: its node is the first in line.
     pub is_leader: bool,
+}
+
+/// Checks a participant id the caller set, for the election or group at `base` (the path
+/// the error names). The id must be one node name, as a [`GroupMember`](crate::nodes::GroupMember)'s
+/// is (its id *is* its node's name): not empty, no `/`, none of the characters ZooKeeper
+/// refuses in a path (NUL, other control characters), not `.` or `..`. The latch and the
+/// selector write the id as their node's data, where ZooKeeper would take anything, but ids are
+/// checked the same way everywhere, so that one id may serve all three recipes.
+///
+/// An id the caller did not set is not checked: the latch's is Curator's empty id, the
+/// selector's the framework's default data, both written as the node's data as Curator does.
+///
+/// # Errors
+/// [`CuratorError::InvalidArgument`] with `base` as its path and the reason.
+pub(crate) fn validate_participant_id(base: &str, id: &str) -> Result<()> {
+    let refuse = |reason: &str| {
+        Err(CuratorError::InvalidArgument {
+            path: base.to_string(),
+            reason: format!("participant id {id:?}: {reason}"),
+        })
+    };
+    if id.is_empty() {
+        return refuse("empty (leave the id unset for the recipe's default)");
+    }
+    if id.contains(path::SEPARATOR) {
+        return refuse("contains '/' (an id must be one node name)");
+    }
+    match path::validate(&format!("{}{id}", path::SEPARATOR)) {
+        Err(CuratorError::InvalidPath { reason, .. }) => refuse(reason),
+        other => other,
+    }
 }
 
 /// The participants of the election `group`, in line order (the leader first), from one listing

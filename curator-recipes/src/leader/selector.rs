@@ -3,23 +3,27 @@
 //!
 //! # The run loop
 //!
-//! One task per started selector (spawned with `spawn_detached`: it ends by itself when the
-//! selector is closed or dropped, or the framework closes), driven by the selector's [`State`]:
+//! The selector's life (latent, started, closed) is the core's
+//! [`Lifecycle`](curator_core::lifecycle::Lifecycle); a started selector has one task, spawned
+//! by its start (it ends by itself when the selector is closed or dropped, or the framework
+//! closes), driven by the selector's [`State`]:
 //!
 //! ```text
-//! Latent ─start─► Queued ─grant─► Leading ─term ends─► Queued (auto-requeue) / Idle
-//!                   ▲  │                                          │
-//!                   │  └─ grant already lost: release, stay Queued │
-//!                   └───────────────── requeue ───────────────────┘
-//! Idle / Queued / Leading ─close or drop─► Closing ─► Closed      (the framework closed: ─► Closed)
+//!  start ─► Queued ─grant─► Leading ─term ends─► Queued (auto-requeue) / Idle
+//!             ▲  │                                          │
+//!             │  └─ grant already lost: release, stay Queued │
+//!             └───────────────── requeue ───────────────────┘
+//! Idle / Queued / Leading ─close or drop─► Closing ─► Ended    (the framework closed, or the
+//!                                                              first turn was refused: ─► Ended)
 //! ```
 //!
 //! - **Queued**: acquire through the sequential-node core as a mutex (`P/_c_<uuid>-lock-<seq>`,
 //!   data = the participant id, `Predicate::Leases(1)`). An acquire the framework's retry policy
 //!   gave up on a connection error is tried again (the latch's wait, `rejoin.rs`: the cleanup
-//!   loop's backoff, or the next connection change): a selector in line stays in line while the session is down. Any other
-//!   error is reported to the framework's unhandled-error listeners and leaves the selector Idle,
-//!   unless it auto-requeues.
+//!   loop's backoff, or the next connection change): a selector in line stays in line while the session is down. A
+//!   refusal for good ([`CuratorError::is_permanent`]) of the very first attempt ends the task,
+//!   and `start` returns it. Any other error is reported to the framework's unhandled-error
+//!   listeners and leaves the selector Idle, unless it auto-requeues.
 //! - **Leading**: publish [`SelectorEvent::Took`], then run the user's future against
 //!   [`Leadership::lost`](crate::sequential::HeldNode::lost) and the selector's own stop (interrupt, close). Whichever comes first
 //!   ends the term: the future is dropped at once, the state moves on,
@@ -32,13 +36,14 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use curator_core::background::spawn_detached;
+use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
 use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::watch;
 
 use super::leadership::Leadership;
-use super::participant::{read_leader, read_participants, Participant};
+use super::participant::{read_leader, read_participants, validate_participant_id, Participant};
+use crate::sequential::cleanup::NodeReporter;
 use crate::sequential::{ContenderGroup, LockLost, MUTEX_LOCK_NAME};
 
 mod run;
@@ -89,12 +94,11 @@ pub enum SelectorEvent {
 /// The leadership function, boxed.
 type LeaderFn = Arc<dyn Fn(Leadership) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
-/// Where a selector stands (the run loop's state machine; see the module docs).
+/// Where a started selector stands (the run loop's state machine; see the module docs). Whether
+/// it is started or closed is its [`Lifecycle`]'s.
 #[derive(Debug, Clone)]
 enum State {
-    /// Built, not started.
-    Latent,
-    /// Started and not in line: a term ended without auto-requeue, or an acquire failed.
+    /// Not in line: not started yet, a term ended without auto-requeue, or an acquire failed.
     Idle,
     /// In line: the run loop is acquiring.
     Queued,
@@ -102,8 +106,8 @@ enum State {
     Leading { leadership: Leadership, interrupted: bool },
     /// Close (or drop) asked the run loop to end.
     Closing,
-    /// The run loop has ended (or never started).
-    Closed,
+    /// The run loop has ended (or a never-started selector was closed).
+    Ended,
 }
 
 /// Elects one leader at a time among the selectors on one path, and runs the leader's async
@@ -165,6 +169,7 @@ enum State {
 ///   (Curator requeues at once after a `takeLeadership` that throws).
 pub struct LeaderSelector {
     shared: Arc<Shared>,
+    lifecycle: Lifecycle,
 }
 
 impl std::fmt::Debug for LeaderSelector {
@@ -172,6 +177,7 @@ impl std::fmt::Debug for LeaderSelector {
         f.debug_struct("LeaderSelector")
             .field("path", &self.shared.group.base_path())
             .field("id", &self.shared.id)
+            .field("life", &self.lifecycle.state())
             .field("state", &*self.shared.state.borrow())
             .finish_non_exhaustive()
     }
@@ -200,8 +206,10 @@ impl std::fmt::Debug for LeaderSelectorBuilder {
 
 impl LeaderSelectorBuilder {
     /// The participant id, stored as our node's data (UTF-8) and read back by
-    /// [`participants`](LeaderSelector::participants). Default: the framework's default node
-    /// data (this host's address, as in Curator).
+    /// [`participants`](LeaderSelector::participants). Left unset, it is the framework's
+    /// default node data (this host's address, as in Curator), not checked; one set here must
+    /// be one node name, as every participant id is (checked by
+    /// [`build`](Self::build)).
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self
@@ -228,13 +236,21 @@ impl LeaderSelectorBuilder {
     }
 
     /// Checks the settings and builds the selector; nothing is sent until
-    /// [`start`](LeaderSelector::start). Fails with a typed error for an invalid path or an id
-    /// over the framework's data limit.
+    /// [`start`](LeaderSelector::start).
+    ///
+    /// # Errors
+    /// [`CuratorError::InvalidPath`] for an invalid path; [`CuratorError::DataTooLarge`] for an
+    /// id over the framework's data limit; [`CuratorError::InvalidArgument`] for an id that was
+    /// set and is not one node name (the check every participant id gets).
     pub fn build(self) -> Result<LeaderSelector> {
         let group = ContenderGroup::new(&self.fw, &self.path, MUTEX_LOCK_NAME, &[MUTEX_LOCK_NAME])?
             .labelled(curator_core::metrics::recipe::LEADER_SELECTOR);
+        let set = self.id.is_some();
         let id = self.id.unwrap_or_else(|| String::from_utf8_lossy(self.fw.default_data()).into_owned());
         self.fw.check_data(&self.path, id.as_bytes())?;
+        if set {
+            validate_participant_id(&self.path, &id)?;
+        }
         let events = Listeners::new();
         for listener in self.listeners {
             events.add_callback(listener);
@@ -245,9 +261,11 @@ impl LeaderSelectorBuilder {
             leader: self.leader,
             auto_requeue: AtomicBool::new(self.auto_requeue),
             events,
-            state: watch::channel(State::Latent).0,
+            state: watch::channel(State::Idle).0,
+            first_turn: watch::channel(None).0,
+            ours: Arc::new(watch::channel(None).0),
         });
-        Ok(LeaderSelector { shared })
+        Ok(LeaderSelector { shared, lifecycle: Lifecycle::new(WHAT) })
     }
 }
 
@@ -270,36 +288,48 @@ impl LeaderSelector {
         }
     }
 
-    /// Gets in line for leadership, in the background (the run loop is a task of its own):
-    /// returns at once. [`CuratorError::IllegalState`] if already started or closed (use
-    /// [`requeue`](Self::requeue) to get in line again), or outside a tokio runtime.
+    /// Gets in line for leadership: starts the run loop (a task of its own) and returns once
+    /// our node exists, or once the first attempt to make it failed in a way worth trying again
+    /// (no connection within the retry policy, say; the selector keeps trying in the
+    /// background), or the first term began. A first attempt refused for good (no permission to
+    /// create our node, an ACL the server refuses) is returned, and the selector is closed, as
+    /// [`LeaderLatch::start`](super::LeaderLatch::start) does (Curator's only logs it).
+    ///
+    /// # Errors
+    /// [`CuratorError::AlreadyStarted`] (use [`requeue`](Self::requeue) to get in line again),
+    /// [`CuratorError::AlreadyClosed`], [`CuratorError::NoRuntime`] or [`CuratorError::Closed`]
+    /// (a closed framework), as for every started thing (module
+    /// [`lifecycle`](curator_core::lifecycle)); the refusal of the first attempt
+    /// ([`CuratorError::is_permanent`]).
     pub async fn start(&self) -> Result<()> {
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| CuratorError::IllegalState("LeaderSelector::start needs a tokio runtime".into()))?;
-        let mut refused = None;
-        self.shared.state.send_if_modified(|state| match state {
-            State::Latent => {
-                *state = State::Queued;
-                true
+        let shared = &self.shared;
+        self.lifecycle.start(shared.framework(), |started| {
+            shared.events.start(started.handle().clone());
+            shared.state.send_replace(State::Queued);
+            tracing::debug!(path = %shared.group.base_path(), id = %shared.id, "leader selector started");
+            // The run loop ends by itself once the selector closes (or is dropped) or the
+            // framework closes; the node deletes it makes are tracked by the framework.
+            started.spawn(run(shared.clone()));
+            Ok(())
+        })?;
+        let mut first = shared.first_turn.subscribe();
+        let mut ours = shared.ours.subscribe();
+        loop {
+            if let Some(outcome) = first.borrow_and_update().clone() {
+                if outcome.is_err() {
+                    self.lifecycle.close();
+                    shared.events.close();
+                }
+                return outcome;
             }
-            State::Closing | State::Closed => {
-                refused = Some("the LeaderSelector is closed");
-                false
+            if ours.borrow_and_update().is_some() {
+                return Ok(());
             }
-            _ => {
-                refused = Some("the LeaderSelector was already started; use requeue()");
-                false
+            tokio::select! {
+                r = first.changed() => if r.is_err() { return Ok(()) },
+                r = ours.changed() => if r.is_err() { return Ok(()) },
             }
-        });
-        if let Some(reason) = refused {
-            return Err(CuratorError::IllegalState(reason.into()));
         }
-        self.shared.events.start(runtime);
-        tracing::debug!(path = %self.shared.group.base_path(), id = %self.shared.id, "leader selector started");
-        // Untracked: the run loop ends by itself once the selector closes (or is dropped) or the
-        // framework closes; the node deletes it makes are tracked by the framework.
-        spawn_detached(run(self.shared.clone()));
-        Ok(())
     }
 
     /// From now on, get back in line after every term (Curator's `autoRequeue()`; after a failed
@@ -311,26 +341,30 @@ impl LeaderSelector {
 
     /// Gets back in line after a term ended (Curator's `requeue()`): `Ok(true)` if queued,
     /// `Ok(false)` if already in line or leading. While the session is down the attempt waits
-    /// for it, as an acquire does. [`CuratorError::IllegalState`] before
-    /// [`start`](Self::start) or after [`close`](Self::close).
+    /// for it, as an acquire does.
+    ///
+    /// # Errors
+    /// [`CuratorError::NotStarted`] before [`start`](Self::start),
+    /// [`CuratorError::AlreadyClosed`] after [`close`](Self::close) (module
+    /// [`lifecycle`](curator_core::lifecycle)); [`CuratorError::Closed`] once the framework
+    /// closed (the run loop ended with it).
     pub fn requeue(&self) -> Result<bool> {
         let mut outcome = Ok(false);
-        self.shared.state.send_if_modified(|state| match state {
-            State::Idle => {
-                *state = State::Queued;
-                outcome = Ok(true);
-                true
-            }
-            State::Queued | State::Leading { .. } => false,
-            State::Latent => {
-                outcome = Err(CuratorError::IllegalState("the LeaderSelector is not started".into()));
-                false
-            }
-            State::Closing | State::Closed => {
-                outcome = Err(CuratorError::IllegalState("the LeaderSelector is closed".into()));
-                false
-            }
-        });
+        self.lifecycle.with_started(|()| {
+            self.shared.state.send_if_modified(|state| match state {
+                State::Idle => {
+                    *state = State::Queued;
+                    outcome = Ok(true);
+                    true
+                }
+                State::Queued | State::Leading { .. } => false,
+                // The run loop ended: the framework was closed.
+                State::Closing | State::Ended => {
+                    outcome = Err(CuratorError::Closed);
+                    false
+                }
+            });
+        })?;
         outcome
     }
 
@@ -397,21 +431,49 @@ impl LeaderSelector {
     /// Leaves the election: a running term ends (its future is dropped,
     /// [`TermEnd::Interrupted`]) and our node is deleted before this returns (when connected; a
     /// delete that cannot finish goes on in the background). A wait in line is abandoned and its
-    /// node deleted in the background. The event streams end. Closing again does nothing.
+    /// node deleted in the background. The event streams end.
+    ///
+    /// Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle)): closing again,
+    /// or closing a selector never started, does nothing and returns the same `Ok` (once the run
+    /// loop, if any, has ended). A closed selector cannot be started again.
+    ///
+    /// # Errors
+    /// None today; the `Result` is kept for the closes that may report one.
     pub async fn close(&self) -> Result<()> {
-        self.shared.begin_close();
+        self.begin_close();
         let mut state = self.shared.state.subscribe();
-        let _ = state.wait_for(|s| matches!(s, State::Closed)).await;
+        let _ = state.wait_for(|s| matches!(s, State::Ended)).await;
         Ok(())
+    }
+
+    /// Closes the lifecycle and asks the run loop to end (a selector never started ends at
+    /// once).
+    fn begin_close(&self) {
+        let latent = self.lifecycle.state() == LifeState::Latent;
+        if self.lifecycle.close().is_some() {
+            self.shared.state.send_if_modified(|state| match state {
+                State::Idle | State::Queued | State::Leading { .. } => {
+                    *state = State::Closing;
+                    true
+                }
+                State::Closing | State::Ended => false,
+            });
+        } else if latent {
+            self.shared.state.send_replace(State::Ended);
+            self.shared.events.close();
+        }
     }
 }
 
 impl Drop for LeaderSelector {
     /// Closes the selector in the background (see [`close`](LeaderSelector::close)).
     fn drop(&mut self) {
-        self.shared.begin_close();
+        self.begin_close();
     }
 }
+
+/// The selector's name in lifecycle errors.
+const WHAT: &str = "LeaderSelector";
 
 /// What the handle and the run loop share.
 struct Shared {
@@ -421,6 +483,12 @@ struct Shared {
     auto_requeue: AtomicBool,
     events: Listeners<SelectorEvent>,
     state: watch::Sender<State>,
+    /// The outcome of the first turn's first attempt, for `start`: `Ok` once it made our node,
+    /// was granted, failed in a way worth trying again, or the run loop ended; the refusal that
+    /// ended the run loop otherwise.
+    first_turn: watch::Sender<Option<Result<()>>>,
+    /// The path of our latest node, once a turn made one (for `start`: in line).
+    ours: NodeReporter,
 }
 
 impl Shared {
@@ -430,25 +498,5 @@ impl Shared {
 
     fn auto_requeue(&self) -> bool {
         self.auto_requeue.load(Ordering::Acquire)
-    }
-
-    /// Asks the run loop to end (a selector never started is closed at once).
-    fn begin_close(&self) {
-        let mut closed_now = false;
-        self.state.send_if_modified(|state| match state {
-            State::Latent => {
-                *state = State::Closed;
-                closed_now = true;
-                true
-            }
-            State::Idle | State::Queued | State::Leading { .. } => {
-                *state = State::Closing;
-                true
-            }
-            State::Closing | State::Closed => false,
-        });
-        if closed_now {
-            self.events.close();
-        }
     }
 }

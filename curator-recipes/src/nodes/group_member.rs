@@ -5,10 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
+use curator_core::lifecycle::Lifecycle;
 use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
-use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
+use curator_core::{path, CreateMode, CuratorFramework, Result};
 
 use super::persistent_node::PersistentNode;
+use crate::leader::participant::validate_participant_id;
 
 /// A change in a group's membership, as a [`GroupMember`] sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +67,8 @@ pub enum MemberEvent {
 /// server brought back the old session (and its node) after a restart: see
 /// [`PersistentNode`]'s rules for a node in the way.
 pub struct GroupMember {
+    /// Started by the builder's `start` (which returns the member started), closed by `close`.
+    lifecycle: Lifecycle,
     node: PersistentNode,
     cache: PathChildrenCache,
     events: Arc<Listeners<MemberEvent>>,
@@ -113,41 +117,69 @@ impl GroupMemberBuilder {
         self
     }
 
-    /// Joins the group: registers this member's node in the background and starts the cache
-    /// of the group (loaded in the background too: see
-    /// [`wait_initialized`](GroupMember::wait_initialized)). Fails with a typed error for an
-    /// invalid path, an id that is not one node name, a payload over the framework's
-    /// limit, or outside a tokio runtime.
+    /// Joins the group: registers this member's node and starts the cache of the group (loaded
+    /// in the background: see [`wait_initialized`](GroupMember::wait_initialized)). Returns once
+    /// the node was first registered, or its first attempt failed in a way retrying may mend
+    /// (no connection within the retry policy: the node keeps trying in the background).
+    ///
+    /// # Errors
+    /// A typed error, with nothing left running: [`CuratorError::InvalidPath`] for an invalid
+    /// path; [`CuratorError::InvalidArgument`] for an id that is not one node name (the check
+    /// every participant id gets, as the leader recipes' do);
+    /// [`CuratorError::DataTooLarge`] for a payload over the framework's limit;
+    /// [`CuratorError::NoRuntime`] outside a tokio runtime; [`CuratorError::Closed`] on a closed
+    /// framework; the refusal of the first registration ([`CuratorError::is_permanent`]: no
+    /// permission to create the node, say), which Curator only logs.
+    ///
+    /// [`CuratorError::InvalidPath`]: curator_core::CuratorError::InvalidPath
+    /// [`CuratorError::InvalidArgument`]: curator_core::CuratorError::InvalidArgument
+    /// [`CuratorError::DataTooLarge`]: curator_core::CuratorError::DataTooLarge
+    /// [`CuratorError::NoRuntime`]: curator_core::CuratorError::NoRuntime
+    /// [`CuratorError::Closed`]: curator_core::CuratorError::Closed
+    /// [`CuratorError::is_permanent`]: curator_core::CuratorError::is_permanent
     pub async fn start(self) -> Result<GroupMember> {
         path::validate(&self.path)?;
+        validate_participant_id(&self.path, &self.id)?;
         let node_path = path::make_path(&self.path, &self.id);
-        if self.id.is_empty() || self.id.contains('/') {
-            return Err(CuratorError::InvalidPath { path: node_path, reason: "a member id must be one node name" });
-        }
         path::validate(&node_path)?;
         let payload = self.payload.unwrap_or_else(|| curator_core::local_address().into_bytes());
+        self.fw.check_data(&node_path, &payload)?;
         let cache = PathChildrenCache::new(&self.fw, &self.path, true)?;
-        let runtime =
-            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "GroupMember" })?;
         let events = Arc::new(Listeners::new());
-        events.start(runtime.clone());
         for listener in self.listeners {
             events.add_callback(listener);
         }
-        // The cache's events, in order, turned into member events in a task of their own, as
-        // the service cache does: a callback would run on the blocking pool, one more thread
-        // hop per event. The stream ends when the cache closes.
-        let (mut stream, publish) = (cache.events(), events.clone());
-        runtime.spawn(async move {
-            while let Some(event) = stream.next().await {
+        let lifecycle = Lifecycle::new("GroupMember");
+        lifecycle.start(&self.fw, |started| {
+            events.start(started.handle().clone());
+            // The cache's events, in order, turned into member events on the runtime's worker,
+            // as the service cache does: a callback would run on the blocking pool, one more
+            // thread hop per event. The relay ends when the cache closes.
+            let publish = events.clone();
+            started.relay(cache.events(), move |event| {
                 if let Some(member) = member_event(&event) {
                     publish.publish(member);
                 }
-            }
-        });
-        let node = PersistentNode::builder(&self.fw, &node_path).mode(CreateMode::Ephemeral).data(payload).start()?;
-        cache.start(StartMode::Normal).await?;
-        Ok(GroupMember { node, cache, events, path: self.path, id: self.id })
+            });
+            Ok(())
+        })?;
+        let member = GroupMember {
+            lifecycle,
+            node: PersistentNode::builder(&self.fw, &node_path).mode(CreateMode::Ephemeral).data(payload).start()?,
+            cache,
+            events,
+            path: self.path,
+            id: self.id,
+        };
+        let started = async {
+            member.cache.start(StartMode::Normal).await?;
+            member.node.first_attempt().await
+        };
+        if let Err(err) = started.await {
+            member.close().await;
+            return Err(err);
+        }
+        Ok(member)
     }
 }
 
@@ -231,6 +263,7 @@ impl GroupMember {
     /// Leaves the group: stops the cache and deletes this member's node (see
     /// [`PersistentNode::close`]).
     pub async fn close(self) {
+        self.lifecycle.close();
         self.cache.close();
         self.events.close();
         self.node.close().await;

@@ -225,7 +225,7 @@ impl Keeper {
         }
         self.known = Some(path.to_string());
         *lock(&self.shared.actual) = Some(path.to_string());
-        *lock(&self.shared.last_error) = None;
+        self.shared.last_error.send_if_modified(|last| last.take().is_some());
         self.retry.reset();
         self.shared.initial.send_replace(true);
     }
@@ -316,7 +316,7 @@ impl Keeper {
         }
         let Some(pause) = self.retry.next_pause(&err) else {
             tracing::warn!(path = %self.shared.config.path, error = %err, "persistent node: cannot create the node; trying again after the next connection change");
-            *lock(&self.shared.last_error) = Some(err);
+            self.shared.last_error.send_replace(Some(err));
             return State::Stuck;
         };
         tracing::debug!(path = %self.shared.config.path, error = %err, ?pause, "persistent node: retrying");

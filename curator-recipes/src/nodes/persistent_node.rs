@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use curator_core::lifecycle::Lifecycle;
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
 use tokio::sync::{watch, Notify};
@@ -57,6 +58,8 @@ use super::keeper;
 ///   connection change or [`set_data`](Self::set_data), as Curator does after a reconnection.
 pub struct PersistentNode {
     shared: Arc<Shared>,
+    /// Started by the builder's `start`; closed by `close` or the drop.
+    lifecycle: Lifecycle,
     /// Turns true when the keeper's task has ended (its sender is dropped if the task panics).
     finished: watch::Receiver<bool>,
 }
@@ -132,13 +135,17 @@ impl PersistentNodeBuilder {
         self
     }
 
-    /// Checks the settings and starts keeping the node, in a task of the framework's. Must be
-    /// called within a tokio runtime.
+    /// Checks the settings and starts keeping the node, in a task of its own (its
+    /// [`Lifecycle`] starts as the builder returns the node, which is started).
     ///
-    /// Fails with a typed error, and creates nothing, for an invalid path (a sequential mode
-    /// allows a trailing `/`), a TTL mode without a TTL (or a TTL without a TTL mode), a TTL
-    /// ZooKeeper cannot take (under 1 ms or over [`MAX_TTL`](curator_core::ops::MAX_TTL)), or
-    /// data over the framework's limit.
+    /// # Errors
+    /// A typed error, and nothing is created: [`CuratorError::InvalidPath`] for an invalid path
+    /// (a sequential mode allows a trailing `/`); [`CuratorError::InvalidArgument`] for a TTL
+    /// mode without a TTL (or a TTL without a TTL mode) or a TTL ZooKeeper cannot take (under
+    /// 1 ms or over [`MAX_TTL`](curator_core::ops::MAX_TTL));
+    /// [`CuratorError::DataTooLarge`] for data over the framework's limit;
+    /// [`CuratorError::NoRuntime`] outside a tokio runtime; [`CuratorError::Closed`] on a closed
+    /// framework.
     pub fn start(self) -> Result<PersistentNode> {
         let config = self.config;
         if config.mode.is_sequential() {
@@ -161,31 +168,33 @@ impl PersistentNodeBuilder {
             curator_core::ops::check_ttl_value(&config.path, ttl)?;
         }
         self.fw.check_data(&config.path, &self.data)?;
-        let runtime =
-            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "PersistentNode" })?;
+        let lifecycle = Lifecycle::new("PersistentNode");
         let created = Listeners::new();
-        created.start(runtime.clone());
         let shared = Arc::new(Shared {
             fw: self.fw.clone(),
             config,
             data: Mutex::new(DataSlot { bytes: self.data, version: 0 }),
             actual: Mutex::new(None),
-            last_error: Mutex::new(None),
+            last_error: watch::channel(None).0,
             created,
             initial: watch::channel(false).0,
             closing: watch::channel(false).0,
             wake: Notify::new(),
         });
-        // Not `spawn_background`: the framework's close waits for that kind of work, and the
-        // keeper runs as long as the handle lives. Its final delete is a guaranteed delete,
-        // which the framework does track.
         let (finish, finished) = watch::channel(false);
-        let keeper = keeper::run(shared.clone());
-        runtime.spawn(async move {
-            keeper.await;
-            let _ = finish.send(true);
-        });
-        Ok(PersistentNode { shared, finished })
+        lifecycle.start(&self.fw, |started| {
+            shared.created.start(started.handle().clone());
+            // The node's own task, not `spawn_background`: the framework's close waits for that
+            // kind of work, and the keeper runs as long as the handle lives. Its final delete
+            // is a guaranteed delete, which the framework does track.
+            let keeper = keeper::run(shared.clone());
+            started.spawn(async move {
+                keeper.await;
+                let _ = finish.send(true);
+            });
+            Ok(())
+        })?;
+        Ok(PersistentNode { shared, lifecycle, finished })
     }
 }
 
@@ -247,9 +256,7 @@ impl PersistentNode {
     pub fn set_data(&self, data: impl Into<Vec<u8>>) -> Result<()> {
         let data = data.into();
         self.shared.fw.check_data(&self.shared.config.path, &data)?;
-        if *self.shared.closing.borrow() {
-            return Err(CuratorError::AlreadyClosed { what: "PersistentNode" });
-        }
+        self.lifecycle.with_started(|()| ())?;
         {
             let mut slot = lock(&self.shared.data);
             slot.bytes = data;
@@ -263,7 +270,31 @@ impl PersistentNode {
     /// creation off), cleared by the next successful create. The node tries again after the
     /// next connection change or `set_data`.
     pub fn last_error(&self) -> Option<CuratorError> {
-        lock(&self.shared.last_error).clone()
+        self.shared.last_error.borrow().clone()
+    }
+
+    /// Waits for the outcome of the first attempt to place the node: `Ok` once it was created
+    /// or adopted, or once an attempt failed in a way retrying may mend (the keeper goes on),
+    /// or the node closed; the error, if the first attempt was refused for good
+    /// ([`CuratorError::is_permanent`]: no permission, a bad ACL...). For the recipes that
+    /// report such a refusal from their `start`.
+    pub(crate) async fn first_attempt(&self) -> Result<()> {
+        let mut initial = self.shared.initial.subscribe();
+        let mut error = self.shared.last_error.subscribe();
+        let mut finished = self.finished.clone();
+        loop {
+            if *initial.borrow_and_update() || *finished.borrow_and_update() {
+                return Ok(());
+            }
+            if let Some(err) = error.borrow_and_update().clone() {
+                return if err.is_permanent() { Err(err) } else { Ok(()) };
+            }
+            tokio::select! {
+                r = initial.changed() => if r.is_err() { return Ok(()) },
+                r = error.changed() => if r.is_err() { return Ok(()) },
+                r = finished.changed() => if r.is_err() { return Ok(()) },
+            }
+        }
     }
 
     /// Calls `listener` with the node's path after each time this node creates it (not when it
@@ -292,6 +323,7 @@ impl PersistentNode {
     /// another task still uses it (a service registration still waiting for its create): every
     /// caller returns once the node is closed as described.
     pub async fn close(&self) {
+        self.lifecycle.close();
         self.shared.close();
         let mut finished = self.finished.clone();
         // An error means the keeper's task ended without saying so (it panicked): closed too.
@@ -302,6 +334,7 @@ impl PersistentNode {
 impl Drop for PersistentNode {
     /// Closes the node in the background (see [`close`](Self::close)).
     fn drop(&mut self) {
+        self.lifecycle.close();
         self.shared.close();
     }
 }
@@ -319,7 +352,8 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) data: Mutex<DataSlot>,
     pub(crate) actual: Mutex<Option<String>>,
-    pub(crate) last_error: Mutex<Option<CuratorError>>,
+    /// The last error retrying cannot fix, until the next successful create.
+    pub(crate) last_error: watch::Sender<Option<CuratorError>>,
     pub(crate) created: Listeners<String>,
     /// True once the node was first created or adopted.
     pub(crate) initial: watch::Sender<bool>,

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
+use curator_core::lifecycle::Lifecycle;
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
+use tokio::sync::oneshot;
 
 use super::persistent_node::PersistentNode;
 
@@ -38,7 +40,8 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 #[derive(Debug)]
 pub struct PersistentTtlNode {
     node: Option<PersistentNode>,
-    toucher: tokio::task::JoinHandle<()>,
+    /// Started by the builder's `start`, keeping the sender whose drop stops the toucher.
+    lifecycle: Lifecycle<oneshot::Sender<()>>,
 }
 
 /// Builder of a [`PersistentTtlNode`]; see [`PersistentTtlNode::builder`].
@@ -79,10 +82,15 @@ impl PersistentTtlNodeBuilder {
     }
 
     /// Checks the settings and starts: the node is created in the background and touched from
-    /// then on. Fails with a typed error for an invalid path or child name, a TTL ZooKeeper
-    /// cannot take (under 1 ms or over [`MAX_TTL`](curator_core::ops::MAX_TTL)), a zero touch
-    /// factor, or data over the framework's limit; [`CuratorError::NoRuntime`] outside a tokio
-    /// runtime.
+    /// then on.
+    ///
+    /// # Errors
+    /// A typed error, and nothing is created: [`CuratorError::InvalidPath`] for an invalid path
+    /// or child name; [`CuratorError::InvalidArgument`] for a TTL ZooKeeper cannot take (under
+    /// 1 ms or over [`MAX_TTL`](curator_core::ops::MAX_TTL)) or a zero touch factor;
+    /// [`CuratorError::DataTooLarge`] for data over the framework's limit;
+    /// [`CuratorError::NoRuntime`] outside a tokio runtime; [`CuratorError::Closed`] on a closed
+    /// framework.
     pub fn start(self) -> Result<PersistentTtlNode> {
         curator_core::ops::check_ttl_value(&self.path, self.ttl)?;
         if self.touch_factor == 0 {
@@ -93,22 +101,29 @@ impl PersistentTtlNodeBuilder {
         }
         let child_path = path::make_path(&self.path, &self.child);
         path::validate(&child_path)?;
-        let runtime =
-            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "PersistentTtlNode" })?;
         if self.child.contains('/') || self.child.is_empty() {
             return Err(CuratorError::InvalidPath { path: child_path, reason: "the child name must be one node name" });
         }
-        let node = PersistentNode::builder(&self.fw, &self.path)
-            .mode(CreateMode::PersistentWithTtl)
-            .ttl(self.ttl)
-            .data(self.data)
-            .creating_parents(self.parents)
-            .keep_on_close()
-            .start()?;
         // At least 1 ms (a zero interval would panic in tokio), at most 34 years: never zero.
         let every = (self.ttl / self.touch_factor).max(Duration::from_millis(1));
-        let toucher = runtime.spawn(touch_forever(self.fw, child_path, self.ttl, every));
-        Ok(PersistentTtlNode { node: Some(node), toucher })
+        let lifecycle = Lifecycle::new("PersistentTtlNode");
+        let mut node = None;
+        // The lifecycle checks the runtime and the framework before anything starts.
+        lifecycle.start(&self.fw, |started| {
+            node = Some(
+                PersistentNode::builder(&self.fw, &self.path)
+                    .mode(CreateMode::PersistentWithTtl)
+                    .ttl(self.ttl)
+                    .data(self.data)
+                    .creating_parents(self.parents)
+                    .keep_on_close()
+                    .start()?,
+            );
+            let (stop, stopped) = oneshot::channel();
+            started.spawn(touch_forever(self.fw.clone(), child_path, self.ttl, every, stopped));
+            Ok(stop)
+        })?;
+        Ok(PersistentTtlNode { node, lifecycle })
     }
 }
 
@@ -154,7 +169,7 @@ impl PersistentTtlNode {
 
     /// Stops touching and keeping the node; the node and its child expire after the TTL.
     pub async fn close(mut self) {
-        self.toucher.abort();
+        self.lifecycle.close();
         if let Some(node) = self.node.take() {
             node.close().await;
         }
@@ -164,17 +179,27 @@ impl PersistentTtlNode {
 impl Drop for PersistentTtlNode {
     /// Stops touching; see [`close`](Self::close).
     fn drop(&mut self) {
-        self.toucher.abort();
+        self.lifecycle.close();
     }
 }
 
 /// Sets the child's data every `every`, creating it (a TTL node) when missing. Failures are
-/// left to the next touch: the parent may not be there yet, or the connection may be down.
-async fn touch_forever(fw: CuratorFramework, child: String, ttl: Duration, every: Duration) {
+/// left to the next touch: the parent may not be there yet, or the connection may be down. Ends
+/// once `stopped` resolves (the node closed: its sender was dropped) or the framework closed.
+async fn touch_forever(
+    fw: CuratorFramework,
+    child: String,
+    ttl: Duration,
+    every: Duration,
+    mut stopped: oneshot::Receiver<()>,
+) {
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticks.tick().await;
+        tokio::select! {
+            _ = &mut stopped => return,
+            _ = ticks.tick() => {}
+        }
         if fw.is_closed() {
             return;
         }

@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::{oneshot, watch};
@@ -79,11 +80,8 @@ impl<T> Shared<T> {
     }
 }
 
-enum Run {
-    Latent,
-    Started { stop: watch::Sender<bool>, done: Option<oneshot::Receiver<()>> },
-    Closed,
-}
+/// What a started queue keeps for its close: the consumer's stop and its end, if it has one.
+type Run = Option<(watch::Sender<bool>, oneshot::Receiver<()>)>;
 
 /// A queue of items in ZooKeeper, Curator's `DistributedQueue`: nodes `P/queue-<seq>` holding
 /// one item (`put`) or several (`put_multi`) in Curator's framing, taken in order by the
@@ -117,7 +115,7 @@ enum Run {
 /// ```
 pub struct DistributedQueue<T> {
     pub(super) shared: Arc<Shared<T>>,
-    run: Mutex<Run>,
+    lifecycle: Lifecycle<Run>,
 }
 
 impl<T> std::fmt::Debug for DistributedQueue<T> {
@@ -145,11 +143,14 @@ impl<T: Send + 'static> DistributedQueue<T> {
             refresh_after: b.refresh_after,
             events: Listeners::new(),
         };
-        Self { shared: Arc::new(shared), run: Mutex::new(Run::Latent) }
-    }
-
-    fn run(&self) -> std::sync::MutexGuard<'_, Run> {
-        self.run.lock().unwrap_or_else(|e| e.into_inner())
+        // The lifecycle errors name the type the caller holds.
+        let what = match b.order {
+            ItemOrder::Fifo => "DistributedQueue",
+            ItemOrder::Id => "DistributedIdQueue",
+            ItemOrder::Priority => "DistributedPriorityQueue",
+            ItemOrder::Delay => "DistributedDelayQueue",
+        };
+        Self { shared: Arc::new(shared), lifecycle: Lifecycle::new(what) }
     }
 
     /// The queue's path.
@@ -158,36 +159,42 @@ impl<T: Send + 'static> DistributedQueue<T> {
     }
 
     /// Creates the queue's path (and the lock path) if missing, and, if the queue
-    /// has a consumer, starts the task that takes the items (tracked by the framework).
+    /// has a consumer, starts the task that takes the items (tracked by the framework, whose
+    /// close waits for the item in hand). The paths are made before anything starts: when that
+    /// fails, the error is returned and the queue stays latent, to be started again.
     ///
     /// # Errors
-    /// [`CuratorError::IllegalState`] if the queue was started before; the error of creating
-    /// the paths.
+    /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
+    /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
+    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); the error of
+    /// creating the paths.
     pub async fn start(&self) -> Result<()> {
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let (done_tx, done_rx) = oneshot::channel();
-        {
-            let mut run = self.run();
-            if !matches!(*run, Run::Latent) {
-                return Err(CuratorError::IllegalState("the queue was already started".into()));
-            }
-            *run = Run::Started { stop: stop_tx, done: Some(done_rx) };
-        }
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            self.shared.events.start(handle);
+        let what = self.lifecycle.what();
+        match self.lifecycle.state() {
+            LifeState::Latent => {}
+            LifeState::Started => return Err(CuratorError::AlreadyStarted { what }),
+            _ => return Err(CuratorError::AlreadyClosed { what }),
         }
         create_path(&self.shared.fw, &self.shared.path).await?;
         if let Some(lock_path) = &self.shared.lock_path {
             create_path(&self.shared.fw, lock_path).await?;
         }
-        if self.shared.consumer.is_some() {
+        self.lifecycle.start(&self.shared.fw, |started| {
+            self.shared.events.start(started.handle().clone());
+            if self.shared.consumer.is_none() {
+                return Ok(None);
+            }
+            let (stop_tx, stop_rx) = watch::channel(false);
+            let (done_tx, done_rx) = oneshot::channel();
             let shared = self.shared.clone();
+            // Tracked background work, not the lifecycle's own task: the framework's close
+            // waits for the consumer to finish the item in hand.
             self.shared.fw.spawn_background(async move {
                 consumer::run(shared, stop_rx).await;
                 let _ = done_tx.send(());
             });
-        }
-        Ok(())
+            Ok(Some((stop_tx, done_rx)))
+        })
     }
 
     /// Stops taking items and waits for the consuming task to end: in plain mode it finishes
@@ -195,14 +202,8 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// lock-safe mode the item in hand is abandoned and its lock node deleted, so another
     /// consumer takes it. Then ends the listeners. Idempotent.
     pub async fn close(&self) {
-        let done = match std::mem::replace(&mut *self.run(), Run::Closed) {
-            Run::Started { stop, done } => {
-                let _ = stop.send(true);
-                done
-            }
-            Run::Latent | Run::Closed => None,
-        };
-        if let Some(done) = done {
+        if let Some(Some((stop, done))) = self.lifecycle.close() {
+            let _ = stop.send(true);
             let _ = done.await;
         }
         self.shared.events.close();

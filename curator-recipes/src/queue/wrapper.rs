@@ -23,8 +23,8 @@ macro_rules! delegate_to_queue {
             /// if the queue has a consumer, starts taking items ([`DistributedQueue::start`]).
             ///
             /// # Errors
-            /// [`CuratorError::IllegalState`](curator_core::CuratorError::IllegalState) if the
-            /// queue was started before; the error of creating the paths.
+            /// As [`DistributedQueue::start`]: the lifecycle variants (naming this type) and the
+            /// error of creating the paths.
             ///
             /// [`DistributedQueue::start`]: super::DistributedQueue::start
             pub async fn start(&self) -> curator_core::Result<()> {

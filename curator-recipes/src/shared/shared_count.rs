@@ -80,7 +80,7 @@ impl SharedCount {
     /// A count at `path` whose node is created with `seed` if missing. Nothing is sent before
     /// [`start`](Self::start).
     pub fn new(fw: &CuratorFramework, path: &str, seed: i32) -> Result<Self> {
-        let value = SharedValue::new(fw, path, to_bytes(seed))?;
+        let value = SharedValue::named(fw, path, to_bytes(seed), "SharedCount")?;
         let events: Arc<Listeners<SharedCountEvent>> = Arc::new(Listeners::new());
         let (to, node) = (events.clone(), path.to_string());
         let forward = value.add_listener(move |event| {
@@ -100,12 +100,13 @@ impl SharedCount {
         self.value.path()
     }
 
-    /// Creates the node with the seed if missing, reads it and starts following it.
+    /// Creates the node with the seed if missing, reads it and starts following it (the
+    /// count's life is its value's: see [`SharedValue::start`]).
+    ///
+    /// # Errors
+    /// As [`SharedValue::start`], the lifecycle variants naming `SharedCount`.
     pub async fn start(&self) -> Result<()> {
-        let handle =
-            tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "SharedCount" })?;
-        self.events.start(handle);
-        self.value.start().await
+        self.value.start_with(|started| self.events.start(started.handle().clone())).await
     }
 
     /// The local copy of the count; [`BadData`](CuratorError::BadData) when the node holds
@@ -154,6 +155,7 @@ impl SharedCount {
     }
 
     /// Stops following the node; the listeners end after the events already queued.
+    /// Idempotent (module [`lifecycle`](curator_core::lifecycle)).
     pub fn close(&self) {
         self.value.remove_listener(self.forward);
         self.value.close();

@@ -13,9 +13,10 @@
 //! The local copy only moves forward: a read replaces it only if the node's `mzxid` is newer
 //! (CURATOR-688: a version is an `i32` that overflows, a zxid does not go back).
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use curator_core::lifecycle::{LifeState, Lifecycle, Starting};
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::ops::Watch;
 use curator_core::zk::{self, EventType};
@@ -48,13 +49,6 @@ pub(crate) struct Current {
     pub(crate) value: Vec<u8>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lifecycle {
-    Latent,
-    Started,
-    Closed,
-}
-
 #[derive(Debug)]
 struct Inner {
     fw: CuratorFramework,
@@ -62,9 +56,10 @@ struct Inner {
     seed: Vec<u8>,
     current: watch::Sender<Current>,
     events: Listeners<SharedValueEvent>,
-    lifecycle: Mutex<Lifecycle>,
+    /// Started, it keeps the id of the connection-state listener that forwards the states.
+    lifecycle: Lifecycle<ListenerId>,
+    /// True once closed: ends the task.
     shutdown: watch::Sender<bool>,
-    state_listener: Mutex<Option<ListenerId>>,
 }
 
 impl Inner {
@@ -80,11 +75,7 @@ impl Inner {
     }
 
     fn check_started(&self) -> Result<()> {
-        match *self.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) {
-            Lifecycle::Started => Ok(()),
-            Lifecycle::Latent => Err(CuratorError::IllegalState(format!("shared value {} is not started", self.path))),
-            Lifecycle::Closed => Err(CuratorError::IllegalState(format!("shared value {} is closed", self.path))),
-        }
+        self.lifecycle.with_started(|_| ())
     }
 }
 
@@ -105,6 +96,12 @@ impl SharedValue {
     /// A value at `path` whose node is created with `seed` if missing. Nothing is sent before
     /// [`start`](Self::start).
     pub fn new(fw: &CuratorFramework, path: &str, seed: Vec<u8>) -> Result<Self> {
+        Self::named(fw, path, seed, "SharedValue")
+    }
+
+    /// As [`new`](Self::new), for a type built on a value (a count), whose name its lifecycle
+    /// errors give.
+    pub(crate) fn named(fw: &CuratorFramework, path: &str, seed: Vec<u8>, what: &'static str) -> Result<Self> {
         path::validate(path)?;
         fw.check_data(path, &seed)?;
         let (current, _) = watch::channel(Current { mzxid: i64::MIN, version: -1, value: seed.clone() });
@@ -116,9 +113,8 @@ impl SharedValue {
                 seed,
                 current,
                 events: Listeners::new(),
-                lifecycle: Mutex::new(Lifecycle::Latent),
+                lifecycle: Lifecycle::new(what),
                 shutdown,
-                state_listener: Mutex::new(None),
             }),
         })
     }
@@ -136,45 +132,58 @@ impl SharedValue {
     }
 
     /// Creates the node with the seed if it is missing (and its parents as containers), reads
-    /// it, and starts following it. Once only.
+    /// it, and starts following it. Once only. The create and the first read are done before
+    /// anything starts: when either fails (the server refuses the client, say), the error is
+    /// returned at once and the value stays latent, to be started again.
+    ///
+    /// # Errors
+    /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
+    /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
+    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); the create's or the
+    /// read's error once the retry policy gives up, at once for a refusal retrying cannot
+    /// mend ([`CuratorError::NoAuth`], ...).
     pub async fn start(&self) -> Result<()> {
+        self.start_with(|_| {}).await
+    }
+
+    /// As [`start`](Self::start), running `also` as the value starts (for a type built on the
+    /// value: to start its own listeners on the value's runtime).
+    pub(crate) async fn start_with(&self, also: impl FnOnce(&Starting<'_>)) -> Result<()> {
         let inner = &self.inner;
-        {
-            let mut lifecycle = inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
-            if *lifecycle != Lifecycle::Latent {
-                return Err(CuratorError::IllegalState(format!("shared value {} cannot be started twice", inner.path)));
-            }
-            let handle =
-                tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: "SharedValue" })?;
-            inner.events.start(handle);
-            *lifecycle = Lifecycle::Started;
+        match inner.lifecycle.state() {
+            LifeState::Latent => {}
+            LifeState::Started => return Err(CuratorError::AlreadyStarted { what: inner.lifecycle.what() }),
+            _ => return Err(CuratorError::AlreadyClosed { what: inner.lifecycle.what() }),
         }
-        let weak: Weak<Inner> = Arc::downgrade(inner);
-        let id = inner.fw.add_connection_state_listener(move |_, event| {
-            if let Some(inner) = weak.upgrade() {
-                inner.events.publish(SharedValueEvent::State(event.state));
-            }
-        });
-        *inner.state_listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
         let states = inner.fw.connection_state_watch();
         match inner.fw.create().creating_parent_containers_if_needed().for_path(&inner.path, inner.seed.clone()).await {
             Ok(_) | Err(CuratorError::NodeExists { .. }) => {}
             Err(err) => return Err(err),
         }
         let first = read_and_watch(inner).await?;
-        let task = Task {
-            published: inner.current.borrow().mzxid,
-            inner: Arc::downgrade(inner),
-            fw: inner.fw.clone(),
-            path: inner.path.clone(),
-            shutdown: inner.shutdown.subscribe(),
-            states,
-            pauses: inner.fw.cleanup_retry_loop(),
-        };
-        // Untracked: it lives as long as the value and ends by itself (close, drop, or the
-        // framework's close).
-        curator_core::background::spawn_detached(task.run(first));
-        Ok(())
+        inner.lifecycle.start(&inner.fw, |started| {
+            inner.events.start(started.handle().clone());
+            also(started);
+            let weak: Weak<Inner> = Arc::downgrade(inner);
+            let id = inner.fw.add_connection_state_listener(move |_, event| {
+                if let Some(inner) = weak.upgrade() {
+                    inner.events.publish(SharedValueEvent::State(event.state));
+                }
+            });
+            let task = Task {
+                published: inner.current.borrow().mzxid,
+                inner: Arc::downgrade(inner),
+                fw: inner.fw.clone(),
+                path: inner.path.clone(),
+                shutdown: inner.shutdown.subscribe(),
+                states,
+                pauses: inner.fw.cleanup_retry_loop(),
+            };
+            // The value's own task: it lives as long as the value and ends by itself (close,
+            // drop, or the framework's close).
+            started.spawn(task.run(first));
+            Ok(id)
+        })
     }
 
     /// The local copy of the value (the seed before the first read).
@@ -189,6 +198,10 @@ impl SharedValue {
     }
 
     /// Sets the value whatever it was.
+    ///
+    /// # Errors
+    /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] (module
+    /// [`lifecycle`](curator_core::lifecycle)); the write's error.
     pub async fn set(&self, value: Vec<u8>) -> Result<()> {
         let inner = &self.inner;
         inner.check_started()?;
@@ -205,6 +218,11 @@ impl SharedValue {
     /// version (the framework's idempotent set). Version `-1` cannot be compared (ZooKeeper
     /// takes it as "any version"): after 2^32 writes the node passes through it, and
     /// `try_set` with it is [`IllegalState`](CuratorError::IllegalState).
+    ///
+    /// # Errors
+    /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] (module
+    /// [`lifecycle`](curator_core::lifecycle)); `IllegalState` for version `-1`; the write's or
+    /// the read's error.
     pub async fn try_set(&self, previous: &VersionedValue<Vec<u8>>, value: Vec<u8>) -> Result<bool> {
         let inner = &self.inner;
         inner.check_started()?;
@@ -252,24 +270,20 @@ impl SharedValue {
     }
 
     /// Stops following the node and ends the listeners (after the events already queued). The
-    /// node stays. Idempotent.
+    /// node stays. Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle));
+    /// a closed value cannot be started again.
     pub fn close(&self) {
         close(&self.inner);
     }
 }
 
 fn close(inner: &Inner) {
-    let mut lifecycle = inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
-    if *lifecycle == Lifecycle::Closed {
-        return;
-    }
-    *lifecycle = Lifecycle::Closed;
-    inner.shutdown.send_replace(true);
-    if let Some(id) = inner.state_listener.lock().unwrap_or_else(|e| e.into_inner()).take() {
+    if let Some(id) = inner.lifecycle.close() {
         inner.fw.remove_connection_state_listener(id);
+        tracing::debug!(path = %inner.path, "shared value closed");
     }
+    inner.shutdown.send_replace(true);
     inner.events.close();
-    tracing::debug!(path = %inner.path, "shared value closed");
 }
 
 impl Drop for SharedValue {

@@ -30,7 +30,12 @@ impl Shared {
         let fw = self.framework();
         let mut rejoin = Rejoin::new(fw);
         loop {
-            let acquire = self.group.acquire(self.id.as_bytes(), NodeKind::Sequential, Predicate::Leases(1));
+            let acquire = self.group.acquire_reporting(
+                self.id.as_bytes(),
+                NodeKind::Sequential,
+                Predicate::Leases(1),
+                self.ours.clone(),
+            );
             let outcome = tokio::select! {
                 // Dropping the acquire deletes whatever node it made (in the background).
                 _ = stop_asked(state, false) => return Turn::Stop,
@@ -38,12 +43,19 @@ impl Shared {
             };
             let err = match outcome {
                 Ok(granted) => {
+                    self.first_attempt_done();
                     let leadership = Leadership::new(Hold::new(fw, granted), self.id.clone());
                     return Turn::Lead(leadership);
                 }
                 Err(_) if fw.is_closed() => return Turn::Stop,
                 Err(err) => err,
             };
+            if err.is_permanent() && self.first_turn.borrow().is_none() {
+                tracing::warn!(path = %self.group.base_path(), id = %self.id, error = %err, "leader selector: the first attempt to get in line was refused; the selector ends");
+                self.first_turn.send_replace(Some(Err(err)));
+                return Turn::Stop;
+            }
+            self.first_attempt_done();
             if !err.is_retryable() && !self.auto_requeue() {
                 fw.report_unhandled(
                     &format!("leader selector {}: could not get in line", self.group.base_path()),
@@ -64,6 +76,18 @@ impl Shared {
                 () = rejoin.wait(fw, self.group.base_path(), &err) => {}
             }
         }
+    }
+
+    /// The first attempt to get in line is over (made our node, granted, or failed in a way
+    /// worth trying again): `start` may return.
+    fn first_attempt_done(&self) {
+        self.first_turn.send_if_modified(|first| {
+            let now = first.is_none();
+            if now {
+                *first = Some(Ok(()));
+            }
+            now
+        });
     }
 
     /// Leading: runs the function until the term ends, and says why; `true` with it when the
@@ -170,7 +194,7 @@ impl Shared {
 async fn stop_asked(state: &mut watch::Receiver<State>, interrupt: bool) {
     let _ = state
         .wait_for(|s| match s {
-            State::Closing | State::Closed => true,
+            State::Closing | State::Ended => true,
             State::Leading { interrupted, .. } => interrupt && *interrupted,
             _ => false,
         })
@@ -192,7 +216,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
     loop {
         // Idle until queued (start, requeue, auto-requeue) or closing.
         let queued = tokio::select! {
-            wanted = state.wait_for(|s| matches!(s, State::Queued | State::Closing | State::Closed)) => {
+            wanted = state.wait_for(|s| matches!(s, State::Queued | State::Closing | State::Ended)) => {
                 matches!(wanted.as_deref(), Ok(State::Queued))
             }
             _ = framework_closed(shared.framework()) => false,
@@ -234,7 +258,8 @@ pub(super) async fn run(shared: Arc<Shared>) {
             break;
         }
     }
-    shared.state.send_replace(State::Closed);
+    shared.state.send_replace(State::Ended);
+    shared.first_attempt_done();
     shared.events.close();
     tracing::debug!(path = %path, "leader selector closed");
 }
