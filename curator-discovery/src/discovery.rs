@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework};
 use curator_recipes::nodes::PersistentNode;
@@ -231,7 +230,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         };
         let created = tokio::select! {
             created = node.wait_for_initial_create(self.inner.fw.connection_timeout()) => created,
-            refusal = refused(&node) => {
+            refusal = node.refused() => {
                 // Refused for good (no permission to create, say): nothing stays registered, so
                 // that the caller's next register tries again rather than updating nothing.
                 tracing::debug!(%path, error = %refusal, "registering a service instance was refused");
@@ -463,22 +462,6 @@ async fn close_node(node: Arc<PersistentNode>) {
 
 fn closed() -> DiscoveryError {
     CuratorError::AlreadyClosed { what: "ServiceDiscovery" }.into()
-}
-
-/// How often a register waiting for its node's first create looks for a refusal.
-const REFUSAL_POLL: Duration = Duration::from_millis(10);
-
-/// Resolves with the node's error once it is one no retry mends
-/// ([`CuratorError::is_permanent`]: `NoAuth`, say); pending otherwise. `PersistentNode` keeps
-/// such an error (and waits for a connection change) without telling anyone, so this looks at
-/// it every [`REFUSAL_POLL`].
-async fn refused(node: &PersistentNode) -> CuratorError {
-    loop {
-        if let Some(err) = node.last_error().filter(CuratorError::is_permanent) {
-            return err;
-        }
-        tokio::time::sleep(REFUSAL_POLL).await;
-    }
 }
 
 /// `parent/<child>`, for a child that is one node name.

@@ -297,6 +297,21 @@ impl PersistentNode {
         }
     }
 
+    /// Resolves with the node's error once it is one no retry mends
+    /// ([`CuratorError::is_permanent`]: no permission to create it, say); pending while there is
+    /// none. The keeper goes on trying after such an error (at the next connection change); this
+    /// is for a caller that waits for the create and must not wait out a refusal (service
+    /// discovery's `register`).
+    pub async fn refused(&self) -> CuratorError {
+        let mut error = self.shared.last_error.subscribe();
+        let found = error.wait_for(|e| e.as_ref().is_some_and(CuratorError::is_permanent)).await.map(|e| e.clone());
+        match found {
+            Ok(Some(err)) => err,
+            // The keeper is gone, and with it any refusal to come.
+            Ok(None) | Err(_) => std::future::pending().await,
+        }
+    }
+
     /// Calls `listener` with the node's path after each time this node creates it (not when it
     /// adopts one already there), as Curator's `PersistentNodeListener.nodeCreated`.
     pub fn add_created_listener(&self, listener: impl Fn(&str) + Send + Sync + 'static) -> ListenerId {
