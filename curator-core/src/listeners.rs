@@ -198,6 +198,18 @@ impl<E: Clone + Send + 'static> Listeners<E> {
         inner.runtime = Some(handle);
     }
 
+    /// Starts the drain tasks on the current runtime, if there is one (see
+    /// [`start`](Self::start)); false outside a runtime, where they wait for a later `start`.
+    pub fn start_here(&self) -> bool {
+        match Handle::try_current() {
+            Ok(handle) => {
+                self.start(handle);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Queues `event` for every listener. Never blocks.
     pub fn publish(&self, event: E) {
         let mut inner = self.lock();

@@ -74,7 +74,7 @@ impl ConnectionStateEvent {
     /// session is over). Generations only grow; generation 0, before any session, is never
     /// later.
     pub fn is_later_session(&self, generation: u64) -> bool {
-        self.generation > generation
+        is_later(self.generation, generation)
     }
 
     /// Whether this event concerns the session of `generation` itself.
@@ -100,6 +100,13 @@ impl ConnectionStateEvent {
     pub fn is_connected_on(&self, generation: u64) -> bool {
         self.state.is_connected() && self.is_generation(generation)
     }
+}
+
+/// Whether the session of `generation` came after the one of `earlier` (generations only
+/// grow): a holder that keeps two generations (the one it lost, the one it follows now) asks
+/// this rather than comparing them.
+pub fn is_later(generation: u64, earlier: u64) -> bool {
+    generation > earlier
 }
 
 /// One session of a framework, watched for its end: the framework's answer to "is the session of

@@ -304,7 +304,7 @@ impl Engine {
     /// Sends [`EngineEvent::Recovered`] if a loss is pending and the map follows a later session.
     fn maybe_recovered(&mut self) {
         let Some(lost) = self.recovering_from else { return };
-        if self.live.as_ref().is_some_and(|live| live.generation > lost) {
+        if self.live.as_ref().is_some_and(|live| curator_core::liveness::is_later(live.generation, lost)) {
             self.recovering_from = None;
             self.emit(EngineEvent::Recovered);
         }

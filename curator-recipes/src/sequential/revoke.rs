@@ -25,9 +25,7 @@ pub(crate) fn watch_revocation(hold: &Arc<Hold>, on_revoke: RevokeHook) {
     let node = hold.node().clone();
     let hooks: Listeners<()> = Listeners::new();
     hooks.add_callback(Arc::new(move |_: &()| on_revoke()));
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        hooks.start(runtime);
-    }
+    hooks.start_here();
     let mut retry = RetryLoop::new(Arc::new(REARM_BACKOFF), Some(&fw));
     // Untracked: it ends with the hold, its node or its session.
     spawn_detached(async move {
