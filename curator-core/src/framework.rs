@@ -27,7 +27,10 @@ use crate::path;
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy, StateHub};
 
+mod session_handle;
 mod wait;
+
+pub use session_handle::Session;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lifecycle {
@@ -46,46 +49,6 @@ enum SessionSlot {
 
 /// How lifecycle errors name the framework ("the framework is not started").
 const FRAMEWORK: &str = "the framework";
-
-/// One ZooKeeper session of the framework.
-///
-/// Use it for a few requests and drop it: [`CuratorFramework::close`] can end the session only
-/// once every clone of its client is dropped, so do not hold one across a long wait (a watch
-/// does not need it: zookeeper-client's watchers do not keep the session open).
-#[derive(Debug, Clone)]
-pub struct Session {
-    client: zk::Client,
-    generation: u64,
-    epoch: u64,
-}
-
-impl Session {
-    /// The raw client of this session, already rooted at the framework's namespace. Requests
-    /// made on it back to back are pipelined and answered in order.
-    pub fn client(&self) -> &zk::Client {
-        &self.client
-    }
-    /// The framework's count of sessions so far: 1 for the first, growing with each new one.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-    /// Whether this is the session of `generation`: a node made on that generation is still
-    /// this session's (module [`liveness`](crate::liveness)).
-    pub fn is_generation(&self, generation: u64) -> bool {
-        self.generation == generation
-    }
-    /// The ZooKeeper session id.
-    pub fn id(&self) -> i64 {
-        self.client.session_id().0
-    }
-    /// The framework's count of clients so far: grows with each new session and each move of
-    /// a session to another client (module [`ensemble`](crate::ensemble)). Whatever was
-    /// registered on a client (watches) ends with it; whoever keeps a client across waits lets
-    /// go of it when [`CuratorFramework::client_gone`] resolves.
-    pub fn epoch(&self) -> u64 {
-        self.epoch
-    }
-}
 
 #[derive(Debug)]
 struct Namespace {

@@ -15,6 +15,7 @@ mod integer;
 mod long;
 mod number;
 mod optimistic;
+mod promotion;
 mod reap;
 mod result;
 

@@ -31,6 +31,8 @@ use curator_core::retry::{RetryLoop, RetryNTimes, RetryPolicy};
 use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
 use tokio::sync::Mutex;
 
+pub use super::promotion::PromotedToLock;
+use super::promotion::ConflictsToo;
 use super::result::{AtomicStats, AtomicValue};
 use crate::locks::InterProcessMutex;
 
@@ -43,66 +45,6 @@ pub const WRITE_TAG_PREFIX: &str = "curator-rs-write-tag-";
 /// time a handle may take to decide a write whose reply was lost (docs/architecture.md
 /// section 16.2); a live handle whose idle tag was reaped just makes it again.
 pub const WRITE_TAG_REAP_AGE: Duration = Duration::from_secs(60 * 60);
-
-/// When and how an atomic value falls back to a mutex after its optimistic tries ran out
-/// (Curator's `PromotedToLock`).
-#[derive(Debug, Clone)]
-pub struct PromotedToLock {
-    lock_path: String,
-    max_lock_time: Option<Duration>,
-    retry_policy: Arc<dyn RetryPolicy>,
-}
-
-impl PromotedToLock {
-    /// Promotion to an [`InterProcessMutex`] on `lock_path`, waited for without limit, with one
-    /// try under the lock (no retry).
-    pub fn new(lock_path: &str) -> Result<Self> {
-        path::validate(lock_path)?;
-        Ok(Self {
-            lock_path: lock_path.to_string(),
-            max_lock_time: None,
-            retry_policy: Arc::new(RetryNTimes::new(0, Duration::ZERO)),
-        })
-    }
-
-    /// Wait at most `max` for the mutex; when it is not had in time the operation does not
-    /// succeed.
-    pub fn max_lock_time(mut self, max: Duration) -> Self {
-        self.max_lock_time = Some(max);
-        self
-    }
-
-    /// The retry policy of the tries made under the mutex.
-    pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
-        self.retry_policy = Arc::new(policy);
-        self
-    }
-
-    /// The mutex's path.
-    pub fn lock_path(&self) -> &str {
-        &self.lock_path
-    }
-}
-
-/// A policy that also retries conflicts (a versioned write that lost a race), which no
-/// framework policy retries: the optimistic loop's reason to exist.
-#[derive(Debug)]
-struct ConflictsToo(Arc<dyn RetryPolicy>);
-
-impl RetryPolicy for ConflictsToo {
-    fn allow_retry(&self, retry_count: u32, elapsed: Duration) -> Option<Duration> {
-        self.0.allow_retry(retry_count, elapsed)
-    }
-
-    fn allow_retry_on(&self, err: &CuratorError) -> bool {
-        is_conflict(err) || self.0.allow_retry_on(err)
-    }
-}
-
-/// A write that lost a race: another client changed, created or deleted the node first.
-fn is_conflict(err: &CuratorError) -> bool {
-    matches!(err, CuratorError::BadVersion { .. } | CuratorError::NodeExists { .. } | CuratorError::NoNode { .. })
-}
 
 /// What we know of our write tag's node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -625,53 +567,4 @@ fn write_kind(write: Write<'_>) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    /// An operation that starts from the node as the previous one's write left it (no read of
-    /// its own) never writes on data older than the node: here the node is deleted and made again
-    /// at the same version with other data meanwhile (an ABA on the version), and the next
-    /// increment still adds to the new data, in one try with no retry allowed. Our tag, deleted
-    /// with the node, makes the speculative write fail; the try goes on from a fresh read.
-    #[tokio::test]
-    async fn a_write_from_the_basis_never_lands_on_a_remade_node() {
-        let server = curator_test::TestingServer::shared();
-        let fw = CuratorFramework::builder().connect_string(server.connect_string()).build().expect("options");
-        fw.start().expect("start");
-        fw.block_until_connected(Duration::from_secs(30)).await.expect("connected");
-        let path = format!("/behind-unit-{}", uuid::Uuid::new_v4());
-        let engine = Engine::new(&fw, &path, Arc::new(RetryNTimes::new(0, Duration::ZERO)), None).expect("engine");
-        let increment = |current: Option<&[u8]>| {
-            let n = current.map_or(0, |b| i64::from_be_bytes(b.try_into().expect("8 bytes")));
-            Ok((n + 1).to_be_bytes().to_vec())
-        };
-        let value = |v: &AtomicValue<Vec<u8>>| {
-            // A missing node's pre-value is empty.
-            let n = |b: &[u8]| if b.is_empty() { 0 } else { i64::from_be_bytes(b.try_into().expect("8 bytes")) };
-            (v.succeeded, n(&v.pre_value), n(&v.post_value), v.stats.optimistic_tries)
-        };
-        assert_eq!(value(&engine.apply(increment).await.expect("create")), (true, 0, 1, 1));
-        let second = engine.apply(increment).await.expect("speculative");
-        assert_eq!(value(&second), (true, 1, 2, 1));
-        let version = fw.check_exists().for_path(&path).await.expect("stat").expect("node").version;
-
-        fw.delete().deleting_children_if_needed().for_path(&path).await.expect("delete");
-        fw.create().for_path(&path, 100i64.to_be_bytes().to_vec()).await.expect("remake");
-        for n in 0..version {
-            fw.set_data().for_path(&path, (101 + i64::from(n)).to_be_bytes().to_vec()).await.expect("write");
-        }
-        let remade = fw.get_data().for_path(&path).await.expect("read");
-        let at = fw.check_exists().for_path(&path).await.expect("stat").expect("node").version;
-        assert_eq!(at, version, "the remade node is at the version the basis holds");
-        let on = i64::from_be_bytes(remade.as_slice().try_into().expect("8 bytes"));
-
-        let third = engine.apply(increment).await.expect("after the remake");
-        assert_eq!(value(&third), (true, on, on + 1, 1));
-        assert_eq!(fw.get_data().for_path(&path).await.expect("read"), (on + 1).to_be_bytes());
-        drop(engine);
-        fw.delete().deleting_children_if_needed().for_path(&path).await.expect("cleanup");
-        fw.close().await;
-    }
-}
+mod tests;
