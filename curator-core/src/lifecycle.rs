@@ -147,7 +147,26 @@ impl<S> Lifecycle<S> {
     /// framework (unless [tolerated](Self::tolerating_closed_framework)), or `make`'s.
     pub fn start(&self, fw: &CuratorFramework, make: impl FnOnce(&Starting<'_>) -> Result<S>) -> Result<()> {
         let mut phase = self.lock();
-        match *phase {
+        let handle = self.startable(&phase, fw)?;
+        let kept = make(&Starting { handle: &handle })?;
+        *phase = Phase::Started(kept, handle);
+        tracing::debug!(what = self.what, "started");
+        Ok(())
+    }
+
+    /// Whether [`start`](Self::start) would go ahead now, with nothing changed: for a type that
+    /// has work to do (a create, a first read) before it starts, so that the work is not
+    /// tried, and does not panic, where the start would be refused.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start), but for `make`'s.
+    pub fn check_start(&self, fw: &CuratorFramework) -> Result<()> {
+        self.startable(&self.lock(), fw).map(drop)
+    }
+
+    /// The checks of a start from `phase`: the runtime to start in, or why not.
+    fn startable(&self, phase: &Phase<S>, fw: &CuratorFramework) -> Result<Handle> {
+        match phase {
             Phase::Latent => {}
             Phase::Started(..) => return Err(CuratorError::AlreadyStarted { what: self.what }),
             Phase::Closed => return Err(CuratorError::AlreadyClosed { what: self.what }),
@@ -156,10 +175,7 @@ impl<S> Lifecycle<S> {
         if fw.is_closed() && !self.closed_framework_ok {
             return Err(CuratorError::Closed);
         }
-        let kept = make(&Starting { handle: &handle })?;
-        *phase = Phase::Started(kept, handle);
-        tracing::debug!(what = self.what, "started");
-        Ok(())
+        Ok(handle)
     }
 
     /// To Closed, from any state: what the start kept, for the caller to tear down, if this

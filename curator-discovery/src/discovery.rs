@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use curator_core::lifecycle::Lifecycle;
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework};
 use curator_recipes::nodes::PersistentNode;
 
@@ -75,6 +76,8 @@ pub(crate) struct Inner<T> {
     pub(crate) serializer: Arc<dyn InstanceSerializer<T>>,
     state: Mutex<State<T>>,
     skipped: AtomicU64,
+    /// Started by [`ServiceDiscovery::start`] (nothing to tear down but the registrations).
+    life: Lifecycle,
 }
 
 struct State<T> {
@@ -148,6 +151,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscoveryBuilder<T> {
                     registrations: HashMap::new(),
                 }),
                 skipped: AtomicU64::new(0),
+                life: Lifecycle::new("ServiceDiscovery"),
             }),
         })
     }
@@ -173,12 +177,19 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     }
 
     /// Registers the builder's [`this_instance`](ServiceDiscoveryBuilder::this_instance), if
-    /// any, as [`register`](Self::register) does. A second call does nothing.
+    /// any, as [`register`](Self::register) does. Once only (module
+    /// [`lifecycle`](curator_core::lifecycle)); [`register`](Self::register) itself needs no
+    /// start.
     ///
     /// # Errors
-    /// As [`register`](Self::register); the registration is kept when this times out (not
-    /// when the create is refused for good).
+    /// [`DiscoveryError::Curator`] with [`AlreadyStarted`](CuratorError::AlreadyStarted),
+    /// [`AlreadyClosed`](CuratorError::AlreadyClosed), [`NoRuntime`](CuratorError::NoRuntime)
+    /// (outside a tokio runtime) or [`Closed`](CuratorError::Closed) (a closed framework), each
+    /// naming `ServiceDiscovery`: nothing registered then. Else as
+    /// [`register`](Self::register); the registration is kept when this times out (not when
+    /// the create is refused for good).
     pub async fn start(&self) -> Result<()> {
+        self.inner.life.start(&self.inner.fw, |_| Ok(()))?;
         let this = self.inner.lock().this_instance.take();
         match this {
             Some(instance) => self.register(instance).await,
@@ -420,6 +431,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     /// [`unregister`](Self::unregister) does, and refuses registrations from then on. Caches
     /// made from this discovery are the caller's to close.
     pub async fn close(&self) {
+        self.inner.life.close();
         let registrations: Vec<Registration<T>> = {
             let mut state = self.inner.lock();
             state.closed = true;

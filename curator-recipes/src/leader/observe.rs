@@ -152,6 +152,17 @@ impl LeaderObserver {
         Some(self.leader.borrow_and_update().clone())
     }
 
+    /// Waits until the election was first read, when [`current`](Self::current) starts to
+    /// tell. Returns at once with the refusal of that read when it is one no retry mends
+    /// ([`CuratorError::is_permanent`]: `NoAuth` when `path`'s ACL refuses reading it): the
+    /// observer goes on trying, and shows nobody meanwhile.
+    ///
+    /// # Errors
+    /// That refusal; [`CuratorError::Closed`] if the observer's cache closes first.
+    pub async fn wait_initialized(&self) -> Result<()> {
+        self.cache.wait_initialized().await
+    }
+
     /// Stops following: the cache and its watch are closed.
     pub async fn close(self) {
         self.lifecycle.close();

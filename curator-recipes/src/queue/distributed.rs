@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use curator_core::lifecycle::{LifeState, Lifecycle};
+use curator_core::lifecycle::Lifecycle;
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::{oneshot, watch};
@@ -169,12 +169,8 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// every started thing (module [`lifecycle`](curator_core::lifecycle)); the error of
     /// creating the paths.
     pub async fn start(&self) -> Result<()> {
-        let what = self.lifecycle.what();
-        match self.lifecycle.state() {
-            LifeState::Latent => {}
-            LifeState::Started => return Err(CuratorError::AlreadyStarted { what }),
-            _ => return Err(CuratorError::AlreadyClosed { what }),
-        }
+        // Refused (outside a runtime, say) before the paths are made.
+        self.lifecycle.check_start(&self.shared.fw)?;
         create_path(&self.shared.fw, &self.shared.path).await?;
         if let Some(lock_path) = &self.shared.lock_path {
             create_path(&self.shared.fw, lock_path).await?;

@@ -16,7 +16,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use curator_core::lifecycle::{LifeState, Lifecycle, Starting};
+use curator_core::lifecycle::{Lifecycle, Starting};
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::ops::Watch;
 use curator_core::zk::{self, EventType};
@@ -150,11 +150,8 @@ impl SharedValue {
     /// value: to start its own listeners on the value's runtime).
     pub(crate) async fn start_with(&self, also: impl FnOnce(&Starting<'_>)) -> Result<()> {
         let inner = &self.inner;
-        match inner.lifecycle.state() {
-            LifeState::Latent => {}
-            LifeState::Started => return Err(CuratorError::AlreadyStarted { what: inner.lifecycle.what() }),
-            _ => return Err(CuratorError::AlreadyClosed { what: inner.lifecycle.what() }),
-        }
+        // Refused (outside a runtime, say) before the create is tried.
+        inner.lifecycle.check_start(&inner.fw)?;
         let states = inner.fw.connection_state_watch();
         match inner.fw.create().creating_parent_containers_if_needed().for_path(&inner.path, inner.seed.clone()).await {
             Ok(_) | Err(CuratorError::NodeExists { .. }) => {}

@@ -1,0 +1,954 @@
+//! Issue 27's lifecycle conformance suite: every started type of the workspace, put through
+//! the same scenarios of its life, one table-driven test per scenario.
+//!
+//! Curator has no single test class for this: it follows a convention, one lifecycle idiom for
+//! every recipe (`LATENT -> STARTED -> STOPPED`, one `start()`, an idempotent `close()`), and
+//! each recipe's own tests check their part of it. Here the convention is checked for all types
+//! at once (module `curator_core::lifecycle` is that idiom, written once).
+//!
+//! Each type is reached through a small adapter ([`Subject`]) that hides how its constructor,
+//! `start` and `close` differ (sync or async, `&self` or `self`, a builder or not). A scenario
+//! runs against every type of [`KINDS`], each on a framework of its own under a base path of
+//! its own, and collects every (type, scenario, what happened) that is not as it should be, so
+//! that one run shows each type's outcome; the test fails listing them all.
+//!
+//! Ephemeral checks look for any ephemeral node under the type's base path: only the type's own
+//! framework works there, so every such node is of that framework's session.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use curator_cache::{CuratorCache, NodeCache, PathChildrenCache, StartMode, TreeCache};
+use curator_core::listeners::EventStream;
+use curator_core::zk::{Acl, AuthId, Permission};
+use curator_core::{CuratorError, CuratorFramework};
+use curator_discovery::{DiscoveryError, ServiceCache, ServiceDiscovery, ServiceInstance, ServiceProvider};
+use curator_recipes::leader::{observe, LeaderLatch, LeaderObserver, LeaderSelector};
+use curator_recipes::nodes::{GroupMember, PersistentNode, PersistentTtlNode};
+use curator_recipes::queue::{DistributedIdQueue, DistributedQueue, StringSerializer};
+use curator_recipes::shared::{SharedCount, SharedValue};
+use curator_recipes::watch::PersistentWatcher;
+use curator_test::TestingServer;
+use futures::FutureExt;
+use tests::{client, init_tracing, unique_path};
+
+type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+type Outcome = Result<(), CuratorError>;
+/// A type's adapter, or why it could not be made.
+type Made = Result<Box<dyn Subject>, CuratorError>;
+
+/// How long a close, a start or a promised event may take before it counts as a hang.
+const BOUND: Duration = Duration::from_secs(10);
+/// How soon a refused start must be reported (issue 27: within a second).
+const REFUSAL: Duration = Duration::from_secs(1);
+
+/// One started thing, as the scenarios see it.
+trait Subject: Send + Sync {
+    /// Its start (for a type whose start consumes a builder: building and starting it).
+    fn start(&self) -> Fut<'_, Outcome>;
+    /// Its close; a close that returns nothing gives `Ok`. For a type whose close consumes it,
+    /// a second close finds nothing and does nothing.
+    fn close(&self) -> Fut<'_, Outcome>;
+    /// The end of a stream of its events taken now, for a type that has one.
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        None
+    }
+    /// After a start that returned `Ok` on a path whose ACL refuses the client: the refusal as
+    /// the type reports it otherwise (a failed state or event), if it does within `REFUSAL`.
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async { None })
+    }
+}
+
+/// A type in the table.
+struct Kind {
+    name: &'static str,
+    /// Makes the type on `fw`, working at or under `base`.
+    make: fn(&CuratorFramework, &str) -> Made,
+    /// The node to give a refusing ACL (its parents are made open): `base` for a writer (which
+    /// works under it: read-only), the node it reads for a reader (no READ).
+    refuse_at: fn(&str) -> String,
+    /// Only reads: refused by an ACL without READ (writers: by a read-only ACL).
+    reads_only: bool,
+    /// Its start consumes a builder: a second start cannot be written.
+    start_consumes: bool,
+    /// Makes an ephemeral node once started.
+    ephemeral: bool,
+}
+
+fn at_base(base: &str) -> String {
+    base.to_string()
+}
+fn under(base: &str) -> String {
+    format!("{base}/x")
+}
+fn service(base: &str) -> String {
+    format!("{base}/svc")
+}
+
+fn discovery_error(err: DiscoveryError) -> CuratorError {
+    match err {
+        DiscoveryError::Curator(err) => err,
+        other => CuratorError::IllegalState(format!("not a CuratorError: {other}")),
+    }
+}
+
+fn ends<E: Send + 'static>(mut stream: EventStream<E>) -> Option<Fut<'static, ()>> {
+    Some(Box::pin(async move { while stream.next().await.is_some() {} }))
+}
+
+/// Polls `check` every 20 ms until it gives `Some`, or `within` has passed.
+async fn poll<T>(within: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(found) = check() {
+            return Some(found);
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The slot of a type whose start or close consumes it.
+fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+    slot.lock().unwrap().take()
+}
+
+struct Latch(LeaderLatch);
+impl Subject for Latch {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.start())
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.close())
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+}
+
+struct Selector(LeaderSelector);
+impl Subject for Selector {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.start())
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.close())
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+}
+
+struct Observer {
+    fw: CuratorFramework,
+    path: String,
+    observer: Mutex<Option<LeaderObserver>>,
+}
+impl Subject for Observer {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            *self.observer.lock().unwrap() = Some(observe(&self.fw, &self.path)?);
+            Ok(())
+        })
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move {
+            let observer = take(&self.observer)?;
+            let loaded = tokio::time::timeout(REFUSAL, observer.wait_initialized()).await;
+            *self.observer.lock().unwrap() = Some(observer);
+            loaded.ok()?.err()
+        })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            if let Some(observer) = take(&self.observer) {
+                observer.close().await;
+            }
+            Ok(())
+        })
+    }
+}
+
+struct Node {
+    fw: CuratorFramework,
+    path: String,
+    node: Mutex<Option<Arc<PersistentNode>>>,
+}
+impl Node {
+    fn node(&self) -> Option<Arc<PersistentNode>> {
+        self.node.lock().unwrap().clone()
+    }
+}
+impl Subject for Node {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            *self.node.lock().unwrap() = Some(Arc::new(PersistentNode::builder(&self.fw, &self.path).start()?));
+            Ok(())
+        })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            if let Some(node) = self.node() {
+                node.close().await;
+            }
+            Ok(())
+        })
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move {
+            let node = self.node()?;
+            tokio::time::timeout(REFUSAL, node.refused()).await.ok()
+        })
+    }
+}
+
+struct TtlNode {
+    fw: CuratorFramework,
+    path: String,
+    node: Mutex<Option<PersistentTtlNode>>,
+}
+impl Subject for TtlNode {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            let node = PersistentTtlNode::builder(&self.fw, &self.path, Duration::from_secs(10)).start()?;
+            *self.node.lock().unwrap() = Some(node);
+            Ok(())
+        })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            if let Some(node) = take(&self.node) {
+                node.close().await;
+            }
+            Ok(())
+        })
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(poll(REFUSAL, || self.node.lock().unwrap().as_ref()?.last_error().filter(CuratorError::is_permanent)))
+    }
+}
+
+struct Member {
+    fw: CuratorFramework,
+    path: String,
+    member: Mutex<Option<GroupMember>>,
+}
+impl Subject for Member {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            let member = GroupMember::builder(&self.fw, &self.path, "m").start().await?;
+            *self.member.lock().unwrap() = Some(member);
+            Ok(())
+        })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            if let Some(member) = take(&self.member) {
+                member.close().await;
+            }
+            Ok(())
+        })
+    }
+}
+
+struct Watcher {
+    watcher: PersistentWatcher,
+    unhandled: Arc<Mutex<Option<CuratorError>>>,
+}
+impl Subject for Watcher {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move { self.watcher.start() })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.watcher.close();
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.watcher.events())
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(poll(REFUSAL, || self.unhandled.lock().unwrap().clone()))
+    }
+}
+
+struct Value(SharedValue);
+impl Subject for Value {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.start())
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close();
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+}
+
+struct Count(SharedCount);
+impl Subject for Count {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.start())
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close();
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+}
+
+struct NodeC(NodeCache);
+impl Subject for NodeC {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.start(true))
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close();
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+}
+
+struct Children(PathChildrenCache);
+impl Subject for Children {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.start(StartMode::BuildInitialCache))
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close();
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+}
+
+struct Tree(TreeCache);
+impl Subject for Tree {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move { self.0.start() })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close();
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.wait_initialized()).await.ok()?.err() })
+    }
+}
+
+struct Cache(CuratorCache);
+impl Subject for Cache {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move { self.0.start() })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close();
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.wait_initialized()).await.ok()?.err() })
+    }
+}
+
+struct Discovery(ServiceDiscovery);
+impl Subject for Discovery {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move { self.0.start().await.map_err(discovery_error) })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close().await;
+            Ok(())
+        })
+    }
+}
+
+struct SvcCache(ServiceCache);
+impl Subject for SvcCache {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move { self.0.start().await.map_err(discovery_error) })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close();
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+}
+
+/// A provider has no start or close of its own: it is made from a started cache
+/// (`ServiceDiscovery::service_provider`, Curator's `ServiceProvider.start`), and closed by
+/// dropping it (its cache goes with it).
+struct Provider {
+    discovery: ServiceDiscovery,
+    provider: Mutex<Option<ServiceProvider>>,
+}
+impl Subject for Provider {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            let provider =
+                self.discovery.service_provider("svc", ServiceProvider::builder()).await.map_err(discovery_error)?;
+            *self.provider.lock().unwrap() = Some(provider);
+            Ok(())
+        })
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            drop(take(&self.provider));
+            Ok(())
+        })
+    }
+}
+
+struct Queue(DistributedQueue<String>);
+impl Subject for Queue {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.start())
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close().await;
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+}
+
+struct IdQueue(DistributedIdQueue<String>);
+impl Subject for IdQueue {
+    fn start(&self) -> Fut<'_, Outcome> {
+        Box::pin(self.0.start())
+    }
+    fn close(&self) -> Fut<'_, Outcome> {
+        Box::pin(async move {
+            self.0.close().await;
+            Ok(())
+        })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+}
+
+fn queue_builder(fw: &CuratorFramework, path: &str) -> curator_recipes::queue::QueueBuilder<String> {
+    DistributedQueue::builder(fw, path, StringSerializer).consumer(|_item: String| async { Ok::<(), String>(()) })
+}
+
+fn instance() -> ServiceInstance {
+    ServiceInstance::builder("svc").id("i1").port(8080).build()
+}
+
+fn boxed(subject: impl Subject + 'static) -> Made {
+    Ok(Box::new(subject))
+}
+
+/// Every started type. Writers work under `base` (refused by a read-only `base`), readers at
+/// the node they read (refused by an ACL without READ there).
+const KINDS: &[Kind] = &[
+    Kind {
+        name: "LeaderLatch",
+        make: |fw, base| boxed(Latch(LeaderLatch::new(fw, &under(base), "p")?)),
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: false,
+        ephemeral: true,
+    },
+    Kind {
+        name: "LeaderSelector",
+        make: |fw, base| {
+            // The leader keeps its term until it loses it (closed, say).
+            let selector = LeaderSelector::builder(fw, &under(base), |leadership| async move {
+                leadership.lost().await;
+            })
+            .build()?;
+            boxed(Selector(selector))
+        },
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: false,
+        ephemeral: true,
+    },
+    // `observe` makes and starts the observer at once: there is no second start to write.
+    Kind {
+        name: "LeaderObserver",
+        make: |fw, base| boxed(Observer { fw: fw.clone(), path: base.to_string(), observer: Mutex::new(None) }),
+        refuse_at: at_base,
+        reads_only: true,
+        start_consumes: true,
+        ephemeral: false,
+    },
+    // The builder's `start(self)` gives the node: there is no second start to write.
+    Kind {
+        name: "PersistentNode",
+        make: |fw, base| boxed(Node { fw: fw.clone(), path: under(base), node: Mutex::new(None) }),
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: true,
+        ephemeral: true,
+    },
+    // As PersistentNode: its builder's `start(self)` gives the node.
+    Kind {
+        name: "PersistentTtlNode",
+        make: |fw, base| boxed(TtlNode { fw: fw.clone(), path: under(base), node: Mutex::new(None) }),
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: true,
+        ephemeral: false,
+    },
+    // As PersistentNode: its builder's `start(self)` gives the member.
+    Kind {
+        name: "GroupMember",
+        make: |fw, base| boxed(Member { fw: fw.clone(), path: under(base), member: Mutex::new(None) }),
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: true,
+        ephemeral: true,
+    },
+    Kind {
+        name: "PersistentWatcher",
+        make: |fw, base| {
+            let unhandled = Arc::new(Mutex::new(None));
+            let seen = unhandled.clone();
+            fw.add_unhandled_error_listener(move |_: &str, err: &CuratorError| {
+                if err.is_permanent() {
+                    *seen.lock().unwrap() = Some(err.clone());
+                }
+            });
+            boxed(Watcher { watcher: PersistentWatcher::new(fw, base, true)?, unhandled })
+        },
+        refuse_at: at_base,
+        reads_only: true,
+        start_consumes: false,
+        ephemeral: false,
+    },
+    Kind {
+        name: "SharedValue",
+        make: |fw, base| boxed(Value(SharedValue::new(fw, &under(base), b"v".to_vec())?)),
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: false,
+        ephemeral: false,
+    },
+    Kind {
+        name: "SharedCount",
+        make: |fw, base| boxed(Count(SharedCount::new(fw, &under(base), 0)?)),
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: false,
+        ephemeral: false,
+    },
+    Kind {
+        name: "NodeCache",
+        make: |fw, base| boxed(NodeC(NodeCache::new(fw, base)?)),
+        refuse_at: at_base,
+        reads_only: true,
+        start_consumes: false,
+        ephemeral: false,
+    },
+    Kind {
+        name: "PathChildrenCache",
+        make: |fw, base| boxed(Children(PathChildrenCache::new(fw, base, true)?)),
+        refuse_at: at_base,
+        reads_only: true,
+        start_consumes: false,
+        ephemeral: false,
+    },
+    Kind {
+        name: "TreeCache",
+        make: |fw, base| boxed(Tree(TreeCache::new(fw, base)?)),
+        refuse_at: at_base,
+        reads_only: true,
+        start_consumes: false,
+        ephemeral: false,
+    },
+    Kind {
+        name: "CuratorCache",
+        make: |fw, base| boxed(Cache(CuratorCache::build(fw, base, &[])?)),
+        refuse_at: at_base,
+        reads_only: true,
+        start_consumes: false,
+        ephemeral: false,
+    },
+    Kind {
+        name: "ServiceDiscovery",
+        make: |fw, base| {
+            let discovery = ServiceDiscovery::builder(fw, base).this_instance(instance()).build();
+            boxed(Discovery(discovery.map_err(discovery_error)?))
+        },
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: false,
+        ephemeral: true,
+    },
+    Kind {
+        name: "ServiceCache",
+        make: |fw, base| {
+            let discovery = ServiceDiscovery::builder(fw, base).build().map_err(discovery_error)?;
+            boxed(SvcCache(discovery.service_cache_builder("svc").build().map_err(discovery_error)?))
+        },
+        refuse_at: service,
+        reads_only: true,
+        start_consumes: false,
+        ephemeral: false,
+    },
+    // Made and started by `ServiceDiscovery::service_provider`, from a builder: there is no
+    // second start to write.
+    Kind {
+        name: "ServiceProvider",
+        make: |fw, base| {
+            let discovery = ServiceDiscovery::builder(fw, base).build().map_err(discovery_error)?;
+            boxed(Provider { discovery, provider: Mutex::new(None) })
+        },
+        refuse_at: service,
+        reads_only: true,
+        start_consumes: true,
+        ephemeral: false,
+    },
+    Kind {
+        name: "DistributedQueue",
+        make: |fw, base| boxed(Queue(queue_builder(fw, &under(base)).build()?)),
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: false,
+        ephemeral: false,
+    },
+    Kind {
+        name: "DistributedIdQueue",
+        make: |fw, base| boxed(IdQueue(queue_builder(fw, &under(base)).build_id_queue()?)),
+        refuse_at: at_base,
+        reads_only: false,
+        start_consumes: false,
+        ephemeral: false,
+    },
+];
+
+/// Known exceptions: (type, scenario, why). A scenario skips these, and the test says so.
+const EXCEPTIONS: &[(&str, &str, &str)] = &[
+    // ZooKeeper (3.8) checks no ACL on `addWatch`: a watch on a node without READ is accepted
+    // (the watcher's `Reset { cause: Started }` arrives), so there is no refusal to report.
+    ("PersistentWatcher", "start refused by an ACL", "the server accepts addWatch without READ: nothing is refused"),
+];
+
+fn exception(kind: &str, scenario: &str) -> Option<&'static str> {
+    EXCEPTIONS.iter().find(|(k, s, _)| *k == kind && *s == scenario).map(|(_, _, why)| *why)
+}
+
+/// The ephemeral nodes at or under `root` (none when it cannot be read).
+async fn ephemerals(fw: &CuratorFramework, root: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![root.to_string()];
+    while let Some(path) = todo.pop() {
+        if let Ok(Some(stat)) = fw.check_exists().for_path(&path).await {
+            if stat.ephemeral_owner != 0 {
+                found.push(path.clone());
+            }
+        }
+        for child in tests::children(fw, &path).await {
+            todo.push(if path == "/" { format!("/{child}") } else { format!("{path}/{child}") });
+        }
+    }
+    found
+}
+
+/// Waits up to `within` for `root` to have ephemeral nodes (`want`) or none (`!want`).
+async fn await_ephemerals(fw: &CuratorFramework, root: &str, want: bool, within: Duration) -> Vec<String> {
+    let until = Instant::now() + within;
+    loop {
+        let found = ephemerals(fw, root).await;
+        if found.is_empty() != want || Instant::now() >= until {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn connect() -> String {
+    TestingServer::shared().connect_string()
+}
+
+/// Runs `scenario` for every kind (concurrently, each in a task of its own so that a panic is
+/// one type's outcome), and fails listing every (type, scenario, what happened) that was not
+/// as it should be. `scenario` gives `Err(what happened)`.
+async fn run<F>(name: &'static str, scenario: fn(&'static Kind) -> F)
+where
+    F: Future<Output = Result<(), String>> + Send + 'static,
+{
+    init_tracing();
+    let mut runs = Vec::new();
+    for kind in KINDS {
+        if let Some(why) = exception(kind.name, name) {
+            eprintln!("{name}: {}: known exception: {why}", kind.name);
+            continue;
+        }
+        runs.push((kind.name, tokio::spawn(tokio::time::timeout(Duration::from_secs(40), scenario(kind)))));
+    }
+    let mut failures = Vec::new();
+    for (kind, run) in runs {
+        let outcome = match run.await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(what))) => Err(what),
+            Ok(Err(_)) => Err("the scenario did not end within 40 s".to_string()),
+            Err(join) => Err(format!("panicked: {join}")),
+        };
+        match outcome {
+            Ok(()) => eprintln!("{name}: {kind}: ok"),
+            Err(what) => failures.push(format!("({kind}, {name}): {what}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));
+}
+
+async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> Result<T, String> {
+    tokio::time::timeout(BOUND, f).await.map_err(|_| format!("{what} did not return within {BOUND:?}"))
+}
+
+/// Start, then close at once: nothing it created or adopted is left (no ephemeral node under
+/// its base), and its event stream ends (the events it promises have all arrived).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_then_close_at_once() {
+    run("start then close", |kind| async move {
+        let fw = client(&connect()).await;
+        let base = unique_path("conform");
+        let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
+        let ended = subject.stream_end();
+        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
+        if kind.ephemeral {
+            let made = await_ephemerals(&fw, &base, true, BOUND).await;
+            if made.is_empty() {
+                return Err("no ephemeral node was made".into());
+            }
+        }
+        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        let left = ephemerals(&fw, &base).await;
+        if !left.is_empty() {
+            return Err(format!("left after close: {left:?}"));
+        }
+        if let Some(ended) = ended {
+            bounded("the end of the event stream", ended).await?;
+        }
+        drop(subject);
+        fw.close().await;
+        Ok(())
+    })
+    .await;
+}
+
+/// Close twice: the second close returns what the first did, for every type (a type whose close
+/// consumes it cannot be closed twice: its adapter's second close does nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_twice() {
+    run("close twice", |kind| async move {
+        let fw = client(&connect()).await;
+        let base = unique_path("conform");
+        let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
+        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
+        let first = bounded("first close", subject.close()).await?;
+        let second = bounded("second close", subject.close()).await?;
+        if format!("{first:?}") != format!("{second:?}") || first.is_err() {
+            return Err(format!("first close {first:?}, second {second:?}"));
+        }
+        fw.close().await;
+        Ok(())
+    })
+    .await;
+}
+
+/// Start twice: `AlreadyStarted`, and the first start's thing goes on (closed cleanly after).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_twice() {
+    run("start twice", |kind| async move {
+        if kind.start_consumes {
+            return Ok(()); // cannot be written: the start consumed the builder (see KINDS)
+        }
+        let fw = client(&connect()).await;
+        let base = unique_path("conform");
+        let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
+        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
+        let second = bounded("second start", subject.start()).await?;
+        let outcome = match second {
+            Err(CuratorError::AlreadyStarted { .. }) => Ok(()),
+            other => Err(format!("second start gave {other:?}, not AlreadyStarted")),
+        };
+        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        fw.close().await;
+        outcome
+    })
+    .await;
+}
+
+/// Start on a closed framework: `Closed` (or `Closed` from the constructor), except for
+/// PersistentWatcher, documented to start and deliver its final `Closed` event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_on_a_closed_framework() {
+    run("start on a closed framework", |kind| async move {
+        let fw = client(&connect()).await;
+        fw.close().await;
+        let base = unique_path("conform");
+        let subject = match (kind.make)(&fw, &base) {
+            Ok(subject) => subject,
+            Err(CuratorError::Closed) => return Ok(()),
+            Err(e) => return Err(format!("make: {e:?}")),
+        };
+        let ended = subject.stream_end();
+        let started = bounded("start", subject.start()).await?;
+        let outcome = match (kind.name, started) {
+            ("PersistentWatcher", Ok(())) => match ended {
+                Some(ended) => bounded("the final event and the end of the stream", ended).await,
+                None => Ok(()),
+            },
+            (_, Err(CuratorError::Closed)) => Ok(()),
+            (_, other) => Err(format!("start gave {other:?}, not Closed")),
+        };
+        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        outcome
+    })
+    .await;
+}
+
+/// Start outside a runtime (a plain thread; async starts through `futures::executor::block_on`):
+/// `NoRuntime`, no panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_outside_a_runtime() {
+    run("start outside a runtime", |kind| async move {
+        let fw = client(&connect()).await;
+        let base = unique_path("conform");
+        let subject: Arc<dyn Subject> = Arc::from((kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?);
+        let plain = subject.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let started =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| futures::executor::block_on(plain.start())));
+            let _ = tx.send(started.map_err(|_| ()));
+        });
+        let started =
+            bounded("start on a plain thread", rx).await?.map_err(|_| "the start's thread died".to_string())?;
+        let outcome = match started {
+            Ok(Err(CuratorError::NoRuntime { .. })) => Ok(()),
+            Ok(other) => Err(format!("start gave {other:?}, not NoRuntime")),
+            Err(()) => Err("start panicked".to_string()),
+        };
+        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        fw.close().await;
+        outcome
+    })
+    .await;
+}
+
+/// Start with an ACL that refuses the client (a read-only base for a writer, as
+/// tests/tests/leader_latch.rs `a_refused_first_join_is_reported_by_start`; no READ for a
+/// reader): a typed, permanent error from start, or a failed state or event, within 1 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_refused_by_an_acl() {
+    run("start refused by an ACL", |kind| async move {
+        let fw = client(&connect()).await;
+        let base = unique_path("conform");
+        let refused = (kind.refuse_at)(&base);
+        let permission = if kind.reads_only {
+            Permission::WRITE | Permission::CREATE | Permission::DELETE | Permission::ADMIN
+        } else {
+            Permission::READ
+        };
+        if refused != base {
+            fw.create().for_path(&base, Vec::new()).await.map_err(|e| format!("create {base}: {e:?}"))?;
+        }
+        fw.create()
+            .with_acl(vec![Acl::new(permission, AuthId::anyone())])
+            .for_path(&refused, Vec::new())
+            .await
+            .map_err(|e| format!("create {refused}: {e:?}"))?;
+        let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
+        let began = Instant::now();
+        let started = bounded("start", subject.start()).await?;
+        let reported = match started {
+            Err(err) => Some(err),
+            Ok(()) => subject.refusal().await,
+        };
+        let took = began.elapsed();
+        let outcome = match reported {
+            Some(err) if err.is_permanent() && took <= REFUSAL + Duration::from_millis(200) => Ok(()),
+            Some(err) if err.is_permanent() => Err(format!("{err:?} reported after {took:?}")),
+            Some(err) => Err(format!("reported {err:?}, not a refusal")),
+            None => Err(format!("start returned Ok and nothing reported the refusal within {REFUSAL:?}")),
+        };
+        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        fw.close().await;
+        outcome
+    })
+    .await;
+}
+
+/// Drop without close: its ephemeral nodes go (polled with a deadline).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drop_without_close() {
+    run("drop without close", |kind| async move {
+        let fw = client(&connect()).await;
+        let base = unique_path("conform");
+        let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
+        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
+        if kind.ephemeral && await_ephemerals(&fw, &base, true, BOUND).await.is_empty() {
+            return Err("no ephemeral node was made".into());
+        }
+        drop(subject);
+        let left = await_ephemerals(&fw, &base, false, BOUND).await;
+        fw.close().await;
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("still there {BOUND:?} after the drop: {left:?}"))
+        }
+    })
+    .await;
+}
+
+/// The framework closed while the type is started: closing the type afterwards neither hangs
+/// nor panics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn framework_closed_while_started() {
+    run("framework closed while started", |kind| async move {
+        let fw = client(&connect()).await;
+        let base = unique_path("conform");
+        let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
+        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
+        bounded("the framework's close", fw.close()).await?;
+        let closed = bounded("close", subject.close()).await?;
+        closed.map_err(|e| format!("close gave {e:?}"))?;
+        let _ = subject.close().now_or_never();
+        Ok(())
+    })
+    .await;
+}
