@@ -18,10 +18,8 @@ use tokio::time::Instant;
 
 use super::handle::Command;
 use super::loader::{load, INITIAL_AVG_DATA};
-use super::scope::descendants;
 use super::state::{EveryFailedLoad, Link, NextLoad, SyncState, MAX_PAUSE, MIN_PAUSE, RECONNECT_GRACE};
 use super::{EngineConfig, EngineEvent, Shared, Sink};
-use crate::child_data::ChildData;
 
 /// Failed loads with a retryable error logged at debug level before warnings start.
 const QUIET_LOAD_RETRIES: u32 = 3;

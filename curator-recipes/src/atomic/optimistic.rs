@@ -27,12 +27,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_core::ops::create::make_parents;
-use curator_core::retry::{RetryLoop, RetryNTimes, RetryPolicy};
+use curator_core::retry::{RetryLoop, RetryPolicy};
 use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
 use tokio::sync::Mutex;
 
 pub use super::promotion::PromotedToLock;
-use super::promotion::ConflictsToo;
+use super::promotion::{is_conflict, ConflictsToo};
 use super::result::{AtomicStats, AtomicValue};
 use crate::locks::InterProcessMutex;
 

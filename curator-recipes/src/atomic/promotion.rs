@@ -66,6 +66,6 @@ impl RetryPolicy for ConflictsToo {
 }
 
 /// A write that lost a race: another client changed, created or deleted the node first.
-fn is_conflict(err: &CuratorError) -> bool {
+pub(super) fn is_conflict(err: &CuratorError) -> bool {
     matches!(err, CuratorError::BadVersion { .. } | CuratorError::NodeExists { .. } | CuratorError::NoNode { .. })
 }

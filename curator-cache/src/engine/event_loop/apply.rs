@@ -1,8 +1,14 @@
 //! Applying what the engine's reads and the watch brought back: one read, one deletion, one
 //! `rebuild_node`, each checked against the map's newer state first.
 
+use std::sync::Arc;
+
+use curator_core::{zk, CuratorError};
+
+use super::super::scope::descendants;
+use super::super::EngineEvent;
 use super::{Action, Engine};
-use curator_core::zk;
+use crate::child_data::ChildData;
 
 impl Engine {
     pub(super) fn apply(&mut self, action: Action) {

@@ -1,5 +1,8 @@
 //! The optimistic loop's own tests.
+
 use std::time::Duration;
+
+use curator_core::retry::RetryNTimes;
 
 use super::*;
 
