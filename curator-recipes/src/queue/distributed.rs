@@ -86,6 +86,11 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
     /// every started thing (module [`lifecycle`](curator_core::lifecycle)); the error of
     /// creating the paths.
+    ///
+    /// [`CuratorError::AlreadyStarted`]: curator_core::CuratorError::AlreadyStarted
+    /// [`CuratorError::AlreadyClosed`]: curator_core::CuratorError::AlreadyClosed
+    /// [`CuratorError::NoRuntime`]: curator_core::CuratorError::NoRuntime
+    /// [`CuratorError::Closed`]: curator_core::CuratorError::Closed
     pub async fn start(&self) -> Result<()> {
         // Refused (outside a runtime, say) before the paths are made.
         self.lifecycle.check_start(&self.shared.fw)?;
@@ -132,6 +137,8 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// # Errors
     /// The serializer's error; [`CuratorError::DataTooLarge`] past the framework's data limit;
     /// the create's error.
+    ///
+    /// [`CuratorError::DataTooLarge`]: curator_core::CuratorError::DataTooLarge
     pub async fn put(&self, item: &T) -> Result<()> {
         put::put(&self.shared, QUEUE_ITEM_NAME, std::slice::from_ref(item), None).await.map(|_| ())
     }
