@@ -46,6 +46,7 @@ pub mod acl;
 pub mod background;
 pub mod builder;
 mod connect_string;
+mod connection_state;
 pub mod ensemble;
 pub mod error;
 pub mod framework;

@@ -61,8 +61,8 @@ use std::time::{Duration, Instant};
 
 use ::metrics::{counter, gauge, histogram};
 
+use crate::connection_state::{ConnectionState, ConnectionStateEvent};
 use crate::error::CuratorError;
-use crate::state::{ConnectionState, ConnectionStateEvent};
 
 /// Gauge: the framework's latest connection state as a number: 0 `Latent`, 1 `Connected`,
 /// 2 `Suspended`, 3 `Reconnected`, 4 `Lost`, 5 `ReadOnly`, 6 `Closed` (see

@@ -10,7 +10,7 @@ use curator_core::lifecycle::Lifecycle;
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::{CuratorError, CuratorFramework};
 
-use crate::discovery::Inner;
+use crate::paths::node_path;
 use crate::{DiscoveryError, InstanceProvider, InstanceSerializer, ServiceInstance};
 
 /// A change in a [`ServiceCache`].
@@ -91,7 +91,10 @@ impl<T> std::fmt::Debug for ServiceCache<T> {
 /// [`ServiceDiscovery::service_cache_builder`](crate::ServiceDiscovery::service_cache_builder).
 #[must_use = "a builder does nothing until build() is called"]
 pub struct ServiceCacheBuilder<T> {
-    discovery: Arc<Inner<T>>,
+    fw: CuratorFramework,
+    /// The discovery's base path: the service's instances are the children of `base/<name>`.
+    base_path: String,
+    serializer: Arc<dyn InstanceSerializer<T>>,
     name: String,
 }
 
@@ -148,8 +151,15 @@ impl<T: Clone> CacheShared<T> {
 }
 
 impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
-    pub(crate) fn new(discovery: Arc<Inner<T>>, name: &str) -> Self {
-        ServiceCacheBuilder { discovery, name: name.to_string() }
+    /// A builder for the cache of service `name` under a discovery's `base_path`, reading
+    /// instances with the discovery's `serializer`.
+    pub(crate) fn new(
+        fw: &CuratorFramework,
+        base_path: &str,
+        serializer: Arc<dyn InstanceSerializer<T>>,
+        name: &str,
+    ) -> Self {
+        ServiceCacheBuilder { fw: fw.clone(), base_path: base_path.to_string(), serializer, name: name.to_string() }
     }
 
     /// Makes the cache; nothing is read before [`start`](ServiceCache::start).
@@ -157,15 +167,15 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
     /// # Errors
     /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name.
     pub fn build(self) -> Result<ServiceCache<T>, DiscoveryError> {
-        let path = self.discovery.service_path(&self.name)?;
-        let cache = PathChildrenCache::builder(&self.discovery.fw, &path).create_parent_containers(true).build()?;
+        let path = node_path(&self.base_path, &self.name)?;
+        let cache = PathChildrenCache::builder(&self.fw, &path).create_parent_containers(true).build()?;
         let shared = Arc::new(CacheShared {
-            serializer: self.discovery.serializer.clone(),
+            serializer: self.serializer,
             parsed: Mutex::new(HashMap::new()),
             skipped: AtomicU64::new(0),
         });
         Ok(ServiceCache {
-            fw: self.discovery.fw.clone(),
+            fw: self.fw,
             cache,
             path,
             shared,

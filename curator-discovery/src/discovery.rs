@@ -10,6 +10,7 @@ use curator_core::{path, CreateMode, CuratorError, CuratorFramework};
 use curator_recipes::nodes::PersistentNode;
 
 use crate::cache::ServiceCacheBuilder;
+use crate::paths::node_path;
 use crate::{DiscoveryError, InstanceSerializer, JsonInstanceSerializer, ServiceInstance, ServiceType};
 
 type Result<T> = std::result::Result<T, DiscoveryError>;
@@ -69,11 +70,11 @@ pub struct ServiceDiscovery<T = serde_json::Value> {
     inner: Arc<Inner<T>>,
 }
 
-/// What the discovery and its caches share.
-pub(crate) struct Inner<T> {
-    pub(crate) fw: CuratorFramework,
-    pub(crate) base_path: String,
-    pub(crate) serializer: Arc<dyn InstanceSerializer<T>>,
+/// The discovery's state, shared by its handle's clones.
+struct Inner<T> {
+    fw: CuratorFramework,
+    base_path: String,
+    serializer: Arc<dyn InstanceSerializer<T>>,
     state: Mutex<State<T>>,
     skipped: AtomicU64,
     /// Started by [`ServiceDiscovery::start`] (nothing to tear down but the registrations).
@@ -401,7 +402,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
 
     /// A builder for a [`ServiceCache`](crate::ServiceCache) of service `name`.
     pub fn service_cache_builder(&self, name: &str) -> ServiceCacheBuilder<T> {
-        ServiceCacheBuilder::new(self.inner.clone(), name)
+        ServiceCacheBuilder::new(&self.inner.fw, &self.inner.base_path, self.inner.serializer.clone(), name)
     }
 
     /// A provider of service `name` (Curator's `serviceProviderBuilder().serviceName(name)`,
@@ -447,7 +448,7 @@ impl<T> Inner<T> {
     }
 
     /// `base/<name>`, for a name that is one node name.
-    pub(crate) fn service_path(&self, name: &str) -> Result<String> {
+    fn service_path(&self, name: &str) -> Result<String> {
         node_path(&self.base_path, name)
     }
 
@@ -474,19 +475,6 @@ async fn close_node(node: Arc<PersistentNode>) {
 
 fn closed() -> DiscoveryError {
     CuratorError::AlreadyClosed { what: "ServiceDiscovery" }.into()
-}
-
-/// `parent/<child>`, for a child that is one node name.
-pub(crate) fn node_path(parent: &str, child: &str) -> Result<String> {
-    if child.is_empty() || child.contains('/') || child == "." || child == ".." {
-        return Err(DiscoveryError::InvalidInstance {
-            id: child.to_string(),
-            reason: format!("{child:?} is not one node name"),
-        });
-    }
-    let path = path::make_path(parent, child);
-    path::validate(&path)?;
-    Ok(path)
 }
 
 /// `base/<name>/<id>` for `instance`.

@@ -58,6 +58,7 @@ mod error;
 pub mod instance;
 pub mod instance_provider;
 pub mod json;
+mod paths;
 pub mod provider;
 pub mod uri_spec;
 

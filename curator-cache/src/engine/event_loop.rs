@@ -16,7 +16,7 @@ use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use super::handle::Command;
+use super::command::Command;
 use super::loader::{load, INITIAL_AVG_DATA};
 use super::state::{EveryFailedLoad, Link, NextLoad, SyncState, MAX_PAUSE, MIN_PAUSE, RECONNECT_GRACE};
 use super::{EngineConfig, EngineEvent, Shared, Sink};

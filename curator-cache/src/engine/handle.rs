@@ -8,18 +8,9 @@ use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::{CuratorError, CuratorFramework, Result};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::command::Command;
 use super::event_loop::Engine;
 use super::{EngineConfig, Scope, Shared, Sink};
-
-/// What a cache asks of its running engine.
-pub(super) enum Command {
-    /// Load again without events.
-    Rebuild(oneshot::Sender<Result<()>>),
-    /// Forget everything without events, then load again with events.
-    ClearAndRefresh(oneshot::Sender<Result<()>>),
-    /// Read one node again and replace (or drop) it in the map, without events.
-    RebuildNode(String, oneshot::Sender<Result<()>>),
-}
 
 /// The channels to a running engine: what the cache's [`Lifecycle`] keeps while started.
 struct Running {

@@ -36,8 +36,9 @@
 //! skips reads it does not need and ignores deletions of an older incarnation of a node.
 //!
 //! Files: [`scope`] (what a cache holds, ordered ranges of the map), [`handle`] (the
-//! [`CacheCore`] a cache holds: start, commands, close), [`event_loop`] (the task),
-//! [`state`] (its state machines), [`loader`] (the multi-read load). Failed loads are retried after pauses timed by core's
+//! [`CacheCore`] a cache holds: start, commands, close), [`command`] (what the handle asks of
+//! the task), [`event_loop`] (the task), [`state`] (its state machines), [`loader`] (the
+//! multi-read load). Failed loads are retried after pauses timed by core's
 //! [`RetryLoop`](curator_core::retry::RetryLoop), 20 ms doubling to 1 s.
 
 use std::collections::BTreeMap;
@@ -48,6 +49,7 @@ use tokio::sync::watch;
 
 use crate::child_data::ChildData;
 
+mod command;
 mod event_loop;
 mod handle;
 mod loader;

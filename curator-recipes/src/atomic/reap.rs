@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
 
-use super::optimistic::WRITE_TAG_PREFIX;
+use super::tag::WRITE_TAG_PREFIX;
 
 /// Deletes the write tags under `path`, other than `own`, unwritten for longer than `age`
 /// (section 16.2). Its failures are logged, never reported: it runs in the background of a

@@ -34,7 +34,7 @@ use curator_core::zk;
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework};
 use tokio::sync::watch;
 
-use super::persistent_node::{lock, Shared};
+use super::shared::{lock, Shared};
 
 /// Where the keeper stands with the node.
 #[derive(Debug)]

@@ -17,6 +17,7 @@
 mod group_member;
 mod keeper;
 mod persistent_node;
+mod shared;
 mod ttl_node;
 
 pub use group_member::{GroupMember, GroupMemberBuilder, MemberEvent};

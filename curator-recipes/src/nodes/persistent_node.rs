@@ -1,6 +1,6 @@
 //! [`PersistentNode`]: a node that stays in place as long as its handle lives.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::lifecycle::Lifecycle;
@@ -9,6 +9,7 @@ use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
 use tokio::sync::{watch, Notify};
 
 use super::keeper;
+use super::shared::{lock, Config, DataSlot, Shared};
 
 /// Keeps a node in place "no matter what" (Curator's `PersistentNode`): it is created in the
 /// background, created again when someone deletes it or when the session that owned it ends,
@@ -80,18 +81,6 @@ pub struct PersistentNodeBuilder {
     fw: CuratorFramework,
     config: Config,
     data: Vec<u8>,
-}
-
-/// What a node is asked to be; fixed at start.
-#[derive(Debug, Clone)]
-pub(crate) struct Config {
-    pub(crate) path: String,
-    pub(crate) mode: CreateMode,
-    pub(crate) protected: bool,
-    pub(crate) ttl: Option<Duration>,
-    pub(crate) parents: bool,
-    /// Delete the node on close (a TTL node is left to expire).
-    pub(crate) delete_on_close: bool,
 }
 
 impl PersistentNodeBuilder {
@@ -352,55 +341,4 @@ impl Drop for PersistentNode {
         self.lifecycle.close();
         self.shared.close();
     }
-}
-
-/// The node's data and a count of changes, so the keeper knows whether it wrote the latest.
-#[derive(Debug)]
-pub(crate) struct DataSlot {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) version: u64,
-}
-
-/// What the handle and the keeper share.
-pub(crate) struct Shared {
-    pub(crate) fw: CuratorFramework,
-    pub(crate) config: Config,
-    pub(crate) data: Mutex<DataSlot>,
-    pub(crate) actual: Mutex<Option<String>>,
-    /// The last error retrying cannot fix, until the next successful create.
-    pub(crate) last_error: watch::Sender<Option<CuratorError>>,
-    pub(crate) created: Listeners<String>,
-    /// True once the node was first created or adopted.
-    pub(crate) initial: watch::Sender<bool>,
-    /// True once the node was closed (or dropped).
-    pub(crate) closing: watch::Sender<bool>,
-    /// Wakes the keeper for new data.
-    pub(crate) wake: Notify,
-}
-
-impl Shared {
-    pub(crate) fn actual_path(&self) -> Option<String> {
-        lock(&self.actual).clone()
-    }
-
-    pub(crate) fn data(&self) -> (Vec<u8>, u64) {
-        let slot = lock(&self.data);
-        (slot.bytes.clone(), slot.version)
-    }
-
-    /// The data and its version if the version is not `written`; no copy otherwise.
-    pub(crate) fn data_after(&self, written: u64) -> Option<(Vec<u8>, u64)> {
-        let slot = lock(&self.data);
-        (slot.version != written).then(|| (slot.bytes.clone(), slot.version))
-    }
-
-    fn close(&self) {
-        self.closing.send_replace(true);
-        self.wake.notify_one();
-        self.created.close();
-    }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

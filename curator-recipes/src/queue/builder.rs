@@ -1,37 +1,22 @@
-//! [`QueueBuilder`]: a queue's options (Curator's `QueueBuilder`), checked when it is built.
+//! [`QueueBuilder`]: a queue's options (Curator's `QueueBuilder`), checked when it is built, and
+//! [`DistributedQueue::builder`], which makes one. The builder makes the queue's shared state
+//! (`shared.rs`) and hands it to the queue.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use curator_core::listeners::Listeners;
 use curator_core::{path, CuratorError, CuratorFramework, Result};
-use futures::future::BoxFuture;
 use futures::FutureExt;
 
+use super::config::{ConsumerError, ConsumerFn, ErrorMode};
 use super::delay::DistributedDelayQueue;
 use super::distributed::DistributedQueue;
 use super::id::DistributedIdQueue;
 use super::order::{ItemOrder, SEPARATOR};
 use super::priority::DistributedPriorityQueue;
 use super::serializer::QueueSerializer;
-
-/// What a consumer's failure is: any error.
-pub type ConsumerError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The consumer as the queue holds it.
-pub(crate) type ConsumerFn<T> = Arc<dyn Fn(T) -> BoxFuture<'static, Result<(), ConsumerError>> + Send + Sync>;
-
-/// What happens to an item node when the consumer fails on one of its items (Curator's
-/// `ErrorMode`). It applies in lock-safe mode only: in plain mode the node is deleted before its
-/// items are consumed, so a failed item is gone (as in Curator).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ErrorMode {
-    /// Put the node back at the end of the queue, to be taken again (Curator's default). The
-    /// items of the node before the failed one are consumed again too.
-    #[default]
-    Requeue,
-    /// Delete the node; the remaining items of the node are still consumed.
-    Delete,
-}
+use super::shared::Shared;
 
 /// The options of a [`DistributedQueue`], in the style of `reqwest`'s builders:
 /// `DistributedQueue::builder(&fw, "/jobs", BytesSerializer).consumer(f).lock_path("/jobs-locks").build()?`.
@@ -46,15 +31,15 @@ pub enum ErrorMode {
 /// spawn it to put in the background), `finalFlushTime` (nothing is pending after `put`
 /// returns).
 pub struct QueueBuilder<T> {
-    pub(crate) fw: CuratorFramework,
-    pub(crate) path: String,
-    pub(crate) serializer: Arc<dyn QueueSerializer<T>>,
-    pub(crate) consumer: Option<ConsumerFn<T>>,
-    pub(crate) lock_path: Option<String>,
-    pub(crate) error_mode: ErrorMode,
-    pub(crate) max_items: Option<usize>,
-    pub(crate) order: ItemOrder,
-    pub(crate) refresh_after: Option<usize>,
+    fw: CuratorFramework,
+    path: String,
+    serializer: Arc<dyn QueueSerializer<T>>,
+    consumer: Option<ConsumerFn<T>>,
+    lock_path: Option<String>,
+    error_mode: ErrorMode,
+    max_items: Option<usize>,
+    order: ItemOrder,
+    refresh_after: Option<usize>,
 }
 
 impl<T> std::fmt::Debug for QueueBuilder<T> {
@@ -69,8 +54,16 @@ impl<T> std::fmt::Debug for QueueBuilder<T> {
     }
 }
 
+// Here rather than in `distributed.rs`, so that the queue's file needs nothing of the builder's.
+impl<T: Send + 'static> DistributedQueue<T> {
+    /// A builder of a queue on `path` whose items `serializer` turns into bytes and back.
+    pub fn builder(fw: &CuratorFramework, path: &str, serializer: impl QueueSerializer<T>) -> QueueBuilder<T> {
+        QueueBuilder::new(fw, path, serializer)
+    }
+}
+
 impl<T: Send + 'static> QueueBuilder<T> {
-    pub(crate) fn new(fw: &CuratorFramework, path: &str, serializer: impl QueueSerializer<T>) -> Self {
+    fn new(fw: &CuratorFramework, path: &str, serializer: impl QueueSerializer<T>) -> Self {
         Self {
             fw: fw.clone(),
             path: path.to_string(),
@@ -128,7 +121,7 @@ impl<T: Send + 'static> QueueBuilder<T> {
     /// path; [`CuratorError::InvalidArgument`] for `max_items(0)` (no put could ever go in)
     /// or a lock path equal to the queue path.
     pub fn build(self) -> Result<DistributedQueue<T>> {
-        self.checked(ItemOrder::Fifo).map(DistributedQueue::from_builder)
+        self.checked(ItemOrder::Fifo).map(Self::queue)
     }
 
     /// A [`DistributedIdQueue`], not started: items with ids, `P/queue-|<id>|<seq>`, taken
@@ -142,7 +135,7 @@ impl<T: Send + 'static> QueueBuilder<T> {
             let reason = format!("an id queue's path cannot hold '{SEPARATOR}'");
             return Err(CuratorError::InvalidArgument { path: self.path, reason });
         }
-        self.checked(ItemOrder::Id).map(|b| DistributedIdQueue::new(DistributedQueue::from_builder(b)))
+        self.checked(ItemOrder::Id).map(|b| DistributedIdQueue::new(b.queue()))
     }
 
     /// A [`DistributedPriorityQueue`], not started: items taken lowest priority first
@@ -154,7 +147,7 @@ impl<T: Send + 'static> QueueBuilder<T> {
     /// As [`build`](Self::build).
     pub fn build_priority_queue(mut self, min_items_before_refresh: usize) -> Result<DistributedPriorityQueue<T>> {
         self.refresh_after = Some(min_items_before_refresh);
-        self.checked(ItemOrder::Priority).map(|b| DistributedPriorityQueue::new(DistributedQueue::from_builder(b)))
+        self.checked(ItemOrder::Priority).map(|b| DistributedPriorityQueue::new(b.queue()))
     }
 
     /// A [`DistributedDelayQueue`], not started: items taken no earlier than their time,
@@ -163,7 +156,23 @@ impl<T: Send + 'static> QueueBuilder<T> {
     /// # Errors
     /// As [`build`](Self::build).
     pub fn build_delay_queue(self) -> Result<DistributedDelayQueue<T>> {
-        self.checked(ItemOrder::Delay).map(|b| DistributedDelayQueue::new(DistributedQueue::from_builder(b)))
+        self.checked(ItemOrder::Delay).map(|b| DistributedDelayQueue::new(b.queue()))
+    }
+
+    /// The queue these options make, not started.
+    fn queue(self) -> DistributedQueue<T> {
+        DistributedQueue::from_shared(Shared {
+            fw: self.fw,
+            path: self.path,
+            lock_path: self.lock_path,
+            serializer: self.serializer,
+            consumer: self.consumer,
+            error_mode: Mutex::new(self.error_mode),
+            max_items: self.max_items,
+            order: self.order,
+            refresh_after: self.refresh_after,
+            events: Listeners::new(),
+        })
     }
 
     /// The builder, its options checked, for a queue ordered by `order`.

@@ -18,8 +18,8 @@ use curator_core::CuratorError;
 use futures::FutureExt;
 use tokio::sync::watch;
 
-use super::distributed::{self, QueueEvent, Shared};
 use super::order::QUEUE_ITEM_NAME;
+use super::shared::{self, QueueEvent, Shared};
 use super::take;
 
 /// Runs until `stop` says so or the framework closes.
@@ -37,7 +37,7 @@ pub(crate) async fn run<T: Send + 'static>(q: Arc<Shared<T>>, mut stop: watch::R
             Err(CuratorError::Closed) => return,
             Err(CuratorError::NoNode { .. }) => {
                 tracing::debug!(path = %q.path, "queue: the path is gone (deleted, or its parent reaped): create it again");
-                if let Err(err) = distributed::create_path(&q.fw, &q.path).await {
+                if let Err(err) = shared::create_path(&q.fw, &q.path).await {
                     pause(&q, &mut stop, &mut pauses, &mut backoff, err).await;
                 }
                 continue;

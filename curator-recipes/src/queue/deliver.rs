@@ -7,9 +7,9 @@
 //! ```
 //! Curator's `processMessageBytes` does the same (a corrupt node is logged and treated as done).
 
-use super::builder::ErrorMode;
-use super::distributed::{QueueEvent, Shared};
+use super::config::ErrorMode;
 use super::framing;
+use super::shared::{QueueEvent, Shared};
 
 /// How a node's items went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,84 +1,18 @@
-//! [`DistributedQueue`]: the handle, its life cycle (start, close) and its events.
+//! [`DistributedQueue`]: the handle, its life cycle (start, close) and its events. Its state and
+//! events are in `shared.rs`; its `builder()` is in `builder.rs`, with the builder.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::lifecycle::Lifecycle;
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
-use curator_core::{CuratorError, CuratorFramework, Result};
+use curator_core::listeners::{EventStream, ListenerId};
+use curator_core::Result;
 use tokio::sync::{oneshot, watch};
 
-use super::builder::{ConsumerFn, ErrorMode, QueueBuilder};
+use super::config::ErrorMode;
 use super::order::{ItemOrder, QUEUE_ITEM_NAME};
-use super::serializer::QueueSerializer;
+use super::shared::{create_path, QueueEvent, Shared};
 use super::{consumer, put};
-
-/// What a queue's listeners receive (from the consuming task).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum QueueEvent {
-    /// The items of `node` were consumed and the node removed (in lock-safe mode: by our
-    /// fenced final delete).
-    Consumed {
-        /// The item node's name.
-        node: String,
-    },
-    /// The data of `node` is not Curator's framing, or the serializer could not read an item of
-    /// it: nothing of it was consumed, and it was deleted (as Curator does).
-    BadItem {
-        /// The item node's name.
-        node: String,
-        /// What is wrong ([`CuratorError::BadData`], or the serializer's error).
-        error: CuratorError,
-        /// The node's data.
-        data: Vec<u8>,
-    },
-    /// The consumer failed on an item of `node`; `mode` says what became of the node.
-    ConsumerFailed {
-        /// The item node's name.
-        node: String,
-        /// The consumer's error, as text.
-        error: String,
-        /// The error mode applied.
-        mode: ErrorMode,
-    },
-    /// Lock-safe mode: the lock on `node` may have been lost before the node was finished (the
-    /// connection was suspended under `ErrorPolicy::Standard`, its session ended, or its lock
-    /// node was deleted): the consumer, if still running, was dropped, and the node was left
-    /// for whoever holds it next.
-    LockLost {
-        /// The item node's name.
-        node: String,
-    },
-    /// A ZooKeeper error in the consuming task (the retry policy gave up on a request); the
-    /// task goes on after a pause.
-    Error {
-        /// The error.
-        error: CuratorError,
-    },
-}
-
-/// What the queue's task and its handle share.
-pub(crate) struct Shared<T> {
-    pub(crate) fw: CuratorFramework,
-    pub(crate) path: String,
-    pub(crate) lock_path: Option<String>,
-    pub(crate) serializer: Arc<dyn QueueSerializer<T>>,
-    pub(crate) consumer: Option<ConsumerFn<T>>,
-    pub(crate) error_mode: Mutex<ErrorMode>,
-    pub(crate) max_items: Option<usize>,
-    pub(crate) order: ItemOrder,
-    /// Re-list (and so re-sort) after this many items of a listing if the children changed
-    /// meanwhile (Curator's `minItemsBeforeRefresh`, priority queues only); `None`: never.
-    pub(crate) refresh_after: Option<usize>,
-    pub(crate) events: Listeners<QueueEvent>,
-}
-
-impl<T> Shared<T> {
-    pub(crate) fn error_mode(&self) -> ErrorMode {
-        *self.error_mode.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// What a started queue keeps for its close: the consumer's stop and its end, if it has one.
 type Run = Option<(watch::Sender<bool>, oneshot::Receiver<()>)>;
@@ -125,26 +59,10 @@ impl<T> std::fmt::Debug for DistributedQueue<T> {
 }
 
 impl<T: Send + 'static> DistributedQueue<T> {
-    /// A builder of a queue on `path` whose items `serializer` turns into bytes and back.
-    pub fn builder(fw: &CuratorFramework, path: &str, serializer: impl QueueSerializer<T>) -> QueueBuilder<T> {
-        QueueBuilder::new(fw, path, serializer)
-    }
-
-    pub(crate) fn from_builder(b: QueueBuilder<T>) -> Self {
-        let shared = Shared {
-            fw: b.fw,
-            path: b.path,
-            lock_path: b.lock_path,
-            serializer: b.serializer,
-            consumer: b.consumer,
-            error_mode: Mutex::new(b.error_mode),
-            max_items: b.max_items,
-            order: b.order,
-            refresh_after: b.refresh_after,
-            events: Listeners::new(),
-        };
+    /// The handle of a queue not started, over `shared` (made by the builder).
+    pub(crate) fn from_shared(shared: Shared<T>) -> Self {
         // The lifecycle errors name the type the caller holds.
-        let what = match b.order {
+        let what = match shared.order {
             ItemOrder::Fifo => "DistributedQueue",
             ItemOrder::Id => "DistributedIdQueue",
             ItemOrder::Priority => "DistributedPriorityQueue",
@@ -168,6 +86,11 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
     /// every started thing (module [`lifecycle`](curator_core::lifecycle)); the error of
     /// creating the paths.
+    ///
+    /// [`CuratorError::AlreadyStarted`]: curator_core::CuratorError::AlreadyStarted
+    /// [`CuratorError::AlreadyClosed`]: curator_core::CuratorError::AlreadyClosed
+    /// [`CuratorError::NoRuntime`]: curator_core::CuratorError::NoRuntime
+    /// [`CuratorError::Closed`]: curator_core::CuratorError::Closed
     pub async fn start(&self) -> Result<()> {
         // Refused (outside a runtime, say) before the paths are made.
         self.lifecycle.check_start(&self.shared.fw)?;
@@ -214,6 +137,8 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// # Errors
     /// The serializer's error; [`CuratorError::DataTooLarge`] past the framework's data limit;
     /// the create's error.
+    ///
+    /// [`CuratorError::DataTooLarge`]: curator_core::CuratorError::DataTooLarge
     pub async fn put(&self, item: &T) -> Result<()> {
         put::put(&self.shared, QUEUE_ITEM_NAME, std::slice::from_ref(item), None).await.map(|_| ())
     }
@@ -259,17 +184,5 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// Removes a listener added with [`add_listener`](Self::add_listener).
     pub fn remove_listener(&self, id: ListenerId) -> bool {
         self.shared.events.remove(id)
-    }
-}
-
-/// Creates `path` as Curator's `DistributedQueue.start` does, if missing: a persistent node whose
-/// missing parents are containers. Not a container itself: the server would reap it whenever the
-/// queue ran empty, and Curator's consumers stop for good when it goes (their children watch
-/// ends with it; their lock-safe take cannot create `L/<item>`).
-pub(crate) async fn create_path(fw: &CuratorFramework, path: &str) -> Result<()> {
-    tracing::debug!(path, "queue: create the path (persistent, parents: containers)");
-    match fw.create().creating_parent_containers_if_needed().for_path(path, fw.default_data().to_vec()).await {
-        Ok(_) | Err(CuratorError::NodeExists { .. }) => Ok(()),
-        Err(err) => Err(err),
     }
 }

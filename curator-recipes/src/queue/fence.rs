@@ -18,7 +18,7 @@
 
 use curator_core::{path, zk, CuratorError, Result, Session};
 
-use super::distributed::{QueueEvent, Shared};
+use super::shared::{QueueEvent, Shared};
 
 /// How a lock-safe take is to end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,6 +34,7 @@
 //! a log line): the queue goes on.
 
 mod builder;
+mod config;
 mod consumer;
 mod delay;
 mod deliver;
@@ -46,15 +47,18 @@ mod priority;
 mod put;
 mod remove;
 mod serializer;
+mod shared;
 pub mod simple;
 mod take;
 mod wrapper;
 
-pub use builder::{ConsumerError, ErrorMode, QueueBuilder};
+pub use builder::QueueBuilder;
+pub use config::{ConsumerError, ErrorMode};
 pub use delay::DistributedDelayQueue;
-pub use distributed::{DistributedQueue, QueueEvent};
+pub use distributed::DistributedQueue;
 pub use id::DistributedIdQueue;
 pub use order::{NEGATIVE_PRIORITY, NON_NEGATIVE_PRIORITY, QUEUE_ITEM_NAME, SEPARATOR};
 pub use priority::DistributedPriorityQueue;
 pub use serializer::{BytesSerializer, QueueSerializer, StringSerializer};
+pub use shared::QueueEvent;
 pub use simple::{SimpleDistributedQueue, QUEUE_NODE_PREFIX};

@@ -14,8 +14,8 @@ use std::time::Duration;
 use curator_core::retry::deadline;
 use curator_core::{path, CreateMode, CuratorError, Result};
 
-use super::distributed::Shared;
 use super::framing;
+use super::shared::Shared;
 
 /// Puts `items` in one node named `prefix` + sequence number; `false` if a timed put found no
 /// room in `max_wait`.

@@ -10,8 +10,8 @@
 
 use curator_core::{path, CuratorError, Result};
 
-use super::distributed::Shared;
 use super::fence::{self, Finish, Outcome};
+use super::shared::Shared;
 use super::take;
 
 /// The names of the queue's item nodes now (none if the queue's path is missing).

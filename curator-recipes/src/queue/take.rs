@@ -32,8 +32,8 @@ use crate::sequential::hold::judge;
 use crate::sequential::LockLost;
 
 use super::deliver::{self, Consumed};
-use super::distributed::{QueueEvent, Shared};
 use super::fence::{self, Finish, Outcome};
+use super::shared::{QueueEvent, Shared};
 
 /// Takes the node `name` of the queue.
 pub(crate) async fn take<T: Send + 'static>(q: &Shared<T>, name: &str, stop: &mut watch::Receiver<bool>) {

@@ -43,7 +43,6 @@ use curator_core::{path, CuratorError, CuratorFramework, Result, Session};
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::cleanup::{Cleanup, NodeReporter};
-use super::group::ContenderGroup;
 use super::names::{prefix_of, protected_prefix, sequence_in};
 use super::node::{LockNode, NodeKind};
 use super::order::{contenders, AfterWatch, Predicate, Verdict};
@@ -87,6 +86,20 @@ enum WaitEnd {
     Recheck,
 }
 
+/// Where an acquire contends: what it reads of its contender group, borrowed from the group
+/// (which builds it, so that this file needs nothing of the group's).
+pub(super) struct Contest<'a> {
+    pub(super) fw: &'a CuratorFramework,
+    /// The path whose children are the contenders.
+    pub(super) base_path: &'a str,
+    /// The name in our nodes' names, after the protected prefix.
+    pub(super) node_name: &'static str,
+    /// The names after which sequence numbers are read.
+    pub(super) sort_names: &'static [&'static str],
+    /// The `recipe` label of the metrics.
+    pub(super) recipe: &'static str,
+}
+
 /// One acquire in progress: what every phase needs.
 pub(super) struct Acquire<'a> {
     fw: &'a CuratorFramework,
@@ -112,14 +125,14 @@ pub(super) struct Acquire<'a> {
 
 impl<'a> Acquire<'a> {
     /// A new acquire in `group` (nothing is sent yet).
-    pub(super) fn new(group: &'a ContenderGroup, data: &'a [u8], kind: NodeKind, predicate: Predicate) -> Self {
+    pub(super) fn new(group: Contest<'a>, data: &'a [u8], kind: NodeKind, predicate: Predicate) -> Self {
         Self::with_prefix(group, data, kind, predicate, protected_prefix())
     }
 
     /// An acquire that goes on with `node`, a sequential node of ours in `group` from an
     /// earlier acquire (nothing is sent yet): it starts by listing the contenders. Should the
     /// node be gone, the new one gets the same protected prefix.
-    pub(super) fn resuming(group: &'a ContenderGroup, node: LockNode, data: &'a [u8], predicate: Predicate) -> Self {
+    pub(super) fn resuming(group: Contest<'a>, node: LockNode, data: &'a [u8], predicate: Predicate) -> Self {
         // Our nodes always have a protected prefix; a node without one is deleted by its path.
         let prefix = prefix_of(node.name()).map_or_else(protected_prefix, str::to_string);
         let mut acquire = Self::with_prefix(group, data, NodeKind::Sequential, predicate, prefix);
@@ -128,24 +141,17 @@ impl<'a> Acquire<'a> {
         acquire
     }
 
-    fn with_prefix(
-        group: &'a ContenderGroup,
-        data: &'a [u8],
-        kind: NodeKind,
-        predicate: Predicate,
-        prefix: String,
-    ) -> Self {
-        let fw = group.framework();
-        let base_path = group.base_path();
+    fn with_prefix(group: Contest<'a>, data: &'a [u8], kind: NodeKind, predicate: Predicate, prefix: String) -> Self {
+        let Contest { fw, base_path, node_name, sort_names, recipe } = group;
         // Nothing to delete until a create is sent (or a node of ours is known).
         let mut cleanup = Cleanup::new(fw, base_path, &prefix);
         cleanup.disarm();
         Self {
             fw,
             base_path,
-            sort_names: group.sort_names(),
-            create_path: kind.create_path(base_path, &prefix, group.node_name()),
-            recipe: group.recipe(),
+            sort_names,
+            create_path: kind.create_path(base_path, &prefix, node_name),
+            recipe,
             cleanup,
             prefix,
             data,

@@ -5,7 +5,7 @@ use curator_core::metrics::recipe;
 use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
 use tracing::Instrument;
 
-use super::acquire::{Acquire, Granted};
+use super::acquire::{Acquire, Contest, Granted};
 use super::cleanup::NodeReporter;
 use super::names::{LEADER_LATCH_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use super::node::{LockNode, NodeKind};
@@ -64,14 +64,15 @@ impl ContenderGroup {
         &self.base_path
     }
 
-    /// The name in our nodes' names, after the protected prefix.
-    pub(crate) fn node_name(&self) -> &'static str {
-        self.node_name
-    }
-
-    /// The names after which sequence numbers are read.
-    pub(crate) fn sort_names(&self) -> &'static [&'static str] {
-        self.sort_names
+    /// What an acquire in this group reads of it.
+    fn contest(&self) -> Contest<'_> {
+        Contest {
+            fw: &self.fw,
+            base_path: &self.base_path,
+            node_name: self.node_name,
+            sort_names: self.sort_names,
+            recipe: self.recipe,
+        }
     }
 
     /// The children of the base path that are contenders, ordered, as full paths; only those
@@ -103,7 +104,7 @@ impl ContenderGroup {
     /// Cancel safe: dropping the future deletes whatever node it made.
     pub(crate) async fn acquire(&self, data: &[u8], kind: NodeKind, predicate: Predicate) -> Result<Granted> {
         let span = tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name);
-        Acquire::new(self, data, kind, predicate).run().instrument(span).await
+        Acquire::new(self.contest(), data, kind, predicate).run().instrument(span).await
     }
 
     /// As [`acquire`](Self::acquire), telling `ours` the path of our node as soon as it is
@@ -117,7 +118,7 @@ impl ContenderGroup {
         ours: NodeReporter,
     ) -> Result<Granted> {
         let span = tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name);
-        Acquire::new(self, data, kind, predicate).reporting(ours).run().instrument(span).await
+        Acquire::new(self.contest(), data, kind, predicate).reporting(ours).run().instrument(span).await
     }
 
     /// Goes on with `node`, a sequential node of ours from an earlier acquire in this group that
@@ -135,6 +136,6 @@ impl ContenderGroup {
     ) -> Result<Granted> {
         let span =
             tracing::debug_span!("lock_acquire", path = %self.base_path, lock = self.node_name, resume = %node.path);
-        Acquire::resuming(self, node, data, predicate).reporting(ours).run().instrument(span).await
+        Acquire::resuming(self.contest(), node, data, predicate).reporting(ours).run().instrument(span).await
     }
 }
