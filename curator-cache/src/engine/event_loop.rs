@@ -285,6 +285,8 @@ impl Engine {
                 }
             }
             ConnectionState::Suspended | ConnectionState::Latent | ConnectionState::Closed => {}
+            // A state added to curator-core later: nothing to do until it is handled here.
+            _ => {}
         }
         let lost = (event.state == ConnectionState::Lost).then_some(event.generation);
         self.emit(EngineEvent::Connection(event));

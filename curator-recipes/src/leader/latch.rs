@@ -25,6 +25,7 @@ mod run;
 /// Whether closing a latch tells its listeners that leadership ended (Curator's
 /// `LeaderLatch.CloseMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum CloseMode {
     /// Closing publishes nothing, even when the latch leads (the default, as in Curator).
     #[default]
@@ -37,6 +38,7 @@ pub enum CloseMode {
 /// What a [`LeaderLatch`] tells its listeners, in order: `IsLeader` and `NotLeader`
 /// alternate, starting with `IsLeader` (never two `IsLeader` without a `NotLeader` between).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum LatchEvent {
     /// This latch became the leader: the term and its fencing token.
     IsLeader(Leadership),
@@ -47,6 +49,7 @@ pub enum LatchEvent {
 
 /// The life of a [`LeaderLatch`] (Curator's `LeaderLatch.State`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LatchState {
     /// Built, not started.
     Latent,
