@@ -143,6 +143,7 @@ struct Inner {
 ///     .listener(|event: &LatchEvent| match event {
 ///         LatchEvent::IsLeader(term) => tracing::info!(token = term.fencing_token(), "leading"),
 ///         LatchEvent::NotLeader(reason) => tracing::info!(%reason, "not leading"),
+///         _ => {} // the enum is non_exhaustive
 ///     })
 ///     .build()?;
 /// latch.start().await?;
