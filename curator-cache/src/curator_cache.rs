@@ -34,6 +34,7 @@ use curator_core::listeners::{EventStream, ListenerId};
 
 /// Options of a [`CuratorCache`] (Curator's `CuratorCache.Options`, plus not caching data).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CuratorCacheOption {
     /// Cache only the node itself, not its children (a plain persistent watch on it).
     SingleNodeCache,
@@ -49,6 +50,7 @@ pub enum CuratorCacheOption {
 
 /// A change seen by a [`CuratorCache`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum CuratorCacheEvent {
     /// A node appeared (or was in place when the cache loaded).
     Created(Arc<ChildData>),

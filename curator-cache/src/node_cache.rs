@@ -27,6 +27,7 @@ use crate::shell::{CacheShell, ConnectionChange, Translated};
 
 /// A change seen by a [`NodeCache`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum NodeCacheEvent {
     /// The node was created, changed or deleted: this is its state now (`None`: it does not
     /// exist). Curator's `nodeChanged()`.

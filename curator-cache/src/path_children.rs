@@ -31,6 +31,7 @@ use crate::shell::{CacheShell, ConnectionChange, Translated};
 /// How [`PathChildrenCache::start`] treats the children present at start (Curator's
 /// `PathChildrenCache.StartMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum StartMode {
     /// Load in the background; each child present is reported as `ChildAdded`.
     #[default]
@@ -44,6 +45,7 @@ pub enum StartMode {
 
 /// The kind of a [`PathChildrenCacheEvent`], for matching without the payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PathChildrenCacheEventType {
     /// See [`PathChildrenCacheEvent::ChildAdded`].
     ChildAdded,
@@ -63,6 +65,7 @@ pub enum PathChildrenCacheEventType {
 
 /// A change seen by a [`PathChildrenCache`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum PathChildrenCacheEvent {
     /// A child appeared.
     ChildAdded(Arc<ChildData>),

@@ -40,6 +40,8 @@ impl ConnectionChange {
             ConnectionState::Connected | ConnectionState::Reconnected => Some(Self::Reconnected),
             ConnectionState::Lost => Some(Self::Lost),
             ConnectionState::ReadOnly | ConnectionState::Latent | ConnectionState::Closed => None,
+            // A state added to curator-core later: not one of the caches' changes.
+            _ => None,
         }
     }
 }

@@ -37,6 +37,7 @@ use crate::shell::{CacheShell, ConnectionChange, Translated};
 
 /// A change seen by a [`TreeCache`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum TreeCacheEvent {
     /// A node appeared (or was in place at the first load).
     NodeAdded(Arc<ChildData>),

@@ -18,6 +18,7 @@ use crate::ops::transaction::TransactionResult;
 
 /// What kind of operation an event reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CuratorEventType {
     /// `create()`.
     Create,

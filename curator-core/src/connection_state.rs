@@ -8,6 +8,7 @@ use crate::listeners::EventStream;
 
 /// The state of the framework's connection to the ensemble.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ConnectionState {
     /// Not yet connected for the first time.
     Latent,
@@ -36,6 +37,7 @@ impl ConnectionState {
 /// Which states mean "what I hold may be gone" to locks and leaders (Curator's
 /// `ConnectionStateErrorPolicy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ErrorPolicy {
     /// Suspended and Lost are both errors: give up at the first sign of trouble.
     #[default]

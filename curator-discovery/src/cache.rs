@@ -237,6 +237,8 @@ impl<T: Clone + Send + Sync + 'static> Handler<T> {
             PathChildrenCacheEvent::ConnectionSuspended => publish(ServiceCacheEvent::ConnectionSuspended),
             PathChildrenCacheEvent::ConnectionReconnected => publish(ServiceCacheEvent::ConnectionReconnected),
             PathChildrenCacheEvent::ConnectionLost => publish(ServiceCacheEvent::ConnectionLost),
+            // An event added to curator-cache later: not one a service cache reports.
+            other => tracing::debug!(event = ?other, "service cache ignores a cache event"),
         }
     }
 }

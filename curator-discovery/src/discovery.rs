@@ -16,8 +16,24 @@ use crate::{DiscoveryError, InstanceSerializer, JsonInstanceSerializer, ServiceI
 type Result<T> = std::result::Result<T, DiscoveryError>;
 
 /// Registers instances of services in ZooKeeper and finds them, as Curator's
-/// `ServiceDiscovery`; Java's `ServiceDiscovery` on the same base path sees the same
-/// instances, and this one sees Java's.
+/// `ServiceDiscovery`.
+///
+/// ```text
+///  register(instance) ─► a PersistentNode at base/<name>/<id>: create (mode from ServiceType,
+///                        data = the instance's JSON, container parents), then exists+watch;
+///                        made again on a new session, adopted when found in place
+///                     ─► returns at the first create (or after the connection timeout)
+///  update(instance)   ─► setData on the node; every later re-create uses the new data
+///  unregister / close ─► guaranteed delete of base/<name>/<id>
+///  query_for_names              ─► getChildren(base)
+///  query_for_instances(name)    ─► getChildren(base/<name>) + getData of each, pipelined
+///  query_for_instance(name, id) ─► getData(base/<name>/<id>)
+///  service_cache_builder(name)  ─► a PathChildrenCache of base/<name>
+/// ```
+///
+/// Java's `ServiceDiscovery` on the same base path sees the same instances, and this one sees
+/// Java's. See `docs/architecture.md`, section 14 (and section 13 for the `PersistentNode`s
+/// that keep the registrations).
 ///
 /// # Node layout
 /// Instance `id` of service `name` is the node `base/<name>/<id>`, whose data is the instance's

@@ -13,6 +13,7 @@ use crate::{local_ipv4_addresses, DiscoveryError, InstanceSerializer, JsonInstan
 /// Curator's enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
 pub enum ServiceType {
     /// Registered for as long as the registering process runs (an ephemeral node). The default.
     #[default]

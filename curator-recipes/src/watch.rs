@@ -21,6 +21,7 @@ const MAX_IDLE_PAUSE: Duration = Duration::from_secs(2);
 /// Why a [`Reset`] was published: the watch was (re-)added on the server, and events of the
 /// time it was not there are not replayed (ZOOKEEPER-4698): re-read what you need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ResetCause {
     /// The first successful add after [`PersistentWatcher::start`].
     Started,

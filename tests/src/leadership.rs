@@ -207,6 +207,8 @@ impl LeadershipChecker {
                 checker.watch(term, leadership);
             }
             LatchEvent::NotLeader(reason) => checker.ended_current(&who, format!("NotLeader({reason})")),
+            // A kind added later: terms begin with `IsLeader` and end with `NotLeader` only.
+            _ => {}
         })
     }
 

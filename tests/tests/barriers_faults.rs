@@ -103,6 +103,7 @@ async fn crash_inside(policy: ErrorPolicy, retry: Retry) {
             matches!(result, Err(CuratorError::SessionExpired { .. } | CuratorError::ConnectionLoss { .. }))
         }
         ErrorPolicy::Session => matches!(result, Err(CuratorError::SessionExpired { .. })),
+        other => panic!("{case}: unexpected policy {other:?}"),
     };
     assert!(clear, "{case}: the crashed member's leave: {result:?}");
     assert!(empty(observer, &path).await, "{case}: left behind: {:?}", children(observer, &path).await);

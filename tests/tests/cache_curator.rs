@@ -24,6 +24,7 @@ fn path_of(e: &CuratorCacheEvent) -> (&'static str, String) {
         CuratorCacheEvent::Deleted(n) => ("deleted", n.path.clone()),
         CuratorCacheEvent::Initialized => ("initialized", String::new()),
         CuratorCacheEvent::ConnectionStateChanged(_) => ("connection", String::new()),
+        other => panic!("unexpected event {other:?}"),
     }
 }
 

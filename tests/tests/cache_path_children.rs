@@ -40,6 +40,7 @@ async fn path_children_cache_start_modes_and_child_events() {
                 let got: Vec<_> = children_events_until(&mut events, 3).await.iter().map(describe).collect();
                 assert_eq!(got, vec!["added c1", "added c2", r#"initialized ["c1", "c2"]"#]);
             }
+            other => panic!("unexpected start mode {other:?}"),
         }
         // Changes below a child are not the cache's business; changes of children are.
         set(&fw, &format!("{base}/c2/grandchild"), b"h").await;

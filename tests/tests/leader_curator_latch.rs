@@ -631,6 +631,7 @@ async fn callback_scenario(n: usize, silent: usize) -> (usize, usize) {
                     LatchEvent::NotLeader(_) => {
                         no.fetch_add(1, Ordering::SeqCst);
                     }
+                    other => panic!("{who}: unexpected event {other:?}"),
                 }
             }
         }));

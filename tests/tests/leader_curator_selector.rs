@@ -138,6 +138,7 @@ async fn error_policies() {
                 assert_eq!(running.load(Ordering::SeqCst), 0, "released");
                 wait_for(&mut states, ConnectionState::Lost, |_| true).await;
             }
+            other => panic!("unexpected policy {other:?}"),
         }
         s.close().await.unwrap();
         fw.close().await;

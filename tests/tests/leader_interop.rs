@@ -325,6 +325,7 @@ async fn curator_and_rust_latches_elect_one_leader_at_a_time() {
             .listener(move |event: &LatchEvent| match event {
                 LatchEvent::IsLeader(_) => events.push(&id, true, now_us()),
                 LatchEvent::NotLeader(_) => events.push(&id, false, now_us()),
+                _ => {} // a kind added later: not a term's start or end
             })
             .build()
             .expect("latch");
@@ -374,6 +375,7 @@ async fn curator_and_rust_selectors_elect_one_leader_at_a_time() {
                 SelectorEvent::Took(_) => events.push(&listener_id, true, now_us()),
                 SelectorEvent::Ended { end: TermEnd::Interrupted, .. } => {} // by our close: logged there
                 SelectorEvent::Ended { .. } => events.push(&listener_id, false, now_us()),
+                _ => {} // a kind added later: not a term's start or end
             })
             .build()
             .expect("selector");

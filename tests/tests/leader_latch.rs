@@ -89,6 +89,7 @@ async fn fencing_tokens_grow_with_each_new_leader() {
             let entry = match event {
                 LatchEvent::IsLeader(term) => (i, true, term.fencing_token()),
                 LatchEvent::NotLeader(_) => (i, false, 0),
+                other => panic!("unexpected event {other:?}"),
             };
             log.lock().unwrap().push(entry);
         });
@@ -172,6 +173,7 @@ async fn lost_resolves_on_expiry_under_every_policy() {
                 )
             }
             ErrorPolicy::Session => assert_eq!(reason, LockLost::SessionLost, "{retry:?}"),
+            other => panic!("unexpected policy {other:?}"),
         }
         assert!(!term.is_held());
         assert_eq!(next_loss(&mut events).await, reason);
@@ -236,6 +238,7 @@ async fn lost_resolves_on_cut_under_every_policy() {
                 assert!(tokio::time::timeout(Duration::from_millis(300), term.lost()).await.is_err());
                 assert!(latch.has_leadership());
             }
+            other => panic!("unexpected policy {other:?}"),
         }
 
         // Silence for longer than the session timeout.

@@ -125,6 +125,7 @@ async fn future_dropped_when_the_session_expires() {
                 assert!(matches!(end, TermEnd::Lost(LockLost::Suspended | LockLost::SessionLost)), "{end:?}")
             }
             ErrorPolicy::Session => assert_eq!(end, TermEnd::Lost(LockLost::SessionLost)),
+            other => panic!("unexpected policy {other:?}"),
         }
         // The guard went with the future, before Ended was published. (b may have started
         // already: the server deleted a's node at the forced expiry.)
@@ -212,6 +213,7 @@ async fn future_dropped_when_the_connection_is_cut() {
                 assert!(a_events.try_next().is_none());
                 assert!(notes.try_recv().is_err(), "the future still runs");
             }
+            other => panic!("unexpected policy {other:?}"),
         }
 
         // A cut until the session is gone.
@@ -221,6 +223,7 @@ async fn future_dropped_when_the_connection_is_cut() {
         let expected = match policy {
             ErrorPolicy::Standard => LockLost::Suspended,
             ErrorPolicy::Session => LockLost::SessionLost,
+            other => panic!("unexpected policy {other:?}"),
         };
         assert_eq!((token, end), (term.fencing_token(), TermEnd::Lost(expected)), "{policy:?} {retry:?}");
         let seen = drain(&mut notes);

@@ -32,6 +32,7 @@ async fn next_about(events: &mut EventStream<MemberEvent>, id: &str) -> MemberEv
             let event = events.next().await.expect("the event stream ended");
             let about = match &event {
                 MemberEvent::Joined { id, .. } | MemberEvent::Updated { id, .. } | MemberEvent::Left { id } => id,
+                other => panic!("unexpected event {other:?}"),
             };
             if about == id {
                 return event;

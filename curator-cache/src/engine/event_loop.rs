@@ -266,11 +266,7 @@ impl Engine {
         // Whether the session our client was on is over as of this event (curator_core::liveness).
         let live_over = live_generation.is_some_and(|g| event.session_end(g).is_some());
         match event.state {
-            ConnectionState::Lost => {
-                if live_over {
-                    self.drop_live();
-                }
-            }
+            ConnectionState::Lost if live_over => self.drop_live(),
             ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly => {
                 if live_over {
                     self.drop_live();
@@ -284,7 +280,9 @@ impl Engine {
                     live.link = live.link.announced();
                 }
             }
-            ConnectionState::Suspended | ConnectionState::Latent | ConnectionState::Closed => {}
+            // Suspended, Latent, Closed, Lost while our session lives on, and a state added to
+            // curator-core later: nothing to do here.
+            _ => {}
         }
         let lost = (event.state == ConnectionState::Lost).then_some(event.generation);
         self.emit(EngineEvent::Connection(event));

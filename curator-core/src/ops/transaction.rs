@@ -24,6 +24,7 @@ use crate::path;
 
 /// The result of one operation of a committed transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TransactionResult {
     /// A node was created at `path` (sequence number included).
     Create {

@@ -121,18 +121,20 @@ impl Connection {
             } else {
                 Transition::Suspended
             }),
-            Some(ErrorPolicy::Standard) => match now.state {
-                ConnectionState::Lost => Err(expired()),
-                _ if node.is_some_and(other_session) => Err(expired()),
-                ConnectionState::Suspended => Err(cut("the connection was suspended")),
-                _ if missed => Err(cut("the connection was suspended")),
-                _ => Ok(Transition::Recheck),
-            },
             Some(ErrorPolicy::Session) => match now.state {
                 ConnectionState::Lost if node.is_some() => Err(expired()),
                 _ if node.is_some_and(other_session) => Err(expired()),
                 state if state.is_connected() => Ok(Transition::Recheck),
                 _ => Ok(Transition::Suspended),
+            },
+            // Standard, and a policy added to curator-core later: the strictest reading until it
+            // is handled here.
+            Some(_) => match now.state {
+                ConnectionState::Lost => Err(expired()),
+                _ if node.is_some_and(other_session) => Err(expired()),
+                ConnectionState::Suspended => Err(cut("the connection was suspended")),
+                _ if missed => Err(cut("the connection was suspended")),
+                _ => Ok(Transition::Recheck),
             },
         }
     }

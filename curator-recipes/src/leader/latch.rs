@@ -25,6 +25,7 @@ mod run;
 /// Whether closing a latch tells its listeners that leadership ended (Curator's
 /// `LeaderLatch.CloseMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum CloseMode {
     /// Closing publishes nothing, even when the latch leads (the default, as in Curator).
     #[default]
@@ -37,6 +38,7 @@ pub enum CloseMode {
 /// What a [`LeaderLatch`] tells its listeners, in order: `IsLeader` and `NotLeader`
 /// alternate, starting with `IsLeader` (never two `IsLeader` without a `NotLeader` between).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum LatchEvent {
     /// This latch became the leader: the term and its fencing token.
     IsLeader(Leadership),
@@ -47,6 +49,7 @@ pub enum LatchEvent {
 
 /// The life of a [`LeaderLatch`] (Curator's `LeaderLatch.State`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LatchState {
     /// Built, not started.
     Latent,
@@ -101,10 +104,25 @@ struct Inner {
     lifecycle: Lifecycle<mpsc::UnboundedSender<Command>>,
 }
 
-/// A leader latch, wire compatible with Curator 5.x's `LeaderLatch`: each participant makes an
-/// ephemeral sequential node `P/_c_<uuid>-latch-<seq>` whose data is its id (UTF-8), and the
-/// first in line leads until it closes, [steps down](Self::step_down) or may have lost its
-/// term. Rust and Java latches on one path elect one leader between them.
+/// A leader latch, wire compatible with Curator 5.x's `LeaderLatch`: the first in line leads.
+///
+/// ```text
+///  start ─► join: create P/_c_<uuid>-latch-<seq> (ephemeral sequential, data = our id)
+///                 + getChildren(P), pipelined (the lock algorithm's Create and List)
+///        ─► first in line? no  ─► getData+watch on the node(s) ahead; when one goes, list again
+///                          yes ─► lead: IsLeader(Leadership), fencing token = our node's czxid
+///  lead ─► lost() resolves (Suspended under Standard, SessionLost, NodeDeleted, Closed)
+///          or step_down() (Released) ─► NotLeader(reason), then
+///            after a suspension: keep the node, wait for the connection; on the same session
+///                                getChildren(P) again with it (still first: lead again)
+///            otherwise: guaranteed delete of our node, join again at the end of the line
+///  close / drop ─► guaranteed delete of our node (NotLeader only with CloseMode::NotifyLeader)
+/// ```
+///
+/// Each participant's node holds its id (UTF-8), and the first in line leads until it closes,
+/// [steps down](Self::step_down) or may have lost its term. Rust and Java latches on one path
+/// elect one leader between them. See `docs/architecture.md`, section 15.1 (and section 8 for
+/// the join, the core's acquire).
 ///
 /// Past Curator, a term of leadership is a [`Leadership`]: a fencing token (the czxid of our
 /// node, growing from one leader to the next) to stamp writes with, and
@@ -140,6 +158,7 @@ struct Inner {
 ///     .listener(|event: &LatchEvent| match event {
 ///         LatchEvent::IsLeader(term) => tracing::info!(token = term.fencing_token(), "leading"),
 ///         LatchEvent::NotLeader(reason) => tracing::info!(%reason, "not leading"),
+///         _ => {} // the enum is non_exhaustive
 ///     })
 ///     .build()?;
 /// latch.start().await?;

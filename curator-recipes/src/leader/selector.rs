@@ -51,6 +51,7 @@ use run::run;
 
 /// Why a term of leadership ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TermEnd {
     /// The leadership function returned, or panicked: the panic is logged and counted as a
     /// failed term ([`LEADER_TERM_FAILURES`](curator_core::metrics::LEADER_TERM_FAILURES)), and
@@ -79,6 +80,7 @@ impl std::fmt::Display for TermEnd {
 /// What a [`LeaderSelector`] tells its listeners, in order: each `Took` is followed by its
 /// `Ended` before the next `Took`.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum SelectorEvent {
     /// A term began: the leadership function is about to run with this leadership.
     Took(Leadership),

@@ -15,11 +15,28 @@ use crate::sequential::names::sequence_in;
 use crate::sequential::{HeldNode, Hold, LockNode, LEASE_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 use crate::shared::{CountReader, SharedCount};
 
-/// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`:
-/// takers serialise on the mutex `P/locks`, then each lease is an ephemeral sequential node
-/// `P/leases/_c_<uuid>-lease-<seq>`; a lease is granted while the number of children of
-/// `P/leases` is at most `max_leases`. The number of leases is fixed, or follows a
-/// [`SharedCount`] ([`with_shared_count`](Self::with_shared_count)).
+/// A distributed counting semaphore, wire compatible with Curator's `InterProcessSemaphoreV2`.
+///
+/// ```text
+///  acquire ─► hold the mutex P/locks (the lock algorithm: create ephemeral sequential
+///             P/locks/_c_<uuid>-lock-<seq> + getChildren(P/locks) pipelined; wait on
+///             getData+watch of the nodes ahead)
+///          ─► create P/leases/_c_<uuid>-lease-<seq> (ephemeral sequential, protected,
+///             container parents), on the mutex node's session
+///          ─► getChildren(P/leases)+watch ─► ours listed, at most max_leases children: granted
+///                                         └► more: wait for the watch (or a new shared count)
+///                                         └► ours missing, or made on another session than
+///                                            the mutex's: delete it, release, start over
+///          ─► release the mutex: delete P/locks/<ours> ─► Lease
+///  release / drop the Lease ─► guaranteed delete of P/leases/<ours>
+/// ```
+///
+/// Lease nodes are made only while the mutex is held, so at most one taker waits for room at a
+/// time (Curator's invariant). A lease is granted while the number of children of `P/leases`
+/// is at most `max_leases`, fixed or following a [`SharedCount`]
+/// ([`with_shared_count`](Self::with_shared_count)). See `docs/architecture.md`, section 8 (the
+/// mutex's phases; 8.6 for the semaphore's invariant and timed acquires) and section 5 (the
+/// node layout).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

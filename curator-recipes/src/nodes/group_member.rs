@@ -14,6 +14,7 @@ use crate::leader::participant::validate_participant_id;
 
 /// A change in a group's membership, as a [`GroupMember`] sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MemberEvent {
     /// A member joined (or was there when the view was first loaded).
     Joined {

@@ -17,6 +17,7 @@ pub(crate) type ConsumerFn<T> = Arc<dyn Fn(T) -> BoxFuture<'static, Result<(), C
 /// `ErrorMode`). It applies in lock-safe mode only: in plain mode the node is deleted before its
 /// items are consumed, so a failed item is gone (as in Curator).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ErrorMode {
     /// Put the node back at the end of the queue, to be taken again (Curator's default). The
     /// items of the node before the failed one are consumed again too.

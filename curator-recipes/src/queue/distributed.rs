@@ -17,9 +17,26 @@ use super::{consumer, put};
 /// What a started queue keeps for its close: the consumer's stop and its end, if it has one.
 type Run = Option<(watch::Sender<bool>, oneshot::Receiver<()>)>;
 
-/// A queue of items in ZooKeeper, Curator's `DistributedQueue`: nodes `P/queue-<seq>` holding
-/// one item (`put`) or several (`put_multi`) in Curator's framing, taken in order by the
-/// consumers of every process that started the queue with a consumer, Java or Rust.
+/// A queue of items in ZooKeeper, Curator's `DistributedQueue`.
+///
+/// ```text
+///  put ─► bounded: getChildren(P)+watch, wait while it holds max_items nodes or more
+///      ─► create P/queue-<seq> (persistent sequential; the item, or put_multi's items, framed)
+///  start ─► create P (and the lock path L) as persistent nodes, container parents
+///        ─► consumer task: getChildren(P)+watch, keep queue-*, sort, then for each node n:
+///     plain:     getData(P/n) ─► delete(P/n, at that version) ─► deleted: consume its items
+///     lock-safe: create L/n (ephemeral; exists: another consumer has it, skip)
+///                ─► getData(P/n) ─► consume
+///                ─► one multi, only on L/n's session: check(L/n) [+ create P/queue-<seq>
+///                   to requeue] + delete(P/n) + delete(L/n); session gone: LockLost, left
+///        ─► after the listing's nodes, list again (none listed: wait for the watch first)
+/// ```
+///
+/// Nodes `P/queue-<seq>` hold one item (`put`) or several (`put_multi`) in Curator's framing,
+/// taken in order by the consumers of every process that started the queue with a consumer,
+/// Java or Rust. Plain mode consumes an item at most once; lock-safe mode
+/// ([`lock_path`](QueueBuilder::lock_path)) removes it only once consumed. See
+/// `docs/architecture.md`, section 17.2.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

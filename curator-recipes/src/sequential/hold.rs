@@ -35,6 +35,7 @@ async fn let_fire(watch: NodeWatch) {
 
 /// Why a held lock may no longer be held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LockLost {
     /// The connection was suspended (an error under [`ErrorPolicy::Standard`]): another client
     /// may hold the lock once our session expires.

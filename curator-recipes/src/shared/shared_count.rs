@@ -12,6 +12,7 @@ use super::shared_value::{Current, SharedValue, SharedValueEvent, VersionedValue
 
 /// What a [`SharedCount`]'s listeners receive.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum SharedCountEvent {
     /// The count changed: its newest value.
     Changed(VersionedValue<i32>),

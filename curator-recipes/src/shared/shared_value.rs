@@ -34,6 +34,7 @@ pub struct VersionedValue<T> {
 
 /// What a [`SharedValue`]'s listeners receive.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SharedValueEvent {
     /// The node changed (a write of any client, this one's included): its newest value.
     Changed(VersionedValue<Vec<u8>>),
