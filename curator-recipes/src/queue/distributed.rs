@@ -35,7 +35,7 @@ type Run = Option<(watch::Sender<bool>, oneshot::Receiver<()>)>;
 /// Nodes `P/queue-<seq>` hold one item (`put`) or several (`put_multi`) in Curator's framing,
 /// taken in order by the consumers of every process that started the queue with a consumer,
 /// Java or Rust. Plain mode consumes an item at most once; lock-safe mode
-/// ([`lock_path`](QueueBuilder::lock_path)) removes it only once consumed. See
+/// ([`lock_path`](super::QueueBuilder::lock_path)) removes it only once consumed. See
 /// `docs/architecture.md`, section 17.2.
 ///
 /// ```
