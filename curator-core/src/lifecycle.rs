@@ -16,6 +16,18 @@
 //! ([`Lifecycle::tolerating_closed_framework`]). The runtime found at start is where the
 //! thing's tasks run ([`Lifecycle::spawn`]).
 //!
+//! Every started type has the same three calls:
+//!
+//! - `fn start(&self) -> Result<()>`: sync. It checks, spawns the thing's task and returns; it
+//!   fails only when nothing could start (the errors above, bad arguments). No I/O is awaited.
+//! - `async fn ready(&self) -> Result<()>` (caches: `wait_initialized`): the first outcome of
+//!   the start, reported by the thing's task ([`Readiness`]): its first step is done (our node
+//!   exists, the first read is in), or the server refused it for good
+//!   ([`CuratorError::is_permanent`]: an ACL that refuses the client, say), which closes the
+//!   thing: a refusal is never only logged while the thing retries for ever.
+//! - `async fn close(&self)`: idempotent, the same for every type; returns once what the thing
+//!   made is gone (or its delete left to the framework's tracked background work).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> curator_core::Result<()> {
@@ -40,9 +52,10 @@
 //! ```
 
 use std::future::Future;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::runtime::Handle;
+use tokio::sync::watch;
 
 use crate::listeners::EventStream;
 use crate::{CuratorError, CuratorFramework, Result};
@@ -66,9 +79,16 @@ enum Phase<S> {
 }
 
 /// A start in progress: where the thing's tasks run (handed to `start`'s `make`).
-#[derive(Debug)]
 pub struct Starting<'a> {
     handle: &'a Handle,
+    readiness: &'a dyn Fn() -> Readiness,
+    deferred: std::cell::Cell<bool>,
+}
+
+impl std::fmt::Debug for Starting<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Starting").field("handle", &self.handle).finish_non_exhaustive()
+    }
 }
 
 impl Starting<'_> {
@@ -91,6 +111,61 @@ impl Starting<'_> {
     pub fn relay<E: Send + 'static>(&self, stream: EventStream<E>, each: impl FnMut(E) + Send + 'static) {
         stream.relay(self.handle, each);
     }
+
+    /// Defers the first outcome of this start to the thing's task, which reports it through
+    /// the [`Readiness`] returned. Without this call the start's outcome is `Ok` at once.
+    pub fn readiness(&self) -> Readiness {
+        self.deferred.set(true);
+        (self.readiness)()
+    }
+}
+
+/// The first outcome of a start, reported by the started thing's task: that its first step is
+/// done ([`ready`](Self::ready)), or that the server refused it for good
+/// ([`refused`](Self::refused), which closes the thing). What
+/// [`Lifecycle::ready`] waits for. The first report wins; later ones are ignored.
+#[derive(Clone)]
+pub struct Readiness {
+    first: watch::Sender<Option<Result<()>>>,
+    close: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for Readiness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Readiness").field("outcome", &*self.first.borrow()).finish_non_exhaustive()
+    }
+}
+
+impl Readiness {
+    fn report(&self, outcome: Result<()>) -> bool {
+        self.first.send_if_modified(|first| {
+            if first.is_some() {
+                return false;
+            }
+            *first = Some(outcome);
+            true
+        })
+    }
+
+    /// The first step is done (or failed in a way the thing goes on trying to mend).
+    pub fn ready(&self) {
+        self.report(Ok(()));
+    }
+
+    /// The first step was refused for good (`err`, typically
+    /// [`is_permanent`](CuratorError::is_permanent)): the thing closes (its state is
+    /// [`LifeState::Closed`]; its task ends by itself) and [`Lifecycle::ready`] returns `err`.
+    /// Ignored after a first report.
+    pub fn refused(&self, err: CuratorError) {
+        if self.report(Err(err)) {
+            (self.close)();
+        }
+    }
+
+    /// Whether the first outcome was reported.
+    pub fn is_reported(&self) -> bool {
+        self.first.borrow().is_some()
+    }
 }
 
 /// The lifecycle of one started thing, with `S`, what it keeps while started (a sender to its
@@ -98,7 +173,29 @@ impl Starting<'_> {
 pub struct Lifecycle<S = ()> {
     what: &'static str,
     closed_framework_ok: bool,
+    core: Arc<Core<S>>,
+}
+
+/// What a [`Readiness`] shares with its lifecycle.
+struct Core<S> {
     phase: Mutex<Phase<S>>,
+    first: watch::Sender<Option<Result<()>>>,
+}
+
+impl<S> Core<S> {
+    fn lock(&self) -> MutexGuard<'_, Phase<S>> {
+        self.phase.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// To Closed; what the start kept, if started. Wakes [`Lifecycle::ready`]'s waiters.
+    fn close(&self) -> Option<S> {
+        let was = std::mem::replace(&mut *self.lock(), Phase::Closed);
+        self.first.send_modify(|_| {});
+        match was {
+            Phase::Started(kept, _) => Some(kept),
+            Phase::Latent | Phase::Closed => None,
+        }
+    }
 }
 
 impl<S> std::fmt::Debug for Lifecycle<S> {
@@ -110,7 +207,8 @@ impl<S> std::fmt::Debug for Lifecycle<S> {
 impl<S> Lifecycle<S> {
     /// The lifecycle of a `what` (its type's name, as errors show it), latent.
     pub fn new(what: &'static str) -> Self {
-        Self { what, closed_framework_ok: false, phase: Mutex::new(Phase::Latent) }
+        let core = Core { phase: Mutex::new(Phase::Latent), first: watch::channel(None).0 };
+        Self { what, closed_framework_ok: false, core: Arc::new(core) }
     }
 
     /// As [`new`](Self::new), for a type that starts on a closed framework too (to tell its
@@ -120,7 +218,7 @@ impl<S> Lifecycle<S> {
     }
 
     fn lock(&self) -> MutexGuard<'_, Phase<S>> {
-        self.phase.lock().unwrap_or_else(PoisonError::into_inner)
+        self.core.lock()
     }
 
     /// What the lifecycle is of.
@@ -145,13 +243,58 @@ impl<S> Lifecycle<S> {
     /// [`AlreadyStarted`](CuratorError::AlreadyStarted), [`AlreadyClosed`](CuratorError::AlreadyClosed),
     /// [`NoRuntime`](CuratorError::NoRuntime), [`Closed`](CuratorError::Closed) for a closed
     /// framework (unless [tolerated](Self::tolerating_closed_framework)), or `make`'s.
-    pub fn start(&self, fw: &CuratorFramework, make: impl FnOnce(&Starting<'_>) -> Result<S>) -> Result<()> {
+    pub fn start(&self, fw: &CuratorFramework, make: impl FnOnce(&Starting<'_>) -> Result<S>) -> Result<()>
+    where
+        S: Send + 'static,
+    {
         let mut phase = self.lock();
         let handle = self.startable(&phase, fw)?;
-        let kept = make(&Starting { handle: &handle })?;
+        let readiness = || {
+            let core = Arc::downgrade(&self.core);
+            Readiness {
+                first: self.core.first.clone(),
+                close: Arc::new(move || {
+                    if let Some(core) = core.upgrade() {
+                        // Dropped outside the lock's scope: `kept` may own the task's senders.
+                        let kept = core.close();
+                        drop(kept);
+                    }
+                }),
+            }
+        };
+        let starting = Starting { handle: &handle, readiness: &readiness, deferred: std::cell::Cell::new(false) };
+        let kept = make(&starting)?;
+        let deferred = starting.deferred.get();
         *phase = Phase::Started(kept, handle);
+        drop(phase);
+        if !deferred {
+            self.core.first.send_replace(Some(Ok(())));
+        }
         tracing::debug!(what = self.what, "started");
         Ok(())
+    }
+
+    /// Waits for the first outcome of the start: `Ok` once the thing's first step is done (at
+    /// once for a thing without one), or the refusal that closed it ([`Readiness::refused`]).
+    ///
+    /// # Errors
+    /// The refusal; [`NotStarted`](CuratorError::NotStarted) if not started;
+    /// [`AlreadyClosed`](CuratorError::AlreadyClosed) if closed before a first outcome.
+    pub async fn ready(&self) -> Result<()> {
+        let mut first = self.core.first.subscribe();
+        loop {
+            let state = self.state();
+            if let Some(outcome) = first.borrow_and_update().clone() {
+                return outcome;
+            }
+            match state {
+                LifeState::Latent => return Err(CuratorError::NotStarted { what: self.what }),
+                LifeState::Closed => return Err(CuratorError::AlreadyClosed { what: self.what }),
+                LifeState::Started => {}
+            }
+            // The sender lives as long as `self`.
+            let _ = first.changed().await;
+        }
     }
 
     /// Whether [`start`](Self::start) would go ahead now, with nothing changed: for a type that
@@ -182,14 +325,11 @@ impl<S> Lifecycle<S> {
     /// call closed a started thing; `None` if it was latent or closed already (a close is
     /// idempotent).
     pub fn close(&self) -> Option<S> {
-        let mut phase = self.lock();
-        match std::mem::replace(&mut *phase, Phase::Closed) {
-            Phase::Started(kept, _) => {
-                tracing::debug!(what = self.what, "closed");
-                Some(kept)
-            }
-            Phase::Latent | Phase::Closed => None,
+        let kept = self.core.close();
+        if kept.is_some() {
+            tracing::debug!(what = self.what, "closed");
         }
+        kept
     }
 
     /// Runs `f` on what the start kept, if started.
@@ -261,6 +401,40 @@ mod tests {
         assert_eq!(life.close(), None);
         assert!(matches!(life.with_started(|k| *k), Err(CuratorError::AlreadyClosed { .. })));
         assert!(matches!(life.spawn(async {}), Err(CuratorError::AlreadyClosed { .. })));
+    }
+
+    #[tokio::test]
+    async fn the_first_outcome_is_reported_by_the_task() {
+        let fw = framework();
+        let life: Lifecycle = Lifecycle::new("Thing");
+        assert!(matches!(life.ready().await, Err(CuratorError::NotStarted { .. })));
+        life.start(&fw, |_| Ok(())).expect("starts");
+        assert!(life.ready().await.is_ok(), "without a deferred outcome, ready at once");
+
+        let life: Lifecycle = Lifecycle::new("Thing");
+        let mut readiness = None;
+        life.start(&fw, |started| {
+            readiness = Some(started.readiness());
+            Ok(())
+        })
+        .expect("starts");
+        let readiness = readiness.expect("taken");
+        assert!(!readiness.is_reported());
+        readiness.refused(CuratorError::NoAuth { path: "/x".into() });
+        readiness.ready(); // the first report wins
+        assert!(matches!(life.ready().await, Err(CuratorError::NoAuth { .. })));
+        assert_eq!(life.state(), LifeState::Closed, "a refusal closes the thing");
+        assert!(life.close().is_none(), "nothing left for the close");
+
+        let life: Lifecycle = Lifecycle::new("Thing");
+        life.start(&fw, |started| {
+            drop(started.readiness());
+            Ok(())
+        })
+        .expect("starts");
+        let waiting = life.ready();
+        assert!(life.close().is_some());
+        assert!(matches!(waiting.await, Err(CuratorError::AlreadyClosed { .. })), "a close wakes the waiters");
     }
 
     #[tokio::test]
