@@ -244,7 +244,8 @@ pub enum CuratorError {
     /// start over, which may succeed. Neither retryable nor [permanent](Self::is_permanent).
     #[error("our node {} is gone: {reason}", ShortPath(.path))]
     OwnNodeLost {
-        /// Our node.
+        /// Our node (for a read lock asked for under a write lock that is gone: the read node
+        /// that was to continue the write node's hold).
         path: String,
         /// How it went (or may have gone), and what the call could not do.
         reason: String,
