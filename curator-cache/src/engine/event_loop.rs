@@ -447,30 +447,31 @@ impl Engine {
             ensure_path(&self.fw, &root).await?;
             self.create_path = false;
         }
-        if reuse {
-            if let Some(live) = self.live.as_mut() {
+        let client = match self.live.as_mut() {
+            Some(live) if reuse => {
                 // Whatever these reads would do, the load sees as well.
                 live.pending = FuturesOrdered::new();
                 if live.register_again || !live.watch.is_registered() {
                     live.watch.register_again().await?;
                     live.register_again = false;
                 }
+                live.client.clone()
             }
-        } else {
-            let watch = PersistentWatch::add_on(&self.fw, &session, &root, self.config.scope.watch_mode()).await?;
-            tracing::debug!(path = %root, generation, "cache watch added");
-            self.live = Some(Live {
-                generation,
-                epoch,
-                client: session.client().clone(),
-                watch,
-                pending: FuturesOrdered::new(),
-                link: Link::Up,
-                register_again: false,
-            });
-        }
-        let Some(client) = self.live.as_ref().map(|l| l.client.clone()) else {
-            return Err(CuratorError::IllegalState("no session to load with".into()));
+            _ => {
+                let watch = PersistentWatch::add_on(&self.fw, &session, &root, self.config.scope.watch_mode()).await?;
+                tracing::debug!(path = %root, generation, "cache watch added");
+                let client = session.client().clone();
+                self.live = Some(Live {
+                    generation,
+                    epoch,
+                    client: client.clone(),
+                    watch,
+                    pending: FuturesOrdered::new(),
+                    link: Link::Up,
+                    register_again: false,
+                });
+                client
+            }
         };
         let started = std::time::Instant::now();
         let loaded = load(&client, &self.config, &self.shared, &mut self.avg_data_len).await?;
