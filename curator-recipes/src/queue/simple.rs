@@ -291,12 +291,16 @@ impl SimpleDistributedQueue {
         let mut states = self.fw.connection_state_watch();
         states.borrow_and_update();
         // The first look goes without a watch: on a queue with items, a watch left unfired
-        // would cost a RemoveWatches request when dropped.
+        // would cost a RemoveWatches request when dropped (`curator_core::ops::watch::let_fire`).
         let mut watched = false;
         loop {
             let listing = self.list(watched).await?;
             for name in &listing.items {
                 if let Some(data) = self.claim(name).await? {
+                    if let Some(watch) = listing.watch {
+                        // Our delete of the item, a child of `P`, fired the listing's watch.
+                        watch.let_fire().await;
+                    }
                     return Ok(data);
                 }
             }
