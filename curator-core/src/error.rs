@@ -215,8 +215,67 @@ pub enum CuratorError {
         /// What could not be started.
         what: &'static str,
     },
-    /// A recipe or the framework was used in a way its state does not allow (a release without
-    /// an acquire, an upgrade from read to write lock, ...).
+    /// A release (or a double barrier's leave) of something this caller does not hold: never
+    /// acquired, released already, or held by another task or handle. Curator throws an
+    /// `IllegalMonitorStateException` for a release of a lock it does not hold. Nothing was
+    /// sent. [Permanent](Self::is_permanent): the same call fails the same way until an acquire.
+    #[error("{what} {} is not held here", ShortPath(.path))]
+    NotHeld {
+        /// The lock's, semaphore's or barrier's path.
+        path: String,
+        /// What was released (`"the lock"`, `"the double barrier"`, ...).
+        what: &'static str,
+    },
+    /// An acquire (or a double barrier's enter) that what this caller already holds forbids: a
+    /// second acquire of a mutex that is not reentrant, a write lock asked for under the read
+    /// lock of the same handle (an upgrade, which would deadlock), an enter while inside. Nothing
+    /// was sent. [Permanent](Self::is_permanent): the same call fails the same way until the
+    /// caller releases what it holds.
+    #[error("{} is held here already: {reason}", ShortPath(.path))]
+    AlreadyHeld {
+        /// The lock's, semaphore's or barrier's path.
+        path: String,
+        /// Why that forbids the call, and what to do first.
+        reason: &'static str,
+    },
+    /// A node this caller made and still relied on (a lock's, a barrier member's) is gone, or
+    /// may be: deleted by someone else, gone with the session that made it, or its connection
+    /// suspended. The recipe cannot go on with it; the caller must release (or leave) and
+    /// start over, which may succeed. Neither retryable nor [permanent](Self::is_permanent).
+    #[error("our node {} is gone: {reason}", ShortPath(.path))]
+    OwnNodeLost {
+        /// Our node (for a read lock asked for under a write lock that is gone: the read node
+        /// that was to continue the write node's hold).
+        path: String,
+        /// How it went (or may have gone), and what the call could not do.
+        reason: String,
+    },
+    /// A write whose reply was lost could not be decided: it may or may not have been applied
+    /// (a distributed atomic's write tag was changed by someone else meanwhile, or was gone
+    /// past its reap age). [`outcome_unknown`](Self::outcome_unknown) is true; it is not
+    /// retryable, since a retry could apply the write twice: read the value again and decide.
+    /// Not [permanent](Self::is_permanent).
+    #[error("the outcome of a write of {} is unknown: {reason}", ShortPath(.path))]
+    OutcomeUnknown {
+        /// The node written.
+        path: String,
+        /// Why it could not be decided.
+        reason: String,
+    },
+    /// A recipe's background work stopped trying after the framework's retry policy gave up on
+    /// it (a leader selector whose leadership function failed term after term): it waits for
+    /// the caller (`requeue()`) instead. Reported to the unhandled-error listeners. Not
+    /// [permanent](Self::is_permanent): the caller may start it again.
+    #[error("gave up on {}: {reason}", ShortPath(.path))]
+    GaveUp {
+        /// The recipe's path.
+        path: String,
+        /// What failed, and what starts it again.
+        reason: &'static str,
+    },
+    /// An internal invariant of the framework or a recipe does not hold (a server answer of a
+    /// shape that cannot come, ...). No caller is expected to branch on it: every state a
+    /// caller can bring about has a variant of its own.
     #[error("illegal state: {0}")]
     IllegalState(String),
     /// A node a recipe reads holds data it cannot understand.
@@ -284,8 +343,9 @@ impl CuratorError {
     /// ([`NoAuth`](Self::NoAuth), [`AuthFailed`](Self::AuthFailed)), an ACL the server refuses
     /// ([`InvalidAcl`](Self::InvalidAcl)), or bad input ([`InvalidPath`](Self::InvalidPath),
     /// [`InvalidArgument`](Self::InvalidArgument), [`DataTooLarge`](Self::DataTooLarge),
-    /// [`NoChildrenForEphemerals`](Self::NoChildrenForEphemerals)). A recipe whose first
-    /// attempt meets one reports it from `start` instead of retrying for ever.
+    /// [`NoChildrenForEphemerals`](Self::NoChildrenForEphemerals)), or a call the caller's own
+    /// holds forbid ([`NotHeld`](Self::NotHeld), [`AlreadyHeld`](Self::AlreadyHeld)). A recipe
+    /// whose first attempt meets one reports it from `start` instead of retrying for ever.
     pub fn is_permanent(&self) -> bool {
         matches!(
             self,
@@ -296,16 +356,19 @@ impl CuratorError {
                 | Self::InvalidArgument { .. }
                 | Self::DataTooLarge { .. }
                 | Self::NoChildrenForEphemerals { .. }
+                | Self::NotHeld { .. }
+                | Self::AlreadyHeld { .. }
         )
     }
 
     /// Whether the request may have been applied although no answer said so: a retryable
     /// error, or one whose operation was cut short after such an error, by a deadline
     /// ([`Timeout`](Self::Timeout): the retry loop gives up there with it, in place of the
-    /// connection loss) or by [`close`](crate::CuratorFramework::close). Cleanups (a protected
+    /// connection loss) or by [`close`](crate::CuratorFramework::close), or one a recipe could
+    /// not decide ([`OutcomeUnknown`](Self::OutcomeUnknown)). Cleanups (a protected
     /// create's orphan, a guaranteed delete) go on after these, never after a definite answer.
     pub fn outcome_unknown(&self) -> bool {
-        self.is_retryable() || matches!(self, Self::Timeout { .. } | Self::Closed)
+        self.is_retryable() || matches!(self, Self::Timeout { .. } | Self::Closed | Self::OutcomeUnknown { .. })
     }
 
     /// The path the error concerns, where there is one.
@@ -325,6 +388,11 @@ impl CuratorError {
             | Self::SessionExpired { path }
             | Self::Timeout { path }
             | Self::BadData { path, .. }
+            | Self::NotHeld { path, .. }
+            | Self::AlreadyHeld { path, .. }
+            | Self::OwnNodeLost { path, .. }
+            | Self::OutcomeUnknown { path, .. }
+            | Self::GaveUp { path, .. }
             | Self::Zk { path, .. } => Some(path),
             Self::Closed
             | Self::NotStarted { .. }
@@ -359,6 +427,11 @@ impl CuratorError {
             | Self::AlreadyStarted { .. }
             | Self::AlreadyClosed { .. }
             | Self::NoRuntime { .. }
+            | Self::NotHeld { .. }
+            | Self::AlreadyHeld { .. }
+            | Self::OwnNodeLost { .. }
+            | Self::OutcomeUnknown { .. }
+            | Self::GaveUp { .. }
             | Self::IllegalState(_)
             | Self::BadData { .. }
             | Self::Zk { .. } => -1,

@@ -2,21 +2,16 @@
 //! Curator's `org.apache.curator.framework.recipes.watch.PersistentWatcher`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use curator_core::lifecycle::Lifecycle;
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use curator_core::ops::watch::readd_pause;
 use curator_core::retry::RetryLoop;
 use curator_core::zk::{EventType, SessionState, WatchedEvent};
 use curator_core::{
     AddWatchMode, ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, PersistentWatch, Result,
 };
 use tokio::sync::watch;
-
-/// Longest pause between two attempts to add the watch when the retry loop names none (the
-/// error is not one a retry mends, such as a framework that is not started yet): the task
-/// tries again at the next connection-state change, or after this.
-const MAX_IDLE_PAUSE: Duration = Duration::from_secs(2);
 
 /// Why a [`Reset`] was published: the watch was (re-)added on the server, and events of the
 /// time it was not there are not replayed (ZOOKEEPER-4698): re-read what you need.
@@ -265,8 +260,9 @@ struct Task {
     shutdown: watch::Receiver<bool>,
     states: watch::Receiver<ConnectionStateEvent>,
     /// Pauses between rounds of adding after the framework's retry policy gave up, and
-    /// between failed re-adds on the same session (the framework's cleanup backoff, 50 ms
-    /// to 2 s, until it closes). Reset whenever the watch is in place.
+    /// between failed re-adds on the same session: the cleanup loop, paced by the core's one
+    /// re-add schedule (`readd_pause`: 50 ms doubling to 2 s after every failure, until the
+    /// framework closes). Reset whenever the watch is in place.
     pauses: RetryLoop,
     /// Clients up to this epoch (`Session::epoch`) are known to be over (their session was
     /// lost, or moved to a later client): no watch is added on them.
@@ -346,26 +342,20 @@ impl Task {
     /// After a round of adding failed: waits for a pause or the next connection-state change.
     /// `Some` when the task must end.
     async fn pause_after(&mut self, err: CuratorError) -> Option<End> {
-        let pause = match self.pauses.next_pause(&err) {
-            Some(pause) => {
-                tracing::debug!(path = %self.path, error = %err, ?pause, "persistent watcher: could not add the watch; trying again");
-                pause
-            }
+        // Whether a retry may mend the error (and the framework is open): then it is no news.
+        let mendable = self.pauses.pause_for(&err).is_some();
+        let pause = readd_pause(&mut self.pauses, &err);
+        if mendable {
+            tracing::debug!(path = %self.path, error = %err, ?pause, "persistent watcher: could not add the watch; trying again");
+        } else if matches!(err, CuratorError::IllegalState(_)) {
             // Not started yet: wait for the framework to connect.
-            None if matches!(err, CuratorError::IllegalState(_)) => {
-                tracing::debug!(path = %self.path, error = %err, "persistent watcher: waiting for the framework");
-                MAX_IDLE_PAUSE
-            }
-            None if self.reported => {
-                tracing::debug!(path = %self.path, error = %err, "persistent watcher: could not add the watch; trying again");
-                MAX_IDLE_PAUSE
-            }
-            None => {
-                self.reported = true;
-                self.fw.report_unhandled(&format!("persistent watcher could not add its watch on {}", self.path), &err);
-                MAX_IDLE_PAUSE
-            }
-        };
+            tracing::debug!(path = %self.path, error = %err, "persistent watcher: waiting for the framework");
+        } else if self.reported {
+            tracing::debug!(path = %self.path, error = %err, ?pause, "persistent watcher: could not add the watch; trying again");
+        } else {
+            self.reported = true;
+            self.fw.report_unhandled(&format!("persistent watcher could not add its watch on {}", self.path), &err);
+        }
         let mut shutdown = self.shutdown.clone();
         tokio::select! {
             biased;
@@ -444,7 +434,7 @@ impl Task {
 
     /// When to try adding the watch again on the same session after `err`.
     fn pause_before_register(&mut self, err: &CuratorError) -> tokio::time::Instant {
-        let pause = self.pauses.next_pause(err).unwrap_or(MAX_IDLE_PAUSE);
+        let pause = readd_pause(&mut self.pauses, err);
         tracing::debug!(path = %self.path, error = %err, ?pause, "persistent watcher: could not add the watch again");
         tokio::time::Instant::now() + pause
     }

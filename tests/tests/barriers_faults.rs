@@ -323,6 +323,36 @@ async fn abandoned_member_is_not_waited_for() {
     fw.close().await;
 }
 
+/// A member inside a double barrier whose node someone else deletes: its leave fails with
+/// `OwnNodeLost` naming the node (before: `IllegalState`), where Curator's
+/// `DistributedDoubleBarrier.internalLeave` throws an IllegalStateException ("our path is
+/// missing"); the member may enter again and leave, and nothing is left behind. Under every
+/// error and retry policy.
+#[tokio::test]
+async fn member_node_deleted_by_someone_else() {
+    init_tracing();
+    let connect_string = shared();
+    let admin = client(&connect_string).await;
+    for (policy, retry) in COMBINATIONS {
+        let case = format!("{policy:?}/{retry:?}");
+        let fw = framework(&connect_string, policy, retry).await;
+        let path = unique_path("double-deleted");
+        let mut barrier = DistributedDoubleBarrier::new(&fw, &path, 1).unwrap();
+        assert!(barrier.enter_timeout(deadline()).await.unwrap(), "{case}");
+        let ours = members(&admin, &path).await;
+        assert_eq!(ours.len(), 1, "{case}: {ours:?}");
+        let node = format!("{path}/{}", ours[0]);
+        admin.delete().for_path(&node).await.unwrap();
+        let left = barrier.leave_timeout(deadline()).await;
+        assert!(matches!(&left, Err(CuratorError::OwnNodeLost { path: p, .. }) if *p == node), "{case}: {left:?}");
+        assert!(barrier.enter_timeout(deadline()).await.unwrap(), "{case}: enters again");
+        assert!(barrier.leave_timeout(deadline()).await.unwrap(), "{case}: leaves");
+        assert!(empty(&admin, &path).await, "{case}: left behind: {:?}", children(&admin, &path).await);
+        fw.close().await;
+    }
+    admin.close().await;
+}
+
 /// Bad input is a `CuratorError`, never a panic: bad paths, the root as a double barrier, no
 /// members, leave without enter, enter twice, and calls after close.
 #[tokio::test]
@@ -341,11 +371,13 @@ async fn bad_input() {
 
     let path = unique_path("double-bad");
     let mut barrier = DistributedDoubleBarrier::new(&fw, &path, 1).unwrap();
-    assert!(matches!(barrier.leave().await, Err(CuratorError::IllegalState(_))));
+    let not_in = barrier.leave().await;
+    assert!(matches!(&not_in, Err(CuratorError::NotHeld { path: p, .. }) if *p == path), "{not_in:?}");
     barrier.enter().await.unwrap();
-    assert!(matches!(barrier.enter().await, Err(CuratorError::IllegalState(_))));
+    let twice = barrier.enter().await;
+    assert!(matches!(&twice, Err(CuratorError::AlreadyHeld { path: p, .. }) if *p == path), "{twice:?}");
     barrier.leave().await.unwrap();
-    assert!(matches!(barrier.leave().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(barrier.leave().await, Err(CuratorError::NotHeld { .. })));
     assert!(empty(&fw, &path).await);
 
     fw.close().await;

@@ -469,7 +469,8 @@ async fn a_panicking_function_ends_its_term() {
 /// A leadership function that panics at once, with auto-requeue (issue 26 item 9): each failed
 /// term is followed by the framework retry policy's pause before the selector gets back in line,
 /// and once the policy gives up the selector stays idle (reported to the unhandled-error
-/// listeners) until `requeue()`. Before, it ran about 1,000 terms a second for ever. Tried with
+/// listeners as `GaveUp` naming the selector's path; before: `IllegalState`) until `requeue()`.
+/// Before, it ran about 1,000 terms a second for ever. Tried with
 /// both error policies and both retry policies of `tests::policies`: the patient one (at least
 /// 50 ms between terms) makes a bounded number of terms in the window; the short one
 /// (`RetryNTimes(1, 100ms)`) makes exactly two and gives up. No Curator counterpart: Curator
@@ -484,7 +485,7 @@ async fn a_panicking_function_backs_off_before_requeueing() {
         let reports = Arc::new(Mutex::new(Vec::new()));
         let seen = reports.clone();
         fw.add_unhandled_error_listener(move |message: &str, err: &CuratorError| {
-            seen.lock().unwrap().push(format!("{message}: {err}"));
+            seen.lock().unwrap().push((format!("{message}: {err}"), err.clone()));
         });
         let path = unique_path("sel-panic-backoff");
         let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -515,6 +516,11 @@ async fn a_panicking_function_backs_off_before_requeueing() {
                 })
                 .await;
                 assert!(reported, "{label}: the give-up is reported once: {:?}", reports.lock().unwrap());
+                let gave_up = reports.lock().unwrap()[0].1.clone();
+                assert!(
+                    matches!(&gave_up, CuratorError::GaveUp { path: p, .. } if *p == path),
+                    "{label}: reported as {gave_up:?}"
+                );
                 assert!(s.requeue().unwrap(), "{label}: idle after the policy gave up");
                 let again = eventually(Timing::new().deadline(), || {
                     let n = calls.load(Ordering::SeqCst);

@@ -7,7 +7,7 @@
 //!
 //! Covered by existing tests in `locks_rw.rs` (their doc comments name them):
 //! - `testThatUpgradingIsDisallowed` and `testDowngrading`: `downgrade_works_and_upgrade_is_refused`
-//!   (an upgrade fails at once with `IllegalState`, where Curator's timed acquire returns false
+//!   (an upgrade fails at once with `AlreadyHeld`, where Curator's timed acquire returns false
 //!   after its 5 s).
 //! - `testContendingDowngrading`: `queued_writer_waits_for_a_downgraded_reader`.
 

@@ -50,7 +50,7 @@ async fn multi_lock_all_or_none() {
     held_b.release().await.unwrap();
     tokio::time::timeout(Timing::new().deadline(), waiting).await.unwrap().unwrap().unwrap();
     assert!(children(&fw, &a).await.is_empty() && children(&fw, &b).await.is_empty());
-    assert!(matches!(multi.release().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(multi.release().await, Err(CuratorError::NotHeld { .. })));
     fw.close().await;
     other.close().await;
 }

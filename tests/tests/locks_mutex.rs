@@ -129,7 +129,8 @@ async fn reentrant_on_the_same_handle() {
     assert!(!mutex.is_acquired_in_this_process());
     assert!(fw.check_exists().for_path(&node).await.unwrap().is_none());
     // A release without an acquire is a typed error, not a panic.
-    assert!(matches!(mutex.release().await, Err(CuratorError::IllegalState(_))));
+    let not_held = mutex.release().await;
+    assert!(matches!(&not_held, Err(CuratorError::NotHeld { path: p, .. }) if *p == path), "{not_held:?}");
     // A dropped guard releases in the background.
     let guard = mutex.acquire().await.unwrap();
     let node = guard.path().to_string();
@@ -234,6 +235,38 @@ async fn lost_fires_when_the_node_is_deleted() {
     // Releasing a lost lock is fine.
     guard.release().await.unwrap();
     fw.close().await;
+    admin.close().await;
+}
+
+/// A task whose lock node was deleted by someone else (the hold is lost) cannot take the lock
+/// again on top of it: the reentrant acquire fails at once with `OwnNodeLost` naming the node
+/// (before: `IllegalState`, which no caller could tell from a bug). Released, the lock is
+/// acquired afresh on a new node. Under every error and retry policy. No Curator counterpart
+/// (Curator's reentrant acquire counts on whatever node it held).
+#[tokio::test]
+async fn reentering_a_lost_lock_is_own_node_lost() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let admin = framework(&server.connect_string()).await;
+    for (policy, retry) in COMBINATIONS {
+        let case = format!("{policy:?}/{retry:?}");
+        let fw = tests::policies::framework(&server.connect_string(), policy, retry).await;
+        let path = unique_path("reenter-lost");
+        let mutex = InterProcessMutex::new(&fw, &path).unwrap();
+        let guard = mutex.acquire().await.unwrap();
+        let node = guard.path().to_string();
+        admin.delete().for_path(&node).await.unwrap();
+        let reason = tokio::time::timeout(Timing::new().deadline(), guard.lost()).await.expect("lost fires");
+        assert_eq!(reason, LockLost::NodeDeleted, "{case}");
+        let again = mutex.acquire().await;
+        assert!(matches!(&again, Err(CuratorError::OwnNodeLost { path: p, .. }) if *p == node), "{case}: {again:?}");
+        assert!(again.as_ref().is_err_and(|e| !e.is_retryable() && !e.is_permanent()), "{case}");
+        guard.release().await.unwrap();
+        let fresh = mutex.acquire().await.unwrap();
+        assert_ne!(fresh.path(), node, "{case}: a new node");
+        fresh.release().await.unwrap();
+        fw.close().await;
+    }
     admin.close().await;
 }
 

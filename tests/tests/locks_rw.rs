@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use curator_core::CuratorError;
 use curator_recipes::locks::InterProcessReadWriteLock;
-use curator_test::{eventually, TestingServer, Timing};
+use curator_test::{eventually, expire_session, TestingServer, Timing};
 use tests::locks::{framework, Checker};
+use tests::policies::COMBINATIONS;
 use tests::{children, init_tracing, unique_path};
 
 /// 6 sessions take read (80%) and write locks at random for 200 operations each: nobody
@@ -153,12 +154,49 @@ async fn downgrade_works_and_upgrade_is_refused() {
 
     // Upgrade: refused at once.
     let started = Instant::now();
-    assert!(matches!(rw.write_lock().acquire().await, Err(CuratorError::IllegalState(_))));
+    let upgrade = rw.write_lock().acquire().await;
+    assert!(matches!(&upgrade, Err(CuratorError::AlreadyHeld { path: p, .. }) if *p == path), "{upgrade:?}");
     assert!(started.elapsed() < Duration::from_secs(1));
     read.release().await.unwrap();
     assert!(eventually(Timing::new().deadline(), || async { children(&fw, &path).await.is_empty() }).await);
     fw.close().await;
     other.close().await;
+}
+
+/// A read lock asked for under a write lock whose session expired (the write node went with
+/// it) fails at once with `OwnNodeLost` (before: `IllegalState`): the downgrade's read node
+/// would continue a hold that is gone. Released, the write lock is taken again on the new
+/// session, and the read lock under it. Under every error and retry policy. No Curator
+/// counterpart (Curator's downgrade would make its read node on the new session).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_lock_under_an_expired_write_lock_is_own_node_lost() {
+    init_tracing();
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let case = format!("{policy:?}/{retry:?}");
+        let fw = tests::policies::framework(&server.connect_string(), policy, retry).await;
+        let path = unique_path("rw-expired-write");
+        let rw = InterProcessReadWriteLock::new(&fw, &path).unwrap();
+        let write = rw.write_lock().acquire().await.unwrap();
+        let old = fw.session().await.unwrap();
+        let (generation, info) = (old.generation(), old.client().session().clone());
+        drop(old);
+        expire_session(&server.connect_string(), &info).await.expect("expire");
+        let renewed = eventually(Timing::new().deadline(), || async {
+            fw.session().await.map(|s| s.generation() > generation).unwrap_or(false)
+        })
+        .await;
+        assert!(renewed, "{case}: no new session");
+        let read = rw.read_lock().acquire().await;
+        assert!(matches!(&read, Err(CuratorError::OwnNodeLost { .. })), "{case}: {read:?}");
+        write.release().await.unwrap();
+        let write = rw.write_lock().acquire().await.unwrap();
+        let read = rw.read_lock().acquire().await.unwrap();
+        read.release().await.unwrap();
+        write.release().await.unwrap();
+        assert!(eventually(Timing::new().deadline(), || async { children(&fw, &path).await.is_empty() }).await);
+        fw.close().await;
+    }
 }
 
 #[tokio::test]
@@ -180,8 +218,8 @@ async fn reentrancy_and_releases() {
     assert_eq!(w1.path(), w2.path());
     w2.release().await.unwrap();
     w1.release().await.unwrap();
-    assert!(matches!(rw.write_lock().release().await, Err(CuratorError::IllegalState(_))));
-    assert!(matches!(rw.read_lock().release().await, Err(CuratorError::IllegalState(_))));
+    assert!(matches!(rw.write_lock().release().await, Err(CuratorError::NotHeld { .. })));
+    assert!(matches!(rw.read_lock().release().await, Err(CuratorError::NotHeld { .. })));
     assert!(matches!(InterProcessReadWriteLock::new(&fw, "bad//path"), Err(CuratorError::InvalidPath { .. })));
     fw.close().await;
 }

@@ -119,9 +119,11 @@ async fn semaphore_mutex_excludes() {
 
     let fw = framework(&server.connect_string()).await;
     let mutex = InterProcessSemaphoreMutex::new(&fw, &path).unwrap();
-    assert!(matches!(mutex.release().await, Err(CuratorError::IllegalState(_))));
+    let not_held = mutex.release().await;
+    assert!(matches!(&not_held, Err(CuratorError::NotHeld { path: p, .. }) if *p == path), "{not_held:?}");
     assert!(mutex.acquire_timeout(Timing::new().deadline()).await.unwrap());
-    assert!(matches!(mutex.acquire().await, Err(CuratorError::IllegalState(_))), "not reentrant");
+    let again = mutex.acquire().await;
+    assert!(matches!(&again, Err(CuratorError::AlreadyHeld { path: p, .. }) if *p == path), "not reentrant: {again:?}");
     mutex.release().await.unwrap();
     fw.close().await;
 }

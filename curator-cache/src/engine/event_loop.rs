@@ -5,7 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use curator_core::retry::{ExponentialBackoffForever, RetryLoop};
+use curator_core::ops::watch::readd_pause;
+use curator_core::retry::RetryLoop;
 use curator_core::zk;
 use curator_core::{
     ConnectionState, ConnectionStateEvent, ConnectionStateStream, CreateMode, CuratorError, CuratorFramework,
@@ -18,7 +19,7 @@ use tokio::time::Instant;
 
 use super::command::Command;
 use super::loader::{load, INITIAL_AVG_DATA};
-use super::state::{EveryFailedLoad, Link, NextLoad, SyncState, MAX_PAUSE, MIN_PAUSE, RECONNECT_GRACE};
+use super::state::{Link, NextLoad, SyncState, RECONNECT_GRACE};
 use super::{EngineConfig, EngineEvent, Shared, Sink};
 
 /// Failed loads with a retryable error logged at debug level before warnings start.
@@ -155,10 +156,7 @@ impl Engine {
             dead_epoch: 0,
             state: SyncState::Wanted { not_before: None },
             next_load: NextLoad::default(),
-            retry: RetryLoop::new(
-                Arc::new(EveryFailedLoad(ExponentialBackoffForever::new(MIN_PAUSE, MAX_PAUSE))),
-                Some(fw),
-            ),
+            retry: fw.cleanup_retry_loop(),
             avg_data_len: INITIAL_AVG_DATA,
             recovering_from: None,
             node_rebuilds: std::collections::HashMap::new(),
@@ -418,10 +416,11 @@ impl Engine {
             s.failed_loads += 1;
             s.last_error = Some(err.clone());
         });
-        // The retry loop counts the retry and names the pause; the engine waits for it alongside
-        // everything else. No pause means the framework is closed: the engine stops as soon as
-        // it hears, and until then does not spin.
-        let pause = self.retry.next_pause(&err).unwrap_or(MAX_PAUSE);
+        // The core's one re-add schedule counts the retry and names the pause (every failed
+        // load is retried); the engine waits for it alongside everything else. Once the
+        // framework is closed the pause is the longest: the engine stops as soon as it hears,
+        // and until then does not spin.
+        let pause = readd_pause(&mut self.retry, &err);
         self.state = SyncState::BackingOff { until: Instant::now() + pause };
     }
 
@@ -447,30 +446,31 @@ impl Engine {
             ensure_path(&self.fw, &root).await?;
             self.create_path = false;
         }
-        if reuse {
-            if let Some(live) = self.live.as_mut() {
+        let client = match self.live.as_mut() {
+            Some(live) if reuse => {
                 // Whatever these reads would do, the load sees as well.
                 live.pending = FuturesOrdered::new();
                 if live.register_again || !live.watch.is_registered() {
                     live.watch.register_again().await?;
                     live.register_again = false;
                 }
+                live.client.clone()
             }
-        } else {
-            let watch = PersistentWatch::add_on(&self.fw, &session, &root, self.config.scope.watch_mode()).await?;
-            tracing::debug!(path = %root, generation, "cache watch added");
-            self.live = Some(Live {
-                generation,
-                epoch,
-                client: session.client().clone(),
-                watch,
-                pending: FuturesOrdered::new(),
-                link: Link::Up,
-                register_again: false,
-            });
-        }
-        let Some(client) = self.live.as_ref().map(|l| l.client.clone()) else {
-            return Err(CuratorError::IllegalState("no session to load with".into()));
+            _ => {
+                let watch = PersistentWatch::add_on(&self.fw, &session, &root, self.config.scope.watch_mode()).await?;
+                tracing::debug!(path = %root, generation, "cache watch added");
+                let client = session.client().clone();
+                self.live = Some(Live {
+                    generation,
+                    epoch,
+                    client: client.clone(),
+                    watch,
+                    pending: FuturesOrdered::new(),
+                    link: Link::Up,
+                    register_again: false,
+                });
+                client
+            }
         };
         let started = std::time::Instant::now();
         let loaded = load(&client, &self.config, &self.shared, &mut self.avg_data_len).await?;

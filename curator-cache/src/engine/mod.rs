@@ -38,8 +38,8 @@
 //! Files: [`scope`] (what a cache holds, ordered ranges of the map), [`handle`] (the
 //! [`CacheCore`] a cache holds: start, commands, close), [`command`] (what the handle asks of
 //! the task), [`event_loop`] (the task), [`state`] (its state machines), [`loader`] (the
-//! multi-read load). Failed loads are retried after pauses timed by core's
-//! [`RetryLoop`](curator_core::retry::RetryLoop), 20 ms doubling to 1 s.
+//! multi-read load). Failed loads are retried after pauses timed by core's one re-add schedule
+//! ([`readd_pause`](curator_core::ops::watch::readd_pause)), 50 ms doubling to 2 s.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -3,18 +3,13 @@
 
 use std::time::Duration;
 
-use curator_core::retry::{ExponentialBackoffForever, RetryPolicy};
-use curator_core::{CuratorError, Result};
+use curator_core::Result;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 /// How long a catch-up after a reconnection waits for the framework to report the
 /// reconnection, so that listeners hear "reconnected" before what changed meanwhile.
 pub(super) const RECONNECT_GRACE: Duration = Duration::from_millis(100);
-/// First pause before loading again after a failed load; it doubles up to [`MAX_PAUSE`].
-pub(super) const MIN_PAUSE: Duration = Duration::from_millis(20);
-/// Longest pause between failed loads.
-pub(super) const MAX_PAUSE: Duration = Duration::from_secs(1);
 
 /// Whether the map follows the server, and when the next load starts.
 ///
@@ -120,18 +115,4 @@ pub(super) struct NextLoad {
     pub(super) silent: bool,
     /// Told how the next load ends.
     pub(super) waiters: Vec<oneshot::Sender<Result<()>>>,
-}
-
-/// Retries every failed load (a cache never gives up), backing off as `ExponentialBackoffForever`.
-#[derive(Debug)]
-pub(super) struct EveryFailedLoad(pub(super) ExponentialBackoffForever);
-
-impl RetryPolicy for EveryFailedLoad {
-    fn allow_retry(&self, retry_count: u32, elapsed: Duration) -> Option<Duration> {
-        self.0.allow_retry(retry_count, elapsed)
-    }
-
-    fn allow_retry_on(&self, _err: &CuratorError) -> bool {
-        true
-    }
 }

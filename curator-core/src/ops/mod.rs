@@ -196,9 +196,16 @@ impl Watch {
         self.inner.changed().await
     }
 
-    /// Removes the watch from the server.
+    /// Removes the watch from the server (zookeeper-client sends a RemoveWatches request, unless
+    /// the watch fired already).
     pub fn remove(self) {
         drop(self.inner);
+    }
+
+    /// Ends a watch we no longer want that a request of ours has fired or is about to fire,
+    /// without a RemoveWatches request: see [`watch::let_fire`]. True if it fired.
+    pub async fn let_fire(self) -> bool {
+        watch::let_fire(self.inner.changed()).await
     }
 }
 

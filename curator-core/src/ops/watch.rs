@@ -16,8 +16,16 @@
 //!   one watch mode per path and connection: a one-shot data watch that the same session sets
 //!   on the path replaces the persistent one. Whoever sees that happen (a cache after a change of
 //!   its root) calls [`PersistentWatch::register_again`].
+//! - **Pause between attempts to add a watch again.** Whoever adds a persistent watch again
+//!   after a failed attempt (the persistent watcher recipe, the caches) paces the attempts with
+//!   one schedule, [`readd_pause`].
+//! - **Let a one-shot watch we no longer want fire.** zookeeper-client sends a RemoveWatches
+//!   request for a one-shot watch dropped before it fired; [`let_fire`] keeps it for the change
+//!   of ours that is about to fire it.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use zookeeper_client as zk;
 
@@ -28,8 +36,41 @@ use crate::framework::Session;
 use crate::listeners::Listeners;
 use crate::ops::Pending;
 use crate::path;
+use crate::retry::RetryLoop;
 
 pub use zookeeper_client::AddWatchMode;
+
+/// The longest pause of [`readd_pause`], once the framework is closed (whoever pauses hears of
+/// the close meanwhile): the cleanup loop's longest.
+pub const READD_MAX_PAUSE: Duration = Duration::from_secs(2);
+
+/// The pause before trying again to add a persistent watch (or, for a cache, to load again over
+/// it) after an attempt that failed with `err`, and counts the retry in `pauses`: the one
+/// schedule of such attempts. `pauses` is the framework's
+/// [`cleanup_retry_loop`](CuratorFramework::cleanup_retry_loop), reset whenever the watch is
+/// in place: 50 ms doubling to 2 s (jittered) after every failure, whether or not a retry may
+/// mend `err` (a framework not started yet, a refused permission: the watch is wanted all the
+/// same), for as long as the framework is open; then [`READD_MAX_PAUSE`].
+pub fn readd_pause(pauses: &mut RetryLoop, err: &CuratorError) -> Duration {
+    pauses.next_pause(err).or_else(|| pauses.next_pause_after_failure()).unwrap_or(READD_MAX_PAUSE)
+}
+
+/// How long [`let_fire`] keeps a one-shot watch for the change that is to fire it.
+pub const LET_FIRE_WAIT: Duration = Duration::from_secs(2);
+
+/// Ends a one-shot watch we no longer want without a RemoveWatches request, when a request of
+/// ours fires it (we deleted the watched node, or a child of the watched parent): waits for
+/// `fired` (a [`Watch`](crate::Watch)'s [`changed`](crate::Watch::changed), or
+/// zookeeper-client's `OneshotWatcher::changed`) at most [`LET_FIRE_WAIT`]; true if it fired.
+///
+/// zookeeper-client sends a RemoveWatches request for a one-shot watch dropped before it fired
+/// (docs/architecture.md section 2.2). The server sends a watch's event before the reply to the
+/// request that fired it, so once that reply is in, the wait costs nothing; the bound only keeps
+/// a watch whose event never comes from holding the caller up (dropped then, it costs the
+/// request after all). A watch nothing of ours will fire is better dropped at once.
+pub async fn let_fire(fired: impl Future<Output = zk::WatchedEvent>) -> bool {
+    tokio::time::timeout(LET_FIRE_WAIT, fired).await.is_ok()
+}
 
 /// Entry point of watch management. See [`CuratorFramework::watches`].
 #[derive(Debug, Clone)]

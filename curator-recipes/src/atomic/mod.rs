@@ -7,7 +7,8 @@
 //! ([`PromotedToLock`]). Results ([`AtomicValue`]) say whether they succeeded, with the values
 //! before and after and the tries and time spent ([`AtomicStats`]). A write whose reply was
 //! lost is decided by the handle's write tag, never repeated blindly (docs/architecture.md
-//! section 16.2).
+//! section 16.2); one that cannot be decided (the tag changed by someone else meanwhile, or
+//! gone past its reap age) fails with [`CuratorError::OutcomeUnknown`](curator_core::CuratorError::OutcomeUnknown).
 
 mod cached;
 mod distributed_value;

@@ -15,6 +15,8 @@
 //!                                  │     bumped ─► it was applied: done
 //!                                  │     not, or gone within the reap age
 //!                                  │           ─► it was not: retry as a connection error
+//!                                  │     changed by someone else, or gone past the reap age
+//!                                  │           ─► OutcomeUnknown: read the value and decide
 //!   conflicts exhausted and promotion configured:
 //!     acquire the mutex (up to max_lock_time) ─► the same tries under the promoted policy
 //!
@@ -314,10 +316,13 @@ impl Engine {
         };
         if now == Tag::Absent && sent.elapsed() >= self.reap_age {
             *tag = now;
-            return Err(CuratorError::IllegalState(format!(
-                "the outcome of a write of {} is unknown: its write tag {} is gone, and more than the reap age ({:?}) has passed since the write, so it may have been applied and then reaped",
-                self.path, self.tag_path, self.reap_age
-            )));
+            return Err(CuratorError::OutcomeUnknown {
+                path: self.path.clone(),
+                reason: format!(
+                    "its write tag {} is gone, and more than the reap age ({:?}) has passed since the write, so it may have been applied and then reaped",
+                    self.tag_path, self.reap_age
+                ),
+            });
         }
         let applied = match (before, now) {
             // Never made, or reaped before the write arrived (see above).
@@ -327,10 +332,10 @@ impl Engine {
             (Tag::At(v), Tag::At(n)) if n == v => false,
             (Tag::At(_), Tag::At(_)) => {
                 *tag = now;
-                return Err(CuratorError::IllegalState(format!(
-                    "the outcome of a write of {} is unknown: its write tag {} was changed by someone else meanwhile",
-                    self.path, self.tag_path
-                )));
+                return Err(CuratorError::OutcomeUnknown {
+                    path: self.path.clone(),
+                    reason: format!("its write tag {} was changed by someone else meanwhile", self.tag_path),
+                });
             }
         };
         tracing::info!(path = %self.path, tag = ?now, applied, "atomic: decided a write whose reply was lost");

@@ -14,13 +14,14 @@
 //!   Check  : exists+watch(R), getChildren(P), pipelined                     -> Decide
 //!   Decide : R exists                        -> entered
 //!            members (children but R) >= n   -> create R (NodeExists is fine) -> entered
-//!            M is not among them             -> error (its session ended: SessionExpired)
+//!            M is not among them             -> error (SessionExpired if its session ended,
+//!                                               else OwnNodeLost: someone else deleted it)
 //!            else                            -> Wait
 //!   Wait   : R's watch fires, or the connection comes back                  -> Check
 //!
 //! leave (our node M, if still ours; members sorted by name):
 //!   List   : getChildren(P), without R       -> none left: Done
-//!            M missing while ours            -> error (SessionExpired, or IllegalState if
+//!            M missing while ours            -> error (SessionExpired, or OwnNodeLost if
 //!                                               someone else deleted it on a live session)
 //!            only M left                     -> delete M, Done
 //!            M is the lowest                 -> exists+watch(highest) -> gone: List, else Wait
@@ -209,9 +210,10 @@ impl DistributedDoubleBarrier {
     /// Enters the barrier and waits until `member_qty` members have entered.
     ///
     /// # Errors
-    /// [`CuratorError::IllegalState`] if this member is inside already; the error of a request
+    /// [`CuratorError::AlreadyHeld`] if this member is inside already; the error of a request
     /// the retry policy gave up on; [`CuratorError::SessionExpired`] if the session ended
-    /// meanwhile (our node went with it); [`CuratorError::ConnectionLoss`] on a suspension
+    /// meanwhile (our node went with it); [`CuratorError::OwnNodeLost`] if someone else deleted
+    /// our node; [`CuratorError::ConnectionLoss`] on a suspension
     /// under the `Standard` error policy; [`CuratorError::Closed`]. After an error our node is
     /// deleted in the background: the member is out, and may enter again.
     ///
@@ -247,11 +249,12 @@ impl DistributedDoubleBarrier {
     /// Leaves the barrier and waits until every member has left.
     ///
     /// # Errors
-    /// [`CuratorError::IllegalState`] without an enter (or if our node was deleted by someone
-    /// else); [`CuratorError::SessionExpired`] if our session ended while we were inside (we
-    /// were out of the barrier from then on); [`CuratorError::ConnectionLoss`] on a suspension
-    /// under the `Standard` error policy; the error of a request the retry policy gave up on;
-    /// [`CuratorError::Closed`]. After an error our node is deleted, and `leave` may be called
+    /// [`CuratorError::NotHeld`] without an enter; [`CuratorError::OwnNodeLost`] if our node
+    /// was deleted by someone else; [`CuratorError::SessionExpired`] if our session ended while
+    /// we were inside (we were out of the barrier from then on);
+    /// [`CuratorError::ConnectionLoss`] on a suspension under the `Standard` error policy; the
+    /// error of a request the retry policy gave up on; [`CuratorError::Closed`]. After an
+    /// error our node is deleted, and `leave` may be called
     /// again to wait for the others.
     ///
     /// ```no_run
@@ -302,10 +305,11 @@ impl DistributedDoubleBarrier {
 
     async fn enter_within(&mut self, max_wait: Option<Duration>) -> Result<bool> {
         if let Member::Inside { node, .. } = &self.member {
-            return Err(CuratorError::IllegalState(format!(
-                "already inside the double barrier {} (as {node}): leave first",
-                self.path
-            )));
+            tracing::debug!(path = %self.path, node = %node, "enter while inside");
+            return Err(CuratorError::AlreadyHeld {
+                path: self.path.clone(),
+                reason: "this member is inside the double barrier already: leave first",
+            });
         }
         let node = path::make_path(&self.path, &uuid::Uuid::new_v4().to_string());
         let mut entering = Entering {
@@ -342,10 +346,7 @@ impl DistributedDoubleBarrier {
             Member::Leaving => None,
             Member::Out => {
                 self.member = Member::Out;
-                return Err(CuratorError::IllegalState(format!(
-                    "leave without enter on the double barrier {}",
-                    self.path
-                )));
+                return Err(CuratorError::NotHeld { path: self.path.clone(), what: "the double barrier" });
             }
         };
         let mut leaving = Leaving {

@@ -223,7 +223,7 @@ impl LeaderSelectorBuilder {
     /// the framework's [retry policy](curator_core::CuratorFrameworkBuilder::retry_policy)'s
     /// pause first, consecutive failed terms counting as retries of one operation; when the
     /// policy gives up, the selector stays idle, reports it to the framework's unhandled-error
-    /// listeners ([`CuratorError::IllegalState`]), and gets back in line only at
+    /// listeners ([`CuratorError::GaveUp`]), and gets back in line only at
     /// [`requeue`](LeaderSelector::requeue), with the whole policy again. (Curator requeues at
     /// once: a function that fails at once would lead about 1,000 times a second.)
     pub fn auto_requeue(mut self, auto_requeue: bool) -> Self {

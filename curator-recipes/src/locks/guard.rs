@@ -115,10 +115,10 @@ impl Reentrant {
         let mut holds = self.holds();
         let Some(held) = holds.iter_mut().find(|h| h.owner == owner) else { return Ok(None) };
         if let Some(reason) = held.hold.lost_reason() {
-            return Err(CuratorError::IllegalState(format!(
-                "the lock {} held by this task may be lost ({reason}): release it first",
-                held.hold.node().path
-            )));
+            return Err(CuratorError::OwnNodeLost {
+                path: held.hold.node().path.clone(),
+                reason: format!("the lock held by this task may be lost ({reason}): release it first"),
+            });
         }
         held.count += 1;
         Ok(Some(LockGuard { owner: self.clone(), held: HeldNode::new(held.hold.clone()), armed: true }))
@@ -136,10 +136,7 @@ impl Reentrant {
             }
         };
         let Some(i) = found else {
-            return Err(CuratorError::IllegalState(format!(
-                "this task does not hold the lock {} through this handle",
-                self.group.base_path()
-            )));
+            return Err(CuratorError::NotHeld { path: self.group.base_path().to_string(), what: "the lock" });
         };
         holds[i].count = holds[i].count.saturating_sub(1);
         if holds[i].count > 0 {

@@ -68,7 +68,11 @@ impl InterProcessMutex {
     /// and releases the lock at once (rustc warns: the guard is `#[must_use]`), and so does
     /// `let _ = ...`. Curator's `acquire(); try { .. } finally { release(); }` is written with
     /// [`keep`](LockGuard::keep), which leaves the count to this handle's
-    /// [`release`](Self::release):
+    /// [`release`](Self::release).
+    ///
+    /// A task that holds the lock already gets another count on the same node, unless that
+    /// hold may be lost (its node deleted, its session gone or suspended): then
+    /// [`CuratorError::OwnNodeLost`] at once; release it first.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -102,7 +106,7 @@ impl InterProcessMutex {
 
     /// Curator's `release()`: gives back one count held by this task through this handle (for
     /// guards that were [`keep`](LockGuard::keep)-ed); the node is deleted with the last one.
-    /// [`CuratorError::IllegalState`] when this task holds nothing here.
+    /// [`CuratorError::NotHeld`] when this task holds nothing here.
     pub async fn release(&self) -> Result<()> {
         self.inner.release().await
     }

@@ -21,7 +21,7 @@ const SORT_NAMES: &[&str] = &[READ_LOCK_NAME, WRITE_LOCK_NAME];
 ///   (downgrade) creates, as Curator 5.5 does, an ephemeral `..-__READ__<the write node's
 ///   sequence>`; release the write lock after and the read lock stays. Taking the write lock
 ///   while holding only the read lock (upgrade) fails at once with
-///   [`CuratorError::IllegalState`] instead of deadlocking.
+///   [`CuratorError::AlreadyHeld`] instead of deadlocking.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -82,7 +82,9 @@ pub struct ReadLock {
 }
 
 impl ReadLock {
-    /// Waits until the read lock is held. Cancel safe. Bind the guard, as for
+    /// Waits until the read lock is held. Cancel safe. Under the write lock of this handle, the
+    /// read node continues the write node's hold: [`CuratorError::OwnNodeLost`] if that node's
+    /// session is gone (release the write lock first). Bind the guard, as for
     /// [`InterProcessMutex::acquire`](super::InterProcessMutex::acquire): a bare
     /// `read.acquire().await?;` releases the lock at once.
     pub async fn acquire(&self) -> Result<LockGuard> {
@@ -128,7 +130,7 @@ pub struct WriteLock {
 }
 
 impl WriteLock {
-    /// Waits until the write lock is held. Cancel safe. [`CuratorError::IllegalState`] at
+    /// Waits until the write lock is held. Cancel safe. [`CuratorError::AlreadyHeld`] at
     /// once if this task holds only the read lock through this handle (an upgrade would
     /// deadlock). Bind the guard, as for
     /// [`InterProcessMutex::acquire`](super::InterProcessMutex::acquire): a bare
@@ -138,9 +140,10 @@ impl WriteLock {
         self.write
             .acquire(node_data(&self.write), move || {
                 if read.is_held_by_current() {
-                    return Err(CuratorError::IllegalState(
-                        "cannot upgrade a read lock to a write lock: release the read lock first".into(),
-                    ));
+                    return Err(CuratorError::AlreadyHeld {
+                        path: read.group.base_path().to_string(),
+                        reason: "the read lock: it cannot be upgraded to the write lock; release it first",
+                    });
                 }
                 Ok((NodeKind::Sequential, Predicate::Leases(1)))
             })

@@ -179,8 +179,7 @@ impl InterProcessSemaphoreV2 {
     /// until its [`release`](Lease::release) or its drop; a bare `semaphore.acquire().await?;`
     /// returns it at once.
     pub async fn acquire(&self) -> Result<Lease> {
-        let mut leases = self.acquire_many(1).await?;
-        leases.pop().ok_or_else(|| CuratorError::IllegalState("no lease was granted".into()))
+        self.acquire_one().await
     }
 
     /// Waits for `qty` leases, all or nothing: on failure (or when the future is dropped) the
@@ -381,6 +380,8 @@ impl Drop for Lease {
 /// ```
 #[derive(Debug)]
 pub struct InterProcessSemaphoreMutex {
+    /// The mutex's path, as given.
+    path: String,
     semaphore: InterProcessSemaphoreV2,
     /// The lease held through this handle, and the task that acquired it.
     lease: Mutex<Option<(Owner, Lease)>>,
@@ -397,20 +398,24 @@ impl InterProcessSemaphoreMutex {
     /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
     /// See [Lock paths are containers](super#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
-        Ok(Self { semaphore: InterProcessSemaphoreV2::new(fw, path, 1)?, lease: Mutex::new(None) })
+        let semaphore = InterProcessSemaphoreV2::new(fw, path, 1)?;
+        Ok(Self { path: path.to_string(), semaphore, lease: Mutex::new(None) })
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<(Owner, Lease)>> {
         self.lease.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until held. [`CuratorError::IllegalState`] at once if this task already holds it
+    /// Waits until held. [`CuratorError::AlreadyHeld`] at once if this task already holds it
     /// through this handle (it is not reentrant); other tasks sharing the handle wait their
     /// turn, as other processes do.
     pub async fn acquire(&self) -> Result<()> {
         let owner = Owner::current();
         if self.slot().as_ref().is_some_and(|(o, _)| *o == owner) {
-            return Err(CuratorError::IllegalState("InterProcessSemaphoreMutex is not reentrant".into()));
+            return Err(CuratorError::AlreadyHeld {
+                path: self.path.clone(),
+                reason: "an InterProcessSemaphoreMutex is not reentrant: release it first",
+            });
         }
         let lease = self.semaphore.acquire().await?;
         if let Some((_, stale)) = self.slot().replace((owner, lease)) {
@@ -425,14 +430,12 @@ impl InterProcessSemaphoreMutex {
         Ok(super::within(timeout, self.acquire()).await?.is_some())
     }
 
-    /// Releases. [`CuratorError::IllegalState`] when not held.
+    /// Releases. [`CuratorError::NotHeld`] when not held through this handle.
     pub async fn release(&self) -> Result<()> {
         let lease = self.slot().take();
         match lease {
             Some((_, lease)) => lease.release().await,
-            None => {
-                Err(CuratorError::IllegalState("InterProcessSemaphoreMutex released without being acquired".into()))
-            }
+            None => Err(CuratorError::NotHeld { path: self.path.clone(), what: "the semaphore mutex" }),
         }
     }
 

@@ -291,12 +291,16 @@ impl SimpleDistributedQueue {
         let mut states = self.fw.connection_state_watch();
         states.borrow_and_update();
         // The first look goes without a watch: on a queue with items, a watch left unfired
-        // would cost a RemoveWatches request when dropped.
+        // would cost a RemoveWatches request when dropped (`curator_core::ops::watch::let_fire`).
         let mut watched = false;
         loop {
             let listing = self.list(watched).await?;
             for name in &listing.items {
                 if let Some(data) = self.claim(name).await? {
+                    if let Some(watch) = listing.watch {
+                        // Our delete of the item, a child of `P`, fired the listing's watch.
+                        watch.let_fire().await;
+                    }
                     return Ok(data);
                 }
             }
@@ -421,7 +425,7 @@ impl SimpleDistributedQueue {
     }
 
     fn in_flight(&self, node: &str, sent: Sent) -> InFlight {
-        InFlight { sent: Some(sent), queue: self.clone(), node: node.to_string() }
+        InFlight { sent, answered: false, queue: self.clone(), node: node.to_string() }
     }
 }
 
@@ -446,25 +450,30 @@ fn send_claim(client: &zk::Client, node: &str) -> Sent {
 /// it leaves the answer to a tracked background task, which offers the item again, at the
 /// tail of the queue, if our delete removed its node: a dropped take loses no item.
 struct InFlight {
-    sent: Option<Sent>,
+    sent: Sent,
+    /// The answer was had: nothing is left to the drop.
+    answered: bool,
     queue: SimpleDistributedQueue,
     node: String,
 }
 
 impl InFlight {
+    /// The claim's answer. It takes the claim, so it is had at most once; the drop sees
+    /// whether it was.
     async fn answer(mut self) -> Result<Vec<u8>> {
-        let Some(sent) = self.sent.as_mut() else {
-            return Err(CuratorError::IllegalState(format!("queue take of {}: answered twice", self.node)));
-        };
-        let answer = sent.await;
-        self.sent = None;
+        let answer = (&mut self.sent).await;
+        self.answered = true;
         answer
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let Some(sent) = self.sent.take() else { return };
+        if self.answered {
+            return;
+        }
+        // A future that owns nothing stands in for the one handed to the background task.
+        let sent = std::mem::replace(&mut self.sent, Box::pin(std::future::pending()));
         let (queue, node) = (self.queue.clone(), std::mem::take(&mut self.node));
         self.queue.fw.spawn_background(async move {
             let data = match sent.await {

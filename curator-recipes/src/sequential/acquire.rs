@@ -226,8 +226,10 @@ impl<'a> Acquire<'a> {
     async fn create(&mut self, session: &Session) -> PhaseResult {
         if let NodeKind::Fixed { generation, .. } = self.kind {
             if !session.is_generation(generation) {
-                let reason = "the write lock's session is gone: cannot take the read lock under it";
-                return Err((CuratorError::IllegalState(reason.into()), Phase::Create));
+                let reason = "the write lock's session is gone, and its node with it: the read lock cannot be \
+                              taken under it; release the write lock first";
+                let lost = CuratorError::OwnNodeLost { path: self.create_path.clone(), reason: reason.into() };
+                return Err((lost, Phase::Create));
             }
         }
         // From here our node may exist, unless the server says that this create made none.

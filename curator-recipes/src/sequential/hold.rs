@@ -6,6 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use curator_core::background::spawn_detached;
+use curator_core::ops::watch::let_fire;
 use curator_core::retry::{ExponentialBackoffForever, RetryLoop};
 use curator_core::zk;
 use curator_core::{
@@ -20,18 +21,6 @@ use super::node::LockNode;
 /// doubling up to 200 ms, for as long as the hold lasts (a connection change cuts a pause short).
 pub(crate) const REARM_BACKOFF: ExponentialBackoffForever =
     ExponentialBackoffForever::new(Duration::from_millis(50), Duration::from_millis(200));
-
-/// How long a watch on our node is kept, once we release, for the deletion to fire it.
-/// zookeeper-client sends a RemoveWatches request for a watch dropped before it fired, so
-/// dropping it at the release would cost one request per release (two when both the acquire's
-/// and the monitor's were armed); the deletion fires it a moment after the delete is sent.
-const RELEASED_WATCH_WAIT: Duration = Duration::from_secs(2);
-
-/// Keeps `watch` until it fires (our delete fires it), at most [`RELEASED_WATCH_WAIT`], so that
-/// it ends without a RemoveWatches request.
-async fn let_fire(watch: NodeWatch) {
-    let _ = tokio::time::timeout(RELEASED_WATCH_WAIT, watch).await;
-}
 
 /// Why a held lock may no longer be held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -230,6 +219,7 @@ impl Hold {
             Ok(()) => {
                 if let Some(watch) = armed {
                     // Fired already: the server sends the event before the delete's reply.
+                    // Dropped unfired, it would cost a RemoveWatches request per release.
                     let_fire(watch).await;
                 }
                 Ok(())

@@ -196,7 +196,10 @@ impl Entering<'_> {
         if !session.is_generation(generation) {
             self.gone_with_session()
         } else {
-            CuratorError::IllegalState(format!("our member node {} was deleted by someone else", self.node))
+            CuratorError::OwnNodeLost {
+                path: self.node.to_string(),
+                reason: "deleted by someone else while we were entering the barrier".into(),
+            }
         }
     }
 

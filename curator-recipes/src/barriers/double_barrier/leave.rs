@@ -135,8 +135,8 @@ impl Leaving<'_> {
         if ours.is_none() {
             match self.own {
                 Own::Present(_) => {
-                    let msg = format!("our member node {} was deleted by someone else", self.node());
-                    return Step::Fail(CuratorError::IllegalState(msg));
+                    let reason = "deleted by someone else while we were inside the barrier".to_string();
+                    return Step::Fail(CuratorError::OwnNodeLost { path: self.node(), reason });
                 }
                 // Our delete went through after all.
                 Own::Deleting => self.deleted(),

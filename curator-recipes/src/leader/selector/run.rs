@@ -154,11 +154,11 @@ impl Shared {
                 return false;
             }
             failures.reset();
-            let gave_up = CuratorError::IllegalState(
-                "the leadership function failed in every term, and the retry policy gave up on it: \
-                 not back in line until requeue()"
-                    .into(),
-            );
+            let gave_up = CuratorError::GaveUp {
+                path: path.to_string(),
+                reason: "the leadership function failed in every term, and the retry policy gave up on it: \
+                         not back in line until requeue()",
+            };
             fw.report_unhandled(&format!("leader selector {path}: not requeued"), &gave_up);
             self.state.send_if_modified(|s| {
                 let queued = matches!(s, State::Queued);
