@@ -59,6 +59,7 @@ pub mod path;
 pub mod retry;
 pub mod sasl;
 pub mod session;
+mod shared;
 pub mod state;
 pub mod tls;
 

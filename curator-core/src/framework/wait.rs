@@ -5,8 +5,9 @@ use std::pin::Pin;
 
 use tokio::time::Instant;
 
-use super::{CuratorFramework, Session, SessionSlot};
+use super::{CuratorFramework, Session};
 use crate::error::{CuratorError, Result};
+use crate::shared::SessionSlot;
 
 impl CuratorFramework {
     /// Waits for a live, connected session: up to the connection timeout, or the task's
@@ -14,9 +15,10 @@ impl CuratorFramework {
     /// session is being opened and no attempt has failed yet, until that session is up, at
     /// most the session timeout from now (as Curator's ZooKeeper handle holds a request).
     pub(super) async fn live_session(&self, op_path: &str) -> Result<Session> {
-        let mut rx = self.inner.session.subscribe();
-        let connected = self.inner.hub.watch();
-        let mut fatal = self.inner.fatal.subscribe();
+        let shared = &self.inner.shared;
+        let mut rx = shared.session();
+        let connected = shared.hub.watch();
+        let mut fatal = shared.fatal();
         let wait = async {
             loop {
                 match &*rx.borrow_and_update() {
@@ -40,7 +42,7 @@ impl CuratorFramework {
         self.check_started()?;
         // First bound: the connection timeout. A connection timeout too large to add to now
         // (`Duration::MAX`) waits without end.
-        let config = &self.inner.config;
+        let config = &shared.config;
         let now = tokio::time::Instant::now();
         let task_deadline = crate::retry::deadline::current();
         let limit = now.checked_add(config.connection_timeout);
@@ -52,8 +54,7 @@ impl CuratorFramework {
         // opened (the first, or the next after a loss) and no attempt has failed yet is held, as
         // Curator's ZooKeeper handle holds it, until that session is up, at most the session
         // timeout from when it was made: the bound of the attempt itself (section 3.4).
-        let opening = matches!(*self.inner.session.borrow(), SessionSlot::Empty)
-            && self.inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()).is_none();
+        let opening = shared.is_opening();
         let held = now.checked_add(config.session_timeout).filter(|held| opening && limit.is_some_and(|l| *held > l));
         if let Some(held) = held {
             if let Some(r) = within(wait.as_mut(), Some(held), task_deadline, op_path).await {
