@@ -484,6 +484,16 @@ impl CuratorFramework {
     }
 }
 
+impl CuratorFrameworkBuilder {
+    /// Checks the options and builds a framework that is not started yet. Bad options are an
+    /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which; TLS certificates or keys
+    /// that cannot be read are a [`Tls`](CuratorError::Tls) error.
+    pub fn build(self) -> Result<CuratorFramework> {
+        let (config, namespace) = self.into_config()?;
+        CuratorFramework::new(config, namespace.as_deref())
+    }
+}
+
 /// A [`CuratorFramework`] that does not keep it alive.
 #[derive(Debug, Clone)]
 pub(crate) struct WeakFramework {

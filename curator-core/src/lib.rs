@@ -51,6 +51,7 @@ pub mod ensemble;
 pub mod error;
 pub mod framework;
 pub mod lifecycle;
+mod limits;
 pub mod listeners;
 pub mod liveness;
 pub mod metrics;

@@ -73,7 +73,7 @@ pub(super) async fn connect(
             if let Some(session) = &resume {
                 connector = connector.with_session(session.clone());
             }
-            (connector, config.ensemble.current(), config.tls.clone(), crate::sasl::auth_failed_detail(config))
+            (connector, config.ensemble.current(), config.tls.clone(), config.auth_failed_detail())
         };
         tracing::debug!(connect_string = %connect_string, tls = tls.is_some(), "opening a session");
         let attempt = open(connector, &connect_string, tls.is_some());
