@@ -15,14 +15,15 @@ use tokio::sync::watch;
 use tracing::Instrument;
 use zookeeper_client as zk;
 
-use crate::background::{CuratorEvent, UnhandledError};
 use crate::builder::Config;
 pub use crate::builder::{
     CuratorFrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_CLOSE_WAIT, DEFAULT_MAX_DATA_LEN,
     DEFAULT_SESSION_TIMEOUT,
 };
 use crate::error::{CuratorError, Result};
+use crate::event::{CuratorEvent, UnhandledError};
 use crate::listeners::{ListenerId, Listeners};
+use crate::ops::ordered::Queue;
 use crate::path;
 use crate::retry::RetryPolicy;
 pub use crate::shared::Session;
@@ -71,7 +72,7 @@ pub(crate) struct Inner {
     pub(crate) listeners: Listeners<CuratorEvent>,
     pub(crate) unhandled: Listeners<UnhandledError>,
     /// Background operations, sent in the order they were submitted.
-    pub(crate) background: crate::ops::ordered::Queue,
+    pub(crate) background: Queue,
 }
 
 impl std::fmt::Debug for Inner {
@@ -122,7 +123,7 @@ impl CuratorFramework {
             pending_background: watch::channel(0).0,
             listeners: Listeners::new(),
             unhandled: Listeners::new(),
-            background: crate::ops::ordered::Queue::default(),
+            background: Queue::default(),
         };
         Ok(CuratorFramework { inner: Arc::new(inner), namespace })
     }
@@ -359,7 +360,7 @@ impl CuratorFramework {
         F: Future<Output = ()> + Send + 'static,
     {
         let ticket = self.track_background();
-        crate::background::spawn_detached(async move {
+        crate::task::spawn_detached(async move {
             let _ticket = ticket;
             work.await;
         });
@@ -388,7 +389,7 @@ impl CuratorFramework {
         let Some(ns) = &self.namespace else { return Ok(root) };
         if !ns.ensured.load(Ordering::Acquire) {
             let acl = self.config().acl_provider.as_ref();
-            match crate::ops::create::ensure_namespace(&root.client, &ns.path, acl).await {
+            match crate::parents::ensure_namespace(&root.client, &ns.path, acl).await {
                 Ok(()) => ns.ensured.store(true, Ordering::Release),
                 Err(err) => {
                     tracing::debug!(namespace = %ns.path, error = %err, "could not ensure namespace");
@@ -521,8 +522,6 @@ impl Drop for BackgroundTicket {
 /// The framework and what it hands out may move between tasks and threads.
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
-    const fn send<T: Send>() {}
     send_sync::<CuratorFramework>();
     send_sync::<Session>();
-    send::<crate::ops::Pending<String>>();
 };

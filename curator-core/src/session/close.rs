@@ -211,7 +211,7 @@ impl Manager {
     /// take it (`alive`), as a client that is not detached does when dropped (section 3.2).
     pub(super) fn close_lost(&self, alive: Option<zk::SessionInfo>) {
         if let (Some(info), Some(closer)) = (alive, self.detached_closer().cloned()) {
-            crate::background::spawn_detached(async move { closer.close(info).await });
+            crate::task::spawn_detached(async move { closer.close(info).await });
         }
     }
 }
