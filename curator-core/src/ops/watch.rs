@@ -1,12 +1,13 @@
 //! Persistent and persistent-recursive watches (ZooKeeper 3.6+): `watches().add()`.
 //!
 //! This module owns every workaround the framework needs around zookeeper-client's watchers;
-//! nothing else in the workspace polls a raw persistent watcher:
+//! nothing else in the workspace polls a raw persistent watcher but the private `Fused`
+//! wrapper it is built on (module `watcher`, below this module and the session manager, which
+//! both use it):
 //!
 //! - **Never poll after the session ended.** zookeeper-client panics if a watcher is polled
 //!   after it delivered a terminal session event. [`PersistentWatch::next`] returns `None`
-//!   instead (and so does the session manager's event watch, built on the same private `Fused` wrapper, module
-//!   `watcher`); the
+//!   instead (and so does the session manager's event watch, built on the same `Fused`); the
 //!   caller adds a new watch on the new session.
 //! - **Re-add after a reconnection.** zookeeper-client 0.11.2 re-registers only one-shot watches
 //!   when it reconnects (its `resend_watches` never raises the watch-kind index), so a persistent

@@ -71,7 +71,7 @@ impl Manager {
         let mut probes = tokio::time::interval((negotiated / PROBES_PER_TIMEOUT).max(Duration::from_millis(1)));
         probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut probe: Option<Probe> = None;
-        // While suspended: whether a server still takes the session (module `end`).
+        // While suspended: whether a server still takes the session (module `close`).
         let mut resumable: Option<close::Resumable> = None;
         let Some(strong) = self.shared.upgrade() else { return End::Shutdown };
         let mut tracker = Tracker::new(strong.config.ensemble.clone(), client);
