@@ -30,6 +30,7 @@ pub use crate::shared::Session;
 use crate::shared::{SessionSlot, Shared};
 use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
 
+mod retry;
 mod wait;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,7 +52,7 @@ pub(super) async fn connect(
     resume: Option<zk::SessionInfo>,
 ) -> Option<(zk::Client, String)> {
     let mut retry =
-        RetryLoop::new(Arc::new(ExponentialBackoffForever::new(RECONNECT_PAUSE, MAX_RECONNECT_PAUSE)), None);
+        RetryLoop::stopping_when(Arc::new(ExponentialBackoffForever::new(RECONNECT_PAUSE, MAX_RECONNECT_PAUSE)), None);
     let mut failures = 0u32;
     let mut tls_failing = false;
     loop {
