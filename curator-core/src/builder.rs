@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use crate::acl::{AclProvider, DefaultAclProvider};
 use crate::error::{CuratorError, Result};
-use crate::framework::CuratorFramework;
+pub use crate::limits::{DEFAULT_MAX_REQUEST_LEN, SERVER_MAX_PACKET_LEN};
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
 use crate::sasl::SaslConfig;
 use crate::state::ErrorPolicy;
 use crate::tls::TlsConfig;
+#[cfg(doc)]
+use crate::CuratorFramework;
 
 /// Default session timeout, as Curator's.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -20,16 +22,6 @@ pub const DEFAULT_MAX_CLOSE_WAIT: Duration = Duration::from_secs(1);
 /// Largest data accepted by default: the server's default `jute.maxbuffer` (1 MiB) less room for
 /// the request's header and path.
 pub const DEFAULT_MAX_DATA_LEN: usize = 1024 * 1024 - 1024;
-/// The server's default packet limit (`jute.maxbuffer`, 0xfffff bytes): it closes the
-/// connection of a client that sends a longer request.
-pub const SERVER_MAX_PACKET_LEN: usize = 0xfffff;
-/// Largest request sent by default (see [`CuratorFrameworkBuilder::max_request_len`]): the
-/// server's default packet limit less 1 KiB. A request is measured by the bytes of its paths
-/// (namespace included), data, and ACL schemes and ids, plus an allowance for the fixed-size
-/// fields of each operation and ACL entry; the 1 KiB margin covers the request header and
-/// whatever that measure misses, so that a request under this limit is never one the server
-/// refuses.
-pub const DEFAULT_MAX_REQUEST_LEN: usize = SERVER_MAX_PACKET_LEN - 1024;
 
 /// Builds a [`CuratorFramework`] with Curator's options.
 ///
@@ -232,10 +224,11 @@ impl CuratorFrameworkBuilder {
         self
     }
 
-    /// Checks the options and builds a framework that is not started yet. Bad options are an
-    /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which; TLS certificates or keys
-    /// that cannot be read are a [`Tls`](CuratorError::Tls) error.
-    pub fn build(self) -> Result<CuratorFramework> {
+    /// Checks the options: the framework's [`Config`], and its namespace as given (checked by
+    /// the framework). Bad options are an [`InvalidArgument`](CuratorError::InvalidArgument)
+    /// saying which; TLS certificates or keys that cannot be read are a [`Tls`](CuratorError::Tls)
+    /// error. `build()` (in module `framework`, which makes the framework) calls it.
+    pub(crate) fn into_config(self) -> Result<(Config, Option<String>)> {
         check_connect_string(&self.connect_string)?;
         let millis = self.session_timeout.as_millis();
         if millis == 0 || millis > i32::MAX as u128 {
@@ -272,7 +265,7 @@ impl CuratorFrameworkBuilder {
             tls: self.tls,
             sasl: self.sasl,
         };
-        CuratorFramework::new(config, self.namespace.as_deref())
+        Ok((config, self.namespace))
     }
 }
 
@@ -316,4 +309,32 @@ pub(crate) struct Config {
     pub(crate) max_request_len: usize,
     pub(crate) tls: Option<TlsConfig>,
     pub(crate) sasl: Option<SaslConfig>,
+}
+
+impl Config {
+    /// What the server refused when it answers AUTH_FAILED, said from the credentials the
+    /// framework gave: its SASL user, the schemes given with
+    /// [`authorization`](CuratorFrameworkBuilder::authorization) (an unknown scheme is refused
+    /// so; the credentials themselves are never shown), or none at all (the server requires
+    /// SASL).
+    pub(crate) fn auth_failed_detail(&self) -> String {
+        const FINAL: &str = "the framework no longer connects: close it and build one with";
+        let sasl = self.sasl.as_ref().map(|s| format!("{} user {:?}", s.mechanism(), s.username()));
+        let schemes = self.auth.iter().map(|(scheme, _)| format!("authorization({scheme:?}, ..)")).collect::<Vec<_>>();
+        let schemes = schemes.join(" or ");
+        match (sasl, schemes.is_empty()) {
+            (None, true) => format!(
+                "the server requires authentication (SASL) that this framework does not give; {FINAL} CuratorFrameworkBuilder::sasl_digest"
+            ),
+            (Some(sasl), true) => {
+                format!("the server refused the session's SASL credentials ({sasl}); {FINAL} the right credentials")
+            }
+            (None, false) => format!(
+                "the server refused {schemes}: it has no such authentication scheme, or the scheme's provider refused the credential; {FINAL} other credentials"
+            ),
+            (Some(sasl), false) => format!(
+                "the server refused the session's credentials, SASL ({sasl}) or {schemes}: a wrong SASL user or password, an authentication scheme it does not have, or a credential the scheme's provider refused; {FINAL} other credentials"
+            ),
+        }
+    }
 }

@@ -15,35 +15,28 @@ use tokio::sync::watch;
 use tracing::Instrument;
 use zookeeper_client as zk;
 
-use crate::background::{CuratorEvent, UnhandledError};
 use crate::builder::Config;
 pub use crate::builder::{
     CuratorFrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_CLOSE_WAIT, DEFAULT_MAX_DATA_LEN,
     DEFAULT_SESSION_TIMEOUT,
 };
 use crate::error::{CuratorError, Result};
+use crate::event::{CuratorEvent, UnhandledError};
 use crate::listeners::{ListenerId, Listeners};
+use crate::ops::ordered::Queue;
 use crate::path;
 use crate::retry::RetryPolicy;
-use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy, StateHub};
+pub use crate::shared::Session;
+use crate::shared::{SessionSlot, Shared};
+use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
 
-mod session_handle;
+mod retry;
 mod wait;
-
-pub use session_handle::Session;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lifecycle {
     Latent,
     Started,
-    Closed,
-}
-
-/// The session operations run on: the current client, or none while connecting.
-#[derive(Debug, Clone)]
-enum SessionSlot {
-    Empty,
-    Live(Session),
     Closed,
 }
 
@@ -71,29 +64,21 @@ impl Namespace {
 }
 
 pub(crate) struct Inner {
-    pub(crate) config: Config,
+    /// What the session manager shares with the framework (module `shared`). The framework
+    /// holds the only lasting strong reference.
+    shared: Arc<Shared>,
     lifecycle: Mutex<Lifecycle>,
-    session: watch::Sender<SessionSlot>,
-    pub(crate) hub: StateHub,
-    shutdown: watch::Sender<bool>,
     manager: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pending_background: watch::Sender<usize>,
-    last_connect_error: Mutex<Option<String>>,
-    /// The typed error of the latest failed attempt to open a session, when no wait for a
-    /// connection can cure it (TLS, refused credentials): operations fail with it at once.
-    /// Cleared when a session opens.
-    fatal: watch::Sender<Option<CuratorError>>,
-    /// Clients handed out so far ([`Session::epoch`]).
-    epochs: std::sync::atomic::AtomicU64,
     pub(crate) listeners: Listeners<CuratorEvent>,
     pub(crate) unhandled: Listeners<UnhandledError>,
     /// Background operations, sent in the order they were submitted.
-    pub(crate) background: crate::ops::ordered::Queue,
+    pub(crate) background: Queue,
 }
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inner").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Inner").field("config", &self.shared.config).finish_non_exhaustive()
     }
 }
 
@@ -133,19 +118,13 @@ impl CuratorFramework {
     pub(crate) fn new(config: Config, namespace: Option<&str>) -> Result<Self> {
         let namespace = Namespace::parse(namespace)?;
         let inner = Inner {
-            config,
+            shared: Arc::new(Shared::new(config)),
             lifecycle: Mutex::new(Lifecycle::Latent),
-            session: watch::channel(SessionSlot::Empty).0,
-            hub: StateHub::new(),
-            shutdown: watch::channel(false).0,
             manager: Mutex::new(None),
             pending_background: watch::channel(0).0,
-            last_connect_error: Mutex::new(None),
-            fatal: watch::channel(None).0,
-            epochs: std::sync::atomic::AtomicU64::new(0),
             listeners: Listeners::new(),
             unhandled: Listeners::new(),
-            background: crate::ops::ordered::Queue::default(),
+            background: Queue::default(),
         };
         Ok(CuratorFramework { inner: Arc::new(inner), namespace })
     }
@@ -160,12 +139,12 @@ impl CuratorFramework {
             Lifecycle::Latent => {}
         }
         let handle = tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: FRAMEWORK })?;
-        let inner = Arc::downgrade(&self.inner);
-        let shutdown = self.inner.shutdown.subscribe();
-        self.inner.hub.listeners().start(handle.clone());
+        let shared = Arc::downgrade(&self.inner.shared);
+        let shutdown = self.inner.shared.shutdown();
+        self.inner.shared.hub.listeners().start(handle.clone());
         self.inner.listeners.start(handle.clone());
         self.inner.unhandled.start(handle.clone());
-        let task = handle.spawn(crate::session::run(inner, shutdown));
+        let task = handle.spawn(crate::session::run(shared, shutdown));
         *self.inner.manager.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
         *lifecycle = Lifecycle::Started;
         Ok(())
@@ -179,8 +158,8 @@ impl CuratorFramework {
     /// so (docs/architecture.md section 3.1).
     pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
         self.check_started()?;
-        let mut rx = self.inner.hub.watch();
-        let mut fatal = self.inner.fatal.subscribe();
+        let mut rx = self.inner.shared.hub.watch();
+        let mut fatal = self.inner.shared.fatal();
         let wait = async move {
             tokio::select! {
                 // A connection or a close wins over a recorded failure.
@@ -196,11 +175,11 @@ impl CuratorFramework {
             Ok(Err(err)) => Err(err),
             Ok(_) => Err(CuratorError::Closed),
             Err(_) => {
-                let last = self.inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let last = self.inner.shared.last_connect_error();
                 Err(CuratorError::NotConnected {
                     detail: format!(
                         "could not connect to {} within {timeout:?}{}",
-                        self.inner.config.ensemble.current(),
+                        self.config().ensemble.current(),
                         last.map(|e| format!(": {e}")).unwrap_or_default()
                     ),
                 })
@@ -219,28 +198,28 @@ impl CuratorFramework {
             *lifecycle = Lifecycle::Closed;
         }
         let mut pending = self.inner.pending_background.subscribe();
-        let drained =
-            tokio::time::timeout(self.inner.config.max_close_wait, pending.wait_for(|n| *n == 0)).await.is_ok();
+        let drained = tokio::time::timeout(self.config().max_close_wait, pending.wait_for(|n| *n == 0)).await.is_ok();
         if !drained {
             let left = *pending.borrow();
             tracing::warn!(pending = left, "closing with background operations still pending");
         }
-        let old = self.inner.session.send_replace(SessionSlot::Closed);
-        self.inner.shutdown.send_replace(true);
+        let shared = &self.inner.shared;
+        let old = shared.close_session();
+        shared.shut_down();
         let manager = self.inner.manager.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(task) = manager {
             let _ = task.await;
         }
-        if let SessionSlot::Live(session) = old {
+        if let Some(session) = old {
             self.end_session(session).await;
         }
-        self.inner.hub.publish(ConnectionStateEvent {
+        shared.hub.publish(ConnectionStateEvent {
             state: ConnectionState::Closed,
             at: Instant::now(),
             new_session: false,
-            ..self.inner.hub.current()
+            ..shared.hub.current()
         });
-        self.inner.hub.close_streams();
+        shared.hub.close_streams();
         self.inner.listeners.close();
         self.inner.unhandled.close();
     }
@@ -251,10 +230,10 @@ impl CuratorFramework {
     /// tracker on, clients are detached (module `ensemble`) and a client re-established on the
     /// session closes it instead, whoever still holds a clone (`session::Closer`).
     async fn end_session(&self, session: Session) {
-        if !self.inner.config.ensemble.enabled() {
+        if !self.config().ensemble.enabled() {
             return crate::session::end_attached(session.client).await;
         }
-        match crate::session::Closer::new(&self.inner.config) {
+        match crate::session::Closer::new(self.config()) {
             Ok(closer) => closer.end(session.client).await,
             Err(err) => tracing::warn!(error = %err, "could not close the session (it expires on the server)"),
         }
@@ -265,7 +244,7 @@ impl CuratorFramework {
     /// of a session's client across waits (a cache pipelining its reads) must drop it then:
     /// the session ends only once every clone is dropped.
     pub async fn closing(&self) {
-        let mut shutdown = self.inner.shutdown.subscribe();
+        let mut shutdown = self.inner.shared.shutdown();
         let _ = shutdown.wait_for(|closing| *closing).await;
     }
 
@@ -276,7 +255,7 @@ impl CuratorFramework {
     /// session's old client, kept alive, could reconnect to a server that left the ensemble but
     /// still serves, and take the session back from the new client.
     pub async fn client_gone(&self, epoch: u64) {
-        let mut rx = self.inner.session.subscribe();
+        let mut rx = self.inner.shared.session();
         let _ = rx.wait_for(|slot| !matches!(slot, SessionSlot::Live(s) if s.epoch == epoch)).await;
     }
 
@@ -287,24 +266,24 @@ impl CuratorFramework {
 
     /// The latest connection state.
     pub fn connection_state(&self) -> ConnectionState {
-        self.inner.hub.current().state
+        self.inner.shared.hub.current().state
     }
 
     /// A `watch` of the latest connection-state transition.
     pub fn connection_state_watch(&self) -> watch::Receiver<ConnectionStateEvent> {
-        self.inner.hub.watch()
+        self.inner.shared.hub.watch()
     }
 
     /// The session of `generation` (see [`Session::generation`]) watched for its end: the one
     /// reading of session liveness for everything held on a session (module
     /// [`liveness`](crate::liveness)).
     pub fn liveness(&self, generation: u64) -> crate::liveness::SessionLiveness {
-        crate::liveness::SessionLiveness::new(generation, self.inner.hub.watch())
+        crate::liveness::SessionLiveness::new(generation, self.inner.shared.hub.watch())
     }
 
     /// An ordered stream of every connection-state transition from now on. None is dropped.
     pub fn connection_state_stream(&self) -> ConnectionStateStream {
-        self.inner.hub.listeners().stream()
+        self.inner.shared.hub.listeners().stream()
     }
 
     /// Calls `listener` with every connection-state transition, in order, on the blocking pool
@@ -315,7 +294,7 @@ impl CuratorFramework {
         F: Fn(&CuratorFramework, &ConnectionStateEvent) + Send + Sync + 'static,
     {
         let this = self.downgrade();
-        self.inner.hub.listeners().add_callback(Arc::new(move |event: &ConnectionStateEvent| {
+        self.inner.shared.hub.listeners().add_callback(Arc::new(move |event: &ConnectionStateEvent| {
             if let Some(fw) = this.upgrade() {
                 listener(&fw, event);
             }
@@ -325,7 +304,7 @@ impl CuratorFramework {
     /// Removes a connection-state listener; the transitions already queued for it are still
     /// delivered. False if it was not there.
     pub fn remove_connection_state_listener(&self, id: ListenerId) -> bool {
-        self.inner.hub.listeners().remove(id)
+        self.inner.shared.hub.listeners().remove(id)
     }
 
     /// A handle that does not keep the framework alive (for listeners the framework owns).
@@ -337,27 +316,27 @@ impl CuratorFramework {
     /// tracker on, the servers of the ensemble's latest configuration (Curator's
     /// `getCurrentConfig`, as a connect string; module [`ensemble`](crate::ensemble)).
     pub fn current_connect_string(&self) -> String {
-        self.inner.config.ensemble.current()
+        self.config().ensemble.current()
     }
 
     /// The error policy locks and leaders use.
     pub fn error_policy(&self) -> ErrorPolicy {
-        self.inner.config.error_policy
+        self.config().error_policy
     }
 
     /// The retry policy of this framework.
     pub fn retry_policy(&self) -> &Arc<dyn RetryPolicy> {
-        &self.inner.config.retry_policy
+        &self.config().retry_policy
     }
 
     /// The connection timeout.
     pub fn connection_timeout(&self) -> Duration {
-        self.inner.config.connection_timeout
+        self.config().connection_timeout
     }
 
     /// The data creates use when given none.
     pub fn default_data(&self) -> &[u8] {
-        &self.inner.config.default_data
+        &self.config().default_data
     }
 
     /// The ACLs the framework's provider gives the node at `path` (recipes use it for the nodes
@@ -365,13 +344,13 @@ impl CuratorFramework {
     /// the full path, namespace included, as in Curator.
     pub fn acl_for_path(&self, path: &str) -> Vec<zk::Acl> {
         let full = self.namespace().map(|ns| path::make_path(ns, path));
-        self.inner.config.acl_provider.acl_for_path(full.as_deref().unwrap_or(path))
+        self.config().acl_provider.acl_for_path(full.as_deref().unwrap_or(path))
     }
 
     /// Whether `creating_parent_containers_if_needed` makes containers (true by default) or
     /// plain persistent nodes.
     pub fn use_container_parents(&self) -> bool {
-        self.inner.config.use_container_parents
+        self.config().use_container_parents
     }
 
     /// Runs `work` in the background as part of this framework: [`close`](Self::close) waits
@@ -382,7 +361,7 @@ impl CuratorFramework {
         F: Future<Output = ()> + Send + 'static,
     {
         let ticket = self.track_background();
-        crate::background::spawn_detached(async move {
+        crate::task::spawn_detached(async move {
             let _ticket = ticket;
             work.await;
         });
@@ -410,8 +389,8 @@ impl CuratorFramework {
         let root = self.live_session(op_path).await?;
         let Some(ns) = &self.namespace else { return Ok(root) };
         if !ns.ensured.load(Ordering::Acquire) {
-            let acl = self.inner.config.acl_provider.as_ref();
-            match crate::ops::create::ensure_namespace(&root.client, &ns.path, acl).await {
+            let acl = self.config().acl_provider.as_ref();
+            match crate::parents::ensure_namespace(&root.client, &ns.path, acl).await {
                 Ok(()) => ns.ensured.store(true, Ordering::Release),
                 Err(err) => {
                     tracing::debug!(namespace = %ns.path, error = %err, "could not ensure namespace");
@@ -452,7 +431,7 @@ impl CuratorFramework {
         async {
             let started = std::time::Instant::now();
             let mut retry = self.retry_loop();
-            let mut shutdown = self.inner.shutdown.subscribe();
+            let mut shutdown = self.inner.shared.shutdown();
             loop {
                 let result = match self.session_for(path).await {
                     Ok(session) => tokio::select! {
@@ -489,7 +468,7 @@ impl CuratorFramework {
     /// [`DataTooLarge`](CuratorError::DataTooLarge) past it. For recipes that keep data to
     /// write later, so that bad input fails when it is given.
     pub fn check_data(&self, path: &str, data: &[u8]) -> Result<()> {
-        let max = self.inner.config.max_data_len;
+        let max = self.config().max_data_len;
         if data.len() > max {
             return Err(CuratorError::DataTooLarge { path: path.to_string(), len: data.len(), max });
         }
@@ -503,38 +482,17 @@ impl CuratorFramework {
     }
 
     pub(crate) fn config(&self) -> &Config {
-        &self.inner.config
+        &self.inner.shared.config
     }
+}
 
-    // --- for the session manager ---
-
-    pub(crate) fn set_live(inner: &Inner, client: zk::Client, generation: u64) {
-        if matches!(*inner.session.borrow(), SessionSlot::Closed) {
-            return;
-        }
-        let epoch = inner.epochs.fetch_add(1, Ordering::AcqRel) + 1;
-        inner.session.send_replace(SessionSlot::Live(Session { client, generation, epoch }));
-    }
-
-    pub(crate) fn set_empty(inner: &Inner) {
-        if matches!(*inner.session.borrow(), SessionSlot::Closed) {
-            return;
-        }
-        inner.session.send_replace(SessionSlot::Empty);
-    }
-
-    pub(crate) fn set_connect_error(inner: &Inner, error: Option<String>) {
-        if error.is_none() {
-            inner.fatal.send_if_modified(|f| f.take().is_some());
-        }
-        *inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
-    }
-
-    /// Records a failed attempt whose cause waiting cannot cure (TLS, refused credentials):
-    /// operations and `block_until_connected` fail with it at once until a session opens.
-    pub(crate) fn set_connect_failure(inner: &Inner, error: CuratorError) {
-        *inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
-        inner.fatal.send_replace(Some(error));
+impl CuratorFrameworkBuilder {
+    /// Checks the options and builds a framework that is not started yet. Bad options are an
+    /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which; TLS certificates or keys
+    /// that cannot be read are a [`Tls`](CuratorError::Tls) error.
+    pub fn build(self) -> Result<CuratorFramework> {
+        let (config, namespace) = self.into_config()?;
+        CuratorFramework::new(config, namespace.as_deref())
     }
 }
 
@@ -565,8 +523,6 @@ impl Drop for BackgroundTicket {
 /// The framework and what it hands out may move between tasks and threads.
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
-    const fn send<T: Send>() {}
     send_sync::<CuratorFramework>();
     send_sync::<Session>();
-    send::<crate::ops::Pending<String>>();
 };

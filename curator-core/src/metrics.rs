@@ -46,7 +46,7 @@
 //!
 //! Each event is recorded at the one place it already happens: connection states in the
 //! state hub (`state.rs`), session ends and failed connects in the session manager
-//! (`session.rs`), operations in [`CuratorFramework::call_with_retry`](crate::CuratorFramework::call_with_retry),
+//! (`session/follow.rs`, `session/connect.rs`), operations in [`CuratorFramework::call_with_retry`](crate::CuratorFramework::call_with_retry),
 //! lock waits and holds in `curator-recipes`' sequential-node core (behind every lock,
 //! semaphore and leader election), terms of leadership in its `Leadership` (and failed terms in
 //! the `LeaderSelector`'s run loop), and cache loads

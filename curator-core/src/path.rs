@@ -30,7 +30,7 @@ pub const PROTECTED_PREFIX_LEN: usize = 3 + 36 + 1;
 /// ([`DEFAULT_MAX_REQUEST_LEN`](crate::builder::DEFAULT_MAX_REQUEST_LEN)), so that a path and a
 /// namespace, each valid, always fit in one request. No request can carry a much longer path:
 /// the server would close the connection.
-pub const MAX_PATH_LEN: usize = crate::builder::DEFAULT_MAX_REQUEST_LEN / 2;
+pub const MAX_PATH_LEN: usize = crate::limits::DEFAULT_MAX_REQUEST_LEN / 2;
 
 /// Checks that `path` is a valid absolute ZooKeeper path, as the server would.
 ///

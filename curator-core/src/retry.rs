@@ -22,7 +22,7 @@ use std::time::Duration;
 use crate::error::CuratorError;
 
 pub mod deadline;
-mod retry_loop;
+pub(crate) mod retry_loop;
 pub use retry_loop::RetryLoop;
 
 /// Decides whether to retry an operation and how long to sleep first.

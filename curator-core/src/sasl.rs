@@ -69,28 +69,3 @@ impl SaslConfig {
         }
     }
 }
-
-/// What the server refused when it answers AUTH_FAILED, said from the credentials the framework
-/// gave: its SASL user, the schemes given with
-/// [`authorization`](crate::CuratorFrameworkBuilder::authorization) (an unknown scheme is refused
-/// so; the credentials themselves are never shown), or none at all (the server requires SASL).
-pub(crate) fn auth_failed_detail(config: &crate::builder::Config) -> String {
-    const FINAL: &str = "the framework no longer connects: close it and build one with";
-    let sasl = config.sasl.as_ref().map(|s| format!("{} user {:?}", s.mechanism(), s.username()));
-    let schemes = config.auth.iter().map(|(scheme, _)| format!("authorization({scheme:?}, ..)")).collect::<Vec<_>>();
-    let schemes = schemes.join(" or ");
-    match (sasl, schemes.is_empty()) {
-        (None, true) => format!(
-            "the server requires authentication (SASL) that this framework does not give; {FINAL} CuratorFrameworkBuilder::sasl_digest"
-        ),
-        (Some(sasl), true) => {
-            format!("the server refused the session's SASL credentials ({sasl}); {FINAL} the right credentials")
-        }
-        (None, false) => format!(
-            "the server refused {schemes}: it has no such authentication scheme, or the scheme's provider refused the credential; {FINAL} other credentials"
-        ),
-        (Some(sasl), false) => format!(
-            "the server refused the session's credentials, SASL ({sasl}) or {schemes}: a wrong SASL user or password, an authentication scheme it does not have, or a credential the scheme's provider refused; {FINAL} other credentials"
-        ),
-    }
-}

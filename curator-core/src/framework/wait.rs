@@ -1,7 +1,13 @@
 //! How an operation waits for a connected session (docs/architecture.md section 3.4).
 
-use super::{CuratorFramework, Session, SessionSlot};
+use std::future::Future;
+use std::pin::Pin;
+
+use tokio::time::Instant;
+
+use super::{CuratorFramework, Session};
 use crate::error::{CuratorError, Result};
+use crate::shared::SessionSlot;
 
 impl CuratorFramework {
     /// Waits for a live, connected session: up to the connection timeout, or the task's
@@ -9,9 +15,10 @@ impl CuratorFramework {
     /// session is being opened and no attempt has failed yet, until that session is up, at
     /// most the session timeout from now (as Curator's ZooKeeper handle holds a request).
     pub(super) async fn live_session(&self, op_path: &str) -> Result<Session> {
-        let mut rx = self.inner.session.subscribe();
-        let connected = self.inner.hub.watch();
-        let mut fatal = self.inner.fatal.subscribe();
+        let shared = &self.inner.shared;
+        let mut rx = shared.session();
+        let connected = shared.hub.watch();
+        let mut fatal = shared.fatal();
         let wait = async {
             loop {
                 match &*rx.borrow_and_update() {
@@ -33,33 +40,25 @@ impl CuratorFramework {
         // While closing, background work (guaranteed deletes) may still finish: the slot says
         // Closed once the session is gone.
         self.check_started()?;
-        // Under a deadline (module `retry::deadline`) the wait ends at the earlier of the two.
-        // A connection timeout too large to add to now (`Duration::MAX`) waits without end.
-        let config = &self.inner.config;
+        // First bound: the connection timeout. A connection timeout too large to add to now
+        // (`Duration::MAX`) waits without end.
+        let config = &shared.config;
         let now = tokio::time::Instant::now();
         let task_deadline = crate::retry::deadline::current();
         let limit = now.checked_add(config.connection_timeout);
-        let deadline = task_deadline.filter(|d| limit.is_none_or(|l| *d < l));
-        let Some(until) = deadline.or(limit) else { return wait.await };
         tokio::pin!(wait);
-        match tokio::time::timeout_at(until, &mut wait).await {
-            Ok(r) => return r,
-            Err(_) if deadline.is_some() => return Err(crate::retry::deadline::timeout(op_path)),
-            Err(_) => {}
+        if let Some(r) = within(wait.as_mut(), limit, task_deadline, op_path).await {
+            return r;
         }
-        // Past the connection timeout, a request made while a session is being opened (the
-        // first, or the next after a loss) and no attempt has failed yet is held, as Curator's
-        // ZooKeeper handle holds it, until that session is up, at most the session timeout from
-        // when it was made: the bound of the attempt itself (section 3.4).
-        let opening = matches!(*self.inner.session.borrow(), SessionSlot::Empty)
-            && self.inner.last_connect_error.lock().unwrap_or_else(|e| e.into_inner()).is_none();
-        let held = now.checked_add(config.session_timeout).filter(|held| opening && *held > until);
+        // Second bound: past the connection timeout, a request made while a session is being
+        // opened (the first, or the next after a loss) and no attempt has failed yet is held, as
+        // Curator's ZooKeeper handle holds it, until that session is up, at most the session
+        // timeout from when it was made: the bound of the attempt itself (section 3.4).
+        let opening = shared.is_opening();
+        let held = now.checked_add(config.session_timeout).filter(|held| opening && limit.is_some_and(|l| *held > l));
         if let Some(held) = held {
-            let deadline = task_deadline.filter(|d| *d < held);
-            match tokio::time::timeout_at(deadline.unwrap_or(held), &mut wait).await {
-                Ok(r) => return r,
-                Err(_) if deadline.is_some() => return Err(crate::retry::deadline::timeout(op_path)),
-                Err(_) => {}
+            if let Some(r) = within(wait.as_mut(), Some(held), task_deadline, op_path).await {
+                return r;
             }
         }
         let opened = if held.is_some() {
@@ -74,5 +73,23 @@ impl CuratorFramework {
                 config.connection_timeout
             ),
         })
+    }
+}
+
+/// Runs `wait` until `bound` (none: without end) or, if earlier, the task's deadline (module
+/// `retry::deadline`): its result, the deadline's [`Timeout`](CuratorError::Timeout) if that came
+/// first, or `None` once `bound` passed. The one place the wait checks the deadline.
+async fn within<T>(
+    wait: Pin<&mut impl Future<Output = Result<T>>>,
+    bound: Option<Instant>,
+    task_deadline: Option<Instant>,
+    op_path: &str,
+) -> Option<Result<T>> {
+    let deadline = task_deadline.filter(|d| bound.is_none_or(|b| *d < b));
+    let Some(until) = deadline.or(bound) else { return Some(wait.await) };
+    match tokio::time::timeout_at(until, wait).await {
+        Ok(r) => Some(r),
+        Err(_) if deadline.is_some() => Some(Err(crate::retry::deadline::timeout(op_path))),
+        Err(_) => None,
     }
 }

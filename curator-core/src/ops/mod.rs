@@ -11,7 +11,6 @@ pub mod write;
 
 use std::future::{Future, IntoFuture};
 use std::io::{Read, Write};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +20,7 @@ use crate::background::{BackgroundCallback, CuratorEvent, CuratorEventType, Even
 use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
 
-/// A boxed, sendable future.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+pub use crate::task::BoxFuture;
 
 /// The kind of node a create makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -122,7 +120,8 @@ impl<T: EventData + Send + 'static> Pending<T> {
     /// the server in the order they were submitted (module `ordered`).
     fn spawn(self, callback: Option<BackgroundCallback>) {
         let Pending { fw, kind, path, future } = self;
-        let (queue_fw, queue_path) = (fw.clone(), path.clone());
+        let ready = fw.session_ready(&path);
+        let (queue, queue_path) = (fw.clone(), path.clone());
         let run = Box::pin(async move {
             let result = future.await;
             let mut event = CuratorEvent::new(kind, &path);
@@ -135,9 +134,32 @@ impl<T: EventData + Send + 'static> Pending<T> {
             }
             fw.deliver(event, callback);
         });
-        queue_fw.inner.background.submit(&queue_fw, &queue_path, run);
+        queue.inner.background.submit(&queue_path, ready, run);
     }
 }
+
+impl CuratorFramework {
+    /// A background operation's wait for its turn in the queue (module `ordered`): until a
+    /// session can take its request. The operation waits for a session itself (up to the
+    /// connection timeout) and reports any error; waiting here as well only keeps its place in
+    /// line. Bounded by its own connection timeout from now (its submission), so that a queue
+    /// built up during an outage does not add up waits.
+    fn session_ready(&self, path: &str) -> BoxFuture<()> {
+        let (fw, path) = (self.clone(), path.to_string());
+        let limit = crate::retry::deadline::deadline_after(tokio::time::Instant::now(), fw.connection_timeout());
+        Box::pin(async move {
+            if tokio::time::timeout_at(limit, fw.session_for(&path)).await.is_err() {
+                tracing::debug!(path = %path, "background operation goes on without a connection");
+            }
+        })
+    }
+}
+
+/// What operations hand out may move between tasks and threads.
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<Pending<String>>();
+};
 
 impl<T: Send + 'static> IntoFuture for Pending<T> {
     type Output = Result<T>;
@@ -167,7 +189,7 @@ impl WatchTarget {
     /// Waits for the watch in a task of its own and tells whoever asked.
     pub(crate) fn deliver(&self, fw: &CuratorFramework, path: &str, watcher: zk::OneshotWatcher) {
         let (fw, path, target) = (fw.clone(), path.to_string(), self.clone());
-        crate::background::spawn_detached(async move {
+        crate::task::spawn_detached(async move {
             let event = watcher.changed().await;
             tracing::debug!(path = %path, event = ?event.event_type, state = ?event.session_state, "watch fired");
             match target {

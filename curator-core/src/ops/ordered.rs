@@ -24,16 +24,14 @@
 use std::sync::Mutex;
 
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
-use crate::framework::CuratorFramework;
-use crate::ops::BoxFuture;
+use crate::task::BoxFuture;
 
-/// One submitted background operation: its whole run, delivery of its event included.
+/// One submitted background operation: its wait for a session, then its whole run, delivery of
+/// its event included.
 struct Job {
-    fw: CuratorFramework,
     path: String,
-    submitted: Instant,
+    ready: BoxFuture<()>,
     run: BoxFuture<()>,
 }
 
@@ -50,9 +48,11 @@ impl std::fmt::Debug for Queue {
 }
 
 impl Queue {
-    /// Queues `run` (the background operation on `path`) behind every earlier one.
-    pub(crate) fn submit(&self, fw: &CuratorFramework, path: &str, run: BoxFuture<()>) {
-        let job = Job { fw: fw.clone(), path: path.to_string(), submitted: Instant::now(), run };
+    /// Queues `run` (the background operation on `path`) behind every earlier one; `ready`
+    /// resolves once a session can take its request, or once the operation should go on
+    /// without one (its own wait then reports why).
+    pub(crate) fn submit(&self, path: &str, ready: BoxFuture<()>, run: BoxFuture<()>) {
+        let job = Job { path: path.to_string(), ready, run };
         let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
         let job = match tx.as_ref() {
             None => job,
@@ -76,22 +76,17 @@ impl Queue {
 }
 
 /// Sends each job's first request in turn (see the module docs). Holds no framework between
-/// jobs, so it ends when the framework's last handle (and with it the queue's sender) is gone.
+/// jobs (only a waiting job's `ready` does), so it ends when the framework's last handle (and
+/// with it the queue's sender) is gone.
 async fn dispatch(mut rx: mpsc::UnboundedReceiver<Job>) {
-    while let Some(Job { fw, path, submitted, mut run }) = rx.recv().await {
-        // The operation waits for a session itself (up to the connection timeout) and reports
-        // any error; waiting here as well only keeps its place in line. Bounded by the job's own
-        // connection timeout, so that a queue built up during an outage does not add up waits.
-        let limit = crate::retry::deadline::deadline_after(submitted, fw.connection_timeout());
-        if tokio::time::timeout_at(limit, fw.session_for(&path)).await.is_err() {
-            tracing::debug!(path = %path, "background operation goes on without a connection");
-        }
-        drop(fw);
+    while let Some(Job { path, ready, mut run }) = rx.recv().await {
+        tracing::trace!(path = %path, "background operation's turn");
+        ready.await;
         // Out of tokio's cooperative budget (a long queue spends it), a timer or a channel in
         // the operation's path could answer "not yet" and the request would not go out in this
         // poll: the first poll runs unconstrained.
         if futures::poll!(tokio::task::unconstrained(run.as_mut())).is_pending() {
-            crate::background::spawn_detached(run);
+            crate::task::spawn_detached(run);
         }
     }
 }

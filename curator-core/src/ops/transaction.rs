@@ -18,37 +18,10 @@ use zookeeper_client as zk;
 
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
+pub use crate::event::TransactionResult;
 use crate::framework::CuratorFramework;
 use crate::ops::{check_acl, check_request_len, check_version, op_len, CreateMode, Pending};
 use crate::path;
-
-/// The result of one operation of a committed transaction.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TransactionResult {
-    /// A node was created at `path` (sequence number included).
-    Create {
-        /// The path created.
-        path: String,
-    },
-    /// A node was deleted.
-    Delete {
-        /// The node.
-        path: String,
-    },
-    /// Data was written.
-    SetData {
-        /// The node.
-        path: String,
-        /// Its new stat.
-        stat: zk::Stat,
-    },
-    /// A version check passed.
-    Check {
-        /// The node.
-        path: String,
-    },
-}
 
 #[derive(Debug, Clone)]
 enum Op {

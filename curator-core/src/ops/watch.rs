@@ -1,11 +1,13 @@
 //! Persistent and persistent-recursive watches (ZooKeeper 3.6+): `watches().add()`.
 //!
 //! This module owns every workaround the framework needs around zookeeper-client's watchers;
-//! nothing else in the workspace polls a raw persistent watcher:
+//! nothing else in the workspace polls a raw persistent watcher but the private `Fused`
+//! wrapper it is built on (module `watcher`, below this module and the session manager, which
+//! both use it):
 //!
 //! - **Never poll after the session ended.** zookeeper-client panics if a watcher is polled
 //!   after it delivered a terminal session event. [`PersistentWatch::next`] returns `None`
-//!   instead (and so does the session manager's event watch, built on the same private `Fused` wrapper); the
+//!   instead (and so does the session manager's event watch, built on the same `Fused`); the
 //!   caller adds a new watch on the new session.
 //! - **Re-add after a reconnection.** zookeeper-client 0.11.2 re-registers only one-shot watches
 //!   when it reconnects (its `resend_watches` never raises the watch-kind index), so a persistent
@@ -37,6 +39,7 @@ use crate::listeners::Listeners;
 use crate::ops::Pending;
 use crate::path;
 use crate::retry::RetryLoop;
+use crate::watcher::Fused;
 
 pub use zookeeper_client::AddWatchMode;
 
@@ -139,14 +142,14 @@ impl AddWatchBuilder {
                     queue.start(handle);
                 }
                 queue.add_callback(Arc::new(move |event: &zk::WatchedEvent| watcher(event.clone())));
-                crate::background::spawn_detached(async move {
+                crate::task::spawn_detached(async move {
                     while let Some(event) = watch.next().await {
                         queue.publish(event);
                     }
                     queue.close();
                 });
                 return Ok(PersistentWatch {
-                    inner: Fused(None),
+                    inner: Fused::ended(),
                     generation: 0,
                     epoch: 0,
                     fw: None,
@@ -157,30 +160,6 @@ impl AddWatchBuilder {
             }
             Ok(watch)
         })
-    }
-}
-
-/// A raw persistent watcher that is never polled after its session ended.
-#[derive(Debug)]
-pub(crate) struct Fused(Option<zk::PersistentWatcher>);
-
-impl Fused {
-    pub(crate) fn new(watcher: zk::PersistentWatcher) -> Self {
-        Self(Some(watcher))
-    }
-
-    /// The next event, or `None` once a terminal session event was delivered (and ever after).
-    pub(crate) async fn next(&mut self) -> Option<zk::WatchedEvent> {
-        let watcher = self.0.as_mut()?;
-        let event = watcher.changed().await;
-        if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
-            self.0 = None;
-        }
-        Some(event)
-    }
-
-    pub(crate) fn is_terminated(&self) -> bool {
-        self.0.is_none()
     }
 }
 

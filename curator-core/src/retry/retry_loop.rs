@@ -24,8 +24,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::{CuratorError, Result};
-use crate::framework::CuratorFramework;
 use crate::retry::{deadline, RetryPolicy};
+#[cfg(doc)]
+use crate::CuratorFramework;
+
+/// Whether the framework a loop stops with is closed (made by [`RetryLoop::new`], in module
+/// `framework`, from the framework given). This module names no framework: the session
+/// manager, below the framework, runs its backoff through a loop too.
+pub(crate) type IsClosed = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// One run of a retry policy over one logical operation.
 ///
@@ -41,18 +47,34 @@ use crate::retry::{deadline, RetryPolicy};
 /// };
 /// # drop(children); Ok(()) }
 /// ```
-#[derive(Debug)]
 pub struct RetryLoop {
     policy: Arc<dyn RetryPolicy>,
-    framework: Option<CuratorFramework>,
+    closed: Option<IsClosed>,
     started: Instant,
     retries: u32,
 }
 
+impl std::fmt::Debug for RetryLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetryLoop")
+            .field("policy", &self.policy)
+            .field("stops_with_framework", &self.closed.is_some())
+            .field("started", &self.started)
+            .field("retries", &self.retries)
+            .finish()
+    }
+}
+
 impl RetryLoop {
-    /// A loop under `policy` that stops retrying once `framework` (if any) is closed.
-    pub fn new(policy: Arc<dyn RetryPolicy>, framework: Option<&CuratorFramework>) -> Self {
-        Self { policy, framework: framework.cloned(), started: Instant::now(), retries: 0 }
+    /// A loop under `policy` that stops retrying once `closed` (if any) says its framework is
+    /// closed. [`RetryLoop::new`] is the public way to make one.
+    pub(crate) fn stopping_when(policy: Arc<dyn RetryPolicy>, closed: Option<IsClosed>) -> Self {
+        Self { policy, closed, started: Instant::now(), retries: 0 }
+    }
+
+    /// Whether the loop's framework, if it has one, is closed.
+    fn framework_closed(&self) -> bool {
+        self.closed.as_ref().is_some_and(|closed| closed())
     }
 
     /// After a failed attempt: sleeps and returns `Ok(())` when the policy allows another
@@ -63,7 +85,7 @@ impl RetryLoop {
         // short). That is an unknown outcome, or any error the policy retries (one that retries
         // `NodeExists` too). A definite answer the policy does not retry stays the answer.
         let retried = err.is_retryable() || self.policy.allow_retry_on(&err);
-        if retried && self.framework.as_ref().is_some_and(CuratorFramework::is_closed) {
+        if retried && self.framework_closed() {
             tracing::debug!(error = %err, retries = self.retries, "giving up: the framework is closed");
             return Err(CuratorError::Closed);
         }
@@ -93,7 +115,7 @@ impl RetryLoop {
     /// The pause before the next attempt after `err`, or `None` to give up. Does not sleep and
     /// does not count the retry: for loops that wait on something else meanwhile.
     pub fn pause_for(&self, err: &CuratorError) -> Option<std::time::Duration> {
-        if !self.policy.allow_retry_on(err) || self.framework.as_ref().is_some_and(CuratorFramework::is_closed) {
+        if !self.policy.allow_retry_on(err) || self.framework_closed() {
             return None;
         }
         self.policy.allow_retry(self.retries, self.started.elapsed())
@@ -124,26 +146,12 @@ impl RetryLoop {
     /// [`allow_retry`](RetryPolicy::allow_retry) decides (its `allow_retry_on` is about
     /// operations' errors), and nothing is retried once the framework is closed. Does not sleep.
     pub fn next_pause_after_failure(&mut self) -> Option<std::time::Duration> {
-        if self.framework.as_ref().is_some_and(CuratorFramework::is_closed) {
+        if self.framework_closed() {
             return None;
         }
         let pause = self.policy.allow_retry(self.retries, self.started.elapsed())?;
         self.retries += 1;
         Some(pause)
-    }
-}
-
-impl CuratorFramework {
-    /// A [`RetryLoop`] under this framework's retry policy.
-    pub fn retry_loop(&self) -> RetryLoop {
-        RetryLoop::new(self.retry_policy().clone(), Some(self))
-    }
-
-    /// A [`RetryLoop`] for cleanups that must not give up with the user's policy (deleting an
-    /// abandoned node, a guaranteed delete): it retries every retryable error, backing off from
-    /// 50 ms to 2 s, until the framework closes.
-    pub fn cleanup_retry_loop(&self) -> RetryLoop {
-        RetryLoop::new(Arc::new(crate::retry::CLEANUP_BACKOFF), Some(self))
     }
 }
 

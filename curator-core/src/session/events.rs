@@ -6,7 +6,7 @@ use std::time::Instant;
 use zookeeper_client as zk;
 
 use super::SESSION_EVENTS_PATH;
-use crate::ops::watch::Fused;
+use crate::watcher::Fused;
 
 /// The session's events in order. zookeeper-client's `StateWatcher` keeps only the latest state
 /// (a cut followed by a reconnection 3 ms later can show as no change at all), whereas every

@@ -1,5 +1,6 @@
-//! Ending a session: waiting for a dropped client to end, closing the session of a detached
-//! client (docs/architecture.md sections 3.2 and 3.7), and learning at once, after a
+//! Ending a session (docs/architecture.md section 3.1, step 6, and sections 3.2 and 3.7):
+//! waiting for a dropped client to end, closing the session of a detached client, the manager's
+//! ending of a session it abandons or holds when it stops, and learning at once, after a
 //! disconnection, whether the session was closed or expired on the server meanwhile (3.2).
 //!
 //! While the ensemble tracker is on, the framework's clients are detached: dropping one sends no
@@ -7,7 +8,7 @@
 //! session for good closes it with a [`Closer`]: `close()`, the session manager when it abandons
 //! a session presumed lost, and the session manager when every handle of the framework was
 //! dropped without `close()` (the manager's task outlives the framework's last handle; it holds
-//! its own `Closer`, since the framework's options are gone with it).
+//! its own `Closer`, built once when it starts, since the framework's options are gone with it).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
+use super::Manager;
 use crate::builder::Config;
 use crate::ensemble::Ensemble;
 use crate::error::CuratorError;
@@ -76,7 +78,7 @@ impl Closer {
     /// A closer with the framework's options.
     pub(crate) fn new(config: &Config) -> Result<Self, CuratorError> {
         Ok(Closer {
-            connector: super::connector(config, false)?,
+            connector: super::connect::connector(config, false)?,
             ensemble: config.ensemble.clone(),
             tls: config.tls.is_some(),
         })
@@ -92,7 +94,7 @@ impl Closer {
         let closer = self.connector.clone().with_session(session);
         tracing::debug!(session = %id, connect_string = %servers, "closing the session");
         let closed = tokio::time::timeout(CLOSE_WAIT, async {
-            let client = super::open(closer, &servers, self.tls).await?;
+            let client = super::connect::open(closer, &servers, self.tls).await?;
             let mut states = client.state_watcher();
             drop(client);
             ended(&mut states).await;
@@ -130,7 +132,7 @@ impl Closer {
                 let probe = this.connector.clone().with_detached().with_session(session.clone());
                 tracing::debug!(session = %id, connect_string = %servers, "resuming the session to learn whether it lives");
                 let tls = this.tls;
-                async move { super::open(probe.with_connection_timeout(bound), &servers, tls).await }
+                async move { super::connect::open(probe.with_connection_timeout(bound), &servers, tls).await }
             };
             let mut attempts = futures::stream::FuturesUnordered::new();
             let mut pause = RESUME_PAUSE;
@@ -173,6 +175,43 @@ impl Closer {
         }
         if alive {
             self.close(info).await;
+        }
+    }
+}
+
+impl Manager {
+    /// What ends the sessions of the framework's clients, if they are detached.
+    fn detached_closer(&self) -> Option<&Closer> {
+        self.closer.as_ref().filter(|_| self.detached)
+    }
+
+    /// The manager stops while it holds `client`. If `close()` stopped it (the shutdown signal
+    /// says so) and `published` (the client was put in the session slot, so `close()` knows
+    /// of it), `close()` ends the session. If every handle of the framework was dropped without
+    /// `close()` (the shutdown sender went with the framework), or `close()` cannot know of the
+    /// client, the manager ends it here, in its own task, so that the ephemeral nodes and locks
+    /// of the session go at once: a client that is not detached sends CloseSession when
+    /// dropped; a detached one (tracker on) is closed by the manager's `Closer`. Nothing of this
+    /// runs in a `Drop`, so dropping the last handle outside a runtime neither panics nor
+    /// blocks; if the runtime itself is gone, so is this task, and the session expires on the
+    /// server.
+    pub(super) async fn abandon(&self, client: zk::Client, published: bool) {
+        if published && *self.shutdown.borrow() {
+            return;
+        }
+        tracing::debug!(session = %client.session_id(), "the framework stopped without ending this session: ending it");
+        match self.detached_closer() {
+            Some(closer) => closer.end(client).await,
+            None => end_attached(client).await,
+        }
+    }
+
+    /// Abandons a session that is lost: a detached client (tracker on) sent no CloseSession
+    /// when it was dropped, so the session is closed in the background if a server may still
+    /// take it (`alive`), as a client that is not detached does when dropped (section 3.2).
+    pub(super) fn close_lost(&self, alive: Option<zk::SessionInfo>) {
+        if let (Some(info), Some(closer)) = (alive, self.detached_closer().cloned()) {
+            crate::task::spawn_detached(async move { closer.close(info).await });
         }
     }
 }
