@@ -252,7 +252,8 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
                 ServiceType::Static | ServiceType::Permanent => CreateMode::Persistent,
             };
             tracing::debug!(%path, ?mode, "registering a service instance");
-            let node = Arc::new(PersistentNode::builder(&self.inner.fw, &path).mode(mode).data(bytes).start()?);
+            let node = Arc::new(PersistentNode::builder(&self.inner.fw, &path).mode(mode).data(bytes).build()?);
+            node.start()?;
             state.registrations.insert(instance.id.clone(), Registration { instance, node: node.clone() });
             node
         };
