@@ -352,11 +352,11 @@ async fn deletes_node_when_closed() {
     fw.close().await;
 }
 
-/// TestPersistentEphemeralNode.testClosingMultipleTimes. Ours: `close` takes the node by value,
-/// so a second close does not compile (`node.close().await; node.close().await;` is a use after
-/// move); dropping the node instead closes it too, deleting the node in the background.
+/// TestPersistentEphemeralNode.testClosingMultipleTimes: a second close does nothing (and a
+/// close of a node never started neither waits nor creates); dropping the node instead closes
+/// it too, deleting the node in the background.
 #[tokio::test]
-async fn close_consumes_the_node_and_drop_deletes_it() {
+async fn close_is_idempotent_and_drop_deletes_it() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = format!("{}/foo", unique_path("pen-closetwice"));
@@ -365,6 +365,13 @@ async fn close_consumes_the_node_and_drop_deletes_it() {
     let actual = created(&node).await;
     node.close().await;
     assert!(stat(&fw, &actual).await.is_none());
+    tokio::time::timeout(deadline(), node.close()).await.expect("a second close returns");
+    assert_eq!(node.state(), curator_core::lifecycle::LifeState::Closed);
+
+    let never = PersistentNode::builder(&fw, &path).build().unwrap();
+    tokio::time::timeout(deadline(), never.close()).await.expect("a close of a latent node returns");
+    assert!(matches!(never.start(), Err(CuratorError::AlreadyClosed { .. })));
+    assert!(stat(&fw, &path).await.is_none());
 
     let node = PersistentNode::builder(&fw, &path).build().unwrap();
     node.start().unwrap();

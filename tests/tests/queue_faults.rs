@@ -315,37 +315,17 @@ async fn lifecycle_errors_are_typed_and_a_refused_start_closes_the_queue() {
             .unwrap();
         let path = format!("{parent}/q");
         let consume = |_item: String| async { Ok::<(), String>(()) };
-        let kinds: [(&str, Box<dyn Fn() -> RefusedQueue>); 4] = [
-            (
-                "DistributedQueue",
-                Box::new(|| {
-                    RefusedQueue::Plain(DistributedQueue::builder(&fw, &path, StringSerializer).build().unwrap())
-                }),
-            ),
-            (
-                "DistributedIdQueue",
-                Box::new(|| {
-                    let b = DistributedQueue::builder(&fw, &path, StringSerializer).consumer(consume);
-                    RefusedQueue::Id(b.build_id_queue().unwrap())
-                }),
-            ),
+        let builder = || DistributedQueue::builder(&fw, &path, StringSerializer);
+        let kinds = [
+            ("DistributedQueue", RefusedQueue::Plain(builder().build().unwrap())),
+            ("DistributedIdQueue", RefusedQueue::Id(builder().consumer(consume).build_id_queue().unwrap())),
             (
                 "DistributedPriorityQueue",
-                Box::new(|| {
-                    let b = DistributedQueue::builder(&fw, &path, StringSerializer).lock_path(&format!("{parent}/l"));
-                    RefusedQueue::Priority(b.build_priority_queue(0).unwrap())
-                }),
+                RefusedQueue::Priority(builder().lock_path(&format!("{parent}/l")).build_priority_queue(0).unwrap()),
             ),
-            (
-                "DistributedDelayQueue",
-                Box::new(|| {
-                    let b = DistributedQueue::builder(&fw, &path, StringSerializer).consumer(consume);
-                    RefusedQueue::Delay(b.build_delay_queue().unwrap())
-                }),
-            ),
+            ("DistributedDelayQueue", RefusedQueue::Delay(builder().consumer(consume).build_delay_queue().unwrap())),
         ];
-        for (what, make) in kinds {
-            let refused = make();
+        for (what, refused) in kinds {
             let mut events = refused.events();
             let started = std::time::Instant::now();
             refused.start().expect("start only spawns the task");
