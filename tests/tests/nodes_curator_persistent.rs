@@ -299,6 +299,26 @@ async fn no_server_at_start() {
     fw.close().await;
 }
 
+/// The framework closed before the node was ever created (no server): `ready()` returns
+/// (`Closed`, the node closed with its framework) instead of waiting for a first create that
+/// can no longer come, and `close` returns too.
+#[tokio::test]
+async fn ready_returns_when_the_framework_closes_before_the_first_create() {
+    init_tracing();
+    let mut server = TestingServer::start().await.unwrap();
+    server.stop().await.unwrap();
+    let fw = builder(&server.connect_string()).build().unwrap();
+    fw.start().unwrap();
+    let node = PersistentNode::builder(&fw, &unique_path("pen-fwclosed")).build().unwrap();
+    node.start().unwrap();
+    let waiting = node.ready();
+    fw.close().await;
+    let r = tokio::time::timeout(deadline(), waiting).await.expect("ready returns");
+    assert!(matches!(r, Err(CuratorError::Closed)), "{r:?}");
+    assert_eq!(node.state(), curator_core::lifecycle::LifeState::Closed);
+    tokio::time::timeout(deadline(), node.close()).await.expect("close returns");
+}
+
 /// TestPersistentEphemeralNode.testSettingData and testSettingDataSequential, written once:
 /// each `set_data` reaches the node (an observer's watch fires), the actual path stays, and
 /// the close deletes the node (the watch fires once more).

@@ -116,6 +116,11 @@ pub(super) async fn run(shared: Arc<Shared>, readiness: Readiness) {
             State::Stuck => keeper.stuck().await,
         };
     }
+    if keeper.fw.is_closed() && !keeper.readiness.is_reported() {
+        // The framework closed before a first outcome: none can come now. (The node's own close
+        // has woken `ready` already.)
+        keeper.readiness.refused(CuratorError::Closed);
+    }
     keeper.finish().await;
 }
 

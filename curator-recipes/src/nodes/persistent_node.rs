@@ -237,6 +237,7 @@ impl PersistentNode {
     /// The refusal of the first create, which closed the node
     /// ([`CuratorError::is_permanent`]: [`CuratorError::NoAuth`] for an ACL that refuses the
     /// client, [`CuratorError::InvalidAcl`]...; Curator only logs it);
+    /// [`CuratorError::Closed`] when the framework closed first (the node closes with it);
     /// [`CuratorError::NotStarted`] before [`start`](Self::start);
     /// [`CuratorError::AlreadyClosed`] when closed before a first outcome.
     pub async fn ready(&self) -> Result<()> {
@@ -310,16 +311,18 @@ impl PersistentNode {
 
     /// The last error that retrying cannot fix (no permission, a missing parent with parent
     /// creation off), cleared by the next successful create. The node tries again after the
-    /// next connection change or `set_data`.
+    /// next connection change or `set_data`, unless the error refused its first create for
+    /// good: then it is closed (see [`ready`](Self::ready)).
     pub fn last_error(&self) -> Option<CuratorError> {
         self.shared.last_error.borrow().clone()
     }
 
     /// Resolves with the node's error once it is one no retry mends
     /// ([`CuratorError::is_permanent`]: no permission to create it, say); pending while there is
-    /// none. The keeper goes on trying after such an error (at the next connection change); this
-    /// is for a caller that waits for the create and must not wait out a refusal (service
-    /// discovery's `register`).
+    /// none. Such an error on the first create closes the node (as [`ready`](Self::ready) says);
+    /// after the node was first made, the keeper goes on trying (at the next connection
+    /// change). For a caller that waits for the create and must not wait out a refusal
+    /// (service discovery's `register`).
     pub async fn refused(&self) -> CuratorError {
         let mut error = self.shared.last_error.subscribe();
         let found = error.wait_for(|e| e.as_ref().is_some_and(CuratorError::is_permanent)).await.map(|e| e.clone());
