@@ -252,12 +252,14 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
                 ServiceType::Static | ServiceType::Permanent => CreateMode::Persistent,
             };
             tracing::debug!(%path, ?mode, "registering a service instance");
-            let node = Arc::new(PersistentNode::builder(&self.inner.fw, &path).mode(mode).data(bytes).start()?);
+            let node = Arc::new(PersistentNode::builder(&self.inner.fw, &path).mode(mode).data(bytes).build()?);
+            node.start()?;
             state.registrations.insert(instance.id.clone(), Registration { instance, node: node.clone() });
             node
         };
         let created = tokio::select! {
-            created = node.wait_for_initial_create(self.inner.fw.connection_timeout()) => created,
+            // The refusal first: it closes the node, which also ends the wait for the create.
+            biased;
             refusal = node.refused() => {
                 // Refused for good (no permission to create, say): nothing stays registered, so
                 // that the caller's next register tries again rather than updating nothing.
@@ -272,6 +274,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
                 }
                 return Err(refusal.into());
             }
+            created = node.wait_for_initial_create(self.inner.fw.connection_timeout()) => created,
         };
         if created {
             tracing::debug!(path = ?node.actual_path(), "registered a service instance");

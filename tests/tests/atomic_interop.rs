@@ -414,7 +414,8 @@ async fn shared_counts_see_each_others_values() {
     assert_eq!(java.command(&format!("COUNT_OPEN {path} 0")).await, ["0", "0"], "Java made the node");
     let count = SharedCount::new(&f.fw, &path, 100).expect("count");
     let mut events = count.events();
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     assert_eq!(count.versioned_value().expect("count"), VersionedValue { version: 0, value: 0 }, "Java's seed");
 
     // Java sets, we hear it.
@@ -451,7 +452,7 @@ async fn shared_counts_see_each_others_values() {
     assert_eq!((data, stat.version), (9i32.to_be_bytes().to_vec(), 4));
     assert!(!java.changes.lock().unwrap().contains(&8) && !java.changes.lock().unwrap().contains(&10));
 
-    count.close();
+    count.close().await;
     java.quit().await;
     f.close().await;
 }

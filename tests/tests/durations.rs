@@ -402,7 +402,8 @@ async fn recipe_waits_take_every_extreme() {
                 .max_items(10)
                 .build()
                 .unwrap();
-        queue.start().await.unwrap();
+        queue.start().unwrap();
+        queue.ready().await.unwrap();
         assert!(bounded(name, queue.put_timeout(&"x".to_string(), d)).await.unwrap(), "put_timeout({name})");
         assert!(
             bounded(name, queue.put_multi_timeout(&["y".to_string()], d)).await.unwrap(),
@@ -419,11 +420,14 @@ async fn recipe_waits_take_every_extreme() {
         latch.close().await.unwrap();
 
         // A node and a member, once created.
-        let node = PersistentNode::builder(&fw, &unique_path("extreme-node")).start().unwrap();
+        let node = PersistentNode::builder(&fw, &unique_path("extreme-node")).build().unwrap();
+        node.start().unwrap();
         assert!(node.wait_for_initial_create(Timing::new().deadline()).await);
         assert!(bounded(name, node.wait_for_initial_create(d)).await, "wait_for_initial_create({name})");
         node.close().await;
-        let member = GroupMember::builder(&fw, &unique_path("extreme-group"), "me").start().await.unwrap();
+        let member = GroupMember::builder(&fw, &unique_path("extreme-group"), "me").build().unwrap();
+        member.start().unwrap();
+        member.ready().await.unwrap();
         assert!(member.wait_for_registration(Timing::new().deadline()).await);
         assert!(bounded(name, member.wait_for_registration(d)).await, "wait_for_registration({name})");
         member.close().await;
@@ -454,9 +458,9 @@ async fn every_extreme_ttl_is_refused_before_sending() {
             refused(&format!("create {mode:?} with_ttl({name})"), r.map(drop));
         }
         assert!(fw.check_exists().for_path(&path).await.unwrap().is_none(), "{name}: nothing created");
-        let node = PersistentNode::builder(&fw, &path).mode(CreateMode::PersistentWithTtl).ttl(d).start();
+        let node = PersistentNode::builder(&fw, &path).mode(CreateMode::PersistentWithTtl).ttl(d).build();
         refused(&format!("PersistentNode ttl({name})"), node.map(drop));
-        let node = PersistentTtlNode::builder(&fw, &path, d).start();
+        let node = PersistentTtlNode::builder(&fw, &path, d).build();
         refused(&format!("PersistentTtlNode::builder({name})"), node.map(drop));
     }
     fw.close().await;

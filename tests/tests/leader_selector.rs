@@ -586,7 +586,7 @@ async fn participant_ids_are_validated_the_same_way_everywhere() {
             matches!(&selector, Err(CuratorError::InvalidArgument { path: p, .. }) if *p == path),
             "selector {bad:?}: {selector:?}"
         );
-        let member = GroupMember::builder(&fx.fw, &path, bad).start().await;
+        let member = GroupMember::builder(&fx.fw, &path, bad).build();
         assert!(
             matches!(&member, Err(CuratorError::InvalidArgument { path: p, .. }) if *p == path),
             "group member {bad:?}: {member:?}"

@@ -174,85 +174,59 @@ impl Subject for Observer {
     }
 }
 
-struct Node {
-    fw: CuratorFramework,
-    path: String,
-    node: Mutex<Option<Arc<PersistentNode>>>,
+/// The refusal `ready()` reports within `REFUSAL`, if it does.
+async fn refused_by_ready(ready: impl Future<Output = Outcome>) -> Option<CuratorError> {
+    tokio::time::timeout(REFUSAL, ready).await.ok()?.err()
 }
-impl Node {
-    fn node(&self) -> Option<Arc<PersistentNode>> {
-        self.node.lock().unwrap().clone()
-    }
-}
+
+struct Node(PersistentNode);
 impl Subject for Node {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            *self.node.lock().unwrap() = Some(Arc::new(PersistentNode::builder(&self.fw, &self.path).start()?));
-            Ok(())
-        })
+        Box::pin(async move { self.0.start() })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            if let Some(node) = self.node() {
-                node.close().await;
-            }
+            self.0.close().await;
             Ok(())
         })
     }
     fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move {
-            let node = self.node()?;
-            tokio::time::timeout(REFUSAL, node.refused()).await.ok()
-        })
+        Box::pin(refused_by_ready(self.0.ready()))
     }
 }
 
-struct TtlNode {
-    fw: CuratorFramework,
-    path: String,
-    node: Mutex<Option<PersistentTtlNode>>,
-}
+struct TtlNode(PersistentTtlNode);
 impl Subject for TtlNode {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            let node = PersistentTtlNode::builder(&self.fw, &self.path, Duration::from_secs(10)).start()?;
-            *self.node.lock().unwrap() = Some(node);
-            Ok(())
-        })
+        Box::pin(async move { self.0.start() })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            if let Some(node) = take(&self.node) {
-                node.close().await;
-            }
+            self.0.close().await;
             Ok(())
         })
     }
     fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(poll(REFUSAL, || self.node.lock().unwrap().as_ref()?.last_error().filter(CuratorError::is_permanent)))
+        Box::pin(refused_by_ready(self.0.ready()))
     }
 }
 
-struct Member {
-    fw: CuratorFramework,
-    path: String,
-    member: Mutex<Option<GroupMember>>,
-}
+struct Member(GroupMember);
 impl Subject for Member {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            let member = GroupMember::builder(&self.fw, &self.path, "m").start().await?;
-            *self.member.lock().unwrap() = Some(member);
-            Ok(())
-        })
+        Box::pin(async move { self.0.start() })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            if let Some(member) = take(&self.member) {
-                member.close().await;
-            }
+            self.0.close().await;
             Ok(())
         })
+    }
+    fn stream_end(&self) -> Option<Fut<'static, ()>> {
+        ends(self.0.events())
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(refused_by_ready(self.0.ready()))
     }
 }
 
@@ -281,32 +255,38 @@ impl Subject for Watcher {
 struct Value(SharedValue);
 impl Subject for Value {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.start())
+        Box::pin(async move { self.0.start() })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            self.0.close();
+            self.0.close().await;
             Ok(())
         })
     }
     fn stream_end(&self) -> Option<Fut<'static, ()>> {
         ends(self.0.events())
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(refused_by_ready(self.0.ready()))
     }
 }
 
 struct Count(SharedCount);
 impl Subject for Count {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.start())
+        Box::pin(async move { self.0.start() })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            self.0.close();
+            self.0.close().await;
             Ok(())
         })
     }
     fn stream_end(&self) -> Option<Fut<'static, ()>> {
         ends(self.0.events())
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(refused_by_ready(self.0.ready()))
     }
 }
 
@@ -436,7 +416,10 @@ impl Subject for Provider {
 struct Queue(DistributedQueue<String>);
 impl Subject for Queue {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.start())
+        Box::pin(async move { self.0.start() })
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(refused_by_ready(self.0.ready()))
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
@@ -452,7 +435,10 @@ impl Subject for Queue {
 struct IdQueue(DistributedIdQueue<String>);
 impl Subject for IdQueue {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.start())
+        Box::pin(async move { self.0.start() })
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(refused_by_ready(self.0.ready()))
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
@@ -512,31 +498,28 @@ const KINDS: &[Kind] = &[
         start_consumes: true,
         ephemeral: false,
     },
-    // The builder's `start(self)` gives the node: there is no second start to write.
     Kind {
         name: "PersistentNode",
-        make: |fw, base| boxed(Node { fw: fw.clone(), path: under(base), node: Mutex::new(None) }),
+        make: |fw, base| boxed(Node(PersistentNode::builder(fw, &under(base)).build()?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: true,
+        start_consumes: false,
         ephemeral: true,
     },
-    // As PersistentNode: its builder's `start(self)` gives the node.
     Kind {
         name: "PersistentTtlNode",
-        make: |fw, base| boxed(TtlNode { fw: fw.clone(), path: under(base), node: Mutex::new(None) }),
+        make: |fw, base| boxed(TtlNode(PersistentTtlNode::builder(fw, &under(base), Duration::from_secs(10)).build()?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: true,
+        start_consumes: false,
         ephemeral: false,
     },
-    // As PersistentNode: its builder's `start(self)` gives the member.
     Kind {
         name: "GroupMember",
-        make: |fw, base| boxed(Member { fw: fw.clone(), path: under(base), member: Mutex::new(None) }),
+        make: |fw, base| boxed(Member(GroupMember::builder(fw, &under(base), "m").build()?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: true,
+        start_consumes: false,
         ephemeral: true,
     },
     Kind {

@@ -321,7 +321,8 @@ async fn threaded_lease_increase() {
     let fw = framework(&TestingServer::shared().connect_string()).await;
     let path = unique_path("curator-sem-increase");
     let count = SharedCount::new(&fw, &format!("{path}-count"), 1).unwrap();
-    count.start().await.unwrap();
+    count.start().unwrap();
+    count.ready().await.unwrap();
     let semaphore = Arc::new(InterProcessSemaphoreV2::with_shared_count(&fw, &path, &count).unwrap());
     let first = semaphore.acquire_timeout(1, Timing::new().deadline()).await.unwrap().expect("the one lease");
     let waiter = {
@@ -338,7 +339,7 @@ async fn threaded_lease_increase() {
     for lease in first.into_iter().chain(second) {
         lease.release().await.unwrap();
     }
-    count.close();
+    count.close().await;
     fw.close().await;
 }
 

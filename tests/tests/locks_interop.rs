@@ -231,7 +231,8 @@ async fn curator_and_rust_semaphores_sized_by_one_count_exclude_each_other() {
         let (path, count_path, checker) = (path.clone(), count_path.clone(), checker.clone());
         async move {
             let count = SharedCount::new(&fw, &count_path, 1).unwrap();
-            count.start().await.unwrap();
+            count.start().unwrap();
+            count.ready().await.unwrap();
             assert_eq!(count.count().unwrap(), 1, "the count node holds 1, whoever seeded it");
             let semaphore = InterProcessSemaphoreV2::with_shared_count(&fw, &path, &count).unwrap();
             for _ in 0..RUST_CYCLES {

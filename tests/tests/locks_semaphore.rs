@@ -143,8 +143,10 @@ async fn semaphore_sized_by_a_shared_count_follows_it() {
     let (fw_a, fw_b) = (framework(&server.connect_string()).await, framework(&server.connect_string()).await);
     let (count_a, count_b) =
         (SharedCount::new(&fw_a, &count_path, 1).unwrap(), SharedCount::new(&fw_b, &count_path, 1).unwrap());
-    count_a.start().await.unwrap();
-    count_b.start().await.unwrap();
+    count_a.start().unwrap();
+    count_a.ready().await.unwrap();
+    count_b.start().unwrap();
+    count_b.ready().await.unwrap();
     let sem_a = Arc::new(InterProcessSemaphoreV2::with_shared_count(&fw_a, &path, &count_a).unwrap());
     let sem_b = InterProcessSemaphoreV2::with_shared_count(&fw_b, &path, &count_b).unwrap();
     let deadline = Timing::new().deadline();
@@ -183,8 +185,8 @@ async fn semaphore_sized_by_a_shared_count_follows_it() {
     }
     let cleared = eventually(deadline, || async { children(&fw_a, &format!("{path}/leases")).await.is_empty() });
     assert!(cleared.await, "a timed-out acquire left its lease node");
-    count_a.close();
-    count_b.close();
+    count_a.close().await;
+    count_b.close().await;
     fw_a.close().await;
     fw_b.close().await;
 }
@@ -198,7 +200,8 @@ async fn semaphore_sized_by_a_corrupted_count_fails_typed() {
     let path = unique_path("sem-bad-count");
     let count_path = format!("{path}-count");
     let count = SharedCount::new(&fw, &count_path, 1).unwrap();
-    count.start().await.unwrap();
+    count.start().unwrap();
+    count.ready().await.unwrap();
     let sem = InterProcessSemaphoreV2::with_shared_count(&fw, &path, &count).unwrap();
     fw.set_data().for_path(&count_path, b"bad".to_vec()).await.unwrap();
     let seen = eventually(Timing::new().deadline(), || async { count.count().is_err() });
@@ -213,6 +216,6 @@ async fn semaphore_sized_by_a_corrupted_count_fails_typed() {
     let mut lease =
         sem.acquire_timeout(1, Timing::new().deadline()).await.unwrap().expect("a lease once the count is whole");
     lease.pop().unwrap().release().await.unwrap();
-    count.close();
+    count.close().await;
     fw.close().await;
 }

@@ -51,9 +51,13 @@ async fn basic() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("group-basic");
-    let one = GroupMember::builder(&fw, &path, "1").start().await.unwrap();
+    let one = GroupMember::builder(&fw, &path, "1").build().unwrap();
+    one.start().unwrap();
+    one.ready().await.unwrap();
     assert!(one.current_members().contains_key("1"));
-    let two = GroupMember::builder(&fw, &path, "2").payload(b"two".to_vec()).start().await.unwrap();
+    let two = GroupMember::builder(&fw, &path, "2").payload(b"two".to_vec()).build().unwrap();
+    two.start().unwrap();
+    two.ready().await.unwrap();
     let address = curator_core::local_address().into_bytes();
     let both = members(&[("1", &address), ("2", b"two")]);
     assert!(
@@ -82,10 +86,14 @@ async fn joins_updates_and_leaves_are_member_events() {
     let connect = shared();
     let (fw_a, fw_b, fw_c) = futures::join!(client(&connect), client(&connect), client(&connect));
     let path = unique_path("group-events");
-    let early = GroupMember::builder(&fw_c, &path, "early").payload(b"e".to_vec()).start().await.unwrap();
+    let early = GroupMember::builder(&fw_c, &path, "early").payload(b"e".to_vec()).build().unwrap();
+    early.start().unwrap();
+    early.ready().await.unwrap();
     assert!(early.wait_for_registration(deadline()).await);
 
-    let watcher = GroupMember::builder(&fw_b, &path, "watcher").payload(b"w".to_vec()).start().await.unwrap();
+    let watcher = GroupMember::builder(&fw_b, &path, "watcher").payload(b"w".to_vec()).build().unwrap();
+    watcher.start().unwrap();
+    watcher.ready().await.unwrap();
     let mut events = watcher.events();
     watcher.wait_initialized().await.unwrap();
     assert!(watcher.wait_for_registration(deadline()).await);
@@ -105,7 +113,9 @@ async fn joins_updates_and_leaves_are_member_events() {
         "{seen:?}"
     );
 
-    let member = GroupMember::builder(&fw_a, &path, "a").payload(b"first".to_vec()).start().await.unwrap();
+    let member = GroupMember::builder(&fw_a, &path, "a").payload(b"first".to_vec()).build().unwrap();
+    member.start().unwrap();
+    member.ready().await.unwrap();
     assert_eq!(next_about(&mut events, "a").await, MemberEvent::Joined { id: "a".into(), data: b"first".to_vec() });
     member.set_this_data(b"second".to_vec()).unwrap();
     assert_eq!(next_about(&mut events, "a").await, MemberEvent::Updated { id: "a".into(), data: b"second".to_vec() });
@@ -127,9 +137,13 @@ async fn expiry_round(connect: String, policy: ErrorPolicy, short: bool) {
     let b = if short { b.retry_policy(RetryNTimes::new(1, Duration::from_millis(100))) } else { b };
     let (fw, observer_fw) = futures::join!(connected(b), client(&connect));
     let path = unique_path("group-expiry");
-    let observer = GroupMember::builder(&observer_fw, &path, "observer").start().await.unwrap();
+    let observer = GroupMember::builder(&observer_fw, &path, "observer").build().unwrap();
+    observer.start().unwrap();
+    observer.ready().await.unwrap();
     let mut events = observer.events();
-    let member = GroupMember::builder(&fw, &path, "m").payload(b"one".to_vec()).start().await.unwrap();
+    let member = GroupMember::builder(&fw, &path, "m").payload(b"one".to_vec()).build().unwrap();
+    member.start().unwrap();
+    member.ready().await.unwrap();
     assert_eq!(next_about(&mut events, "m").await, MemberEvent::Joined { id: "m".into(), data: b"one".to_vec() });
     member.set_this_data(b"two".to_vec()).unwrap();
     assert_eq!(next_about(&mut events, "m").await, MemberEvent::Updated { id: "m".into(), data: b"two".to_vec() });
@@ -175,18 +189,20 @@ async fn bad_input_is_a_typed_error() {
     let fw: CuratorFramework = connected(builder(&shared()).max_data_len(16)).await;
     let path = unique_path("group-bad");
     for bad in ["relative", "/a//b", "/trailing/"] {
-        let err = GroupMember::builder(&fw, bad, "m").start().await.unwrap_err();
+        let err = GroupMember::builder(&fw, bad, "m").build().unwrap_err();
         assert!(matches!(err, CuratorError::InvalidPath { .. }), "{bad:?}: {err:?}");
     }
     for id in ["", "a/b", "..", "."] {
-        let err = GroupMember::builder(&fw, &path, id).start().await.unwrap_err();
+        let err = GroupMember::builder(&fw, &path, id).build().unwrap_err();
         assert!(matches!(err, CuratorError::InvalidArgument { .. }), "{id:?}: {err:?}");
     }
-    let err = GroupMember::builder(&fw, &path, "m").payload(vec![0u8; 17]).start().await.unwrap_err();
+    let err = GroupMember::builder(&fw, &path, "m").payload(vec![0u8; 17]).build().unwrap_err();
     assert!(matches!(err, CuratorError::DataTooLarge { .. }), "{err:?}");
     assert!(fw.check_exists().for_path(&path).await.unwrap().is_none(), "nothing may be created");
 
-    let member = GroupMember::builder(&fw, &path, "m").payload(b"ok".to_vec()).start().await.unwrap();
+    let member = GroupMember::builder(&fw, &path, "m").payload(b"ok".to_vec()).build().unwrap();
+    member.start().unwrap();
+    member.ready().await.unwrap();
     let err = member.set_this_data(vec![0u8; 17]).unwrap_err();
     assert!(matches!(err, CuratorError::DataTooLarge { .. }), "{err:?}");
     assert_eq!(member.current_members().get("m").map(Vec::as_slice), Some(&b"ok"[..]));
@@ -203,7 +219,9 @@ async fn a_builder_listener_hears_the_members_already_there() {
     let fw = client(&shared()).await;
     let mut early = Vec::new();
     for i in 0..5 {
-        let member = GroupMember::builder(&fw, &path, &format!("m{i}")).payload(vec![i]).start().await.expect("join");
+        let member = GroupMember::builder(&fw, &path, &format!("m{i}")).payload(vec![i]).build().expect("join");
+        member.start().expect("join");
+        member.ready().await.expect("join");
         assert!(member.wait_for_registration(deadline()).await);
         early.push(member);
     }
@@ -216,9 +234,10 @@ async fn a_builder_listener_hears_the_members_already_there() {
                 sink.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), data.clone());
             }
         })
-        .start()
-        .await
+        .build()
         .expect("join");
+    late.start().expect("join");
+    late.ready().await.expect("join");
     let want: BTreeMap<String, Vec<u8>> =
         (0..5u8).map(|i| (format!("m{i}"), vec![i])).chain([("late".to_string(), b"l".to_vec())]).collect();
     let all = eventually(deadline(), || async { *heard.lock().unwrap_or_else(|e| e.into_inner()) == want }).await;
@@ -231,11 +250,13 @@ async fn a_builder_listener_hears_the_members_already_there() {
 }
 
 /// Issue 27: a member whose node the server refuses (the group path allows reading only)
-/// reports `NoAuth` from `start()`, promptly, and nothing is left running; before, `start()`
-/// returned `Ok` and `current_members()` showed the member itself, never registered, while its
-/// node was retried for ever. Under every error and retry policy.
+/// reports `NoAuth` from `ready()`, promptly (`start()` only spawns the member's task and
+/// returns `Ok`), the member is closed (state `Closed`, a second start `AlreadyClosed`, its
+/// event stream ended) and nothing is left running; before issue 27, `start()` returned `Ok`
+/// and `current_members()` showed the member itself, never registered, while its node was
+/// retried for ever. Under every error and retry policy.
 #[tokio::test]
-async fn a_refused_registration_is_reported_by_start() {
+async fn a_refused_registration_is_reported_by_ready() {
     use curator_core::zk::{Acl, AuthId, Permission};
     use tests::policies::{framework, COMBINATIONS};
     init_tracing();
@@ -245,13 +266,19 @@ async fn a_refused_registration_is_reported_by_start() {
         let path = unique_path("group-noauth");
         let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
         fw.create().with_acl(read_only).for_path(&path, Vec::new()).await.unwrap();
+        let member = GroupMember::builder(&fw, &path, "refused").build().expect("member");
+        let mut events = member.events();
         let started = std::time::Instant::now();
-        let r = tokio::time::timeout(Timing::new().deadline(), GroupMember::builder(&fw, &path, "refused").start())
-            .await
-            .expect("start returns");
+        member.start().expect("start only spawns the task");
+        let r = tokio::time::timeout(Timing::new().deadline(), member.ready()).await.expect("ready returns");
         assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
         assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        assert_eq!(member.state(), curator_core::lifecycle::LifeState::Closed);
+        assert!(matches!(member.start(), Err(CuratorError::AlreadyClosed { what: "GroupMember" })));
+        let ended = tokio::time::timeout(Timing::new().deadline(), async { while events.next().await.is_some() {} });
+        assert!(ended.await.is_ok(), "the member's event stream ends");
         assert!(fw.get_children().for_path(&path).await.unwrap().is_empty());
+        member.close().await;
         fw.close().await;
     }
 }

@@ -8,11 +8,13 @@
 //! (`COMBINATIONS`).
 //!
 //! Our behaviour, on purpose (see `PersistentNode`'s rustdoc), where the tests show ours:
-//! - `set_data` is accepted before the first create and while the node cannot be created (it is
-//!   kept for the next create); Curator throws `IllegalStateException`.
+//! - `set_data` is accepted once started, before the first create and while the node cannot be
+//!   created (it is kept for the next create); Curator throws `IllegalStateException`.
 //! - An ephemeral node of another session in the way is left alone until it goes; Curator
 //!   writes its data over it.
-//! - `close` consumes the node, so it cannot be closed twice; dropping the node deletes it too.
+//! - Dropping the node deletes it too; `close` is idempotent.
+//! - A first create refused for good (`NoAuth`) closes the node and is `ready()`'s error;
+//!   Curator logs it and tries again after the next reconnection.
 //! - A reconnection on the same session does not write the data again.
 //!
 //! The null-argument tests (`testNullCurator`, `testNullPath`, `testNullData`, `testNullMode`)
@@ -93,7 +95,8 @@ async fn quick_set_data() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("pn-quickset");
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"hey".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"hey".to_vec()).build().unwrap();
+    node.start().unwrap();
     node.set_data(b"there".to_vec()).unwrap();
     assert_eq!(node.data(), b"there");
     created(&node).await;
@@ -110,7 +113,8 @@ async fn basic() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = unique_path("pn-basic");
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"hey".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"hey".to_vec()).build().unwrap();
+    node.start().unwrap();
     created(&node).await;
     fw.close().await;
     drop(node);
@@ -131,7 +135,8 @@ async fn creation_with_parent_creation_off() {
     let base = unique_path("pn-noparent");
     let path = format!("{base}/one/two");
     let node =
-        PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).creating_parents(false).start().unwrap();
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).creating_parents(false).build().unwrap();
+    node.start().unwrap();
     assert!(eventually(deadline(), || async { matches!(node.last_error(), Some(CuratorError::NoNode { .. })) }).await);
     assert!(!node.wait_for_initial_create(Duration::ZERO).await);
     assert!(node.actual_path().is_none());
@@ -152,7 +157,8 @@ async fn recreation_with_parent_creation_off() {
     let parent = format!("{base}/one");
     let path = format!("{parent}/two");
     fw.create().creating_parents_if_needed().for_path(&parent, Vec::new()).await.unwrap();
-    let node = PersistentNode::builder(&fw, &path).creating_parents(false).data(b"hey".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).creating_parents(false).data(b"hey".to_vec()).build().unwrap();
+    node.start().unwrap();
     created(&node).await;
     assert!(node.last_error().is_none());
 
@@ -185,12 +191,14 @@ async fn quick_close() {
     let fw = client(&shared()).await;
     let base = unique_path("pn-quickclose");
     let path = format!("{base}/one/two");
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).build().unwrap();
+    node.start().unwrap();
     node.close().await;
     assert!(stat(&fw, &path).await.is_none());
 
     // The same with the keeper mid-way: the create may be in flight when the close comes.
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).build().unwrap();
+    node.start().unwrap();
     tokio::task::yield_now().await;
     node.close().await;
     assert!(stat(&fw, &path).await.is_none());
@@ -208,12 +216,14 @@ async fn quick_close_node_exists() {
     let base = unique_path("pn-closeexists");
     let path = format!("{base}/one/two");
     fw.create().creating_parents_if_needed().for_path(&path, b"theirs".to_vec()).await.unwrap();
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"ours".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"ours".to_vec()).build().unwrap();
+    node.start().unwrap();
     node.close().await;
     assert!(stat(&fw, &path).await.is_none(), "a close at once deletes the node in the way");
 
     fw.create().creating_parents_if_needed().for_path(&path, b"theirs".to_vec()).await.unwrap();
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"ours".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"ours".to_vec()).build().unwrap();
+    node.start().unwrap();
     assert_eq!(created(&node).await, path);
     assert_eq!(data_of(&fw, &path).await.as_deref(), Some(&b"ours"[..]));
     node.close().await;
@@ -222,7 +232,8 @@ async fn quick_close_node_exists() {
     // Another session's ephemeral node is not adopted, so a close at once leaves it.
     let other = client(&shared()).await;
     other.create().with_mode(CreateMode::Ephemeral).for_path(&path, b"theirs".to_vec()).await.unwrap();
-    let node = PersistentNode::builder(&fw, &path).data(b"ours".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).data(b"ours".to_vec()).build().unwrap();
+    node.start().unwrap();
     node.close().await;
     assert!(stat(&fw, &path).await.is_some(), "another session's ephemeral node stays");
     other.close().await;
@@ -244,8 +255,9 @@ async fn ephemeral_sequential_with_protection_reconnection() {
     let node = PersistentNode::builder(&fw, &format!("{parent}/two"))
         .mode(CreateMode::EphemeralSequential)
         .protection(true)
-        .start()
+        .build()
         .unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     let before = children(&fw, &parent).await;
     assert_eq!(before.len(), 1, "{before:?}");
@@ -276,7 +288,8 @@ async fn no_server_at_start() {
     let mut states = fw.connection_state_stream();
     fw.start().unwrap();
     let path = format!("{}/node", unique_path("pen-noserver"));
-    let node = PersistentNode::builder(&fw, &path).data(b"hello".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).data(b"hello".to_vec()).build().unwrap();
+    node.start().unwrap();
 
     server.restart().await.unwrap();
     wait_for(&mut states, ConnectionState::Connected, |_| true).await;
@@ -286,6 +299,26 @@ async fn no_server_at_start() {
     fw.close().await;
 }
 
+/// The framework closed before the node was ever created (no server): `ready()` returns
+/// (`Closed`, the node closed with its framework) instead of waiting for a first create that
+/// can no longer come, and `close` returns too.
+#[tokio::test]
+async fn ready_returns_when_the_framework_closes_before_the_first_create() {
+    init_tracing();
+    let mut server = TestingServer::start().await.unwrap();
+    server.stop().await.unwrap();
+    let fw = builder(&server.connect_string()).build().unwrap();
+    fw.start().unwrap();
+    let node = PersistentNode::builder(&fw, &unique_path("pen-fwclosed")).build().unwrap();
+    node.start().unwrap();
+    let waiting = node.ready();
+    fw.close().await;
+    let r = tokio::time::timeout(deadline(), waiting).await.expect("ready returns");
+    assert!(matches!(r, Err(CuratorError::Closed)), "{r:?}");
+    assert_eq!(node.state(), curator_core::lifecycle::LifeState::Closed);
+    tokio::time::timeout(deadline(), node.close()).await.expect("close returns");
+}
+
 /// TestPersistentEphemeralNode.testSettingData and testSettingDataSequential, written once:
 /// each `set_data` reaches the node (an observer's watch fires), the actual path stays, and
 /// the close deletes the node (the watch fires once more).
@@ -293,7 +326,8 @@ async fn setting_data(mode: CreateMode) {
     init_tracing();
     let fw = client(&shared()).await;
     let path = format!("{}/foo", unique_path("pen-setdata"));
-    let node = PersistentNode::builder(&fw, &path).mode(mode).data(b"a".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).mode(mode).data(b"a".to_vec()).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     assert_eq!(mode.is_sequential(), actual != path, "{actual}");
     assert_eq!(data_of(&fw, &actual).await.as_deref(), Some(&b"a"[..]));
@@ -329,7 +363,8 @@ async fn deletes_node_when_closed() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = format!("{}/foo", unique_path("pen-closed"));
-    let node = PersistentNode::builder(&fw, &path).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     assert!(stat(&fw, &actual).await.is_some());
     node.close().await;
@@ -337,20 +372,29 @@ async fn deletes_node_when_closed() {
     fw.close().await;
 }
 
-/// TestPersistentEphemeralNode.testClosingMultipleTimes. Ours: `close` takes the node by value,
-/// so a second close does not compile (`node.close().await; node.close().await;` is a use after
-/// move); dropping the node instead closes it too, deleting the node in the background.
+/// TestPersistentEphemeralNode.testClosingMultipleTimes: a second close does nothing (and a
+/// close of a node never started neither waits nor creates); dropping the node instead closes
+/// it too, deleting the node in the background.
 #[tokio::test]
-async fn close_consumes_the_node_and_drop_deletes_it() {
+async fn close_is_idempotent_and_drop_deletes_it() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = format!("{}/foo", unique_path("pen-closetwice"));
-    let node = PersistentNode::builder(&fw, &path).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     node.close().await;
     assert!(stat(&fw, &actual).await.is_none());
+    tokio::time::timeout(deadline(), node.close()).await.expect("a second close returns");
+    assert_eq!(node.state(), curator_core::lifecycle::LifeState::Closed);
 
-    let node = PersistentNode::builder(&fw, &path).start().unwrap();
+    let never = PersistentNode::builder(&fw, &path).build().unwrap();
+    tokio::time::timeout(deadline(), never.close()).await.expect("a close of a latent node returns");
+    assert!(matches!(never.start(), Err(CuratorError::AlreadyClosed { .. })));
+    assert!(stat(&fw, &path).await.is_none());
+
+    let node = PersistentNode::builder(&fw, &path).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     let watch = watch_existing(&fw, &actual).await;
     drop(node);
@@ -371,7 +415,8 @@ async fn session_expiry_round(policy: ErrorPolicy, retry: Retry, sequential: boo
     let path = format!("{}/foo", unique_path("pen-expire"));
     let mode = if sequential { CreateMode::EphemeralSequential } else { CreateMode::Ephemeral };
     let node =
-        PersistentNode::builder(&fw, &path).mode(mode).protection(sequential).data(b"kept".to_vec()).start().unwrap();
+        PersistentNode::builder(&fw, &path).mode(mode).protection(sequential).data(b"kept".to_vec()).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     let mut owner = owned_by(&observer, &fw, &actual).await.ephemeral_owner;
     for round in 0..5 {
@@ -414,7 +459,8 @@ async fn partition_round(policy: ErrorPolicy, retry: Retry) {
     let mut states = fw.connection_state_stream();
     let observer = client(&connect).await;
     let path = format!("{}/foo", unique_path("pen-partition"));
-    let node = PersistentNode::builder(&fw, &path).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     let owner = owned_by(&observer, &fw, &actual).await.ephemeral_owner;
 
@@ -463,7 +509,8 @@ async fn recreates_node_when_ephemeral_owner_session_expires() {
         .unwrap();
     let theirs = stat(&observer, &path).await.unwrap();
 
-    let node = PersistentNode::builder(&fw, &path).data(b"ours".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).data(b"ours".to_vec()).build().unwrap();
+    node.start().unwrap();
     // Not a synchronisation: the node must not be taken over in this time.
     assert!(!node.wait_for_initial_create(Duration::from_millis(500)).await);
     let now = observer.get_data().for_path_with_stat(&path).await.unwrap();
@@ -490,7 +537,8 @@ async fn recreates_node_when_it_gets_deleted() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = format!("{}/foo", unique_path("pen-deleted"));
-    let node = PersistentNode::builder(&fw, &path).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).build().unwrap();
+    node.start().unwrap();
     let mut creates = node.created_events();
     let actual = created(&node).await;
     let first = stat(&fw, &actual).await.unwrap();
@@ -511,8 +559,10 @@ async fn nodes_create_unique_paths() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = format!("{}/foo", unique_path("pen-unique"));
-    let one = PersistentNode::builder(&fw, &path).mode(CreateMode::EphemeralSequential).start().unwrap();
-    let two = PersistentNode::builder(&fw, &path).mode(CreateMode::EphemeralSequential).start().unwrap();
+    let one = PersistentNode::builder(&fw, &path).mode(CreateMode::EphemeralSequential).build().unwrap();
+    one.start().unwrap();
+    let two = PersistentNode::builder(&fw, &path).mode(CreateMode::EphemeralSequential).build().unwrap();
+    two.start().unwrap();
     let (a, b) = (created(&one).await, created(&two).await);
     assert_ne!(a, b);
     assert!(a.starts_with(&path) && b.starts_with(&path), "{a} {b}");
@@ -527,7 +577,8 @@ async fn data() {
     init_tracing();
     let fw = client(&shared()).await;
     let path = format!("{}/foo", unique_path("pen-data"));
-    let node = PersistentNode::builder(&fw, &path).data(b"Hello World".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).data(b"Hello World".to_vec()).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     assert_eq!(data_of(&fw, &actual).await.as_deref(), Some(&b"Hello World"[..]));
     node.close().await;
@@ -547,7 +598,8 @@ async fn set_data_when_node_exists() {
         .for_path(&path, b"InitialData".to_vec())
         .await
         .unwrap();
-    let node = PersistentNode::builder(&fw, &path).data(b"Hello World".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).data(b"Hello World".to_vec()).build().unwrap();
+    node.start().unwrap();
     assert_eq!(created(&node).await, path);
     assert_eq!(data_of(&fw, &path).await.as_deref(), Some(&b"Hello World"[..]));
     node.close().await;
@@ -564,7 +616,8 @@ async fn set_data_when_disconnected_round(policy: ErrorPolicy, retry: Retry) {
     let mut states = fw.connection_state_stream();
     let observer = client(&connect).await;
     let path = format!("{}/foo", unique_path("pen-setdisc"));
-    let node = PersistentNode::builder(&fw, &path).data(b"Hello World".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).data(b"Hello World".to_vec()).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     let owner = owned_by(&observer, &fw, &actual).await.ephemeral_owner;
 
@@ -602,7 +655,8 @@ async fn updated_data_when_reconnected_round(policy: ErrorPolicy, retry: Retry) 
     let fw = framework(&proxy.connect_string(), policy, retry).await;
     let mut states = fw.connection_state_stream();
     let path = format!("{}/foo", unique_path("pen-reconn"));
-    let node = PersistentNode::builder(&fw, &path).data(b"Hello World".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).data(b"Hello World".to_vec()).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     node.set_data(b"Updated".to_vec()).unwrap();
     assert!(eventually(deadline(), || async { data_of(&fw, &actual).await.as_deref() == Some(&b"Updated"[..]) }).await);
@@ -639,7 +693,8 @@ async fn protected_round(policy: ErrorPolicy, retry: Retry) {
     let fw = framework(&proxy.connect_string(), policy, retry).await;
     let mut states = fw.connection_state_stream();
     let dir = unique_path("pen-protected");
-    let node = PersistentNode::builder(&fw, &format!("{dir}/foo")).protection(true).start().unwrap();
+    let node = PersistentNode::builder(&fw, &format!("{dir}/foo")).protection(true).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     let name = curator_core::path::node_name(&actual).to_string();
     assert!(name.starts_with("_c_") && name.ends_with("-foo"), "{name}");
@@ -660,9 +715,51 @@ async fn protected() {
     futures::future::join_all(COMBINATIONS.iter().map(|&(policy, retry)| protected_round(policy, retry))).await;
 }
 
+/// Issue 27: a first create the server refuses for good (a read-only parent, as
+/// TestPersistentEphemeralNode.testNoCreatePermission's parent refuses an unauthenticated
+/// client) is reported promptly: `start()` returns `Ok` (it only spawns the keeper), `ready()`
+/// gives `NoAuth` within a second, and the node is closed (state `Closed`, a second start and
+/// `set_data` `AlreadyClosed`, `last_error` still `NoAuth`), nothing created. Before, the keeper
+/// only logged the refusal and waited for the next connection change, for ever. Every mode of
+/// create, under every error and retry policy.
+#[tokio::test]
+async fn a_refused_first_create_is_reported_by_ready_and_closes_the_node() {
+    use curator_core::lifecycle::LifeState;
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&shared(), policy, retry).await;
+        let dir = unique_path("pn-refused");
+        fw.create()
+            .with_acl(vec![Acl::new(Permission::READ, AuthId::anyone())])
+            .for_path(&dir, Vec::new())
+            .await
+            .unwrap();
+        for (mode, protected) in
+            [(CreateMode::Ephemeral, false), (CreateMode::Persistent, false), (CreateMode::EphemeralSequential, true)]
+        {
+            let what = format!("{policy:?}/{retry:?} {mode:?}");
+            let node =
+                PersistentNode::builder(&fw, &format!("{dir}/node")).mode(mode).protection(protected).build().unwrap();
+            let began = std::time::Instant::now();
+            node.start().expect("start only spawns the keeper");
+            let r = tokio::time::timeout(deadline(), node.ready()).await.expect("ready returns");
+            assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{what}: {r:?}");
+            assert!(began.elapsed() < Duration::from_secs(1), "{what}: took {:?}", began.elapsed());
+            assert_eq!(node.state(), LifeState::Closed, "{what}");
+            assert!(matches!(node.start(), Err(CuratorError::AlreadyClosed { what: "PersistentNode" })), "{what}");
+            assert!(matches!(node.set_data(b"x".to_vec()), Err(CuratorError::AlreadyClosed { .. })), "{what}");
+            assert!(matches!(node.last_error(), Some(CuratorError::NoAuth { .. })), "{what}");
+            assert!(!node.wait_for_initial_create(deadline()).await, "{what}: closed, never created");
+            node.close().await;
+            assert!(children(&fw, &dir).await.is_empty(), "{what}: nothing created");
+        }
+        fw.close().await;
+    }
+}
+
 /// TestPersistentEphemeralNode.testNoCreatePermission: the parent allows WRITE to an
 /// authenticated user only; a client without authentication never creates the node, and
-/// `last_error` says `NoAuth` (Curator's `isAuthFailure`).
+/// `last_error` says `NoAuth` (Curator's `isAuthFailure`), as does `ready()`.
 #[tokio::test]
 async fn no_create_permission() {
     init_tracing();
@@ -678,7 +775,9 @@ async fn no_create_permission() {
 
     let fw = client(&shared()).await;
     let path = format!("{dir}/foo");
-    let node = PersistentNode::builder(&fw, &path).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).build().unwrap();
+    node.start().unwrap();
+    assert!(matches!(node.ready().await, Err(CuratorError::NoAuth { .. })));
     assert!(eventually(deadline(), || async { matches!(node.last_error(), Some(CuratorError::NoAuth { .. })) }).await);
     assert!(!node.wait_for_initial_create(Duration::ZERO).await);
     assert!(fw.get_children().for_path(&dir).await.is_err(), "no READ on the parent");
@@ -698,7 +797,8 @@ async fn no_write_permission() {
         connected(builder(&shared()).acl_provider(FixedAclProvider(vec![Acl::new(perms, AuthId::anyone())]))).await;
     let dir = unique_path("pen-nowrite");
     let path = format!("{dir}/foo");
-    let node = PersistentNode::builder(&fw, &path).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).build().unwrap();
+    node.start().unwrap();
     assert_eq!(created(&node).await, path);
     assert!(node.last_error().is_none());
 
@@ -724,7 +824,8 @@ async fn listeners_reconnected() {
     let mut states = fw.connection_state_stream();
     fw.start().unwrap();
     let path = format!("{}/node", unique_path("pen-listeners"));
-    let node = PersistentNode::builder(&fw, &path).data(b"hello".to_vec()).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).data(b"hello".to_vec()).build().unwrap();
+    node.start().unwrap();
 
     server.restart().await.unwrap();
     wait_for(&mut states, ConnectionState::Connected, |_| true).await;
@@ -752,22 +853,23 @@ async fn bad_input_is_a_typed_error() {
     let base = unique_path("pen-bad");
     let ok = format!("{base}/node");
     for path in ["", "relative", "/trailing/", "/a//b", "/a/./b", "/"] {
-        let err = PersistentNode::builder(&fw, path).start().unwrap_err();
+        let err = PersistentNode::builder(&fw, path).build().unwrap_err();
         assert!(matches!(err, CuratorError::InvalidPath { .. }), "{path:?}: {err:?}");
     }
-    let err = PersistentNode::builder(&fw, &ok).mode(CreateMode::PersistentWithTtl).start().unwrap_err();
+    let err = PersistentNode::builder(&fw, &ok).mode(CreateMode::PersistentWithTtl).build().unwrap_err();
     assert!(matches!(err, CuratorError::InvalidArgument { .. }), "{err:?}");
-    let err = PersistentNode::builder(&fw, &ok).ttl(Duration::from_secs(1)).start().unwrap_err();
+    let err = PersistentNode::builder(&fw, &ok).ttl(Duration::from_secs(1)).build().unwrap_err();
     assert!(matches!(err, CuratorError::InvalidArgument { .. }), "{err:?}");
     let err =
-        PersistentNode::builder(&fw, &ok).mode(CreateMode::PersistentWithTtl).ttl(Duration::ZERO).start().unwrap_err();
+        PersistentNode::builder(&fw, &ok).mode(CreateMode::PersistentWithTtl).ttl(Duration::ZERO).build().unwrap_err();
     assert!(matches!(err, CuratorError::InvalidArgument { .. }), "{err:?}");
-    let err = PersistentNode::builder(&fw, &ok).data(vec![0u8; 17]).start().unwrap_err();
+    let err = PersistentNode::builder(&fw, &ok).data(vec![0u8; 17]).build().unwrap_err();
     assert!(matches!(err, CuratorError::DataTooLarge { .. }), "{err:?}");
     assert!(stat(&fw, &base).await.is_none(), "nothing may be created");
 
     // A sequential mode allows a trailing slash (the name is the sequence alone).
-    let node = PersistentNode::builder(&fw, &format!("{base}/")).mode(CreateMode::EphemeralSequential).start().unwrap();
+    let node = PersistentNode::builder(&fw, &format!("{base}/")).mode(CreateMode::EphemeralSequential).build().unwrap();
+    node.start().unwrap();
     let actual = created(&node).await;
     assert!(actual.starts_with(&format!("{base}/")) && actual.len() == base.len() + 11, "{actual}");
     let err = node.set_data(vec![0u8; 17]).unwrap_err();
@@ -794,7 +896,8 @@ async fn close_after_unknown_create_round(policy: ErrorPolicy) {
     let path = unique_path("pn-unknown");
     proxy.set_reject(true);
     proxy.swallow_next_reply();
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).start().unwrap();
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).build().unwrap();
+    node.start().unwrap();
     assert!(eventually(deadline(), || async { stat(&observer, &path).await.is_some() }).await);
     node.close().await;
     proxy.pass();
@@ -826,7 +929,8 @@ async fn node_of_an_earlier_session_is_replaced_at_once_after_an_outage() {
         let fw = framework(&connect, policy, retry).await;
         let states = fw.connection_state_stream();
         let path = format!("{}/foo", unique_path("pn-outage"));
-        let node = PersistentNode::builder(&fw, &path).data(b"mine".to_vec()).start().unwrap();
+        let node = PersistentNode::builder(&fw, &path).data(b"mine".to_vec()).build().unwrap();
+        node.start().unwrap();
         let old = owned_by(&fw, &fw, &created(&node).await).await.ephemeral_owner;
         rounds.push((policy, retry, fw, states, path, node, old));
     }

@@ -6,7 +6,8 @@
 //! time passes as it should without being slept away.
 //!
 //! Our behaviour, on purpose: `set_data` is accepted while the node cannot be created
-//! (Curator throws `IllegalStateException`), and kept.
+//! (Curator throws `IllegalStateException`), and kept; a first create refused for good
+//! (`NoAuth`) closes the node and is `ready()`'s error (Curator logs it).
 //!
 //! Not ported:
 //! - `testTouchNodeNotCreated`: it overrides `touch()` to do nothing; there is no such hook.
@@ -79,7 +80,8 @@ async fn basic() {
     let server = server().await;
     let fw = client(&server.connect_string()).await;
     let path = unique_path("ttl-basic");
-    let node = PersistentTtlNode::builder(&fw, &path, TTL).start().unwrap();
+    let node = PersistentTtlNode::builder(&fw, &path, TTL).build().unwrap();
+    node.start().unwrap();
     assert!(node.wait_for_initial_create(deadline()).await);
     let took = through_touches(&fw, &path, 4).await;
     assert!(took > TTL, "four touches in {took:?}");
@@ -99,7 +101,8 @@ async fn forced_delete_of_touch_node() {
     let fw = client(&server.connect_string()).await;
     let path = unique_path("ttl-forced");
     let touch = touch_of(&path);
-    let node = PersistentTtlNode::builder(&fw, &path, TTL).start().unwrap();
+    let node = PersistentTtlNode::builder(&fw, &path, TTL).build().unwrap();
+    node.start().unwrap();
     assert!(node.wait_for_initial_create(deadline()).await);
     for round in 0..5 {
         assert!(eventually(deadline(), || async { exists(&fw, &touch).await }).await, "round {round}");
@@ -124,7 +127,8 @@ async fn recreation_of_parent_node_with_parent_creation_off() {
     let touch = touch_of(&path);
     fw.create().creating_parents_if_needed().for_path(&parent, Vec::new()).await.unwrap();
     let node =
-        PersistentTtlNode::builder(&fw, &path, TTL).data(b"hey".to_vec()).creating_parents(false).start().unwrap();
+        PersistentTtlNode::builder(&fw, &path, TTL).data(b"hey".to_vec()).creating_parents(false).build().unwrap();
+    node.start().unwrap();
     assert!(node.wait_for_initial_create(deadline()).await);
     through_touches(&fw, &path, 1).await;
 
@@ -149,7 +153,8 @@ async fn events_on_parent() {
     let fw = client(&server.connect_string()).await;
     let base = unique_path("ttl-events");
     let path = format!("{base}/test");
-    let node = PersistentTtlNode::builder(&fw, &path, TTL).start().unwrap();
+    let node = PersistentTtlNode::builder(&fw, &path, TTL).build().unwrap();
+    node.start().unwrap();
     assert!(node.wait_for_initial_create(deadline()).await);
     let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
     let updates = Arc::new(AtomicUsize::new(0));
@@ -184,7 +189,8 @@ async fn dropped_node_stops_touching_and_expires() {
     let server = server().await;
     let fw = client(&server.connect_string()).await;
     let path = unique_path("ttl-dropped");
-    let node = PersistentTtlNode::builder(&fw, &path, TTL).start().unwrap();
+    let node = PersistentTtlNode::builder(&fw, &path, TTL).build().unwrap();
+    node.start().unwrap();
     assert!(node.wait_for_initial_create(deadline()).await);
     through_touches(&fw, &path, 1).await;
     drop(node);
@@ -213,7 +219,8 @@ async fn survives_session_expiry() {
             let b = if short { b.retry_policy(RetryNTimes::new(1, Duration::from_millis(100))) } else { b };
             let fw = connected(b).await;
             let path = unique_path("ttl-expiry");
-            let node = PersistentTtlNode::builder(&fw, &path, TTL).start().unwrap();
+            let node = PersistentTtlNode::builder(&fw, &path, TTL).build().unwrap();
+            node.start().unwrap();
             assert!(node.wait_for_initial_create(deadline()).await);
             through_touches(&fw, &path, 1).await;
             let info = fw.session().await.unwrap().client().session().clone();
@@ -235,22 +242,58 @@ async fn bad_input_is_a_typed_error() {
     let fw = connected(builder(&TestingServer::shared().connect_string()).max_data_len(16)).await;
     let base = unique_path("ttl-bad");
     let path = format!("{base}/node");
-    let err = PersistentTtlNode::builder(&fw, &path, Duration::ZERO).start().unwrap_err();
+    let err = PersistentTtlNode::builder(&fw, &path, Duration::ZERO).build().unwrap_err();
     assert!(matches!(err, CuratorError::InvalidArgument { .. }), "{err:?}");
-    let err = PersistentTtlNode::builder(&fw, &path, TTL).touch_factor(0).start().unwrap_err();
+    let err = PersistentTtlNode::builder(&fw, &path, TTL).touch_factor(0).build().unwrap_err();
     assert!(matches!(err, CuratorError::InvalidArgument { .. }), "{err:?}");
     for bad in ["relative", "/a//b", "/trailing/"] {
-        let err = PersistentTtlNode::builder(&fw, bad, TTL).start().unwrap_err();
+        let err = PersistentTtlNode::builder(&fw, bad, TTL).build().unwrap_err();
         assert!(matches!(err, CuratorError::InvalidPath { .. }), "{bad:?}: {err:?}");
     }
     for child in ["", "a/b", "..", "/"] {
-        let err = PersistentTtlNode::builder(&fw, &path, TTL).child_name(child).start().unwrap_err();
+        let err = PersistentTtlNode::builder(&fw, &path, TTL).child_name(child).build().unwrap_err();
         assert!(matches!(err, CuratorError::InvalidPath { .. }), "{child:?}: {err:?}");
     }
-    let err = PersistentTtlNode::builder(&fw, &path, TTL).data(vec![0u8; 17]).start().unwrap_err();
+    let err = PersistentTtlNode::builder(&fw, &path, TTL).data(vec![0u8; 17]).build().unwrap_err();
     assert!(matches!(err, CuratorError::DataTooLarge { .. }), "{err:?}");
     assert!(!exists(&fw, &base).await, "nothing may be created");
     fw.close().await;
+}
+
+/// Issue 27: a first create the server refuses for good (a read-only parent) is reported
+/// promptly: `start()` returns `Ok`, `ready()` gives `NoAuth` within a second, and the node is
+/// closed (state `Closed`, a second start and `set_data` `AlreadyClosed`), its child never
+/// touched into being. Before, the node only logged the refusal and waited for ever. Under
+/// every error and retry policy.
+#[tokio::test]
+async fn a_refused_first_create_is_reported_by_ready_and_closes_the_node() {
+    use curator_core::lifecycle::LifeState;
+    use curator_core::zk::{Acl, AuthId, Permission};
+    use tests::policies::{framework, COMBINATIONS};
+    init_tracing();
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let what = format!("{policy:?}/{retry:?}");
+        let fw = framework(&server.connect_string(), policy, retry).await;
+        let dir = unique_path("ttl-refused");
+        fw.create()
+            .with_acl(vec![Acl::new(Permission::READ, AuthId::anyone())])
+            .for_path(&dir, Vec::new())
+            .await
+            .unwrap();
+        let node = PersistentTtlNode::builder(&fw, &format!("{dir}/node"), TTL).touch_factor(10).build().unwrap();
+        let began = Instant::now();
+        node.start().expect("start only spawns the node's tasks");
+        let r = tokio::time::timeout(deadline(), node.ready()).await.expect("ready returns");
+        assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{what}: {r:?}");
+        assert!(began.elapsed() < Duration::from_secs(1), "{what}: took {:?}", began.elapsed());
+        assert_eq!(node.state(), LifeState::Closed, "{what}");
+        assert!(matches!(node.start(), Err(CuratorError::AlreadyClosed { what: "PersistentTtlNode" })), "{what}");
+        assert!(matches!(node.set_data(b"x".to_vec()), Err(CuratorError::AlreadyClosed { .. })), "{what}");
+        node.close().await;
+        assert!(fw.get_children().for_path(&dir).await.unwrap().is_empty(), "{what}: nothing created");
+        fw.close().await;
+    }
 }
 
 /// Issue 27, item 5: started outside a tokio runtime, a `PersistentTtlNode` is refused with the
@@ -259,7 +302,7 @@ async fn bad_input_is_a_typed_error() {
 fn start_outside_a_runtime_is_a_typed_error() {
     let fw = curator_core::CuratorFramework::builder().connect_string("127.0.0.1:1").build().unwrap();
     let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        PersistentTtlNode::builder(&fw, "/ttl-outside", Duration::from_secs(10)).start().map(drop)
+        PersistentTtlNode::builder(&fw, "/ttl-outside", Duration::from_secs(10)).build().expect("built").start()
     }));
     let r = started.expect("no panic");
     assert!(matches!(r, Err(curator_core::CuratorError::NoRuntime { .. })), "{r:?}");

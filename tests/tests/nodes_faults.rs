@@ -49,9 +49,13 @@ async fn outage_longer_than_the_session_timeout(policy: ErrorPolicy, retry: Retr
     let member_fw = framework_with(&server.connect_string(), policy, retry, session_timeout).await;
     let observer_fw = framework_with(&server.connect_string(), policy, retry, session_timeout).await;
     let path = unique_path("members");
-    let member = GroupMember::builder(&member_fw, &path, "m1").payload(b"p1".to_vec()).start().await.expect("member");
+    let member = GroupMember::builder(&member_fw, &path, "m1").payload(b"p1".to_vec()).build().expect("member");
+    member.start().expect("member");
+    member.ready().await.expect("member");
     assert!(member.wait_for_registration(timing.deadline()).await);
-    let observer = GroupMember::builder(&observer_fw, &path, "obs").start().await.expect("observer");
+    let observer = GroupMember::builder(&observer_fw, &path, "obs").build().expect("observer");
+    observer.start().expect("observer");
+    observer.ready().await.expect("observer");
     assert!(eventually(timing.deadline(), || async { observer.current_members().contains_key("m1") }).await);
     let old = session_id(&member_fw).await;
 
@@ -107,7 +111,8 @@ async fn session_expiry(policy: ErrorPolicy, retry: Retry) {
     let fw = framework(&server.connect_string(), policy, retry).await;
     let observer = framework(&server.connect_string(), policy, retry).await;
     let path = format!("{}/node", unique_path("expiry"));
-    let node = PersistentNode::builder(&fw, &path).data(b"v1".to_vec()).start().expect("node");
+    let node = PersistentNode::builder(&fw, &path).data(b"v1".to_vec()).build().expect("node");
+    node.start().expect("node");
     assert!(node.wait_for_initial_create(timing.deadline()).await);
     let info = fw.session().await.expect("session").client().session().clone();
     let mut states = fw.connection_state_stream();
@@ -149,8 +154,9 @@ async fn cut(policy: ErrorPolicy, retry: Retry, outage: Duration) {
         .mode(CreateMode::EphemeralSequential)
         .protection(true)
         .data(b"v1".to_vec())
-        .start()
+        .build()
         .expect("node");
+    node.start().expect("node");
     assert!(node.wait_for_initial_create(timing.deadline()).await);
     let first = node.actual_path().expect("a path");
     let mut states = fw.connection_state_stream();
@@ -204,8 +210,9 @@ async fn node_deleted_by_someone_else_comes_back() {
         let node = PersistentNode::builder(&fw, &path)
             .mode(CreateMode::Persistent)
             .data(b"v1".to_vec())
-            .start()
+            .build()
             .expect("node");
+        node.start().expect("node");
         assert!(node.wait_for_initial_create(timing.deadline()).await);
         let mut created = node.created_events();
         node.set_data(b"v2".to_vec()).expect("set data");
@@ -244,7 +251,8 @@ async fn another_sessions_node_is_waited_for_not_taken() {
         .for_path(&path, b"theirs".to_vec())
         .await
         .expect("create");
-    let node = PersistentNode::builder(&fw, &path).data(b"ours".to_vec()).start().expect("node");
+    let node = PersistentNode::builder(&fw, &path).data(b"ours".to_vec()).build().expect("node");
+    node.start().expect("node");
     assert!(!node.wait_for_initial_create(Duration::from_millis(500)).await, "took another session's node");
     assert_eq!(read_node(&other, &path).await.map(|(_, d)| d), Some(b"theirs".to_vec()), "their data was overwritten");
     other.close().await;
@@ -265,7 +273,8 @@ async fn close_during_an_outage(policy: ErrorPolicy, retry: Retry) {
     let fw = framework(&proxy.connect_string(), policy, retry).await;
     let observer = framework(&server.connect_string(), policy, retry).await;
     let path = format!("{}/node", unique_path("close-outage"));
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).start().expect("node");
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).build().expect("node");
+    node.start().expect("node");
     assert!(node.wait_for_initial_create(timing.deadline()).await);
     let mut states = fw.connection_state_stream();
     proxy.set_reject(true);

@@ -59,7 +59,10 @@ async fn converge(rust: &[&GroupMember], java: &mut [&mut JavaMember], want: &BT
 }
 
 async fn rust_member(fw: &CuratorFramework, path: &str, id: &str, payload: &str) -> GroupMember {
-    GroupMember::builder(fw, path, id).payload(payload.as_bytes().to_vec()).start().await.expect("join")
+    let member = GroupMember::builder(fw, path, id).payload(payload.as_bytes().to_vec()).build().expect("join");
+    member.start().expect("join");
+    member.ready().await.expect("join");
+    member
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -47,7 +47,8 @@ async fn recv(rx: &mut mpsc::UnboundedReceiver<String>) -> String {
 async fn simple_items_are_consumed_in_order() {
     let fw = fw().await;
     let (queue, mut rx) = sending_queue(&fw, &unique_path("queue-simple"), None);
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for i in 0..10 {
         queue.put(&i.to_string()).await.unwrap();
     }
@@ -66,7 +67,8 @@ async fn lock_safe_items_are_consumed_in_order() {
     let path = unique_path("queue-safety");
     let locks = format!("{path}-locks");
     let (queue, mut rx) = sending_queue(&fw, &path, Some(&locks));
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for i in 0..10 {
         queue.put(&i.to_string()).await.unwrap();
     }
@@ -88,10 +90,12 @@ async fn put_multi_items_are_consumed_in_order() {
     let items: Vec<String> = (0..100).map(|i| i.to_string()).collect();
     // Put before start: one node holds them all.
     let producer = DistributedQueue::builder(&fw, &path, StringSerializer).build().unwrap();
-    producer.start().await.unwrap();
+    producer.start().unwrap();
+    producer.ready().await.unwrap();
     producer.put_multi(&items).await.unwrap();
     assert_eq!(children(&fw, &path).await.len(), 1);
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for item in &items {
         assert_eq!(&recv(&mut rx).await, item);
     }
@@ -107,7 +111,8 @@ async fn two_producers_one_consumer_no_duplicates() {
     let fw = fw().await;
     let path = unique_path("queue-two-producers");
     let (queue, mut rx) = sending_queue(&fw, &path, None);
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     let producer = Arc::new(DistributedQueue::builder(&fw, &path, StringSerializer).build().unwrap());
     let puts = (0..2).map(|p| {
         let producer = producer.clone();
@@ -162,7 +167,8 @@ async fn error_mode_requeue_then_delete() {
         .build()
         .unwrap();
     let mut events = queue.events();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     queue.put(&"1".to_string()).await.unwrap();
     assert_eq!(recv(&mut rx).await, "1");
     assert_eq!(recv(&mut rx).await, "1"); // requeued, consumed again
@@ -211,7 +217,8 @@ async fn requeued_node_name_does_not_grow() {
         })
         .build()
         .unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     queue.put(&"test".to_string()).await.unwrap();
     recv(&mut rx).await;
     recv(&mut rx).await;
@@ -231,7 +238,8 @@ async fn four_lock_safe_consumers_no_duplicates() {
     let fw = fw().await;
     let path = unique_path("queue-no-dup");
     let producer = DistributedQueue::builder(&fw, &path, StringSerializer).build().unwrap();
-    producer.start().await.unwrap();
+    producer.start().unwrap();
+    producer.ready().await.unwrap();
     for i in 0..ITEMS {
         producer.put(&i.to_string()).await.unwrap();
     }
@@ -248,7 +256,8 @@ async fn four_lock_safe_consumers_no_duplicates() {
             })
             .build()
             .unwrap();
-        queue.start().await.unwrap();
+        queue.start().unwrap();
+        queue.ready().await.unwrap();
         consumers.push((own, queue));
     }
     let mut got = Vec::new();
@@ -293,7 +302,8 @@ async fn bounded_put_waits_for_room() {
         })
         .build()
         .unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     let wait = Timing::new().deadline();
     assert!(queue.put_timeout(&"1".to_string(), wait).await.unwrap());
     assert_eq!(recv(&mut rx).await, "1"); // the consumer holds it
@@ -318,7 +328,8 @@ async fn item_nodes_are_curators() {
     let fw = fw().await;
     let path = unique_path("queue-layout");
     let queue = DistributedQueue::builder(&fw, &path, StringSerializer).build().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     queue.put_multi(&["ab".to_string(), "c".to_string()]).await.unwrap();
     let names = children(&fw, &path).await;
     assert_eq!(names.len(), 1);
@@ -339,7 +350,8 @@ async fn take_survives_the_container_being_reaped() {
     let path = unique_path("queue-reaped");
     let locks = format!("{path}-locks");
     let (queue, mut rx) = sending_queue(&fw, &path, Some(&locks));
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     queue.put(&"before".to_string()).await.unwrap();
     assert_eq!(recv(&mut rx).await, "before");
     assert!(eventually(deadline(), || async { children(&fw, &locks).await.is_empty() }).await);
@@ -361,8 +373,9 @@ async fn bad_options_are_errors() {
     assert!(DistributedQueue::builder(&fw, "/q", StringSerializer).max_items(0).build().is_err());
     assert!(DistributedQueue::builder(&fw, "/q", StringSerializer).lock_path("/q").build().is_err());
     let queue = DistributedQueue::builder(&fw, &unique_path("queue-twice"), StringSerializer).build().unwrap();
-    queue.start().await.unwrap();
-    assert!(queue.start().await.is_err());
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
+    assert!(queue.start().is_err());
     queue.close().await;
     fw.close().await;
 }

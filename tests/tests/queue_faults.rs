@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::queue::{DistributedQueue, QueueEvent, StringSerializer};
+use curator_recipes::queue::{
+    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, QueueEvent, StringSerializer,
+};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use tests::policies::{with_policies, Retry, COMBINATIONS};
 use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};
@@ -118,7 +120,8 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
     let path = unique_path("queue-faults");
     let producer_fw = client(&shared()).await;
     let producer = DistributedQueue::builder(&producer_fw, &path, StringSerializer).build().unwrap();
-    producer.start().await.unwrap();
+    producer.start().unwrap();
+    producer.ready().await.unwrap();
     for i in 0..ITEMS {
         producer.put(&i.to_string()).await.unwrap();
     }
@@ -139,11 +142,13 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
     let mut consumers = Vec::new();
     // Consumer 0 first, so that it holds an item when the others start.
     consumers.push(consumer(0, &path, policy, retry, hands.clone(), events.clone()).await);
-    consumers[0].queue.start().await.unwrap();
+    consumers[0].queue.start().unwrap();
+    consumers[0].queue.ready().await.unwrap();
     let held = tokio::time::timeout(deadline(), held_rx.recv()).await.expect("consumer 0 holds an item");
     for index in 1..4 {
         let c = consumer(index, &path, policy, retry, hands.clone(), events.clone()).await;
-        c.queue.start().await.unwrap();
+        c.queue.start().unwrap();
+        c.queue.ready().await.unwrap();
         consumers.push(c);
     }
 
@@ -257,7 +262,8 @@ async fn bad_data_item_is_reported_and_skipped() {
             .await
             .unwrap();
         queue.put(&"good".to_string()).await.unwrap();
-        queue.start().await.unwrap();
+        queue.start().unwrap();
+        queue.ready().await.unwrap();
         let good = tokio::time::timeout(deadline(), rx.recv()).await.expect("the good item").unwrap();
         assert_eq!(good, "good");
         match tokio::time::timeout(deadline(), events.next()).await.expect("an event") {
@@ -275,27 +281,31 @@ async fn bad_data_item_is_reported_and_skipped() {
 
 /// Issue 27: the queue's lifecycle is the core's, with typed variants naming the type the caller
 /// holds (before: `IllegalState("the queue was already started")`), and a start whose path the
-/// server refuses (a read-only parent) reports `NoAuth` at once and leaves the queue latent, so a
-/// close is a no-op and nothing runs (before, the refused start left it "started", and a second
-/// start was `IllegalState`). Under every error and retry policy.
+/// server refuses (a read-only parent) is reported promptly: `start()` returns `Ok` (it only
+/// spawns the queue's task), `ready()` gives `NoAuth` within a second, and the queue is closed
+/// (state `Closed`, a second start `AlreadyClosed`, its event stream ended, a close a no-op).
+/// Before the one convention, the refused start returned `NoAuth` and left the queue latent.
+/// Every queue kind, under every error and retry policy.
 #[tokio::test]
-async fn lifecycle_errors_are_typed_and_a_refused_start_leaves_the_queue_latent() {
+async fn lifecycle_errors_are_typed_and_a_refused_start_closes_the_queue() {
+    use curator_core::lifecycle::LifeState;
     use curator_core::zk::{Acl, AuthId, Permission};
     init_tracing();
     for (policy, retry) in COMBINATIONS {
         let fw = connected(with_policies(builder(&shared()), policy, retry)).await;
         let queue = DistributedQueue::builder(&fw, &unique_path("queue-life"), StringSerializer).build().unwrap();
-        queue.start().await.unwrap();
-        let again = queue.start().await;
+        queue.start().unwrap();
+        queue.ready().await.unwrap();
+        let again = queue.start();
         assert!(matches!(again, Err(CuratorError::AlreadyStarted { what: "DistributedQueue" })), "{again:?}");
         queue.close().await;
         queue.close().await;
-        let closed = queue.start().await;
+        let closed = queue.start();
         assert!(matches!(closed, Err(CuratorError::AlreadyClosed { what: "DistributedQueue" })), "{closed:?}");
         let ids =
             DistributedQueue::builder(&fw, &unique_path("queue-life"), StringSerializer).build_id_queue().unwrap();
         ids.close().await;
-        assert!(matches!(ids.start().await, Err(CuratorError::AlreadyClosed { what: "DistributedIdQueue" })));
+        assert!(matches!(ids.start(), Err(CuratorError::AlreadyClosed { what: "DistributedIdQueue" })));
 
         let parent = unique_path("queue-noauth");
         fw.create()
@@ -303,14 +313,69 @@ async fn lifecycle_errors_are_typed_and_a_refused_start_leaves_the_queue_latent(
             .for_path(&parent, vec![])
             .await
             .unwrap();
-        let refused = DistributedQueue::builder(&fw, &format!("{parent}/q"), StringSerializer).build().unwrap();
-        for attempt in 0..2 {
+        let path = format!("{parent}/q");
+        let consume = |_item: String| async { Ok::<(), String>(()) };
+        let builder = || DistributedQueue::builder(&fw, &path, StringSerializer);
+        let kinds = [
+            ("DistributedQueue", RefusedQueue::Plain(builder().build().unwrap())),
+            ("DistributedIdQueue", RefusedQueue::Id(builder().consumer(consume).build_id_queue().unwrap())),
+            (
+                "DistributedPriorityQueue",
+                RefusedQueue::Priority(builder().lock_path(&format!("{parent}/l")).build_priority_queue(0).unwrap()),
+            ),
+            ("DistributedDelayQueue", RefusedQueue::Delay(builder().consumer(consume).build_delay_queue().unwrap())),
+        ];
+        for (what, refused) in kinds {
+            let mut events = refused.events();
             let started = std::time::Instant::now();
-            let r = tokio::time::timeout(deadline(), refused.start()).await.expect("start returns");
-            assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?} #{attempt}: {r:?}");
-            assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: slow");
+            refused.start().expect("start only spawns the task");
+            let r = tokio::time::timeout(deadline(), refused.ready()).await.expect("ready returns");
+            assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{what} {policy:?}/{retry:?}: {r:?}");
+            assert!(started.elapsed() < Duration::from_secs(1), "{what} {policy:?}/{retry:?}: slow");
+            assert_eq!(refused.state(), LifeState::Closed, "{what}");
+            let again = refused.start();
+            assert!(matches!(again, Err(CuratorError::AlreadyClosed { what: w }) if w == what), "{again:?}");
+            let ended = tokio::time::timeout(deadline(), async { while events.next().await.is_some() {} }).await;
+            assert!(ended.is_ok(), "{what}: the event stream ends");
+            refused.close().await;
         }
-        refused.close().await;
         fw.close().await;
+    }
+}
+
+/// Every kind of queue, for the refused-start table above.
+enum RefusedQueue {
+    Plain(DistributedQueue<String>),
+    Id(DistributedIdQueue<String>),
+    Priority(DistributedPriorityQueue<String>),
+    Delay(DistributedDelayQueue<String>),
+}
+
+macro_rules! each_queue {
+    ($self:ident, $q:ident => $e:expr) => {
+        match $self {
+            RefusedQueue::Plain($q) => $e,
+            RefusedQueue::Id($q) => $e,
+            RefusedQueue::Priority($q) => $e,
+            RefusedQueue::Delay($q) => $e,
+        }
+    };
+}
+
+impl RefusedQueue {
+    fn start(&self) -> curator_core::Result<()> {
+        each_queue!(self, q => q.start())
+    }
+    async fn ready(&self) -> curator_core::Result<()> {
+        each_queue!(self, q => q.ready().await)
+    }
+    fn state(&self) -> curator_core::lifecycle::LifeState {
+        each_queue!(self, q => q.state())
+    }
+    fn events(&self) -> curator_core::listeners::EventStream<curator_recipes::queue::QueueEvent> {
+        each_queue!(self, q => q.events())
+    }
+    async fn close(&self) {
+        each_queue!(self, q => q.close().await)
     }
 }

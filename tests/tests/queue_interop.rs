@@ -45,7 +45,8 @@ async fn curator_producer_rust_consumer_in_order() {
 
     let bad = Arc::default();
     let queue = rust_consumer(&f.fw, &path, None, ("rust", Duration::ZERO), &log, &bad);
-    queue.start().await.expect("start");
+    queue.start().expect("start");
+    queue.ready().await.expect("start");
     assert_eq!(wait_rust_items(&log, 20).await, numbered("java", 20), "Curator's order");
     drained(&f.fw, &path).await;
     queue.close().await;
@@ -62,7 +63,8 @@ async fn rust_producer_curator_consumer_in_order() {
     let path = unique_path("interop-queue-r2j");
     let log: Log = Arc::default();
     let producer = DistributedQueue::builder(&f.fw, &path, StringSerializer).build().expect("queue");
-    producer.start().await.expect("start");
+    producer.start().expect("start");
+    producer.ready().await.expect("start");
     for item in numbered("rust", 20) {
         producer.put(&item).await.expect("put");
     }
@@ -100,11 +102,13 @@ async fn two_consumers_on_each_side(lock_safe: bool) {
     for i in 0..2 {
         let fw = f.client().await;
         let queue = rust_consumer(&fw, &path, lock, (&format!("rust-{i}"), Duration::from_millis(3)), &log, &bad);
-        queue.start().await.expect("start");
+        queue.start().expect("start");
+        queue.ready().await.expect("start");
         ours.push((fw, queue));
     }
     let producer = DistributedQueue::builder(&f.fw, &path, StringSerializer).build().expect("queue");
-    producer.start().await.expect("start");
+    producer.start().expect("start");
+    producer.ready().await.expect("start");
 
     let rust_puts = tokio::spawn(async move {
         for item in numbered("rust", ITEMS) {
@@ -174,7 +178,8 @@ async fn put_multi_from_each_side_is_read_by_the_other() {
     java.produce("p", "queue", &to_rust).await;
     java.put_multi("p", "-", &["a1", "a2", "a3"]).await;
     let producer = DistributedQueue::builder(&f.fw, &to_rust, StringSerializer).build().expect("queue");
-    producer.start().await.expect("start");
+    producer.start().expect("start");
+    producer.ready().await.expect("start");
     producer.put_multi(&["a1".into(), "a2".into(), "a3".into()]).await.expect("put_multi");
     let mut names = children(&f.fw, &to_rust).await;
     names.sort();
@@ -185,7 +190,8 @@ async fn put_multi_from_each_side_is_read_by_the_other() {
     assert_eq!(java_data, framing::encode(["a1", "a2", "a3"]));
     java.put_multi("p", "-", &["b1", "b2"]).await;
     let queue = rust_consumer(&f.fw, &to_rust, None, ("rust", Duration::ZERO), &log, &bad);
-    queue.start().await.expect("start");
+    queue.start().expect("start");
+    queue.ready().await.expect("start");
     assert_eq!(wait_rust_items(&log, 8).await, ["a1", "a2", "a3", "a1", "a2", "a3", "b1", "b2"]);
     drained(&f.fw, &to_rust).await;
     queue.close().await;
@@ -194,7 +200,8 @@ async fn put_multi_from_each_side_is_read_by_the_other() {
     // We put multis, Curator consumes them item by item.
     let to_java = unique_path("interop-queue-multi-r2j");
     let producer = DistributedQueue::builder(&f.fw, &to_java, StringSerializer).build().expect("queue");
-    producer.start().await.expect("start");
+    producer.start().expect("start");
+    producer.ready().await.expect("start");
     producer.put_multi(&["c1".into(), "c2".into(), "c3".into()]).await.expect("put_multi");
     producer.put(&"d".into()).await.expect("put");
     producer.put_multi(&["e1".into(), "e2".into()]).await.expect("put_multi");
@@ -251,7 +258,8 @@ async fn curator_written_broken_framing_is_skipped_by_rust() {
     java.put_n("p", "after", 1).await;
 
     let queue = rust_consumer(&f.fw, &path, None, ("rust", Duration::ZERO), &log, &bad);
-    queue.start().await.expect("start");
+    queue.start().expect("start");
+    queue.ready().await.expect("start");
     assert_eq!(wait_rust_items(&log, 2).await, ["before-0", "after-0"]);
     drained(&f.fw, &path).await;
     queue.close().await;
@@ -273,7 +281,8 @@ async fn rust_written_broken_framing_is_skipped_by_curator() {
     let path = unique_path("interop-queue-bad-r2j");
     let log: Log = Arc::default();
     let producer = DistributedQueue::builder(&f.fw, &path, StringSerializer).build().expect("queue");
-    producer.start().await.expect("start");
+    producer.start().expect("start");
+    producer.ready().await.expect("start");
     producer.put(&"before".into()).await.expect("put");
     for (what, data) in broken_nodes() {
         let created =
@@ -319,7 +328,8 @@ async fn queue_paths_stay_for_curator_when_empty() {
     let locks = format!("{path}-locks");
     let log: Log = Arc::default();
     let producer = DistributedQueue::builder(&fw, &path, StringSerializer).lock_path(&locks).build().expect("queue");
-    producer.start().await.expect("start: creates the paths");
+    producer.start().expect("start: creates the paths");
+    producer.ready().await.expect("start: creates the paths");
 
     let mut java = JavaPeer::start(&server.connect_string(), &log).await;
     java.consume("c", "queue", &path, Some(&locks)).await;

@@ -90,7 +90,8 @@ async fn id_deleting_with_lock() {
     let gate = Arc::new(Notify::new());
     let (builder, mut rx, in_hand) = gated(&fw, &path, gate.clone());
     let queue = builder.lock_path(&format!("{path}-locks")).build_id_queue().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     queue.put(&"test".to_string(), "id").await.unwrap();
     tokio::time::timeout(deadline(), in_hand).await.expect("consumer has it in time").unwrap();
     assert_eq!(queue.remove("id").await.unwrap(), 0);
@@ -110,7 +111,8 @@ async fn id_ordering() {
     let ids: Vec<String> = (0..100).map(|_| format!("0.{}", random.next() % 1_000_000_007)).collect();
     // Put first, so that one listing holds them all and the sort alone decides the order.
     let put = producer(&fw, &path).build_id_queue().unwrap();
-    put.start().await.unwrap();
+    put.start().unwrap();
+    put.ready().await.unwrap();
     for id in &ids {
         put.put(id, id).await.unwrap();
     }
@@ -122,7 +124,8 @@ async fn id_ordering() {
     }
     let (builder, mut rx) = sending(&fw, &path);
     let queue = builder.build_id_queue().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for id in &ids {
         assert_eq!(&recv(&mut rx).await, id);
     }
@@ -150,7 +153,8 @@ async fn id_requeuing_with_lock() {
         })
         .build_id_queue()
         .unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     queue.put(&"test".to_string(), "id").await.unwrap();
     assert_eq!(recv(&mut rx).await, "test");
     assert_eq!(recv(&mut rx).await, "test"); // requeued and taken again
@@ -169,7 +173,8 @@ async fn id_remove_counts_and_bad_ids_are_refused() {
     let fw = fw().await;
     let path = unique_path("idq-remove");
     let queue = producer(&fw, &path).build_id_queue().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for (item, id) in [("1", "a"), ("2", "b"), ("3", "a")] {
         queue.put(&item.to_string(), id).await.unwrap();
     }
@@ -197,7 +202,8 @@ async fn id_lock_safe() {
     let path = unique_path("idq-lock-safe");
     let locks = format!("{path}-locks");
     let put = producer(&fw, &path).lock_path(&locks).build_id_queue().unwrap();
-    put.start().await.unwrap();
+    put.start().unwrap();
+    put.ready().await.unwrap();
     for i in 0..10 {
         put.put(&i.to_string(), &format!("id-{}", 9 - i)).await.unwrap();
     }
@@ -205,7 +211,8 @@ async fn id_lock_safe() {
     assert_eq!(put.remove("gone").await.unwrap(), 1);
     let (builder, mut rx) = sending(&fw, &path);
     let queue = builder.lock_path(&locks).build_id_queue().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for i in 0..10 {
         assert_eq!(recv(&mut rx).await, i.to_string());
     }
@@ -229,14 +236,16 @@ async fn priority_min_items_before_refresh() {
     let fw = fw().await;
     let path = unique_path("prq-refresh");
     let put = producer(&fw, &path).build_priority_queue(3).unwrap();
-    put.start().await.unwrap();
+    put.start().unwrap();
+    put.ready().await.unwrap();
     for i in 0..10 {
         put.put(&i.to_string(), 10 + i).await.unwrap();
     }
     let gate = Arc::new(Notify::new());
     let (builder, mut rx, in_hand) = gated(&fw, &path, gate.clone());
     let queue = builder.build_priority_queue(3).unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     tokio::time::timeout(deadline(), in_hand).await.expect("consumer has it in time").unwrap();
     put.put(&"1000".to_string(), 1).await.unwrap();
     gate.notify_one();
@@ -273,7 +282,8 @@ async fn priority_sorting_while_taking() {
         })
         .build_priority_queue(0)
         .unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for i in 0..10 {
         queue.put(&i.to_string(), 10).await.unwrap();
     }
@@ -307,7 +317,8 @@ async fn priority_additions() {
     let gate = Arc::new(Notify::new());
     let (builder, mut rx, in_hand) = gated(&fw, &path, gate.clone());
     let queue = builder.build_priority_queue(1).unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     queue.put(&"10".to_string(), 10).await.unwrap();
     tokio::time::timeout(deadline(), in_hand).await.expect("consumer has it in time").unwrap();
     queue.put(&"1".to_string(), 1).await.unwrap();
@@ -334,7 +345,8 @@ async fn priority_simple() {
     let gate = Arc::new(Notify::new());
     let (builder, mut rx, in_hand) = gated(&fw, &path, gate.clone());
     let queue = builder.build_priority_queue(0).unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     queue.put(&i32::MIN.to_string(), i32::MIN).await.unwrap();
     tokio::time::timeout(deadline(), in_hand).await.expect("consumer has it in time").unwrap();
     let mut random = XorShift(0x2545_f491_4f6c_dd1d);
@@ -369,7 +381,8 @@ async fn priority_lock_safe() {
     let path = unique_path("prq-lock-safe");
     let locks = format!("{path}-locks");
     let put = producer(&fw, &path).lock_path(&locks).build_priority_queue(0).unwrap();
-    put.start().await.unwrap();
+    put.start().unwrap();
+    put.ready().await.unwrap();
     let items = [("c", 5), ("a", -5), ("d", 5), ("b", 0)];
     for (item, priority) in items {
         put.put(&item.to_string(), priority).await.unwrap();
@@ -377,7 +390,8 @@ async fn priority_lock_safe() {
     put.put_multi(&["z1".to_string(), "z2".to_string()], i32::MAX).await.unwrap();
     let (builder, mut rx) = sending(&fw, &path);
     let queue = builder.lock_path(&locks).build_priority_queue(0).unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for expected in ["a", "b", "c", "d", "z1", "z2"] {
         assert_eq!(recv(&mut rx).await, expected);
     }
@@ -409,7 +423,8 @@ async fn delay_late_addition() {
     let path = unique_path("dlq-late");
     let (builder, mut rx) = timed(&fw, &path);
     let queue = builder.build_delay_queue().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     let never = SystemTime::now() + Duration::from_millis(i32::MAX as u64);
     queue.put(&"1".to_string(), never).await.unwrap();
     queue.put(&"2".to_string(), SystemTime::now()).await.unwrap();
@@ -432,7 +447,8 @@ async fn delay_basic() {
     let path = unique_path("dlq-basic");
     let (builder, mut rx) = timed(&fw, &path);
     let queue = builder.build_delay_queue().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     let at = SystemTime::now() + Duration::from_secs(1);
     queue.put(&"1".to_string(), at).await.unwrap();
     let (item, seen) = recv(&mut rx).await;
@@ -450,7 +466,8 @@ async fn delay_simple() {
     let fw = fw().await;
     let path = unique_path("dlq-simple");
     let put = producer(&fw, &path).build_delay_queue().unwrap();
-    put.start().await.unwrap();
+    put.start().unwrap();
+    put.ready().await.unwrap();
     let mut random = XorShift(0x1234_5678_9abc_def1);
     for _ in 0..10 {
         let at = UNIX_EPOCH + Duration::from_millis(epoch_ms(SystemTime::now()) + random.next() % 100);
@@ -458,7 +475,8 @@ async fn delay_simple() {
     }
     let (builder, mut rx) = timed(&fw, &path);
     let queue = builder.build_delay_queue().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     let mut last = 0;
     for _ in 0..10 {
         let (item, seen) = recv(&mut rx).await;
@@ -479,7 +497,8 @@ async fn delay_sorting() {
     let fw = fw().await;
     let path = unique_path("dlq-sorting");
     let put = producer(&fw, &path).build_delay_queue().unwrap();
-    put.start().await.unwrap();
+    put.start().unwrap();
+    put.ready().await.unwrap();
     let first = epoch_ms(SystemTime::now()) + Timing::new().multiple(0.1).deadline().as_millis() as u64;
     let mut order: Vec<u64> = (0..1000).collect();
     let mut random = XorShift(0xdead_beef_cafe_f00d);
@@ -491,7 +510,8 @@ async fn delay_sorting() {
     }
     let (builder, mut rx) = timed(&fw, &path);
     let queue = builder.build_delay_queue().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for i in 0..1000u64 {
         let (item, seen) = recv(&mut rx).await;
         assert_eq!(item, i.to_string());
@@ -513,7 +533,8 @@ async fn delay_lock_safe_never_before_its_time() {
     let (builder, mut rx) = timed(&fw, &path);
     let queue = builder.lock_path(&locks).build_delay_queue().unwrap();
     let mut events = queue.events();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     let now = SystemTime::now();
     let due: Vec<(String, SystemTime)> =
         [700u64, 100, 400, 1000, 250].iter().map(|ms| (ms.to_string(), now + Duration::from_millis(*ms))).collect();
@@ -544,7 +565,8 @@ async fn delay_bad_times_are_refused() {
     let fw = fw().await;
     let path = unique_path("dlq-bad-time");
     let queue = producer(&fw, &path).build_delay_queue().unwrap();
-    queue.start().await.unwrap();
+    queue.start().unwrap();
+    queue.ready().await.unwrap();
     for bad in [UNIX_EPOCH, UNIX_EPOCH - Duration::from_secs(1)] {
         assert!(matches!(queue.put(&"x".to_string(), bad).await, Err(CuratorError::InvalidArgument { .. })));
     }

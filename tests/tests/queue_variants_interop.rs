@@ -63,7 +63,8 @@ async fn curator_priority_producer_rust_consumer_in_priority_order() {
         .build_priority_queue(0)
         .expect("valid queue");
     queue.add_listener(bad_items_to(&bad));
-    queue.start().await.expect("start");
+    queue.start().expect("start");
+    queue.ready().await.expect("start");
     assert_eq!(wait_rust_items(&log, items.len()).await, in_priority_order(&items), "Curator's priority order");
     drained(&f.fw, &path).await;
     queue.close().await;
@@ -82,7 +83,8 @@ async fn rust_priority_producer_curator_consumer_in_priority_order() {
     let path = unique_path("interop-priority-r2j");
     let log: Log = Arc::default();
     let producer = DistributedQueue::builder(&f.fw, &path, StringSerializer).build_priority_queue(0).expect("queue");
-    producer.start().await.expect("start");
+    producer.start().expect("start");
+    producer.ready().await.expect("start");
     let items = prioritized();
     for (priority, item) in &items {
         producer.put(item, *priority).await.expect("put");
@@ -160,7 +162,8 @@ async fn curator_delay_producer_rust_consumer_not_before_time() {
 
     let seen: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
     let queue = timed_delay_consumer(&f.fw, &path, &seen);
-    queue.start().await.expect("start");
+    queue.start().expect("start");
+    queue.ready().await.expect("start");
     let all = eventually(deadline(), || async { seen.lock().unwrap().len() >= items.len() }).await;
     assert!(all, "handed over only {:?}", seen.lock().unwrap());
     drained(&f.fw, &path).await;
@@ -182,7 +185,8 @@ async fn rust_delay_producer_curator_consumer_not_before_time() {
     let path = unique_path("interop-delay-r2j");
     let log: Log = Arc::default();
     let producer = DistributedQueue::builder(&f.fw, &path, StringSerializer).build_delay_queue().expect("queue");
-    producer.start().await.expect("start");
+    producer.start().expect("start");
+    producer.ready().await.expect("start");
     let items = delayed("rust", &OFFSETS_MS);
     for (item, due) in &items {
         producer.put(item, UNIX_EPOCH + Duration::from_millis(*due)).await.expect("put");
@@ -219,11 +223,13 @@ impl Consumer {
         match self {
             Consumer::Priority(queue) => {
                 queue.add_listener(bad_items_to(bad));
-                queue.start().await.expect("start");
+                queue.start().expect("start");
+                queue.ready().await.expect("start");
             }
             Consumer::Delay(queue) => {
                 queue.add_listener(bad_items_to(bad));
-                queue.start().await.expect("start");
+                queue.start().expect("start");
+                queue.ready().await.expect("start");
             }
         }
     }
@@ -287,7 +293,8 @@ async fn two_consumers_on_each_side(kind: Kind) {
         match kind {
             Kind::Priority => {
                 let producer = builder.build_priority_queue(0).expect("queue");
-                producer.start().await.expect("start");
+                producer.start().expect("start");
+                producer.ready().await.expect("start");
                 for (i, item) in numbered("rust", ITEMS).iter().enumerate() {
                     producer.put(item, arg(kind, i, start_ms) as i32).await.expect("put");
                 }
@@ -295,7 +302,8 @@ async fn two_consumers_on_each_side(kind: Kind) {
             }
             Kind::Delay => {
                 let producer = builder.build_delay_queue().expect("queue");
-                producer.start().await.expect("start");
+                producer.start().expect("start");
+                producer.ready().await.expect("start");
                 for (i, item) in numbered("rust", ITEMS).iter().enumerate() {
                     let due = UNIX_EPOCH + Duration::from_millis(arg(kind, i, start_ms) as u64);
                     producer.put(item, due).await.expect("put");
@@ -380,7 +388,8 @@ async fn curator_id_producer_rust_removes_by_id_and_consumes() {
 
     let remover = DistributedQueue::builder(&f.fw, &path, StringSerializer).lock_path(&locks).build_id_queue();
     let remover = remover.expect("queue");
-    remover.start().await.expect("start");
+    remover.start().expect("start");
+    remover.ready().await.expect("start");
     assert_eq!(remover.remove("twice").await.expect("remove"), 2);
     assert_eq!(remover.remove("twice").await.expect("remove"), 0);
     assert_eq!(remover.remove("none").await.expect("remove"), 0);
@@ -389,7 +398,8 @@ async fn curator_id_producer_rust_removes_by_id_and_consumes() {
     let queue =
         logging_builder(&f.fw, &path, Some(&locks), ("rust", Duration::ZERO), &log).build_id_queue().expect("queue");
     queue.add_listener(bad_items_to(&bad));
-    queue.start().await.expect("start");
+    queue.start().expect("start");
+    queue.ready().await.expect("start");
     let rest = without_twice(&items);
     assert_eq!(wait_rust_items(&log, rest.len()).await, rest, "first in, first out");
     drained(&f.fw, &path).await;
@@ -412,7 +422,8 @@ async fn rust_id_producer_curator_removes_by_id_and_consumes() {
     let locks = format!("{path}-locks");
     let log: Log = Arc::default();
     let producer = DistributedQueue::builder(&f.fw, &path, StringSerializer).build_id_queue().expect("queue");
-    producer.start().await.expect("start");
+    producer.start().expect("start");
+    producer.ready().await.expect("start");
     let items = with_ids("rust");
     for (id, item) in &items {
         producer.put(item, id).await.expect("put");

@@ -37,11 +37,13 @@ async fn multi_clients() {
         let fw = f.client().await;
         let count = SharedCount::new(&fw, &path, 10).expect("count");
         let seen = collect(&count);
-        count.start().await.expect("start");
+        count.start().expect("start");
+        count.ready().await.expect("start");
         watchers.push((fw, count, seen));
     }
     let count = SharedCount::new(&f.fw, &path, 10).expect("count");
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     let mut expected = Vec::new();
     for i in 0..100 {
         let next = fastrand::i32(0..100) * 1000 + i; // distinct, so that no change merges away
@@ -55,7 +57,7 @@ async fn multi_clients() {
     }
     for (fw, count, seen) in watchers {
         assert_eq!(*seen.lock().unwrap(), expected);
-        count.close();
+        count.close().await;
         fw.close().await;
     }
     f.close().await;
@@ -68,7 +70,8 @@ async fn simple() {
     init_tracing();
     let f = Fixture::shared().await;
     let count = SharedCount::new(&f.fw, &unique_path("count"), 0).expect("count");
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     let seen = collect(&count);
     for next in [1, 2, 10] {
         let current = count.versioned_value().expect("value");
@@ -88,7 +91,8 @@ async fn simple_versioned() {
     let f = Fixture::shared().await;
     let path = unique_path("count");
     let count = SharedCount::new(&f.fw, &path, 0).expect("count");
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     let mut current = count.versioned_value().expect("value");
     assert_eq!(current.version, 0);
     for (next, version) in [(1, 1), (5, 2), (10, 3)] {
@@ -114,8 +118,10 @@ async fn multi_client_versioned() {
     let fw2 = f.client().await;
     let count1 = SharedCount::new(&f.fw, &path, 0).expect("count");
     let count2 = SharedCount::new(&fw2, &path, 0).expect("count");
-    count1.start().await.expect("start");
-    count2.start().await.expect("start");
+    count1.start().expect("start");
+    count1.ready().await.expect("start");
+    count2.start().expect("start");
+    count2.ready().await.expect("start");
     assert!(count1.try_set(&count1.versioned_value().unwrap(), 10).await.unwrap());
     assert!(eventually(Timing::new().deadline(), || async { count2.count().unwrap() == 10 }).await);
     assert!(count2.try_set(&count2.versioned_value().unwrap(), 20).await.unwrap());
@@ -140,8 +146,10 @@ async fn multi_client_different_seed() {
     let fw2 = f.client().await;
     let count1 = SharedCount::new(&f.fw, &path, 10).expect("count");
     let count2 = SharedCount::new(&fw2, &path, 20).expect("count");
-    count1.start().await.expect("start");
-    count2.start().await.expect("start");
+    count1.start().expect("start");
+    count1.ready().await.expect("start");
+    count2.start().expect("start");
+    count2.ready().await.expect("start");
     assert_eq!(count1.count().unwrap(), 10);
     assert_eq!(count2.count().unwrap(), 10);
     fw2.close().await;
@@ -162,7 +170,8 @@ async fn disconnect_event_does_not_wait_for_retries() {
     .await;
     let count = SharedCount::new(&fw, "/count", 10).expect("count");
     let mut events = count.events();
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     server.stop().await.expect("stop");
     let suspended = tokio::time::timeout(Duration::from_secs(5), async {
         while let Some(event) = events.next().await {
@@ -174,7 +183,7 @@ async fn disconnect_event_does_not_wait_for_retries() {
     })
     .await;
     assert!(matches!(suspended, Ok(true)));
-    count.close();
+    count.close().await;
     fw.close().await;
 }
 
@@ -192,7 +201,8 @@ async fn disconnect_reconnect_reports_changes_only() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let to = events.clone();
     count.add_listener(move |event| to.lock().unwrap().push(event.clone()));
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     let changes = || events.lock().unwrap().iter().filter(|e| matches!(e, SharedCountEvent::Changed(_))).count();
     let has = |state: ConnectionState| {
         events.lock().unwrap().iter().any(|e| matches!(e, SharedCountEvent::State(s) if *s == state))
@@ -207,6 +217,6 @@ async fn disconnect_reconnect_reports_changes_only() {
     assert!(count.try_set(&count.versioned_value().unwrap(), 12).await.expect("try set"));
     assert!(eventually(Timing::new().deadline(), || async { changes() == 2 }).await);
     assert!(!eventually(Duration::from_millis(300), || async { changes() > 2 }).await, "no spurious change");
-    count.close();
+    count.close().await;
     fw.close().await;
 }

@@ -19,7 +19,8 @@ async fn a_recreated_node_replaces_a_higher_version() {
     let f = Fixture::shared().await;
     let path = unique_path("mzxid");
     let value = SharedValue::new(&f.fw, &path, b"seed".to_vec()).expect("value");
-    value.start().await.expect("start");
+    value.start().expect("start");
+    value.ready().await.expect("start");
     for i in 0..5u8 {
         value.set(vec![i]).await.expect("set");
     }
@@ -51,7 +52,8 @@ async fn the_local_copy_never_goes_back() {
             to.lock().unwrap().push(v.version);
         }
     });
-    value.start().await.expect("start");
+    value.start().expect("start");
+    value.ready().await.expect("start");
     let sampler = {
         let value = value.clone();
         tokio::spawn(async move {
@@ -89,7 +91,8 @@ async fn a_new_session_reads_changes_missed_meanwhile() {
     let other = connected(builder(&server.connect_string())).await;
     let path = unique_path("new-session");
     let count = SharedCount::new(&fw, &path, 1).expect("count");
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     let info = fw.session().await.expect("session").client().session().clone();
     proxy.set_reject(true);
     proxy.cut();
@@ -97,7 +100,7 @@ async fn a_new_session_reads_changes_missed_meanwhile() {
     other.set_data().for_path(&path, 2i32.to_be_bytes().to_vec()).await.expect("set");
     proxy.set_reject(false);
     assert!(eventually(Timing::new().deadline(), || async { count.count().unwrap() == 2 }).await);
-    count.close();
+    count.close().await;
     other.close().await;
     fw.close().await;
 }
@@ -113,7 +116,8 @@ async fn reconnection_reads_changes_missed_meanwhile() {
     let other = connected(builder(&server.connect_string())).await;
     let path = unique_path("reconnect");
     let count = SharedCount::new(&fw, &path, 1).expect("count");
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     for next in 2i32..5 {
         proxy.set_reject(true);
         proxy.cut();
@@ -121,7 +125,7 @@ async fn reconnection_reads_changes_missed_meanwhile() {
         proxy.set_reject(false);
         assert!(eventually(Timing::new().deadline(), || async { count.count().unwrap() == next }).await);
     }
-    count.close();
+    count.close().await;
     other.close().await;
     fw.close().await;
 }
@@ -136,7 +140,8 @@ async fn try_set_after_a_reconnection_and_a_lost_reply() {
     let fw = connected(builder(&proxy.connect_string())).await;
     let path = unique_path("try-set");
     let count = SharedCount::new(&fw, &path, 0).expect("count");
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     let seen = count.versioned_value().unwrap();
     proxy.cut();
     assert!(count.try_set(&seen, 1).await.expect("try set after a cut"));
@@ -148,7 +153,7 @@ async fn try_set_after_a_reconnection_and_a_lost_reply() {
     let (data, stat) = observer.get_data().for_path_with_stat(&path).await.expect("read");
     assert_eq!((data, stat.version), (2i32.to_be_bytes().to_vec(), 2), "applied once");
     assert_eq!(count.versioned_value().unwrap().value, 2);
-    count.close();
+    count.close().await;
     observer.close().await;
     fw.close().await;
 }
@@ -170,26 +175,29 @@ async fn bad_input() {
         value.try_set(&value.versioned_value(), b"y".to_vec()).await,
         Err(CuratorError::NotStarted { what: "SharedValue" })
     ));
-    value.start().await.expect("start");
-    assert!(matches!(value.start().await, Err(CuratorError::AlreadyStarted { what: "SharedValue" })));
-    value.close();
-    value.close();
+    value.start().expect("start");
+    value.ready().await.expect("start");
+    assert!(matches!(value.start(), Err(CuratorError::AlreadyStarted { what: "SharedValue" })));
+    value.close().await;
+    value.close().await;
     assert!(matches!(value.set(b"y".to_vec()).await, Err(CuratorError::AlreadyClosed { what: "SharedValue" })));
-    assert!(matches!(value.start().await, Err(CuratorError::AlreadyClosed { what: "SharedValue" })));
+    assert!(matches!(value.start(), Err(CuratorError::AlreadyClosed { what: "SharedValue" })));
     let never = SharedCount::new(&f.fw, &unique_path("never"), 0).expect("count");
-    never.close();
-    assert!(matches!(never.start().await, Err(CuratorError::AlreadyClosed { .. })));
+    never.close().await;
+    assert!(matches!(never.start(), Err(CuratorError::AlreadyClosed { .. })));
     f.close().await;
 }
 
 /// Issue 27: a value whose node the server refuses (the parent allows reading only, so the
-/// seed's create is refused; or the node exists and may not be read) reports `NoAuth` from
-/// `start()`, promptly, under every error and retry policy, and stays latent: nothing follows
-/// the node, a write is `NotStarted`, and a later start tries again (before, the refused
-/// start left the value "started" with nothing running, and a second start was
-/// `IllegalState`).
+/// seed's create is refused; or the node exists and may not be read) reports `NoAuth`
+/// promptly, under every error and retry policy: `start()` returns `Ok` (it only spawns the
+/// value's task), `ready()` gives `NoAuth` within a second, and the value is closed: state
+/// `Closed`, a write and a second start `AlreadyClosed`, its event stream ended. Before the one
+/// convention, `start()` itself returned `NoAuth` and left the value latent. For `SharedValue`
+/// and `SharedCount` alike.
 #[tokio::test]
-async fn a_refused_start_is_reported_and_leaves_the_value_latent() {
+async fn a_refused_start_is_reported_and_closes_the_value() {
+    use curator_core::lifecycle::LifeState;
     use curator_core::zk::{Acl, AuthId, Permission};
     use tests::policies::{framework, COMBINATIONS};
     init_tracing();
@@ -207,14 +215,33 @@ async fn a_refused_start_is_reported_and_leaves_the_value_latent() {
         fw.create().with_acl(write_only).for_path(&unreadable, vec![]).await.unwrap();
         for path in [format!("{parent}/value"), unreadable] {
             let value = SharedValue::new(&fw, &path, b"seed".to_vec()).expect("value");
-            for attempt in 0..2 {
-                let started = std::time::Instant::now();
-                let r = tokio::time::timeout(Timing::new().deadline(), value.start()).await.expect("start returns");
-                assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?} {path} #{attempt}: {r:?}");
-                assert!(started.elapsed() < std::time::Duration::from_secs(1), "{policy:?}/{retry:?}: slow");
-                assert!(matches!(value.set(b"y".to_vec()).await, Err(CuratorError::NotStarted { .. })));
-            }
-            value.close();
+            let mut events = value.events();
+            let started = std::time::Instant::now();
+            value.start().expect("start only spawns the task");
+            let r = tokio::time::timeout(Timing::new().deadline(), value.ready()).await.expect("ready returns");
+            assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?} {path}: {r:?}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(1), "{policy:?}/{retry:?}: slow");
+            assert_eq!(value.state(), LifeState::Closed);
+            assert!(matches!(value.set(b"y".to_vec()).await, Err(CuratorError::AlreadyClosed { .. })));
+            assert!(matches!(value.start(), Err(CuratorError::AlreadyClosed { what: "SharedValue" })));
+            let ended =
+                tokio::time::timeout(Timing::new().deadline(), async { while events.next().await.is_some() {} });
+            assert!(ended.await.is_ok(), "the value's event stream ends");
+            value.close().await;
+
+            let count = SharedCount::new(&fw, &path, 7).expect("count");
+            let mut events = count.events();
+            let started = std::time::Instant::now();
+            count.start().expect("start only spawns the task");
+            let r = tokio::time::timeout(Timing::new().deadline(), count.ready()).await.expect("ready returns");
+            assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?} {path}: {r:?}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(1), "{policy:?}/{retry:?}: slow");
+            assert_eq!(count.state(), LifeState::Closed);
+            assert!(matches!(count.start(), Err(CuratorError::AlreadyClosed { what: "SharedCount" })));
+            let ended =
+                tokio::time::timeout(Timing::new().deadline(), async { while events.next().await.is_some() {} });
+            assert!(ended.await.is_ok(), "the count's event stream ends");
+            count.close().await;
         }
         fw.close().await;
     }
@@ -233,7 +260,8 @@ async fn corrupted_count() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let to = events.clone();
     count.add_listener(move |event| to.lock().unwrap().push(event.clone()));
-    count.start().await.expect("start");
+    count.start().expect("start");
+    count.ready().await.expect("start");
     assert!(matches!(count.count(), Err(CuratorError::BadData { .. })));
     assert!(matches!(count.versioned_value(), Err(CuratorError::BadData { .. })));
     f.fw.set_data().for_path(&path, b"12345".to_vec()).await.expect("set");

@@ -132,7 +132,8 @@ impl InterProcessSemaphoreV2 {
     /// use curator_recipes::shared::SharedCount;
     ///
     /// let size = SharedCount::new(&fw, "/pool-size", 1)?; // 1 if the node is new
-    /// size.start().await?;
+    /// size.start()?;
+    /// size.ready().await?;
     /// let semaphore = InterProcessSemaphoreV2::with_shared_count(&fw, "/pool", &size)?;
     /// let first = semaphore.acquire().await?;
     /// size.set(2).await?; // every semaphore sized by /pool-size now grants 2

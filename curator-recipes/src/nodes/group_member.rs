@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_core::lifecycle::Lifecycle;
+use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
 use curator_core::{path, CreateMode, CuratorFramework, Result};
 
@@ -49,8 +49,9 @@ pub enum MemberEvent {
 ///
 /// let member = GroupMember::builder(&fw, "/cluster/members", "node-3")
 ///     .payload(b"10.0.0.3:7000".to_vec())
-///     .start()
-///     .await?;
+///     .build()?;
+/// member.start()?;
+/// member.ready().await?; // registered, or refused for good (NoAuth...): then closed
 /// member.add_listener(|event: &MemberEvent| {
 ///     if let MemberEvent::Left { id } = event {
 ///         tracing::info!(member = %id, "left");
@@ -68,10 +69,12 @@ pub enum MemberEvent {
 /// server brought back the old session (and its node) after a restart: see
 /// [`PersistentNode`]'s rules for a node in the way.
 pub struct GroupMember {
-    /// Started by the builder's `start` (which returns the member started), closed by `close`.
+    fw: CuratorFramework,
+    /// Started by `start`, closed by `close`, the drop, or a refused first registration.
     lifecycle: Lifecycle,
-    node: PersistentNode,
-    cache: PathChildrenCache,
+    /// Shared with the start's task, which waits for the first registration.
+    node: Arc<PersistentNode>,
+    cache: Arc<PathChildrenCache>,
     events: Arc<Listeners<MemberEvent>>,
     path: String,
     id: String,
@@ -118,27 +121,19 @@ impl GroupMemberBuilder {
         self
     }
 
-    /// Joins the group: registers this member's node and starts the cache of the group (loaded
-    /// in the background: see [`wait_initialized`](GroupMember::wait_initialized)). Returns once
-    /// the node was first registered, or its first attempt failed in a way retrying may mend
-    /// (no connection within the retry policy: the node keeps trying in the background).
+    /// Checks the settings and makes the member, latent: nothing is sent before
+    /// [`start`](GroupMember::start).
     ///
     /// # Errors
-    /// A typed error, with nothing left running: [`CuratorError::InvalidPath`] for an invalid
-    /// path; [`CuratorError::InvalidArgument`] for an id that is not one node name (the check
-    /// every participant id gets, as the leader recipes' do);
-    /// [`CuratorError::DataTooLarge`] for a payload over the framework's limit;
-    /// [`CuratorError::NoRuntime`] outside a tokio runtime; [`CuratorError::Closed`] on a closed
-    /// framework; the refusal of the first registration ([`CuratorError::is_permanent`]: no
-    /// permission to create the node, say), which Curator only logs.
+    /// A typed error: [`CuratorError::InvalidPath`] for an invalid path;
+    /// [`CuratorError::InvalidArgument`] for an id that is not one node name (the check every
+    /// participant id gets, as the leader recipes' do); [`CuratorError::DataTooLarge`] for a
+    /// payload over the framework's limit.
     ///
     /// [`CuratorError::InvalidPath`]: curator_core::CuratorError::InvalidPath
     /// [`CuratorError::InvalidArgument`]: curator_core::CuratorError::InvalidArgument
     /// [`CuratorError::DataTooLarge`]: curator_core::CuratorError::DataTooLarge
-    /// [`CuratorError::NoRuntime`]: curator_core::CuratorError::NoRuntime
-    /// [`CuratorError::Closed`]: curator_core::CuratorError::Closed
-    /// [`CuratorError::is_permanent`]: curator_core::CuratorError::is_permanent
-    pub async fn start(self) -> Result<GroupMember> {
+    pub fn build(self) -> Result<GroupMember> {
         path::validate(&self.path)?;
         validate_participant_id(&self.path, &self.id)?;
         let node_path = path::make_path(&self.path, &self.id);
@@ -146,41 +141,20 @@ impl GroupMemberBuilder {
         let payload = self.payload.unwrap_or_else(|| curator_core::local_address().into_bytes());
         self.fw.check_data(&node_path, &payload)?;
         let cache = PathChildrenCache::new(&self.fw, &self.path, true)?;
+        let node = PersistentNode::builder(&self.fw, &node_path).mode(CreateMode::Ephemeral).data(payload).build()?;
         let events = Arc::new(Listeners::new());
         for listener in self.listeners {
             events.add_callback(listener);
         }
-        let lifecycle = Lifecycle::new("GroupMember");
-        lifecycle.start(&self.fw, |started| {
-            events.start(started.handle().clone());
-            // The cache's events, in order, turned into member events on the runtime's worker,
-            // as the service cache does: a callback would run on the blocking pool, one more
-            // thread hop per event. The relay ends when the cache closes.
-            let publish = events.clone();
-            started.relay(cache.events(), move |event| {
-                if let Some(member) = member_event(&event) {
-                    publish.publish(member);
-                }
-            });
-            Ok(())
-        })?;
-        let member = GroupMember {
-            lifecycle,
-            node: PersistentNode::builder(&self.fw, &node_path).mode(CreateMode::Ephemeral).data(payload).start()?,
-            cache,
+        Ok(GroupMember {
+            fw: self.fw,
+            lifecycle: Lifecycle::new("GroupMember"),
+            node: Arc::new(node),
+            cache: Arc::new(cache),
             events,
             path: self.path,
             id: self.id,
-        };
-        let started = async {
-            member.cache.start(StartMode::Normal).await?;
-            member.node.first_attempt().await
-        };
-        if let Err(err) = started.await {
-            member.close().await;
-            return Err(err);
-        }
-        Ok(member)
+        })
     }
 }
 
@@ -204,6 +178,80 @@ impl GroupMember {
             payload: None,
             listeners: Vec::new(),
         }
+    }
+
+    /// Joins the group (Curator's `start`): starts this member's node and the cache of the
+    /// group, in the background; returns at once. [`ready`](Self::ready) gives the outcome of
+    /// the first registration; [`wait_initialized`](Self::wait_initialized) waits for the
+    /// group's first load.
+    ///
+    /// # Errors
+    /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
+    /// [`CuratorError::NoRuntime`] outside a tokio runtime, [`CuratorError::Closed`] on a
+    /// closed framework (module [`lifecycle`](curator_core::lifecycle)); nothing is sent then.
+    ///
+    /// [`CuratorError::AlreadyStarted`]: curator_core::CuratorError::AlreadyStarted
+    /// [`CuratorError::AlreadyClosed`]: curator_core::CuratorError::AlreadyClosed
+    /// [`CuratorError::NoRuntime`]: curator_core::CuratorError::NoRuntime
+    /// [`CuratorError::Closed`]: curator_core::CuratorError::Closed
+    pub fn start(&self) -> Result<()> {
+        self.lifecycle.start(&self.fw, |started| {
+            self.node.start()?;
+            self.events.start(started.handle().clone());
+            // The cache's events, in order, turned into member events on the runtime's worker,
+            // as the service cache does: a callback would run on the blocking pool, one more
+            // thread hop per event. The relay ends when the cache closes.
+            let publish = self.events.clone();
+            started.relay(self.cache.events(), move |event| {
+                if let Some(member) = member_event(&event) {
+                    publish.publish(member);
+                }
+            });
+            let readiness = started.readiness();
+            let (node, cache, events) = (self.node.clone(), self.cache.clone(), self.events.clone());
+            started.spawn(async move {
+                let first = async {
+                    cache.start(StartMode::Normal).await?;
+                    node.first_outcome().await
+                };
+                match first.await {
+                    Ok(()) => readiness.ready(),
+                    Err(err) => {
+                        // Closed, as the member is: nothing is left running.
+                        readiness.refused(err);
+                        cache.close();
+                        events.close();
+                        node.close().await;
+                    }
+                }
+            });
+            Ok(())
+        })
+    }
+
+    /// Waits for the outcome of the first registration: `Ok` once this member's node was
+    /// first made, or its first attempt failed in a way retrying may mend (no connection
+    /// within the retry policy: the node keeps trying in the background).
+    ///
+    /// # Errors
+    /// The refusal of the first registration, which closed the member
+    /// ([`CuratorError::is_permanent`]: [`CuratorError::NoAuth`] for an ACL that refuses the
+    /// client..., which Curator only logs), or the error of starting the group's cache;
+    /// [`CuratorError::NotStarted`] before [`start`](Self::start);
+    /// [`CuratorError::AlreadyClosed`] when closed before a first outcome.
+    ///
+    /// [`CuratorError::is_permanent`]: curator_core::CuratorError::is_permanent
+    /// [`CuratorError::NoAuth`]: curator_core::CuratorError::NoAuth
+    /// [`CuratorError::NotStarted`]: curator_core::CuratorError::NotStarted
+    /// [`CuratorError::AlreadyClosed`]: curator_core::CuratorError::AlreadyClosed
+    pub async fn ready(&self) -> Result<()> {
+        self.lifecycle.ready().await
+    }
+
+    /// Where the member is in its life: [`LifeState::Closed`] after [`close`](Self::close)
+    /// or a refused first registration.
+    pub fn state(&self) -> LifeState {
+        self.lifecycle.state()
     }
 
     /// The members and their payloads, as the cache sees them, with this member always
@@ -262,11 +310,22 @@ impl GroupMember {
     }
 
     /// Leaves the group: stops the cache and deletes this member's node (see
-    /// [`PersistentNode::close`]).
-    pub async fn close(self) {
+    /// [`PersistentNode::close`]). Idempotent.
+    pub async fn close(&self) {
         self.lifecycle.close();
         self.cache.close();
         self.events.close();
         self.node.close().await;
+    }
+}
+
+impl Drop for GroupMember {
+    /// Leaves the group in the background: the node is deleted by its keeper (see
+    /// [`close`](Self::close)).
+    fn drop(&mut self) {
+        self.lifecycle.close();
+        self.cache.close();
+        self.events.close();
+        self.node.close_in_background();
     }
 }

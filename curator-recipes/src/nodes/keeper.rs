@@ -14,6 +14,7 @@
 //!        ephemeral of an earlier session of this node ──────► Place (after deleting it, at its version)
 //!        ephemeral of any other session ────────────────────► Foreign
 //!    retryable error ─► back off (cleanup backoff, 50 ms → 2 s) ─► Place
+//!    permanent error (no permission...) before the first create: refused, closed ─► Stop
 //!    other error (no permission, no parent) ────────────────► Stuck
 //! Own: exists+watch on the node (on the current session); write our data if newer
 //!    missing, or an ephemeral of another session ──────────► Place
@@ -25,11 +26,16 @@
 //! closing, or the framework closed (from any wait) ─► delete the node if it may be ours; stop
 //! ```
 //!
+//! The first outcome goes to the node's `Readiness`: ready once the node is first created or
+//! adopted, or first Stuck on an error retrying may mend; refused on a permanent error
+//! (`CuratorError::is_permanent`) before that, which closes the node.
+//!
 //! Waits end early on closing; requests in flight are not cut short, so their outcome is
 //! known (each is bounded by the framework's retry policy and connection timeout).
 
 use std::sync::Arc;
 
+use curator_core::lifecycle::Readiness;
 use curator_core::zk;
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework};
 use tokio::sync::watch;
@@ -78,10 +84,13 @@ struct Keeper {
     retry: curator_core::retry::RetryLoop,
     conn: watch::Receiver<curator_core::ConnectionStateEvent>,
     closing: watch::Receiver<bool>,
+    /// Where the first outcome goes.
+    readiness: Readiness,
 }
 
-/// Runs the keeper until the node is closed or the framework is.
-pub(super) async fn run(shared: Arc<Shared>) {
+/// Runs the keeper until the node is closed or the framework is, reporting the first outcome
+/// to `readiness`.
+pub(super) async fn run(shared: Arc<Shared>, readiness: Readiness) {
     let fw = shared.fw.clone();
     let mut keeper = Keeper {
         retry: fw.cleanup_retry_loop(),
@@ -94,6 +103,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
         written: 0,
         may_own: false,
         tried: false,
+        readiness,
     };
     let mut state = State::Place;
     loop {
@@ -105,6 +115,11 @@ pub(super) async fn run(shared: Arc<Shared>) {
             State::Foreign(path) => keeper.watch(path, false).await,
             State::Stuck => keeper.stuck().await,
         };
+    }
+    if keeper.fw.is_closed() && !keeper.readiness.is_reported() {
+        // The framework closed before a first outcome: none can come now. (The node's own close
+        // has woken `ready` already.)
+        keeper.readiness.refused(CuratorError::Closed);
     }
     keeper.finish().await;
 }
@@ -228,6 +243,7 @@ impl Keeper {
         self.shared.last_error.send_if_modified(|last| last.take().is_some());
         self.retry.reset();
         self.shared.initial.send_replace(true);
+        self.readiness.ready();
     }
 
     /// Own (`ours`): watches our node, writes new data, and puts the node back when it goes.
@@ -315,8 +331,18 @@ impl Keeper {
             return State::Stop;
         }
         let Some(pause) = self.retry.next_pause(&err) else {
+            if err.is_permanent() && !self.readiness.is_reported() {
+                // Issue 27: a first create refused for good is the start's outcome, not a log
+                // line while the node waits for ever.
+                tracing::warn!(path = %self.shared.config.path, error = %err, "persistent node: the first create was refused; closing");
+                self.shared.last_error.send_replace(Some(err.clone()));
+                self.readiness.refused(err);
+                self.shared.close();
+                return State::Stop;
+            }
             tracing::warn!(path = %self.shared.config.path, error = %err, "persistent node: cannot create the node; trying again after the next connection change");
             self.shared.last_error.send_replace(Some(err));
+            self.readiness.ready();
             return State::Stuck;
         };
         tracing::debug!(path = %self.shared.config.path, error = %err, ?pause, "persistent node: retrying");

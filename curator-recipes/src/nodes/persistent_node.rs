@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use curator_core::lifecycle::Lifecycle;
+use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
 use tokio::sync::{watch, Notify};
@@ -25,7 +25,9 @@ use super::shared::{lock, Config, DataSlot, Shared};
 /// let node = PersistentNode::builder(&fw, "/services/web/instance-1")
 ///     .mode(CreateMode::Ephemeral)
 ///     .data(b"10.0.0.7:8080".to_vec())
-///     .start()?;
+///     .build()?;
+/// node.start()?;
+/// node.ready().await?; // created, or refused for good (NoAuth...): then closed
 /// if node.wait_for_initial_create(Duration::from_secs(10)).await {
 ///     tracing::info!(path = ?node.actual_path(), "registered");
 /// }
@@ -48,19 +50,26 @@ use super::shared::{lock, Config, DataSlot, Shared};
 ///   path is never held twice.
 ///
 /// # Differences from Curator
-/// - `start()` is the builder's last call; there is no separate latent state.
+/// - A first create refused for good ([`CuratorError::is_permanent`]: no permission, a bad
+///   ACL) closes the node, and [`ready`](Self::ready) returns the refusal; Curator only logs
+///   it and tries again after the next reconnection.
 /// - A reconnection on the same session checks the node with one request and leaves a node
 ///   that is still ours alone, instead of writing its data again.
 /// - Dropping the handle closes it: the node is deleted in the background (a guaranteed
 ///   delete, which [`CuratorFramework::close`] waits for, a bounded time). Closing the
 ///   framework stops the node too; the session's end takes an ephemeral node with it.
-/// - Errors that retrying cannot fix (no permission, a missing parent without parent creation)
-///   are kept in [`last_error`](Self::last_error), and the node tries again after the next
-///   connection change or [`set_data`](Self::set_data), as Curator does after a reconnection.
+/// - Later errors that retrying cannot fix (no permission, a missing parent without parent
+///   creation) are kept in [`last_error`](Self::last_error), and the node tries again after the
+///   next connection change or [`set_data`](Self::set_data), as Curator does after a
+///   reconnection.
 pub struct PersistentNode {
     shared: Arc<Shared>,
-    /// Started by the builder's `start`; closed by `close` or the drop.
-    lifecycle: Lifecycle,
+    /// Started by `start`; closed by `close`, the drop, or a refused first create. Shared with
+    /// the recipes built on the node, which wait for its first outcome in a task of their own.
+    lifecycle: Arc<Lifecycle>,
+    /// The keeper's end signal, handed to the keeper by `start` (dropped by a close before
+    /// any start, so that the close does not wait for a keeper that never ran).
+    finish: Mutex<Option<watch::Sender<bool>>>,
     /// Turns true when the keeper's task has ended (its sender is dropped if the task panics).
     finished: watch::Receiver<bool>,
 }
@@ -124,18 +133,16 @@ impl PersistentNodeBuilder {
         self
     }
 
-    /// Checks the settings and starts keeping the node, in a task of its own (its
-    /// [`Lifecycle`] starts as the builder returns the node, which is started).
+    /// Checks the settings and makes the node, latent: nothing is sent before
+    /// [`start`](PersistentNode::start).
     ///
     /// # Errors
-    /// A typed error, and nothing is created: [`CuratorError::InvalidPath`] for an invalid path
-    /// (a sequential mode allows a trailing `/`); [`CuratorError::InvalidArgument`] for a TTL
-    /// mode without a TTL (or a TTL without a TTL mode) or a TTL ZooKeeper cannot take (under
-    /// 1 ms or over [`MAX_TTL`](curator_core::ops::MAX_TTL));
-    /// [`CuratorError::DataTooLarge`] for data over the framework's limit;
-    /// [`CuratorError::NoRuntime`] outside a tokio runtime; [`CuratorError::Closed`] on a closed
-    /// framework.
-    pub fn start(self) -> Result<PersistentNode> {
+    /// A typed error: [`CuratorError::InvalidPath`] for an invalid path (a sequential mode
+    /// allows a trailing `/`); [`CuratorError::InvalidArgument`] for a TTL mode without a TTL
+    /// (or a TTL without a TTL mode) or a TTL ZooKeeper cannot take (under 1 ms or over
+    /// [`MAX_TTL`](curator_core::ops::MAX_TTL)); [`CuratorError::DataTooLarge`] for data over
+    /// the framework's limit.
+    pub fn build(self) -> Result<PersistentNode> {
         let config = self.config;
         if config.mode.is_sequential() {
             path::validate_sequential(&config.path)?;
@@ -157,33 +164,24 @@ impl PersistentNodeBuilder {
             curator_core::ops::check_ttl_value(&config.path, ttl)?;
         }
         self.fw.check_data(&config.path, &self.data)?;
-        let lifecycle = Lifecycle::new("PersistentNode");
-        let created = Listeners::new();
         let shared = Arc::new(Shared {
-            fw: self.fw.clone(),
+            fw: self.fw,
             config,
             data: Mutex::new(DataSlot { bytes: self.data, version: 0 }),
             actual: Mutex::new(None),
             last_error: watch::channel(None).0,
-            created,
+            created: Listeners::new(),
             initial: watch::channel(false).0,
             closing: watch::channel(false).0,
             wake: Notify::new(),
         });
         let (finish, finished) = watch::channel(false);
-        lifecycle.start(&self.fw, |started| {
-            shared.created.start(started.handle().clone());
-            // The node's own task, not `spawn_background`: the framework's close waits for that
-            // kind of work, and the keeper runs as long as the handle lives. Its final delete
-            // is a guaranteed delete, which the framework does track.
-            let keeper = keeper::run(shared.clone());
-            started.spawn(async move {
-                keeper.await;
-                let _ = finish.send(true);
-            });
-            Ok(())
-        })?;
-        Ok(PersistentNode { shared, lifecycle, finished })
+        Ok(PersistentNode {
+            shared,
+            lifecycle: Arc::new(Lifecycle::new("PersistentNode")),
+            finish: Mutex::new(Some(finish)),
+            finished,
+        })
     }
 }
 
@@ -202,6 +200,61 @@ impl PersistentNode {
             },
             data: Vec::new(),
         }
+    }
+
+    /// Starts keeping the node (Curator's `start`), in a task of its own that creates it (in
+    /// the background: see [`ready`](Self::ready)), puts it back whenever it goes, and deletes
+    /// it on close. Returns at once.
+    ///
+    /// # Errors
+    /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
+    /// [`CuratorError::NoRuntime`] outside a tokio runtime, [`CuratorError::Closed`] on a
+    /// closed framework (module [`lifecycle`](curator_core::lifecycle)); nothing is sent then.
+    pub fn start(&self) -> Result<()> {
+        self.lifecycle.start(&self.shared.fw, |started| {
+            self.shared.created.start(started.handle().clone());
+            let readiness = started.readiness();
+            let finish = lock(&self.finish).take();
+            // The node's own task, not `spawn_background`: the framework's close waits for that
+            // kind of work, and the keeper runs as long as the handle lives. Its final delete
+            // is a guaranteed delete, which the framework does track.
+            let keeper = keeper::run(self.shared.clone(), readiness);
+            started.spawn(async move {
+                keeper.await;
+                if let Some(finish) = finish {
+                    let _ = finish.send(true);
+                }
+            });
+            Ok(())
+        })
+    }
+
+    /// Waits for the outcome of the first attempt to place the node: `Ok` once it was created
+    /// or adopted, or once an attempt failed in a way retrying may mend (the node goes on
+    /// trying in the background: see [`last_error`](Self::last_error)).
+    ///
+    /// # Errors
+    /// The refusal of the first create, which closed the node
+    /// ([`CuratorError::is_permanent`]: [`CuratorError::NoAuth`] for an ACL that refuses the
+    /// client, [`CuratorError::InvalidAcl`]...; Curator only logs it);
+    /// [`CuratorError::Closed`] when the framework closed first (the node closes with it);
+    /// [`CuratorError::NotStarted`] before [`start`](Self::start);
+    /// [`CuratorError::AlreadyClosed`] when closed before a first outcome.
+    pub async fn ready(&self) -> Result<()> {
+        self.lifecycle.ready().await
+    }
+
+    /// As [`ready`](Self::ready), a future that does not borrow the node: for the recipes
+    /// built on it, which wait for it in a task of their own.
+    pub(crate) fn first_outcome(&self) -> impl std::future::Future<Output = Result<()>> + Send + 'static {
+        let lifecycle = self.lifecycle.clone();
+        async move { lifecycle.ready().await }
+    }
+
+    /// Where the node is in its life: [`LifeState::Closed`] after [`close`](Self::close) or a
+    /// refused first create.
+    pub fn state(&self) -> LifeState {
+        self.lifecycle.state()
     }
 
     /// Waits up to `timeout` for the first create (or adoption) of the node; true once done.
@@ -241,7 +294,8 @@ impl PersistentNode {
     /// Sets the node's data: written at once in the background if the node is there, and used
     /// for every later re-create. Fails with
     /// [`DataTooLarge`](CuratorError::DataTooLarge) (and changes nothing) past the framework's
-    /// limit, or [`AlreadyClosed`](CuratorError::AlreadyClosed) after [`close`](Self::close).
+    /// limit, [`NotStarted`](CuratorError::NotStarted) before [`start`](Self::start), or
+    /// [`AlreadyClosed`](CuratorError::AlreadyClosed) after [`close`](Self::close).
     pub fn set_data(&self, data: impl Into<Vec<u8>>) -> Result<()> {
         let data = data.into();
         self.shared.fw.check_data(&self.shared.config.path, &data)?;
@@ -257,40 +311,18 @@ impl PersistentNode {
 
     /// The last error that retrying cannot fix (no permission, a missing parent with parent
     /// creation off), cleared by the next successful create. The node tries again after the
-    /// next connection change or `set_data`.
+    /// next connection change or `set_data`, unless the error refused its first create for
+    /// good: then it is closed (see [`ready`](Self::ready)).
     pub fn last_error(&self) -> Option<CuratorError> {
         self.shared.last_error.borrow().clone()
     }
 
-    /// Waits for the outcome of the first attempt to place the node: `Ok` once it was created
-    /// or adopted, or once an attempt failed in a way retrying may mend (the keeper goes on),
-    /// or the node closed; the error, if the first attempt was refused for good
-    /// ([`CuratorError::is_permanent`]: no permission, a bad ACL...). For the recipes that
-    /// report such a refusal from their `start`.
-    pub(crate) async fn first_attempt(&self) -> Result<()> {
-        let mut initial = self.shared.initial.subscribe();
-        let mut error = self.shared.last_error.subscribe();
-        let mut finished = self.finished.clone();
-        loop {
-            if *initial.borrow_and_update() || *finished.borrow_and_update() {
-                return Ok(());
-            }
-            if let Some(err) = error.borrow_and_update().clone() {
-                return if err.is_permanent() { Err(err) } else { Ok(()) };
-            }
-            tokio::select! {
-                r = initial.changed() => if r.is_err() { return Ok(()) },
-                r = error.changed() => if r.is_err() { return Ok(()) },
-                r = finished.changed() => if r.is_err() { return Ok(()) },
-            }
-        }
-    }
-
     /// Resolves with the node's error once it is one no retry mends
     /// ([`CuratorError::is_permanent`]: no permission to create it, say); pending while there is
-    /// none. The keeper goes on trying after such an error (at the next connection change); this
-    /// is for a caller that waits for the create and must not wait out a refusal (service
-    /// discovery's `register`).
+    /// none. Such an error on the first create closes the node (as [`ready`](Self::ready) says);
+    /// after the node was first made, the keeper goes on trying (at the next connection
+    /// change). For a caller that waits for the create and must not wait out a refusal
+    /// (service discovery's `register`).
     pub async fn refused(&self) -> CuratorError {
         let mut error = self.shared.last_error.subscribe();
         let found = error.wait_for(|e| e.as_ref().is_some_and(CuratorError::is_permanent)).await.map(|e| e.clone());
@@ -325,20 +357,30 @@ impl PersistentNode {
     ///
     /// Takes `&self`, so that a node shared between tasks (an `Arc`) can be closed while
     /// another task still uses it (a service registration still waiting for its create): every
-    /// caller returns once the node is closed as described.
+    /// caller returns once the node is closed as described. Idempotent; a node never started
+    /// has nothing to delete.
     pub async fn close(&self) {
-        self.lifecycle.close();
-        self.shared.close();
+        self.close_in_background();
+        // Never started: no keeper will say it ended.
+        drop(lock(&self.finish).take());
         let mut finished = self.finished.clone();
         // An error means the keeper's task ended without saying so (it panicked): closed too.
         let _ = finished.wait_for(|done| *done).await;
     }
 }
 
+impl PersistentNode {
+    /// Closes the node without waiting: the keeper deletes it in the background (the drop's
+    /// close, also for the recipes built on the node).
+    pub(crate) fn close_in_background(&self) {
+        self.lifecycle.close();
+        self.shared.close();
+    }
+}
+
 impl Drop for PersistentNode {
     /// Closes the node in the background (see [`close`](Self::close)).
     fn drop(&mut self) {
-        self.lifecycle.close();
-        self.shared.close();
+        self.close_in_background();
     }
 }

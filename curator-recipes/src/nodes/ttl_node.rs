@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use curator_core::lifecycle::Lifecycle;
+use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
 use tokio::sync::oneshot;
 
@@ -31,16 +31,22 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 ///
 /// let node = PersistentTtlNode::builder(&fw, "/workers/w-7", Duration::from_secs(30))
 ///     .data(b"busy".to_vec())
-///     .start()?;
-/// node.wait_for_initial_create(Duration::from_secs(10)).await;
+///     .build()?;
+/// node.start()?;
+/// node.ready().await?; // created, or refused for good (NoAuth...): then closed
 /// // ... the node stays while this process runs; after close() it expires.
 /// node.close().await;
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
 pub struct PersistentTtlNode {
-    node: Option<PersistentNode>,
-    /// Started by the builder's `start`, keeping the sender whose drop stops the toucher.
+    fw: CuratorFramework,
+    node: PersistentNode,
+    child_path: String,
+    ttl: Duration,
+    /// How often the child is touched.
+    every: Duration,
+    /// Started by `start`, keeping the sender whose drop stops the toucher.
     lifecycle: Lifecycle<oneshot::Sender<()>>,
 }
 
@@ -81,17 +87,15 @@ impl PersistentTtlNodeBuilder {
         self
     }
 
-    /// Checks the settings and starts: the node is created in the background and touched from
-    /// then on.
+    /// Checks the settings and makes the node, latent: nothing is sent before
+    /// [`start`](PersistentTtlNode::start).
     ///
     /// # Errors
-    /// A typed error, and nothing is created: [`CuratorError::InvalidPath`] for an invalid path
-    /// or child name; [`CuratorError::InvalidArgument`] for a TTL ZooKeeper cannot take (under
-    /// 1 ms or over [`MAX_TTL`](curator_core::ops::MAX_TTL)) or a zero touch factor;
-    /// [`CuratorError::DataTooLarge`] for data over the framework's limit;
-    /// [`CuratorError::NoRuntime`] outside a tokio runtime; [`CuratorError::Closed`] on a closed
-    /// framework.
-    pub fn start(self) -> Result<PersistentTtlNode> {
+    /// A typed error: [`CuratorError::InvalidPath`] for an invalid path or child name;
+    /// [`CuratorError::InvalidArgument`] for a TTL ZooKeeper cannot take (under 1 ms or over
+    /// [`MAX_TTL`](curator_core::ops::MAX_TTL)) or a zero touch factor;
+    /// [`CuratorError::DataTooLarge`] for data over the framework's limit.
+    pub fn build(self) -> Result<PersistentTtlNode> {
         curator_core::ops::check_ttl_value(&self.path, self.ttl)?;
         if self.touch_factor == 0 {
             return Err(CuratorError::InvalidArgument {
@@ -106,24 +110,21 @@ impl PersistentTtlNodeBuilder {
         }
         // At least 1 ms (a zero interval would panic in tokio), at most 34 years: never zero.
         let every = (self.ttl / self.touch_factor).max(Duration::from_millis(1));
-        let lifecycle = Lifecycle::new("PersistentTtlNode");
-        let mut node = None;
-        // The lifecycle checks the runtime and the framework before anything starts.
-        lifecycle.start(&self.fw, |started| {
-            node = Some(
-                PersistentNode::builder(&self.fw, &self.path)
-                    .mode(CreateMode::PersistentWithTtl)
-                    .ttl(self.ttl)
-                    .data(self.data)
-                    .creating_parents(self.parents)
-                    .keep_on_close()
-                    .start()?,
-            );
-            let (stop, stopped) = oneshot::channel();
-            started.spawn(touch_forever(self.fw.clone(), child_path, self.ttl, every, stopped));
-            Ok(stop)
-        })?;
-        Ok(PersistentTtlNode { node, lifecycle })
+        let node = PersistentNode::builder(&self.fw, &self.path)
+            .mode(CreateMode::PersistentWithTtl)
+            .ttl(self.ttl)
+            .data(self.data)
+            .creating_parents(self.parents)
+            .keep_on_close()
+            .build()?;
+        Ok(PersistentTtlNode {
+            fw: self.fw,
+            node,
+            child_path,
+            ttl: self.ttl,
+            every,
+            lifecycle: Lifecycle::new("PersistentTtlNode"),
+        })
     }
 }
 
@@ -141,43 +142,82 @@ impl PersistentTtlNode {
         }
     }
 
+    /// Starts keeping the node (Curator's `start`): it is created in the background (see
+    /// [`ready`](Self::ready)) and its child touched from then on. Returns at once.
+    ///
+    /// # Errors
+    /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
+    /// [`CuratorError::NoRuntime`] outside a tokio runtime, [`CuratorError::Closed`] on a
+    /// closed framework (module [`lifecycle`](curator_core::lifecycle)); nothing is sent then.
+    pub fn start(&self) -> Result<()> {
+        self.lifecycle.start(&self.fw, |started| {
+            self.node.start()?;
+            let readiness = started.readiness();
+            let first = self.node.first_outcome();
+            // The node's first outcome is this one's: a refused first create closes both.
+            started.spawn(async move {
+                match first.await {
+                    Ok(()) => readiness.ready(),
+                    Err(err) => readiness.refused(err),
+                }
+            });
+            let (stop, stopped) = oneshot::channel();
+            started.spawn(touch_forever(self.fw.clone(), self.child_path.clone(), self.ttl, self.every, stopped));
+            Ok(stop)
+        })
+    }
+
+    /// Waits for the outcome of the node's first create (see [`PersistentNode::ready`]).
+    ///
+    /// # Errors
+    /// The refusal of the first create, which closed the node
+    /// ([`CuratorError::is_permanent`]: [`CuratorError::NoAuth`] for an ACL that refuses the
+    /// client...); [`CuratorError::NotStarted`] before [`start`](Self::start);
+    /// [`CuratorError::AlreadyClosed`] when closed before a first outcome.
+    pub async fn ready(&self) -> Result<()> {
+        self.lifecycle.ready().await
+    }
+
+    /// Where the node is in its life: [`LifeState::Closed`] after [`close`](Self::close) or a
+    /// refused first create.
+    pub fn state(&self) -> LifeState {
+        self.lifecycle.state()
+    }
+
     /// Waits up to `timeout` for the node's first create; true once done.
     pub async fn wait_for_initial_create(&self, timeout: Duration) -> bool {
-        match &self.node {
-            Some(node) => node.wait_for_initial_create(timeout).await,
-            None => false,
-        }
+        self.node.wait_for_initial_create(timeout).await
     }
 
     /// Sets the node's data (see [`PersistentNode::set_data`]).
+    ///
+    /// # Errors
+    /// As [`PersistentNode::set_data`], the lifecycle variants naming `PersistentTtlNode`.
     pub fn set_data(&self, data: impl Into<Vec<u8>>) -> Result<()> {
-        match &self.node {
-            Some(node) => node.set_data(data),
-            None => Err(CuratorError::AlreadyClosed { what: "PersistentTtlNode" }),
-        }
+        self.lifecycle.with_started(|_| ())?;
+        self.node.set_data(data)
     }
 
     /// The node's data.
     pub fn data(&self) -> Vec<u8> {
-        self.node.as_ref().map(PersistentNode::data).unwrap_or_default()
+        self.node.data()
     }
 
     /// The last error that retrying cannot fix (see [`PersistentNode::last_error`]).
     pub fn last_error(&self) -> Option<CuratorError> {
-        self.node.as_ref().and_then(PersistentNode::last_error)
+        self.node.last_error()
     }
 
     /// Stops touching and keeping the node; the node and its child expire after the TTL.
-    pub async fn close(mut self) {
+    /// Idempotent; returns once the keeper has ended.
+    pub async fn close(&self) {
         self.lifecycle.close();
-        if let Some(node) = self.node.take() {
-            node.close().await;
-        }
+        self.node.close().await;
     }
 }
 
 impl Drop for PersistentTtlNode {
-    /// Stops touching; see [`close`](Self::close).
+    /// Stops touching; see [`close`](Self::close). (The node's own drop stops keeping it.)
     fn drop(&mut self) {
         self.lifecycle.close();
     }

@@ -32,7 +32,8 @@ use super::wrapper::delegate_to_queue;
 ///         async move { tx.send((reminder, SystemTime::now())).map_err(|e| e.to_string()) }
 ///     })
 ///     .build_delay_queue()?;
-/// queue.start().await?;
+/// queue.start()?;
+/// queue.ready().await?;
 /// let at = SystemTime::now() + Duration::from_millis(200);
 /// queue.put(&"stand up".to_string(), at).await?;
 /// let (reminder, seen) = rx.recv().await.unwrap();

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::lifecycle::Lifecycle;
+use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::listeners::{EventStream, ListenerId};
 use curator_core::Result;
 use tokio::sync::{oneshot, watch};
@@ -14,16 +14,17 @@ use super::order::{ItemOrder, QUEUE_ITEM_NAME};
 use super::shared::{create_path, QueueEvent, Shared};
 use super::{consumer, put};
 
-/// What a started queue keeps for its close: the consumer's stop and its end, if it has one.
-type Run = Option<(watch::Sender<bool>, oneshot::Receiver<()>)>;
+/// What a started queue keeps for its close: its task's stop and its end.
+type Run = (watch::Sender<bool>, oneshot::Receiver<()>);
 
 /// A queue of items in ZooKeeper, Curator's `DistributedQueue`.
 ///
 /// ```text
 ///  put ─► bounded: getChildren(P)+watch, wait while it holds max_items nodes or more
 ///      ─► create P/queue-<seq> (persistent sequential; the item, or put_multi's items, framed)
-///  start ─► create P (and the lock path L) as persistent nodes, container parents
-///        ─► consumer task: getChildren(P)+watch, keep queue-*, sort, then for each node n:
+///  start ─► the queue's task: create P (and the lock path L) as persistent nodes, container
+///           parents (refused: the queue closes, and `ready` says why); then, with a consumer:
+///        ─► getChildren(P)+watch, keep queue-*, sort, then for each node n:
 ///     plain:     getData(P/n) ─► delete(P/n, at that version) ─► deleted: consume its items
 ///     lock-safe: create L/n (ephemeral; exists: another consumer has it, skip)
 ///                ─► getData(P/n) ─► consume
@@ -55,7 +56,8 @@ type Run = Option<(watch::Sender<bool>, oneshot::Receiver<()>)>;
 ///         async move { tx.send(job).map_err(|e| e.to_string()) }
 ///     })
 ///     .build()?;
-/// queue.start().await?;
+/// queue.start()?;
+/// queue.ready().await?; // the paths are made
 /// queue.put(&"resize photo 7".to_string()).await?;
 /// queue.put_multi(&["a".to_string(), "b".to_string()]).await?; // one node, two items
 /// assert_eq!(rx.recv().await.as_deref(), Some("resize photo 7"));
@@ -93,52 +95,92 @@ impl<T: Send + 'static> DistributedQueue<T> {
         &self.shared.path
     }
 
-    /// Creates the queue's path (and the lock path) if missing, and, if the queue
-    /// has a consumer, starts the task that takes the items (tracked by the framework, whose
-    /// close waits for the item in hand). The paths are made before anything starts: when that
-    /// fails, the error is returned and the queue stays latent, to be started again.
+    /// Starts the queue (Curator's `start`): its task creates the queue's path (and the lock
+    /// path) if missing (see [`ready`](Self::ready)) and then, if the queue has a consumer,
+    /// takes the items. The task is tracked by the framework, whose close waits for the item
+    /// in hand. Returns at once.
     ///
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
     /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
-    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); the error of
-    /// creating the paths.
+    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); nothing is sent
+    /// then.
     ///
     /// [`CuratorError::AlreadyStarted`]: curator_core::CuratorError::AlreadyStarted
     /// [`CuratorError::AlreadyClosed`]: curator_core::CuratorError::AlreadyClosed
     /// [`CuratorError::NoRuntime`]: curator_core::CuratorError::NoRuntime
     /// [`CuratorError::Closed`]: curator_core::CuratorError::Closed
-    pub async fn start(&self) -> Result<()> {
-        // Refused (outside a runtime, say) before the paths are made.
-        self.lifecycle.check_start(&self.shared.fw)?;
-        create_path(&self.shared.fw, &self.shared.path).await?;
-        if let Some(lock_path) = &self.shared.lock_path {
-            create_path(&self.shared.fw, lock_path).await?;
-        }
+    pub fn start(&self) -> Result<()> {
         self.lifecycle.start(&self.shared.fw, |started| {
             self.shared.events.start(started.handle().clone());
-            if self.shared.consumer.is_none() {
-                return Ok(None);
-            }
-            let (stop_tx, stop_rx) = watch::channel(false);
+            let readiness = started.readiness();
+            let (stop_tx, mut stop_rx) = watch::channel(false);
             let (done_tx, done_rx) = oneshot::channel();
             let shared = self.shared.clone();
             // Tracked background work, not the lifecycle's own task: the framework's close
             // waits for the consumer to finish the item in hand.
             self.shared.fw.spawn_background(async move {
-                consumer::run(shared, stop_rx).await;
+                let paths = async {
+                    create_path(&shared.fw, &shared.path).await?;
+                    if let Some(lock_path) = &shared.lock_path {
+                        create_path(&shared.fw, lock_path).await?;
+                    }
+                    Ok(())
+                };
+                let made: Option<Result<()>> = tokio::select! {
+                    made = paths => Some(made),
+                    // Closed (or dropped) before the paths were made: nothing to report.
+                    _ = stop_rx.wait_for(|stop| *stop) => None,
+                };
+                match made {
+                    None => {}
+                    Some(Err(err)) => {
+                        tracing::debug!(path = %shared.path, error = %err, "queue: making the paths failed; closing");
+                        readiness.refused(err);
+                        shared.events.close();
+                    }
+                    Some(Ok(())) => {
+                        readiness.ready();
+                        if shared.consumer.is_some() {
+                            consumer::run(shared, stop_rx).await;
+                        }
+                    }
+                }
                 let _ = done_tx.send(());
             });
-            Ok(Some((stop_tx, done_rx)))
+            Ok((stop_tx, done_rx))
         })
     }
 
-    /// Stops taking items and waits for the consuming task to end: in plain mode it finishes
+    /// Waits for the outcome of the start's first step: `Ok` once the queue's path (and the
+    /// lock path) exist.
+    ///
+    /// # Errors
+    /// The error of creating the paths once the retry policy gives up, at once for a refusal
+    /// retrying cannot mend ([`CuratorError::NoAuth`], ...): the queue is closed then
+    /// (Curator's `start` throws it); [`CuratorError::NotStarted`] before
+    /// [`start`](Self::start); [`CuratorError::AlreadyClosed`] when closed before a first
+    /// outcome.
+    ///
+    /// [`CuratorError::NoAuth`]: curator_core::CuratorError::NoAuth
+    /// [`CuratorError::NotStarted`]: curator_core::CuratorError::NotStarted
+    /// [`CuratorError::AlreadyClosed`]: curator_core::CuratorError::AlreadyClosed
+    pub async fn ready(&self) -> Result<()> {
+        self.lifecycle.ready().await
+    }
+
+    /// Where the queue is in its life: [`LifeState::Closed`] after [`close`](Self::close) or
+    /// a refused first step.
+    pub fn state(&self) -> LifeState {
+        self.lifecycle.state()
+    }
+
+    /// Stops taking items and waits for the queue's task to end: in plain mode it finishes
     /// the node in hand (its node is already deleted: its items are consumed or lost); in
     /// lock-safe mode the item in hand is abandoned and its lock node deleted, so another
     /// consumer takes it. Then ends the listeners. Idempotent.
     pub async fn close(&self) {
-        if let Some(Some((stop, done))) = self.lifecycle.close() {
+        if let Some((stop, done)) = self.lifecycle.close() {
             let _ = stop.send(true);
             let _ = done.await;
         }

@@ -26,7 +26,8 @@ use super::wrapper::delegate_to_queue;
 ///
 /// // A producer only (no consumer): items wait until a consumer starts.
 /// let queue = DistributedQueue::builder(&fw, "/orders/queue", StringSerializer).build_id_queue()?;
-/// queue.start().await?;
+/// queue.start()?;
+/// queue.ready().await?;
 /// queue.put(&"ship order 12".to_string(), "order-12").await?;
 /// queue.put(&"ship order 13".to_string(), "order-13").await?;
 /// assert_eq!(queue.remove("order-12").await?, 1); // cancelled before anyone took it

@@ -26,7 +26,8 @@ use super::wrapper::delegate_to_queue;
 ///
 /// let path = "/alerts/queue";
 /// let producer = DistributedQueue::builder(&fw, path, StringSerializer).build_priority_queue(0)?;
-/// producer.start().await?;
+/// producer.start()?;
+/// producer.ready().await?;
 /// producer.put(&"disk 80% full".to_string(), 5).await?;
 /// producer.put(&"datacenter on fire".to_string(), -100).await?;
 ///
@@ -37,7 +38,8 @@ use super::wrapper::delegate_to_queue;
 ///         async move { tx.send(alert).map_err(|e| e.to_string()) }
 ///     })
 ///     .build_priority_queue(0)?;
-/// consumer.start().await?;
+/// consumer.start()?;
+/// consumer.ready().await?;
 /// assert_eq!(rx.recv().await.as_deref(), Some("datacenter on fire"));
 /// assert_eq!(rx.recv().await.as_deref(), Some("disk 80% full"));
 /// consumer.close().await;

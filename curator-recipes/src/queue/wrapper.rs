@@ -19,19 +19,37 @@ macro_rules! delegate_to_queue {
                 self.queue.path()
             }
 
-            /// Creates the queue's path (and the lock path) if missing, as Curator does, and,
-            /// if the queue has a consumer, starts taking items ([`DistributedQueue::start`]).
+            /// Starts the queue: its task creates the queue's path (and the lock path) if
+            /// missing, as Curator does, and, if the queue has a consumer, takes the items
+            /// ([`DistributedQueue::start`]). Returns at once.
             ///
             /// # Errors
-            /// As [`DistributedQueue::start`]: the lifecycle variants (naming this type) and the
-            /// error of creating the paths.
+            /// As [`DistributedQueue::start`]: the lifecycle variants, naming this type.
             ///
             /// [`DistributedQueue::start`]: super::DistributedQueue::start
-            pub async fn start(&self) -> curator_core::Result<()> {
-                self.queue.start().await
+            pub fn start(&self) -> curator_core::Result<()> {
+                self.queue.start()
             }
 
-            /// Stops taking items and waits for the consuming task to end
+            /// Waits for the queue's paths to be made ([`DistributedQueue::ready`]).
+            ///
+            /// # Errors
+            /// As [`DistributedQueue::ready`]: the error of creating the paths, which closed
+            /// the queue; the lifecycle variants, naming this type.
+            ///
+            /// [`DistributedQueue::ready`]: super::DistributedQueue::ready
+            pub async fn ready(&self) -> curator_core::Result<()> {
+                self.queue.ready().await
+            }
+
+            /// Where the queue is in its life ([`DistributedQueue::state`]).
+            ///
+            /// [`DistributedQueue::state`]: super::DistributedQueue::state
+            pub fn state(&self) -> curator_core::lifecycle::LifeState {
+                self.queue.state()
+            }
+
+            /// Stops taking items and waits for the queue's task to end
             /// ([`DistributedQueue::close`]). Idempotent.
             ///
             /// [`DistributedQueue::close`]: super::DistributedQueue::close

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use curator_core::lifecycle::LifeState;
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, Result};
 
@@ -53,7 +54,8 @@ pub fn from_bytes(path: &str, bytes: &[u8]) -> Result<i32> {
 /// fw.start()?;
 /// let count = SharedCount::new(&fw, "/app/workers", 4)?; // 4 if the node is new
 /// let mut events = count.events();
-/// count.start().await?;
+/// count.start()?;
+/// count.ready().await?; // the node made with the seed if missing, and read
 /// assert_eq!(count.count()?, 4);
 ///
 /// let seen = count.versioned_value()?;
@@ -66,7 +68,7 @@ pub fn from_bytes(path: &str, bytes: &[u8]) -> Result<i32> {
 ///         break;
 ///     }
 /// }
-/// count.close();
+/// count.close().await;
 /// fw.close().await;
 /// # Ok(()) }
 /// ```
@@ -101,13 +103,30 @@ impl SharedCount {
         self.value.path()
     }
 
-    /// Creates the node with the seed if missing, reads it and starts following it (the
-    /// count's life is its value's: see [`SharedValue::start`]).
+    /// Starts following the node, in the background: the node is created with the seed if
+    /// missing, then read (the count's life is its value's: see [`SharedValue::start`]).
+    /// Returns at once; [`ready`](Self::ready) waits for the first read.
     ///
     /// # Errors
     /// As [`SharedValue::start`], the lifecycle variants naming `SharedCount`.
-    pub async fn start(&self) -> Result<()> {
-        self.value.start_with(|started| self.events.start(started.handle().clone())).await
+    pub fn start(&self) -> Result<()> {
+        let events = self.events.clone();
+        self.value.start_with(|started| self.events.start(started.handle().clone()), move || events.close())
+    }
+
+    /// Waits for the node's first read (see [`SharedValue::ready`]).
+    ///
+    /// # Errors
+    /// As [`SharedValue::ready`]: the refusal of the create or the first read, which closed
+    /// the count; the lifecycle variants naming `SharedCount`.
+    pub async fn ready(&self) -> Result<()> {
+        self.value.ready().await
+    }
+
+    /// Where the count is in its life: [`LifeState::Closed`] after [`close`](Self::close) or
+    /// a refused first step.
+    pub fn state(&self) -> LifeState {
+        self.value.state()
     }
 
     /// The local copy of the count; [`BadData`](CuratorError::BadData) when the node holds
@@ -157,9 +176,9 @@ impl SharedCount {
 
     /// Stops following the node; the listeners end after the events already queued.
     /// Idempotent (module [`lifecycle`](curator_core::lifecycle)).
-    pub fn close(&self) {
+    pub async fn close(&self) {
         self.value.remove_listener(self.forward);
-        self.value.close();
+        self.value.close().await;
         self.events.close();
     }
 }

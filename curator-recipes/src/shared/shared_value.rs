@@ -1,7 +1,9 @@
 //! [`SharedValue`]: a value in one node that every client watching it sees (Curator's
 //! `SharedValue`).
 //!
-//! One task per started value (docs/architecture.md section 16.1):
+//! One task per started value (docs/architecture.md section 16.1), whose first step is the
+//! start's: create the node with the seed if missing, then the first Read (either failing, the
+//! value is refused: closed, and `ready` returns the error):
 //!
 //! ```text
 //! Read ──ok──► Watching(one-shot watch) ──node event──► Read
@@ -16,7 +18,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use curator_core::lifecycle::{Lifecycle, Starting};
+use curator_core::lifecycle::{LifeState, Lifecycle, Readiness, Starting};
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::ops::Watch;
 use curator_core::zk::{self, EventType};
@@ -132,33 +134,28 @@ impl SharedValue {
         self.inner.current.subscribe()
     }
 
-    /// Creates the node with the seed if it is missing (and its parents as containers), reads
-    /// it, and starts following it. Once only. The create and the first read are done before
-    /// anything starts: when either fails (the server refuses the client, say), the error is
-    /// returned at once and the value stays latent, to be started again.
+    /// Starts following the node (Curator's `start`), in a task of its own whose first step
+    /// creates the node with the seed if it is missing (and its parents as containers) and
+    /// reads it: see [`ready`](Self::ready). Once only; returns at once.
     ///
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
     /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
-    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); the create's or the
-    /// read's error once the retry policy gives up, at once for a refusal retrying cannot
-    /// mend ([`CuratorError::NoAuth`], ...).
-    pub async fn start(&self) -> Result<()> {
-        self.start_with(|_| {}).await
+    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); nothing is sent
+    /// then.
+    pub fn start(&self) -> Result<()> {
+        self.start_with(|_| {}, || {})
     }
 
-    /// As [`start`](Self::start), running `also` as the value starts (for a type built on the
-    /// value: to start its own listeners on the value's runtime).
-    pub(crate) async fn start_with(&self, also: impl FnOnce(&Starting<'_>)) -> Result<()> {
+    /// As [`start`](Self::start), running `also` as the value starts and `refused` after a
+    /// refused first step has closed the value (for a type built on the value: to start and
+    /// to end its own listeners).
+    pub(crate) fn start_with(
+        &self,
+        also: impl FnOnce(&Starting<'_>),
+        refused: impl FnOnce() + Send + 'static,
+    ) -> Result<()> {
         let inner = &self.inner;
-        // Refused (outside a runtime, say) before the create is tried.
-        inner.lifecycle.check_start(&inner.fw)?;
-        let states = inner.fw.connection_state_watch();
-        match inner.fw.create().creating_parent_containers_if_needed().for_path(&inner.path, inner.seed.clone()).await {
-            Ok(_) | Err(CuratorError::NodeExists { .. }) => {}
-            Err(err) => return Err(err),
-        }
-        let first = read_and_watch(inner).await?;
         inner.lifecycle.start(&inner.fw, |started| {
             inner.events.start(started.handle().clone());
             also(started);
@@ -174,14 +171,33 @@ impl SharedValue {
                 fw: inner.fw.clone(),
                 path: inner.path.clone(),
                 shutdown: inner.shutdown.subscribe(),
-                states,
+                states: inner.fw.connection_state_watch(),
                 pauses: inner.fw.cleanup_retry_loop(),
             };
             // The value's own task: it lives as long as the value and ends by itself (close,
-            // drop, or the framework's close).
-            started.spawn(task.run(first));
+            // drop, refusal, or the framework's close).
+            started.spawn(task.run(started.readiness(), id, refused));
             Ok(id)
         })
+    }
+
+    /// Waits for the outcome of the start's first step: `Ok` once the node was made (if it
+    /// was missing) and first read, so that [`value`](Self::value) is the node's.
+    ///
+    /// # Errors
+    /// The create's or the first read's error once the retry policy gives up, at once for a
+    /// refusal retrying cannot mend ([`CuratorError::NoAuth`], ...): the value is closed then
+    /// (Curator's `start` throws it); [`CuratorError::NotStarted`] before
+    /// [`start`](Self::start); [`CuratorError::AlreadyClosed`] when closed before a first
+    /// outcome.
+    pub async fn ready(&self) -> Result<()> {
+        self.inner.lifecycle.ready().await
+    }
+
+    /// Where the value is in its life: [`LifeState::Closed`] after [`close`](Self::close) or
+    /// a refused first step.
+    pub fn state(&self) -> LifeState {
+        self.inner.lifecycle.state()
     }
 
     /// The local copy of the value (the seed before the first read).
@@ -270,7 +286,7 @@ impl SharedValue {
     /// Stops following the node and ends the listeners (after the events already queued). The
     /// node stays. Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle));
     /// a closed value cannot be started again.
-    pub fn close(&self) {
+    pub async fn close(&self) {
         close(&self.inner);
     }
 }
@@ -339,9 +355,30 @@ struct Task {
 }
 
 impl Task {
-    async fn run(mut self, first: Followed) {
-        let mut phase = Phase::Watching(first);
+    async fn run(mut self, readiness: Readiness, listener: ListenerId, refused: impl FnOnce()) {
         self.states.borrow_and_update();
+        let mut shutdown = self.shutdown.clone();
+        let first = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|s| *s) => return,
+            first = self.first() => first,
+        };
+        let first = match first {
+            Ok(first) => first,
+            Err(err) => {
+                tracing::debug!(path = %self.path, error = %err, "shared value: the first step failed; closing");
+                // The refusal closes the lifecycle, which drops the listener's id unused.
+                readiness.refused(err);
+                self.fw.remove_connection_state_listener(listener);
+                if let Some(inner) = self.inner.upgrade() {
+                    close(&inner);
+                }
+                refused();
+                return;
+            }
+        };
+        readiness.ready();
+        let mut phase = Phase::Watching(first);
         loop {
             phase = match phase {
                 Phase::Read => self.read().await,
@@ -351,6 +388,19 @@ impl Task {
             };
         }
         tracing::debug!(path = %self.path, "shared value task ended");
+    }
+
+    /// The start's first step: the node made with the seed if missing, then read with a watch.
+    async fn first(&mut self) -> Result<Followed> {
+        let Some(inner) = self.inner.upgrade() else { return Err(CuratorError::Closed) };
+        tracing::debug!(path = %inner.path, "shared value: create with the seed if missing");
+        match inner.fw.create().creating_parent_containers_if_needed().for_path(&inner.path, inner.seed.clone()).await {
+            Ok(_) | Err(CuratorError::NodeExists { .. }) => {}
+            Err(err) => return Err(err),
+        }
+        let first = read_and_watch(&inner).await?;
+        self.published = inner.current.borrow().mzxid;
+        Ok(first)
     }
 
     fn closed(&self) -> bool {

@@ -37,7 +37,13 @@ async fn join(fws: &[CuratorFramework], dir: &str, id: impl Fn(usize) -> String)
     futures::future::try_join_all(
         fws.iter()
             .enumerate()
-            .map(|(i, fw)| GroupMember::builder(fw, dir, &id(i)).payload(format!("bench {}", id(i))).start()),
+            .map(|(i, fw)| GroupMember::builder(fw, dir, &id(i)).payload(format!("bench {}", id(i))).build())
+            .map(|member| async move {
+                let member = member?;
+                member.start()?;
+                member.ready().await?;
+                Ok::<_, CuratorError>(member)
+            }),
     )
     .await
 }

@@ -120,7 +120,8 @@ pub(crate) async fn queue(args: &Args) -> Result<Vec<String>> {
 
     let fws = crate::clients(args, consumers + 1).await?;
     let producer = DistributedQueue::builder(&fws[0], &queue_path, StringSerializer).build()?;
-    producer.start().await?;
+    producer.start()?;
+    producer.ready().await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let events = Arc::new(AtomicU64::new(0));
     let mut queues = Vec::with_capacity(consumers);
@@ -145,7 +146,8 @@ pub(crate) async fn queue(args: &Args) -> Result<Vec<String>> {
                 counted.fetch_add(1, Ordering::Relaxed);
             }
         });
-        queue.start().await?;
+        queue.start()?;
+        queue.ready().await?;
         queues.push(queue);
     }
     drop(tx);

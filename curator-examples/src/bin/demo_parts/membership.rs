@@ -24,10 +24,12 @@ enum Seen {
 }
 
 async fn join(fw: &CuratorFramework, worker: usize) -> Result<GroupMember> {
-    GroupMember::builder(fw, MEMBERS, &format!("worker-{worker}"))
+    let member = GroupMember::builder(fw, MEMBERS, &format!("worker-{worker}"))
         .payload(format!("worker {worker}, pid {}", std::process::id()))
-        .start()
-        .await
+        .build()?;
+    member.start()?;
+    member.ready().await?;
+    Ok(member)
 }
 /// Waits for the coordinator to be told `want`, printing what it reports meanwhile.
 async fn expect(rx: &mut mpsc::UnboundedReceiver<Seen>, mut want: impl FnMut(&Seen) -> bool) -> bool {
@@ -44,7 +46,9 @@ async fn expect(rx: &mut mpsc::UnboundedReceiver<Seen>, mut want: impl FnMut(&Se
 
 pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> Result<()> {
     let observer = crate::framework(connect, namespace, Duration::from_secs(10)).await?;
-    let coordinator = GroupMember::builder(&observer, MEMBERS, COORDINATOR).start().await?;
+    let coordinator = GroupMember::builder(&observer, MEMBERS, COORDINATOR).build()?;
+    coordinator.start()?;
+    coordinator.ready().await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     coordinator.add_listener(move |event: &MemberEvent| match event {
         MemberEvent::Joined { id, data } if id != COORDINATOR => {
