@@ -122,7 +122,7 @@ async fn connection_lost(recursive: bool) {
     }
     set(&fw, &base, b"bar").await;
     next_event(&mut events, EventType::NodeDataChanged, &base).await;
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
 }
 
@@ -204,7 +204,7 @@ async fn after_client_close() {
     });
     let mut events = watcher.events();
     watcher.start().unwrap();
-    watcher.close();
+    watcher.close().await;
     assert!(events.next().await.as_ref().is_some_and(is_closed_event), "the stream gets the final event");
     assert!(events.next().await.is_none(), "and then ends");
     assert!(eventually(Timing::new().deadline(), || async { heard.load(Ordering::SeqCst) == 1 }).await);
@@ -223,7 +223,7 @@ async fn closed_watchers_leave_no_watch() {
     for _ in 0..100 {
         let watcher = PersistentWatcher::new(&fw, &base, true).unwrap();
         watcher.start().unwrap();
-        watcher.close();
+        watcher.close().await;
     }
     // One that did get its watch in place, to show that the check below can see a watch.
     let watcher = PersistentWatcher::new(&fw, &base, true).unwrap();
@@ -264,7 +264,7 @@ async fn keeps_watching_after_a_cut(setup: Setup) {
     let child = format!("{base}/child");
     create(&admin, &child, b"").await;
     next_event(&mut events, EventType::NodeCreated, &child).await;
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
     admin.close().await;
 }
@@ -305,7 +305,7 @@ async fn keeps_watching_after_expiry(setup: Setup) {
     assert!(again.generation > first.generation, "{again:?} after {first:?}");
     set(&fw, &base, b"on the new session").await;
     next_event(&mut events, EventType::NodeDataChanged, &base).await;
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
 }
 
@@ -366,8 +366,8 @@ async fn recursive_sees_grandchildren_and_plain_does_not() {
     assert_eq!(seen(&next(&mut plain_events).await), (EventType::NodeDataChanged, base.clone()));
     create(&fw_rec, &format!("{base}/second"), b"").await;
     assert_eq!(seen(&next(&mut plain_events).await), (EventType::NodeChildrenChanged, base.clone()));
-    recursive.close();
-    plain.close();
+    recursive.close().await;
+    plain.close().await;
     fw_rec.close().await;
     fw_plain.close().await;
 }
@@ -384,11 +384,11 @@ async fn bad_paths_and_lifecycle_are_typed_errors() {
     let watcher = PersistentWatcher::new(&fw, &unique_path("pw-life"), true).unwrap();
     watcher.start().unwrap();
     assert!(matches!(watcher.start(), Err(CuratorError::AlreadyStarted { what: "PersistentWatcher" })));
-    watcher.close();
-    watcher.close();
+    watcher.close().await;
+    watcher.close().await;
     assert!(matches!(watcher.start(), Err(CuratorError::AlreadyClosed { .. })));
     let never_started = PersistentWatcher::new(&fw, &unique_path("pw-life"), true).unwrap();
-    never_started.close();
+    never_started.close().await;
     assert!(matches!(never_started.start(), Err(CuratorError::AlreadyClosed { .. })));
     fw.close().await;
 }
@@ -425,7 +425,7 @@ async fn close_stops_events() {
     next_event(&mut events, EventType::NodeDataChanged, &base).await;
     assert!(eventually(Timing::new().deadline(), || async { heard.load(Ordering::SeqCst) == 1 }).await);
 
-    watcher.close();
+    watcher.close().await;
     assert!(within("the stream ends", events.next()).await.is_none(), "no final event after close()");
     assert!(
         eventually(Timing::new().deadline(), || async { !server_watches(&connect, &base).await }).await,
@@ -461,7 +461,7 @@ async fn started_before_the_framework() {
     next_reset(&mut resets, ResetCause::Started).await;
     create(&fw, &base, b"").await;
     next_event(&mut events, EventType::NodeCreated, &base).await;
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
 }
 
@@ -499,7 +499,7 @@ async fn follows_the_framework_when_an_abandoned_session_lingers() {
     create(&admin, &base, b"").await;
     next_event(&mut events, EventType::NodeCreated, &base).await;
     drop(lingering);
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
     admin.close().await;
 }

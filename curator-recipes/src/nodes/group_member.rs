@@ -173,7 +173,7 @@ impl GroupMemberBuilder {
             id: self.id,
         };
         let started = async {
-            member.cache.start(StartMode::Normal).await?;
+            member.cache.start(StartMode::Normal)?;
             member.node.first_attempt().await
         };
         if let Err(err) = started.await {
@@ -265,7 +265,7 @@ impl GroupMember {
     /// [`PersistentNode::close`]).
     pub async fn close(self) {
         self.lifecycle.close();
-        self.cache.close();
+        self.cache.close().await;
         self.events.close();
         self.node.close().await;
     }
