@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use curator_core::lifecycle::LifeState;
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_discovery::{DiscoveryError, ServiceCacheEvent, ServiceDiscovery, ServiceInstance, ServiceType};
+use curator_discovery::{
+    DiscoveryError, ServiceCacheEvent, ServiceDiscovery, ServiceInstance, ServiceProvider, ServiceType,
+};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
 use tests::fixture::wait_for;
@@ -634,11 +636,13 @@ async fn a_refused_register_is_reported_promptly_and_not_kept() {
     }
 }
 
-/// A service cache whose service node refuses the client reading it: `start` returns `NoAuth`
-/// within a second (it waited for ever before), under every error and retry policy, and the
-/// cache is closed (a later start is `AlreadyClosed`).
+/// A service cache whose service node refuses the client reading it: `start` returns `Ok` (it
+/// is sync), `ready` returns `NoAuth` within a second (it waited for ever before issue 27's
+/// first fix), under every error and retry policy, and the cache is closed within that second
+/// (state `Closed`, a later start is `AlreadyClosed`). The same for a `ServiceProvider`, whose
+/// start, ready and close are its cache's (Curator's TestServiceProvider has no refusal case).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_service_cache_refused_reading_reports_it_from_start() {
+async fn a_service_cache_refused_reading_reports_it_from_ready() {
     use curator_core::zk::{Acl, AuthId, Permission};
     init_tracing();
     let server = TestingServer::shared();
@@ -672,6 +676,61 @@ async fn a_service_cache_refused_reading_reports_it_from_start() {
             "{policy:?}/{retry:?}: {again:?}"
         );
         cache.close().await;
+
+        let provider = discovery.service_provider("test", ServiceProvider::builder()).expect("provider");
+        let started = Instant::now();
+        provider.start().expect("start returns Ok: the load is the cache's task's");
+        let r = tokio::time::timeout(Timing::new().deadline(), provider.ready()).await;
+        assert!(
+            matches!(r, Ok(Err(DiscoveryError::Curator(CuratorError::NoAuth { .. })))),
+            "{policy:?}/{retry:?}: provider: {r:?}"
+        );
+        let closed =
+            eventually(Duration::from_secs(1), || std::future::ready(provider.state() == LifeState::Closed)).await;
+        assert!(closed, "{policy:?}/{retry:?}: the refused provider is {:?}, not Closed", provider.state());
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        provider.close().await;
+        fw.close().await;
+    }
+}
+
+/// A discovery whose `this_instance` the server refuses to create (`base` lets anyone read it,
+/// nobody create under it): `start` returns `Ok` (it is sync: the registration is the
+/// discovery's task's), `ready` returns `NoAuth` within a second, and the discovery is closed
+/// within that second too (state `Closed`, nothing registered, a register is `AlreadyClosed`),
+/// under every error and retry policy. Curator's `start` throws the create's error (its
+/// TestServiceDiscovery has no refusal case).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_this_instance_is_reported_by_ready_and_closes_the_discovery() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    init_tracing();
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&server.connect_string(), policy, retry).await;
+        let base = unique_path("discovery-this-noauth");
+        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
+        fw.create().with_acl(read_only).for_path(&base, Vec::new()).await.unwrap();
+        let me = instance("test", 10071, "v1");
+        let discovery =
+            ServiceDiscovery::<String>::builder(&fw, &base).this_instance(me.clone()).build().expect("discovery");
+        let started = Instant::now();
+        discovery.start().expect("start returns Ok");
+        let r = tokio::time::timeout(Timing::new().deadline(), discovery.ready()).await;
+        assert!(
+            matches!(r, Ok(Err(DiscoveryError::Curator(CuratorError::NoAuth { .. })))),
+            "{policy:?}/{retry:?}: {r:?}"
+        );
+        let closed =
+            eventually(Duration::from_secs(1), || std::future::ready(discovery.state() == LifeState::Closed)).await;
+        assert!(closed, "{policy:?}/{retry:?}: the refused discovery is {:?}, not Closed", discovery.state());
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        assert!(discovery.registered().is_empty(), "{policy:?}/{retry:?}: kept {:?}", discovery.registered());
+        let later = discovery.register(me).await;
+        assert!(
+            matches!(later, Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { what: "ServiceDiscovery" }))),
+            "{policy:?}/{retry:?}: {later:?}"
+        );
+        discovery.close().await;
         fw.close().await;
     }
 }
