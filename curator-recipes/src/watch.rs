@@ -370,11 +370,11 @@ impl Task {
 
     /// The watch is in place: tells the reset listeners.
     fn announce(&mut self, generation: u64, cause: ResetCause) {
-        self.readiness.ready();
         self.pauses.reset();
         self.reported = false;
         tracing::debug!(path = %self.path, generation, ?cause, "persistent watcher: watch added");
         self.resets.publish(Reset { generation, cause });
+        self.readiness.ready(); // after the reset: `ready` then finds it queued
     }
 
     /// After a round of adding failed: waits for a pause or the next connection-state change.

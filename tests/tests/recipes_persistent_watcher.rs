@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use curator_core::lifecycle::LifeState;
 use curator_core::retry::{RetryNTimes, RetryOneTime};
 use curator_core::zk::{EventType, SessionState, WatchedEvent};
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy};
@@ -372,7 +373,8 @@ async fn recursive_sees_grandchildren_and_plain_does_not() {
     fw_plain.close().await;
 }
 
-/// Bad input is a typed error, and the lifecycle is checked.
+/// Bad input is a typed error, and the lifecycle is checked: `ready` before a start is
+/// `NotStarted`, after it `Ok` once the watch is in place.
 #[tokio::test]
 async fn bad_paths_and_lifecycle_are_typed_errors() {
     init_tracing();
@@ -382,10 +384,17 @@ async fn bad_paths_and_lifecycle_are_typed_errors() {
         assert!(matches!(err, CuratorError::InvalidPath { .. }), "{bad:?}: {err:?}");
     }
     let watcher = PersistentWatcher::new(&fw, &unique_path("pw-life"), true).unwrap();
+    let mut resets = watcher.resets();
+    assert!(matches!(watcher.ready().await, Err(CuratorError::NotStarted { what: "PersistentWatcher" })));
+    assert_eq!(watcher.state(), LifeState::Latent);
     watcher.start().unwrap();
+    within("ready", watcher.ready()).await.unwrap();
+    // Ready means the first attempt is done: here the watch is in place, its reset queued.
+    assert_eq!(resets.try_next().map(|r| r.cause), Some(ResetCause::Started));
     assert!(matches!(watcher.start(), Err(CuratorError::AlreadyStarted { what: "PersistentWatcher" })));
     watcher.close().await;
     watcher.close().await;
+    assert_eq!(watcher.state(), LifeState::Closed);
     assert!(matches!(watcher.start(), Err(CuratorError::AlreadyClosed { .. })));
     let never_started = PersistentWatcher::new(&fw, &unique_path("pw-life"), true).unwrap();
     never_started.close().await;
