@@ -11,10 +11,11 @@ use curator_cache::{CuratorCache, EventStream, NodeCache, PathChildrenCache, Sta
 use curator_core::lifecycle::LifeState;
 use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::{CuratorError, CuratorFramework};
-use curator_test::TestingServer;
+use curator_test::{eventually, TestingServer};
 use tests::caches::within;
 use tests::policies::{framework, COMBINATIONS};
 use tests::{client, init_tracing, unique_path};
+use tokio::time::timeout;
 
 fn server() -> String {
     TestingServer::shared().connect_string()
@@ -121,20 +122,20 @@ async fn a_refused_read_is_reported_promptly() {
         cache.start().unwrap();
         let bound = Duration::from_secs(5);
         let waits = [
-            ("PathChildrenCache", tokio::time::timeout(bound, pcc.wait_initialized()).await, pcc.state()),
+            ("PathChildrenCache", timeout(bound, pcc.wait_initialized()).await, closed(|| pcc.state()).await),
             (
                 "PathChildrenCache (BuildInitialCache)",
-                tokio::time::timeout(bound, building.wait_initialized()).await,
-                building.state(),
+                timeout(bound, building.wait_initialized()).await,
+                closed(|| building.state()).await,
             ),
-            ("NodeCache", tokio::time::timeout(bound, node.wait_initialized()).await, node.state()),
+            ("NodeCache", timeout(bound, node.wait_initialized()).await, closed(|| node.state()).await),
             (
                 "NodeCache (build_initial)",
-                tokio::time::timeout(bound, building_node.wait_initialized()).await,
-                building_node.state(),
+                timeout(bound, building_node.wait_initialized()).await,
+                closed(|| building_node.state()).await,
             ),
-            ("TreeCache", tokio::time::timeout(bound, tree.wait_initialized()).await, tree.state()),
-            ("CuratorCache", tokio::time::timeout(bound, cache.wait_initialized()).await, cache.state()),
+            ("TreeCache", timeout(bound, tree.wait_initialized()).await, closed(|| tree.state()).await),
+            ("CuratorCache", timeout(bound, cache.wait_initialized()).await, closed(|| cache.state()).await),
         ];
         for (what, waited, state) in waits {
             assert!(matches!(waited, Ok(Err(CuratorError::NoAuth { .. }))), "{policy:?}/{retry:?}: {what}: {waited:?}");
@@ -155,6 +156,13 @@ async fn a_refused_read_is_reported_promptly() {
         cache.close().await;
         close(fw).await;
     }
+}
+
+/// The state `state` gives once it is `Closed`, or after a second (the refusal closes the cache
+/// right after reporting it).
+async fn closed(state: impl Fn() -> LifeState) -> LifeState {
+    eventually(Duration::from_secs(1), || std::future::ready(state() == LifeState::Closed)).await;
+    state()
 }
 
 /// The end of `stream`: every event read and dropped.

@@ -2,6 +2,8 @@
 //! one-shot watches on the same path and session that must not silence it (nor a
 //! PathChildrenCache on the same path).
 
+use std::time::Duration;
+
 use curator_cache::{NodeCache, NodeCacheEvent, PathChildrenCache, StartMode};
 use curator_core::lifecycle::LifeState;
 use curator_test::{eventually, TestingServer, Timing};
@@ -151,6 +153,12 @@ async fn node_cache_keeps_following_after_a_lost_session() {
     fw.close().await;
 }
 
+/// Whether `state` says `Closed` within a second (a refusal closes the cache right after
+/// reporting it).
+async fn closed(state: impl Fn() -> LifeState) -> bool {
+    eventually(Duration::from_secs(1), || std::future::ready(state() == LifeState::Closed)).await
+}
+
 /// A cache started before its framework says so with the typed `NotStarted` ("the framework is
 /// not started"). Before, the first load failed with `ConnectionLoss` ("connection lost during
 /// operation on \"\""). A cache started to build its initial state first (`start(true)`,
@@ -167,12 +175,12 @@ async fn a_cache_started_before_its_framework_says_the_framework_is_not_started(
     let r = within("node cache load", node.wait_initialized()).await;
     assert!(matches!(r, Err(curator_core::CuratorError::NotStarted { what: "the framework" })), "{r:?}");
     assert!(r.unwrap_err().to_string().contains("not started"));
-    assert_eq!(node.state(), LifeState::Closed, "a refused first load closes the cache");
+    assert!(closed(|| node.state()).await, "a refused first load closes the cache");
     let children = PathChildrenCache::new(&fw, &path, true).unwrap();
     children.start(StartMode::BuildInitialCache).unwrap();
     let r = within("children cache load", children.wait_initialized()).await;
     assert!(matches!(r, Err(curator_core::CuratorError::NotStarted { what: "the framework" })), "{r:?}");
-    assert_eq!(children.state(), LifeState::Closed);
+    assert!(closed(|| children.state()).await, "a refused first load closes the cache");
 
     let patient_node = NodeCache::new(&fw, &path).unwrap();
     patient_node.start(false).unwrap();
