@@ -41,7 +41,7 @@ type Result<T> = std::result::Result<T, DiscoveryError>;
 /// # Node layout
 /// Instance `id` of service `name` is the node `base/<name>/<id>`, whose data is the instance's
 /// JSON (see [`JsonInstanceSerializer`]); `base` and `base/<name>` are made as containers when
-/// missing. The node's mode comes from the instance's [`ServiceType`]: `Dynamic` is
+/// missing. The node's mode comes from the instance's [`ServiceType`](crate::ServiceType): `Dynamic` is
 /// ephemeral, `DynamicSequential` ephemeral sequential (`base/<name>/<id><seq>`), `Static` and
 /// `Permanent` persistent.
 ///
