@@ -30,6 +30,7 @@ use curator_core::{ConnectionStateEvent, CuratorFramework, Result};
 use crate::child_data::{ChildData, TreeCacheSelector};
 use crate::engine::{EngineConfig, EngineEvent, Scope};
 use crate::shell::{CacheShell, Translated};
+use curator_core::lifecycle::LifeState;
 use curator_core::listeners::{EventStream, ListenerId};
 
 /// Options of a [`CuratorCache`] (Curator's `CuratorCache.Options`, plus not caching data).
@@ -284,15 +285,18 @@ impl CuratorCache {
         CuratorCacheBuilder { fw: fw.clone(), path: path.to_string(), options: Vec::new(), selector: None }
     }
 
-    /// Starts the cache in the background: the first load, then following changes. Listeners
-    /// added before hear the initial load as `Created` events, then `Initialized`.
+    /// Starts the cache (Curator's `CuratorCache.start`). Sync: the first load, then following
+    /// changes, are the cache's task's. Listeners added before hear the initial load as `Created` events, then `Initialized`.
     ///
     /// # Errors
     /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
-    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed framework.
+    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed
+    /// framework, each naming `CuratorCache` (module [`lifecycle`](curator_core::lifecycle)): nothing
+    /// started then. A refused first load is reported by
+    /// [`wait_initialized`](Self::wait_initialized).
     pub fn start(&self) -> Result<()> {
-        self.shell.start(|event| match event {
+        self.shell.start(false, |event| match event {
             EngineEvent::Created(node) => Translated::Event(CuratorCacheEvent::Created(node)),
             EngineEvent::Changed(old, new) => Translated::Event(CuratorCacheEvent::Changed { old, new }),
             EngineEvent::Deleted(node) => Translated::Event(CuratorCacheEvent::Deleted(node)),
@@ -304,15 +308,25 @@ impl CuratorCache {
         })
     }
 
-    /// Waits until the first load is done.
+    /// Waits until the first load is done: the outcome of [`start`](Self::start) (the `ready`
+    /// of module [`lifecycle`](curator_core::lifecycle)).
     ///
     /// # Errors
-    /// `Closed` if the cache is closed first; the error of the last failed load when it is a
-    /// refusal no retry mends (`NoAuth` when the path's ACL refuses reading it, see
-    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)), at once: the
-    /// cache goes on trying.
+    /// A first load refused for good (`NoAuth` when the path's ACL refuses reading it, see
+    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)): the cache is
+    /// closed then ([`state`](Self::state) `Closed`, listener streams ended); other failures
+    /// are retried and this waits on. [`NotStarted`](curator_core::CuratorError::NotStarted)
+    /// before `start`, [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) if the
+    /// cache is closed first, [`Closed`](curator_core::CuratorError::Closed) if its framework
+    /// is.
     pub async fn wait_initialized(&self) -> Result<()> {
-        self.shell.wait_initialized(false).await
+        self.shell.wait_initialized().await
+    }
+
+    /// Where the cache is in its life: `Closed` after [`close`](Self::close) and after a
+    /// refused first load.
+    pub fn state(&self) -> LifeState {
+        self.shell.state()
     }
 
     /// Whether the first load is done.
@@ -320,8 +334,11 @@ impl CuratorCache {
         self.shell.core().is_initialized()
     }
 
-    /// Stops the cache and its watch; listener streams end after the events already queued.
-    pub fn close(&self) {
+    /// Stops the cache and its watch (Curator's `close`), and clears it unless
+    /// [`CuratorCacheOption::DoNotClearOnClose`]; listener streams end after the events already
+    /// queued. Idempotent: a second call, or one on a cache never started (which can then no
+    /// longer start), does nothing more. Dropping the cache does the same.
+    pub async fn close(&self) {
         self.shell.close();
     }
 

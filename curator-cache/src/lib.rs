@@ -18,7 +18,8 @@
 //!
 //! let cache = PathChildrenCache::new(&fw, "/members", true)?; // made at start if missing
 //! let mut events = cache.events();
-//! cache.start(StartMode::BuildInitialCache).await?;
+//! cache.start(StartMode::BuildInitialCache)?;
+//! cache.wait_initialized().await?; // the first load is done
 //!
 //! fw.create()
 //!     .creating_parents_if_needed()
@@ -30,7 +31,7 @@
 //!     other => panic!("unexpected {other:?}"),
 //! }
 //! assert_eq!(cache.current_data().len(), 1);
-//! cache.close();
+//! cache.close().await;
 //! fw.close().await;
 //! # Ok(()) }
 //! ```
@@ -122,11 +123,12 @@ mod send_checks {
         send_sync(&nc);
         send_sync(&tc);
         send(cc.wait_initialized());
-        send(pcc.start(StartMode::Normal));
+        send(pcc.wait_initialized());
+        send(pcc.close());
         send(pcc.rebuild());
         send(pcc.rebuild_node("/a/b"));
         send(pcc.clear_and_refresh());
-        send(nc.start(true));
+        send(nc.close());
         send(tc.wait_initialized());
         send(cc.events());
     }

@@ -10,7 +10,8 @@
 //!         tracing::info!(exists = node.is_some(), "flags changed");
 //!     }
 //! });
-//! config.start(true).await?; // loaded before it returns
+//! config.start(true)?;
+//! config.wait_initialized().await?; // the first read is done
 //! let flags = config.current_data().and_then(|n| n.data.clone()).unwrap_or_default();
 //! # let _ = flags;
 //! # Ok(()) }
@@ -18,6 +19,7 @@
 
 use std::sync::Arc;
 
+use curator_core::lifecycle::LifeState;
 use curator_core::listeners::{EventStream, ListenerId};
 use curator_core::{CuratorFramework, Result};
 
@@ -69,18 +71,22 @@ impl NodeCache {
         Ok(Self { shell: CacheShell::new(fw, config, true)? })
     }
 
-    /// Starts the cache. With `build_initial`, returns once the node was read, and its
-    /// initial state is not reported; without, the first read reports `NodeChanged` if the
-    /// node exists.
+    /// Starts the cache (Curator's `NodeCache.start(buildInitial)`). Sync: the node is read by
+    /// the cache's task; [`wait_initialized`](Self::wait_initialized) waits for that first
+    /// read. With `build_initial`, the node's state at the first read is not reported, and any
+    /// failure of that read closes the cache (Curator's `start(true)` throws it); without, the
+    /// first read reports `NodeChanged` if the node exists, and only a refusal no retry mends
+    /// closes the cache.
     ///
     /// # Errors
     /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
-    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed framework; with
-    /// `build_initial`, the error of the first load if it fails (the cache keeps trying).
-    pub async fn start(&self, build_initial: bool) -> Result<()> {
+    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed
+    /// framework, each naming `NodeCache` (module [`lifecycle`](curator_core::lifecycle)):
+    /// nothing started then.
+    pub fn start(&self, build_initial: bool) -> Result<()> {
         let mut passing = !build_initial;
-        self.shell.start(move |event| {
+        self.shell.start(build_initial, move |event| {
             Translated::Event(match event {
                 EngineEvent::Created(node) | EngineEvent::Changed(_, node) if passing => {
                     NodeCacheEvent::NodeChanged(Some(node))
@@ -98,22 +104,28 @@ impl NodeCache {
                 },
                 _ => return Translated::Nothing,
             })
-        })?;
-        if build_initial {
-            self.shell.wait_initialized(true).await?;
-        }
-        Ok(())
+        })
     }
 
-    /// Waits until the node was first read.
+    /// Waits until the node was first read: the outcome of [`start`](Self::start) (the
+    /// `ready` of module [`lifecycle`](curator_core::lifecycle)).
     ///
     /// # Errors
-    /// `Closed` if the cache is closed first; the error of the last failed load when it is a
-    /// refusal no retry mends (`NoAuth` when the path's ACL refuses reading it, see
-    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)), at once: the
-    /// cache goes on trying.
+    /// A first read refused for good (`NoAuth` when the path's ACL refuses reading it, see
+    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)) or, when
+    /// started with `build_initial`, any failure of the first read: the cache is closed then
+    /// ([`state`](Self::state) `Closed`, listener streams ended).
+    /// [`NotStarted`](curator_core::CuratorError::NotStarted) before `start`,
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) if the cache is closed
+    /// first, [`Closed`](curator_core::CuratorError::Closed) if its framework is.
     pub async fn wait_initialized(&self) -> Result<()> {
-        self.shell.wait_initialized(false).await
+        self.shell.wait_initialized().await
+    }
+
+    /// Where the cache is in its life: `Closed` after [`close`](Self::close) and after a
+    /// refused first read.
+    pub fn state(&self) -> LifeState {
+        self.shell.state()
     }
 
     /// The node as last read, or `None` if it does not exist (or was not read yet).
@@ -135,8 +147,10 @@ impl NodeCache {
         self.shell.core().rebuild().await
     }
 
-    /// Stops the cache and its watch.
-    pub fn close(&self) {
+    /// Stops the cache and its watch (Curator's `close`); listener streams end after the events
+    /// already queued. Idempotent: a second call, or one on a cache never started (which can
+    /// then no longer start), does nothing more. Dropping the cache does the same.
+    pub async fn close(&self) {
         self.shell.close();
     }
 

@@ -12,7 +12,8 @@
 //!     PathChildrenCacheEvent::Initialized(initial) => tracing::info!(count = initial.len(), "loaded"),
 //!     _ => {}
 //! });
-//! members.start(StartMode::PostInitializedEvent).await?;
+//! members.start(StartMode::PostInitializedEvent)?;
+//! members.wait_initialized().await?;
 //! for member in members.current_data() {
 //!     tracing::info!(path = %member.path, "member");
 //! }
@@ -21,6 +22,7 @@
 
 use std::sync::Arc;
 
+use curator_core::lifecycle::LifeState;
 use curator_core::listeners::{EventStream, ListenerId};
 use curator_core::{CuratorError, CuratorFramework, Result};
 
@@ -33,12 +35,14 @@ use crate::shell::{CacheShell, ConnectionChange, Translated};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum StartMode {
-    /// Load in the background; each child present is reported as `ChildAdded`.
+    /// Each child found by the first load is reported as `ChildAdded`.
     #[default]
     Normal,
-    /// Load before `start` returns; no events for the children present then.
+    /// No events for the children found by the first load (Curator primes the cache before its
+    /// `start` returns: wait with [`PathChildrenCache::wait_initialized`]); any failure of that
+    /// load closes the cache.
     BuildInitialCache,
-    /// Load in the background; `ChildAdded` for each child present, then `Initialized` with
+    /// `ChildAdded` for each child found by the first load, then `Initialized` with
     /// all of them.
     PostInitializedEvent,
 }
@@ -192,20 +196,23 @@ impl PathChildrenCache {
         }
     }
 
-    /// Starts the cache. With [`StartMode::BuildInitialCache`] it returns once the first
-    /// load is done.
+    /// Starts the cache (Curator's `PathChildrenCache.start(mode)`). Sync: the first load is
+    /// the cache's task's; [`wait_initialized`](Self::wait_initialized) waits for it. With
+    /// [`StartMode::BuildInitialCache`] the children found by the first load are not reported,
+    /// and any failure of that load closes the cache (Curator's start throws it); in the other
+    /// modes only a refusal no retry mends closes it.
     ///
     /// # Errors
     /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
-    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed framework. With
-    /// `BuildInitialCache`, the error of the first load if it fails (the cache keeps trying in
-    /// the background).
-    pub async fn start(&self, mode: StartMode) -> Result<()> {
+    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed
+    /// framework, each naming `PathChildrenCache` (module
+    /// [`lifecycle`](curator_core::lifecycle)): nothing started then.
+    pub fn start(&self, mode: StartMode) -> Result<()> {
         let shared = self.shell.core().shared.clone();
         let root = self.shell.core().root().to_string();
         let mut passing = mode != StartMode::BuildInitialCache;
-        self.shell.start(move |event| {
+        self.shell.start(mode == StartMode::BuildInitialCache, move |event| {
             Translated::Event(match event {
                 EngineEvent::Created(node) if passing && node.path != root => PathChildrenCacheEvent::ChildAdded(node),
                 EngineEvent::Changed(_, node) if passing && node.path != root => {
@@ -229,22 +236,28 @@ impl PathChildrenCache {
                 },
                 _ => return Translated::Nothing,
             })
-        })?;
-        if mode == StartMode::BuildInitialCache {
-            self.shell.wait_initialized(true).await?;
-        }
-        Ok(())
+        })
     }
 
-    /// Waits until the first load is done.
+    /// Waits until the first load is done: the outcome of [`start`](Self::start) (the `ready`
+    /// of module [`lifecycle`](curator_core::lifecycle)).
     ///
     /// # Errors
-    /// `Closed` if the cache is closed first; the error of the last failed load when it is a
-    /// refusal no retry mends (`NoAuth` when the path's ACL refuses reading it, see
-    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)), at once: the
-    /// cache goes on trying.
+    /// A first load refused for good (`NoAuth` when the path's ACL refuses reading it, see
+    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)) or, with
+    /// [`StartMode::BuildInitialCache`], any failure of the first load: the cache is closed
+    /// then ([`state`](Self::state) `Closed`, listener streams ended).
+    /// [`NotStarted`](curator_core::CuratorError::NotStarted) before `start`,
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) if the cache is closed
+    /// first, [`Closed`](curator_core::CuratorError::Closed) if its framework is.
     pub async fn wait_initialized(&self) -> Result<()> {
-        self.shell.wait_initialized(false).await
+        self.shell.wait_initialized().await
+    }
+
+    /// Where the cache is in its life: `Closed` after [`close`](Self::close) and after a
+    /// refused first load.
+    pub fn state(&self) -> LifeState {
+        self.shell.state()
     }
 
     /// The cached children, ordered by path.
@@ -308,9 +321,11 @@ impl PathChildrenCache {
         core.rebuild_node(full_path).await
     }
 
-    /// Stops the cache and its watch, and clears it; listener streams end after the events
-    /// already queued.
-    pub fn close(&self) {
+    /// Stops the cache and its watch, and clears it (Curator's `close`); listener streams end
+    /// after the events already queued. Idempotent: a second call, or one on a cache never
+    /// started (which can then no longer start), does nothing more. Dropping the cache does
+    /// the same.
+    pub async fn close(&self) {
         self.shell.close();
     }
 

@@ -3,11 +3,13 @@
 //! it, and its accessors.
 //!
 //! The shell starts the engine with the cache's translation, hands the translated events to
-//! core's [`Listeners`] (callbacks and streams), waits for the first load, and closes the
-//! engine and the listeners on `close` and on drop.
+//! core's [`Listeners`] (callbacks and streams), reports the outcome of the first load
+//! (`wait_initialized`, the caches' `ready` in module [`curator_core::lifecycle`]), and closes
+//! the engine and the listeners on `close`, on a refused first load, and on drop.
 
 use std::sync::Arc;
 
+use curator_core::lifecycle::LifeState;
 use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
 use curator_core::{ConnectionState, ConnectionStateEvent, CuratorFramework, Result};
 
@@ -64,22 +66,37 @@ impl<E: Clone + Send + 'static> CacheShell<E> {
     }
 
     /// Starts the engine; `translate` runs on the engine's task for each of its events and must
-    /// not block.
-    pub(crate) fn start(&self, mut translate: impl FnMut(EngineEvent) -> Translated<E> + Send + 'static) -> Result<()> {
+    /// not block. With `any_failure_refuses`, any failure of the first load (not only a refusal
+    /// no retry mends) closes the cache (see [`CacheCore::start`]). A refusal ends the
+    /// listeners too.
+    pub(crate) fn start(
+        &self,
+        any_failure_refuses: bool,
+        mut translate: impl FnMut(EngineEvent) -> Translated<E> + Send + 'static,
+    ) -> Result<()> {
         let listeners = self.listeners.clone();
         let sink = Box::new(move |event: EngineEvent| match translate(event) {
             Translated::Nothing => {}
             Translated::Event(event) => listeners.publish(event),
             Translated::Greeting(event) => listeners.publish_and_greet(event),
         });
-        let handle = self.core.start(sink)?;
-        self.listeners.start(handle);
-        Ok(())
+        let refused = self.listeners.clone();
+        self.core.start(
+            sink,
+            any_failure_refuses,
+            |handle| self.listeners.start(handle.clone()),
+            Box::new(move || refused.close()),
+        )
     }
 
-    /// Waits until the first load is done (see [`CacheCore::wait_initialized`]).
-    pub(crate) async fn wait_initialized(&self, fail_fast: bool) -> Result<()> {
-        self.core.wait_initialized(fail_fast).await
+    /// Waits for the outcome of the first load (see [`CacheCore::wait_initialized`]).
+    pub(crate) async fn wait_initialized(&self) -> Result<()> {
+        self.core.wait_initialized().await
+    }
+
+    /// Where the cache is in its life.
+    pub(crate) fn state(&self) -> LifeState {
+        self.core.state()
     }
 
     /// Stops the engine and its watch; listener streams end after the events already queued.

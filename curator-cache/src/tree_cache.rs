@@ -28,6 +28,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use curator_core::lifecycle::LifeState;
 use curator_core::listeners::{EventStream, ListenerId};
 use curator_core::{ConnectionState, CuratorFramework, Result};
 
@@ -157,14 +158,19 @@ impl TreeCache {
         }
     }
 
-    /// Starts the cache in the background.
+    /// Starts the cache (Curator's `TreeCache.start`). Sync: the first load and what follows
+    /// are the cache's task's; [`wait_initialized`](Self::wait_initialized) waits for the first
+    /// load.
     ///
     /// # Errors
     /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
-    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed framework.
+    /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed
+    /// framework, each naming `TreeCache` (module [`lifecycle`](curator_core::lifecycle)): nothing
+    /// started then. A refused first load is reported by
+    /// [`wait_initialized`](Self::wait_initialized).
     pub fn start(&self) -> Result<()> {
-        self.shell.start(|event| {
+        self.shell.start(false, |event| {
             Translated::Event(match event {
                 EngineEvent::Created(node) => TreeCacheEvent::NodeAdded(node),
                 EngineEvent::Changed(_, node) => TreeCacheEvent::NodeUpdated(node),
@@ -186,15 +192,25 @@ impl TreeCache {
         })
     }
 
-    /// Waits until the first load is done.
+    /// Waits until the first load is done: the outcome of [`start`](Self::start) (the `ready`
+    /// of module [`lifecycle`](curator_core::lifecycle)).
     ///
     /// # Errors
-    /// `Closed` if the cache is closed first; the error of the last failed load when it is a
-    /// refusal no retry mends (`NoAuth` when the path's ACL refuses reading it, see
-    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)), at once: the
-    /// cache goes on trying.
+    /// A first load refused for good (`NoAuth` when the path's ACL refuses reading it, see
+    /// [`CuratorError::is_permanent`](curator_core::CuratorError::is_permanent)): the cache is
+    /// closed then ([`state`](Self::state) `Closed`, listener streams ended); other failures
+    /// are retried and this waits on. [`NotStarted`](curator_core::CuratorError::NotStarted)
+    /// before `start`, [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) if the
+    /// cache is closed first, [`Closed`](curator_core::CuratorError::Closed) if its framework
+    /// is.
     pub async fn wait_initialized(&self) -> Result<()> {
-        self.shell.wait_initialized(false).await
+        self.shell.wait_initialized().await
+    }
+
+    /// Where the cache is in its life: `Closed` after [`close`](Self::close) and after a
+    /// refused first load.
+    pub fn state(&self) -> LifeState {
+        self.shell.state()
     }
 
     /// The cached node at `full_path`, if any.
@@ -221,8 +237,11 @@ impl TreeCache {
         self.shell.core().shared.nodes().len()
     }
 
-    /// Stops the cache and its watch, and clears it.
-    pub fn close(&self) {
+    /// Stops the cache and its watch, and clears it (Curator's `close`); listener streams end
+    /// after the events already queued. Idempotent: a second call, or one on a cache never
+    /// started (which can then no longer start), does nothing more. Dropping the cache does
+    /// the same.
+    pub async fn close(&self) {
         self.shell.close();
     }
 

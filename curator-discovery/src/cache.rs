@@ -3,12 +3,15 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use curator_cache::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_core::lifecycle::Lifecycle;
+use curator_core::lifecycle::{LifeState, Lifecycle, Readiness};
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
-use curator_core::{CuratorError, CuratorFramework};
+#[cfg(doc)]
+use curator_core::CuratorError;
+use curator_core::CuratorFramework;
+use futures::FutureExt;
 
 use crate::paths::node_path;
 use crate::{DiscoveryError, InstanceProvider, InstanceSerializer, ServiceInstance};
@@ -61,16 +64,18 @@ pub enum ServiceCacheEvent<T> {
 ///     ServiceCacheEvent::Removed { id } => tracing::info!(%id, "down"),
 ///     _ => {}
 /// });
-/// cache.start().await?; // returns once the instances present are loaded
+/// cache.start()?;
+/// cache.ready().await?; // the instances present are loaded
 /// for instance in cache.instances() {
 ///     tracing::info!(id = %instance.id, address = ?instance.address, "instance");
 /// }
-/// cache.close();
+/// cache.close().await;
 /// # Ok(()) }
 /// ```
 pub struct ServiceCache<T = serde_json::Value> {
     fw: CuratorFramework,
-    cache: PathChildrenCache,
+    /// Shared with the relay only as a `Weak`: dropping the service cache drops it.
+    cache: Arc<PathChildrenCache>,
     path: String,
     shared: Arc<CacheShared<T>>,
     events: Arc<Listeners<ServiceCacheEvent<T>>>,
@@ -168,7 +173,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
     /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name.
     pub fn build(self) -> Result<ServiceCache<T>, DiscoveryError> {
         let path = node_path(&self.base_path, &self.name)?;
-        let cache = PathChildrenCache::builder(&self.fw, &path).create_parent_containers(true).build()?;
+        let cache = Arc::new(PathChildrenCache::builder(&self.fw, &path).create_parent_containers(true).build()?);
         let shared = Arc::new(CacheShared {
             serializer: self.serializer,
             parsed: Mutex::new(HashMap::new()),
@@ -193,6 +198,36 @@ struct Handler<T> {
     /// Node name -> whether its last version seen (in event order) was an instance.
     good: HashMap<String, bool>,
     initialized_tx: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Told when the first load's events are handled.
+    readiness: Readiness,
+    /// Reports a refused first load when the relay ends.
+    _end: RelayEnd,
+}
+
+/// Dropped with the relay's handler, when the `PathChildrenCache`'s events end: if the first
+/// load was refused for good (the cache closed itself), the service cache reports the refusal
+/// and ends its listeners.
+struct RelayEnd {
+    readiness: Readiness,
+    cache: Weak<PathChildrenCache>,
+    /// Ends the service cache's listeners.
+    close_events: Box<dyn Fn() + Send>,
+}
+
+impl Drop for RelayEnd {
+    fn drop(&mut self) {
+        if self.readiness.is_reported() {
+            return;
+        }
+        let Some(cache) = self.cache.upgrade() else { return };
+        // The cache's outcome is reported before its events end: at hand, no wait.
+        if let Some(Err(err)) = cache.wait_initialized().now_or_never() {
+            if err.is_permanent() {
+                self.readiness.refused(err);
+                (self.close_events)();
+            }
+        }
+    }
 }
 
 impl<T: Clone + Send + Sync + 'static> Handler<T> {
@@ -233,6 +268,7 @@ impl<T: Clone + Send + Sync + 'static> Handler<T> {
             }
             PathChildrenCacheEvent::Initialized(_) => {
                 self.initialized_tx.send_replace(true);
+                self.readiness.ready();
             }
             PathChildrenCacheEvent::ConnectionSuspended => publish(ServiceCacheEvent::ConnectionSuspended),
             PathChildrenCacheEvent::ConnectionReconnected => publish(ServiceCacheEvent::ConnectionReconnected),
@@ -244,44 +280,69 @@ impl<T: Clone + Send + Sync + 'static> Handler<T> {
 }
 
 impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
-    /// Starts the cache (making `base/<name>` as a container if missing) and returns once the
-    /// instances present are loaded (Curator's `start`). Listeners hear the changes after that.
+    /// Starts the cache (Curator's `start`), making `base/<name>` as a container if missing.
+    /// Sync: the instances are loaded by the cache's task; [`ready`](Self::ready) waits for
+    /// that (Curator's `start` returns once they are). Listeners hear the changes after that.
     ///
     /// # Errors
     /// [`DiscoveryError::Curator`] with [`AlreadyStarted`](CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](CuratorError::AlreadyClosed), [`NoRuntime`](CuratorError::NoRuntime)
     /// (outside a tokio runtime) or [`Closed`](CuratorError::Closed) (a closed framework), each
-    /// naming `ServiceCache`: nothing started then. A first load refused for good (`NoAuth` when
-    /// `base/<name>` refuses reading it, see [`CuratorError::is_permanent`]) is returned at
-    /// once, and the cache is closed, as is a cache closed before its first load (`Closed`).
-    pub async fn start(&self) -> Result<(), DiscoveryError> {
+    /// naming `ServiceCache` (module [`lifecycle`](curator_core::lifecycle)): nothing started
+    /// then.
+    pub fn start(&self) -> Result<(), DiscoveryError> {
         self.life.start(&self.fw, |starting| {
             self.events.start(starting.handle().clone());
+            let readiness = starting.readiness();
+            let events = self.events.clone();
             let mut handler = Handler {
                 shared: self.shared.clone(),
                 events: self.events.clone(),
                 good: HashMap::new(),
                 initialized_tx: self.initialized_tx.clone(),
+                readiness: readiness.clone(),
+                _end: RelayEnd {
+                    readiness,
+                    cache: Arc::downgrade(&self.cache),
+                    close_events: Box::new(move || events.close()),
+                },
             };
             // The cache's events, in order, handled by one relay rather than by a callback: a
             // callback runs on the blocking pool, one more thread hop per event before our own
             // listeners get it. The stream ends when the cache closes.
             starting.relay(self.cache.events(), move |event| handler.handle(&event));
-            Ok(())
+            self.cache.start(StartMode::PostInitializedEvent)
         })?;
-        let loaded = async {
-            self.cache.start(StartMode::PostInitializedEvent).await?;
-            self.cache.wait_initialized().await?;
-            let mut initialized = self.initialized_tx.subscribe();
-            initialized.wait_for(|done| *done).await.map_err(|_| CuratorError::Closed)?;
-            Ok::<(), CuratorError>(())
-        };
-        if let Err(err) = loaded.await {
-            tracing::debug!(path = %self.path, error = %err, "service cache: the first load failed; closing");
-            self.close();
-            return Err(err.into());
-        }
         Ok(())
+    }
+
+    /// Waits until the instances present at start are loaded: the outcome of
+    /// [`start`](Self::start).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Curator`] with a first load refused for good (`NoAuth` when
+    /// `base/<name>` refuses reading it, see [`CuratorError::is_permanent`]): the cache is
+    /// closed then ([`state`](Self::state) `Closed`, streams ended).
+    /// [`NotStarted`](CuratorError::NotStarted) before `start`,
+    /// [`AlreadyClosed`](CuratorError::AlreadyClosed) if closed first,
+    /// [`Closed`](CuratorError::Closed) if the framework closed first.
+    pub async fn ready(&self) -> Result<(), DiscoveryError> {
+        let outcome = tokio::select! {
+            biased;
+            outcome = self.life.ready() => outcome,
+            loaded = self.cache.wait_initialized() => match loaded {
+                // Then the relay reports it, once the first load's events are handled.
+                Ok(()) => self.life.ready().await,
+                Err(err) => Err(err),
+            },
+        };
+        Ok(outcome?)
+    }
+
+    /// Where the cache is in its life: `Closed` after [`close`](Self::close) and after a
+    /// refused first load.
+    pub fn state(&self) -> LifeState {
+        self.life.state()
     }
 
     /// The service's instances now, sorted by id; nodes that are not instances are left out.
@@ -293,6 +354,11 @@ impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
     /// How many node versions this cache read that were not instances (each logged once).
     pub fn skipped_nodes(&self) -> u64 {
         self.shared.skipped.load(Ordering::Relaxed)
+    }
+
+    /// The framework the cache reads with.
+    pub(crate) fn framework(&self) -> &CuratorFramework {
+        &self.fw
     }
 
     /// The cached node path, `base/<name>`.
@@ -315,11 +381,12 @@ impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
         self.events.stream()
     }
 
-    /// Stops the cache and its watch; listener streams end after the events already queued.
-    /// Idempotent; a cache closed before it started can no longer start.
-    pub fn close(&self) {
+    /// Stops the cache and its watch (Curator's `close`); listener streams end after the
+    /// events already queued. Idempotent: a second call, or one on a cache never started (which
+    /// can then no longer start), does nothing more. Dropping the cache does the same.
+    pub async fn close(&self) {
         self.life.close();
-        self.cache.close();
+        self.cache.close().await;
         self.events.close();
     }
 }

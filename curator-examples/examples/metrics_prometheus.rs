@@ -35,7 +35,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let members = format!("{base}/members");
     let cache = PathChildrenCache::new(&client, &members, true)?;
     let mut events = cache.events();
-    cache.start(StartMode::BuildInitialCache).await?;
+    cache.start(StartMode::BuildInitialCache)?;
+    cache.wait_initialized().await?;
     client.create().with_mode(CreateMode::Ephemeral).for_path(&format!("{members}/alpha"), b"up".to_vec()).await?;
     while let Some(event) = tokio::time::timeout(Duration::from_secs(10), events.next()).await? {
         if let PathChildrenCacheEvent::ChildAdded(d) = event {
@@ -43,7 +44,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             break;
         }
     }
-    cache.close();
+    cache.close().await;
     client.delete().deleting_children_if_needed().for_path(&base).await?;
     client.close().await;
     zk.stop().await;

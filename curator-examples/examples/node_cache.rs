@@ -16,7 +16,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let cache = NodeCache::new(&client, &path)?;
     let mut events = cache.events();
-    cache.start(true).await?;
+    cache.start(true)?;
+    cache.wait_initialized().await?;
     tracing::info!("at start: {:?}", cache.current_data().map(|d| d.path().to_string()));
 
     client.create().creating_parents_if_needed().for_path(&path, b"v1".to_vec()).await?;
@@ -36,7 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    cache.close();
+    cache.close().await;
     client.delete().for_path(&path).await?;
     client.close().await;
     zk.stop().await;

@@ -19,7 +19,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let cache = PathChildrenCache::new(&client, &dir, true)?;
     let mut events = cache.events();
-    cache.start(StartMode::PostInitializedEvent).await?;
+    cache.start(StartMode::PostInitializedEvent)?;
     for name in ["alpha", "beta"] {
         client.create().with_mode(CreateMode::Ephemeral).for_path(&format!("{dir}/{name}"), b"up".to_vec()).await?;
     }
@@ -42,7 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let members: Vec<_> = cache.current_data().iter().map(|d| d.name().to_string()).collect();
     tracing::info!("members now: {members:?}");
-    cache.close();
+    cache.close().await;
     client.delete().deleting_children_if_needed().for_path(&dir).await?;
     client.close().await;
     zk.stop().await;

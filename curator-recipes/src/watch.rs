@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::Lifecycle;
+use curator_core::lifecycle::{LifeState, Lifecycle, Readiness};
 use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::ops::watch::readd_pause;
 use curator_core::retry::RetryLoop;
@@ -55,6 +55,7 @@ pub struct Reset {
 /// let mut resets = watcher.resets();
 /// watcher.add_listener(|event| tracing::info!(path = %event.path, kind = ?event.event_type, "changed"));
 /// watcher.start()?;
+/// watcher.ready().await?; // the watch is in place
 /// assert_eq!(resets.next().await.map(|r| r.cause), Some(ResetCause::Started));
 ///
 /// fw.create().creating_parents_if_needed().for_path("/services/web", Vec::new()).await?;
@@ -62,7 +63,7 @@ pub struct Reset {
 /// assert_eq!((event.event_type, event.path.as_str()), (EventType::NodeCreated, "/services"));
 /// let event = events.next().await.expect("an event");
 /// assert_eq!((event.event_type, event.path.as_str()), (EventType::NodeCreated, "/services/web"));
-/// watcher.close();
+/// watcher.close().await;
 /// assert!(events.next().await.is_none(), "closing ends the streams");
 /// # Ok(()) }
 /// ```
@@ -131,15 +132,17 @@ impl PersistentWatcher {
         })
     }
 
-    /// Starts watching: the watch is added in the background (see [`resets`](Self::resets) for
-    /// when it is in place). Works before the framework is connected or started, and on a
+    /// Starts watching (Curator's `start`). Sync: the watch is added by the watcher's task
+    /// ([`ready`](Self::ready) waits for the first attempt; [`resets`](Self::resets) tells each
+    /// time it is in place). Works before the framework is connected or started, and on a
     /// closed framework: listeners then get the final `Closed` event, queued before `start`
     /// returns.
     ///
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`] (after
-    /// [`close`](Self::close)), [`CuratorError::NoRuntime`] outside a tokio runtime (module
-    /// [`lifecycle`](curator_core::lifecycle)).
+    /// [`close`](Self::close)), [`CuratorError::NoRuntime`] outside a tokio runtime, each naming
+    /// `PersistentWatcher` (module [`lifecycle`](curator_core::lifecycle)): nothing started
+    /// then.
     pub fn start(&self) -> Result<()> {
         self.lifecycle.start(&self.fw, |started| {
             self.events.start(started.handle().clone());
@@ -163,6 +166,7 @@ impl PersistentWatcher {
                 pauses: self.fw.cleanup_retry_loop(),
                 dead_epoch: 0,
                 reported: false,
+                readiness: started.readiness(),
             };
             // The task lives as long as the watcher, and ends by itself when the framework
             // closes (it sees the `Closed` state, or `Closed` from the retry loop).
@@ -171,10 +175,36 @@ impl PersistentWatcher {
         })
     }
 
-    /// Stops the watcher: its task ends, which drops the watch (zookeeper-client then removes
-    /// it from the server), and the streams end after the events already queued. No final
-    /// event is sent. Idempotent; dropping the watcher does the same.
-    pub fn close(&self) {
+    /// Waits for the outcome of the first attempt to add the watch: `Ok` once it is in place,
+    /// or once an attempt failed with an error the watcher goes on retrying (a connection
+    /// loss, a framework not started yet); at once after a start on a closed framework.
+    ///
+    /// # Errors
+    /// An attempt refused for good ([`CuratorError::is_permanent`]): the watcher is closed
+    /// then ([`state`](Self::state) `Closed`, streams ended). [`CuratorError::NotStarted`]
+    /// before `start`, [`CuratorError::AlreadyClosed`] if closed first,
+    /// [`CuratorError::Closed`] if its framework closed first.
+    pub async fn ready(&self) -> Result<()> {
+        self.lifecycle.ready().await
+    }
+
+    /// Where the watcher is in its life: `Closed` after [`close`](Self::close) and after a
+    /// refused first attempt.
+    pub fn state(&self) -> LifeState {
+        self.lifecycle.state()
+    }
+
+    /// Stops the watcher (Curator's `close`): its task ends, which drops the watch
+    /// (zookeeper-client then removes it from the server), and the streams end after the
+    /// events already queued. No final event is sent. Idempotent: a second call, or one on a
+    /// watcher never started (which can then no longer start), does nothing more; dropping the
+    /// watcher does the same.
+    pub async fn close(&self) {
+        self.shut();
+    }
+
+    /// The close, for `close` and drop.
+    fn shut(&self) {
         let was_started = self.lifecycle.close().is_some();
         self.shutdown.send_replace(true);
         self.events.close();
@@ -231,7 +261,7 @@ impl PersistentWatcher {
 
 impl Drop for PersistentWatcher {
     fn drop(&mut self) {
-        self.close();
+        self.shut();
     }
 }
 
@@ -270,12 +300,15 @@ struct Task {
     /// An error no retry mends was reported since the watch was last in place (reported once
     /// per streak, then only logged at debug level).
     reported: bool,
+    /// The outcome of the first attempt ([`PersistentWatcher::ready`]).
+    readiness: Readiness,
 }
 
 impl Task {
     async fn run(mut self) {
         let end = self.add_and_follow().await;
         if matches!(end, End::FrameworkClosed) {
+            self.readiness.refused(CuratorError::Closed); // if nothing was reported yet
             tracing::debug!(path = %self.path, "persistent watcher: the framework closed");
             // After the watcher's own close() the listeners are closed and this is dropped.
             self.events.publish(WatchedEvent::new_session(SessionState::Closed));
@@ -337,17 +370,27 @@ impl Task {
         self.reported = false;
         tracing::debug!(path = %self.path, generation, ?cause, "persistent watcher: watch added");
         self.resets.publish(Reset { generation, cause });
+        self.readiness.ready(); // after the reset: `ready` then finds it queued
     }
 
     /// After a round of adding failed: waits for a pause or the next connection-state change.
     /// `Some` when the task must end.
     async fn pause_after(&mut self, err: CuratorError) -> Option<End> {
+        if !self.readiness.is_reported() {
+            if err.is_permanent() {
+                // Refused for good at the first attempt: said by `ready`, and the watcher closes.
+                tracing::debug!(path = %self.path, error = %err, "persistent watcher: refused; closing");
+                self.readiness.refused(err);
+                return Some(End::Stopped);
+            }
+            self.readiness.ready(); // a failure it goes on retrying
+        }
         // Whether a retry may mend the error (and the framework is open): then it is no news.
         let mendable = self.pauses.pause_for(&err).is_some();
         let pause = readd_pause(&mut self.pauses, &err);
         if mendable {
             tracing::debug!(path = %self.path, error = %err, ?pause, "persistent watcher: could not add the watch; trying again");
-        } else if matches!(err, CuratorError::IllegalState(_)) {
+        } else if matches!(err, CuratorError::NotStarted { .. }) {
             // Not started yet: wait for the framework to connect.
             tracing::debug!(path = %self.path, error = %err, "persistent watcher: waiting for the framework");
         } else if self.reported {

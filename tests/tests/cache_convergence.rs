@@ -87,9 +87,9 @@ impl Caches {
             node_log: Vec::new(),
         };
         c.curator.start().unwrap();
-        within("pcc start", c.children.start(StartMode::Normal)).await.unwrap();
+        c.children.start(StartMode::Normal).unwrap();
         c.tree.start().unwrap();
-        within("node start", c.node.start(false)).await.unwrap();
+        c.node.start(false).unwrap();
         within("curator init", c.curator.wait_initialized()).await.unwrap();
         within("tree init", c.tree.wait_initialized()).await.unwrap();
         within("pcc init", c.children.wait_initialized()).await.unwrap();

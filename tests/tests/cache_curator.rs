@@ -98,7 +98,7 @@ async fn curator_cache_reports_create_update_delete_recreate_in_order() {
     assert_eq!(path_of(&next_node_event(&mut events).await), ("changed", format!("{base}/pre/deep")));
     assert_eq!(cache.entries().len(), cache.size());
     assert!(cache.stream().all(|n| n.path.starts_with(&base)));
-    cache.close();
+    cache.close().await;
     assert_eq!(cache.size(), 0, "cleared on close by default");
     fw.close().await;
 }
@@ -148,7 +148,7 @@ async fn curator_cache_listener_builder_and_options() {
         "got {:?}",
         log.lock().unwrap()
     );
-    single.close();
+    single.close().await;
     assert_eq!(single.size(), 1, "DoNotClearOnClose keeps the nodes");
 
     // after_initialized skips the initial creates; for_all sees everything.
@@ -184,7 +184,7 @@ async fn curator_cache_listener_builder_and_options() {
     create(&fw, &format!("{base}/later"), b"").await;
     let want = vec!["init".to_string(), "later".to_string()];
     assert!(eventually(Timing::new().deadline(), || async { *late.lock().unwrap() == want }).await);
-    cache.close();
+    cache.close().await;
     fw.close().await;
 }
 
@@ -257,13 +257,10 @@ async fn bad_input_is_refused_with_typed_errors_and_never_panics() {
     // Operations on a cache that never started.
     let idle = PathChildrenCache::new(&fw, &base, true).unwrap();
     assert!(matches!(idle.rebuild().await, Err(CuratorError::NotStarted { what: "PathChildrenCache" })));
-    idle.close();
-    assert!(
-        matches!(idle.start(StartMode::Normal).await, Err(CuratorError::AlreadyClosed { .. })),
-        "no start after close"
-    );
-    cache.close();
-    again.close();
+    idle.close().await;
+    assert!(matches!(idle.start(StartMode::Normal), Err(CuratorError::AlreadyClosed { .. })), "no start after close");
+    cache.close().await;
+    again.close().await;
     fw.close().await;
 }
 
@@ -289,7 +286,7 @@ async fn caches_work_under_a_namespace() {
     // The same node, seen without the namespace, is under it.
     let plain = client(&server()).await;
     assert_eq!(plain.get_data().for_path(&format!("{ns}/app/x")).await.unwrap(), b"1");
-    cache.close();
+    cache.close().await;
     plain.close().await;
     fw.close().await;
 }
@@ -322,7 +319,7 @@ async fn create_parent_containers_option_makes_the_path() {
     }
     // The first cache sees it appear too.
     assert!(eventually(Timing::new().deadline(), || async { plain.size() == 1 }).await);
-    plain.close();
-    cache.close();
+    plain.close().await;
+    cache.close().await;
     fw.close().await;
 }

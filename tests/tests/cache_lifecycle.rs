@@ -3,15 +3,19 @@
 //! says so at once (its `wait_initialized` returns the refusal) instead of only logging while
 //! it retries. The refusal is tried under every combination of error and retry policy.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use curator_cache::{CuratorCache, NodeCache, PathChildrenCache, StartMode, TreeCache};
+use curator_cache::{CuratorCache, EventStream, NodeCache, PathChildrenCache, StartMode, TreeCache};
+use curator_core::lifecycle::LifeState;
 use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::{CuratorError, CuratorFramework};
-use curator_test::TestingServer;
+use curator_test::{eventually, TestingServer};
 use tests::caches::within;
 use tests::policies::{framework, COMBINATIONS};
 use tests::{client, init_tracing, unique_path};
+use tokio::time::timeout;
 
 fn server() -> String {
     TestingServer::shared().connect_string()
@@ -42,45 +46,50 @@ async fn lifecycle_errors_are_typed_and_name_the_cache() {
     let pcc = PathChildrenCache::new(&fw, &base, true).unwrap();
     assert!(is_not_started(&pcc.rebuild().await, "PathChildrenCache"), "{:?}", pcc.rebuild().await);
     assert!(is_not_started(&pcc.rebuild_node(&format!("{base}/x")).await, "PathChildrenCache"));
-    within("start", pcc.start(StartMode::BuildInitialCache)).await.unwrap();
-    assert!(is_already_started(&pcc.start(StartMode::Normal).await, "PathChildrenCache"));
-    pcc.close();
-    pcc.close();
-    assert!(is_already_closed(&pcc.start(StartMode::Normal).await, "PathChildrenCache"));
+    assert!(is_not_started(&pcc.wait_initialized().await, "PathChildrenCache"));
+    pcc.start(StartMode::BuildInitialCache).unwrap();
+    within("start", pcc.wait_initialized()).await.unwrap();
+    assert!(is_already_started(&pcc.start(StartMode::Normal), "PathChildrenCache"));
+    pcc.close().await;
+    pcc.close().await;
+    assert!(is_already_closed(&pcc.start(StartMode::Normal), "PathChildrenCache"));
     assert!(is_already_closed(&pcc.rebuild().await, "PathChildrenCache"));
 
     let node = NodeCache::new(&fw, &base).unwrap();
     assert!(is_not_started(&node.rebuild().await, "NodeCache"));
-    within("start", node.start(true)).await.unwrap();
-    assert!(is_already_started(&node.start(false).await, "NodeCache"));
-    node.close();
-    node.close();
-    assert!(is_already_closed(&node.start(false).await, "NodeCache"));
+    node.start(true).unwrap();
+    within("start", node.wait_initialized()).await.unwrap();
+    assert!(is_already_started(&node.start(false), "NodeCache"));
+    node.close().await;
+    node.close().await;
+    assert!(is_already_closed(&node.start(false), "NodeCache"));
 
     let tree = TreeCache::new(&fw, &base).unwrap();
     tree.start().unwrap();
     assert!(is_already_started(&tree.start(), "TreeCache"));
-    tree.close();
-    tree.close();
+    tree.close().await;
+    tree.close().await;
     assert!(is_already_closed(&tree.start(), "TreeCache"));
 
     let cache = CuratorCache::builder(&fw, &base).build().unwrap();
     cache.start().unwrap();
     assert!(is_already_started(&cache.start(), "CuratorCache"));
-    cache.close();
-    cache.close();
+    cache.close().await;
+    cache.close().await;
     assert!(is_already_closed(&cache.start(), "CuratorCache"));
 
     let never = PathChildrenCache::new(&fw, &base, true).unwrap();
-    never.close();
-    assert!(is_already_closed(&never.start(StartMode::Normal).await, "PathChildrenCache"));
+    never.close().await;
+    assert!(is_already_closed(&never.start(StartMode::Normal), "PathChildrenCache"));
+    assert!(is_already_closed(&never.wait_initialized().await, "PathChildrenCache"));
     fw.close().await;
 }
 
 /// A cache started on a path whose ACL refuses the client reading it (every permission but
-/// READ): each cache's `wait_initialized` returns `NoAuth` within a second (it hung before,
-/// while the engine retried and logged), under every error and retry policy. Curator's caches
-/// only log such a refusal.
+/// READ): `start` returns `Ok` (it is sync), and each cache's `wait_initialized` returns
+/// `NoAuth` within a second (it hung before, while the engine retried and logged), and the cache
+/// is closed (its state `Closed`, its event stream ended) within that second too, under every
+/// error and retry policy, in every start mode. Curator's caches only log such a refusal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_read_is_reported_promptly() {
     init_tracing();
@@ -91,37 +100,74 @@ async fn a_refused_read_is_reported_promptly() {
         fw.create().with_acl(vec![Acl::new(no_read, AuthId::anyone())]).for_path(&path, Vec::new()).await.unwrap();
 
         let pcc = PathChildrenCache::new(&fw, &path, true).unwrap();
+        let building = PathChildrenCache::new(&fw, &path, true).unwrap();
         let node = NodeCache::new(&fw, &path).unwrap();
+        let building_node = NodeCache::new(&fw, &path).unwrap();
         let tree = TreeCache::new(&fw, &path).unwrap();
         let cache = CuratorCache::builder(&fw, &path).build().unwrap();
-        pcc.start(StartMode::Normal).await.unwrap();
-        node.start(false).await.unwrap();
+        let mut streams = vec![
+            ("PathChildrenCache", discard(pcc.events())),
+            ("PathChildrenCache (BuildInitialCache)", discard(building.events())),
+            ("NodeCache", discard(node.events())),
+            ("NodeCache (build_initial)", discard(building_node.events())),
+            ("TreeCache", discard(tree.events())),
+            ("CuratorCache", discard(cache.events())),
+        ];
+        let started = Instant::now();
+        pcc.start(StartMode::Normal).unwrap();
+        building.start(StartMode::BuildInitialCache).unwrap();
+        node.start(false).unwrap();
+        building_node.start(true).unwrap();
         tree.start().unwrap();
         cache.start().unwrap();
-        let started = Instant::now();
+        let bound = Duration::from_secs(5);
         let waits = [
-            ("PathChildrenCache", tokio::time::timeout(Duration::from_secs(5), pcc.wait_initialized()).await),
-            ("NodeCache", tokio::time::timeout(Duration::from_secs(5), node.wait_initialized()).await),
-            ("TreeCache", tokio::time::timeout(Duration::from_secs(5), tree.wait_initialized()).await),
-            ("CuratorCache", tokio::time::timeout(Duration::from_secs(5), cache.wait_initialized()).await),
+            ("PathChildrenCache", timeout(bound, pcc.wait_initialized()).await, closed(|| pcc.state()).await),
+            (
+                "PathChildrenCache (BuildInitialCache)",
+                timeout(bound, building.wait_initialized()).await,
+                closed(|| building.state()).await,
+            ),
+            ("NodeCache", timeout(bound, node.wait_initialized()).await, closed(|| node.state()).await),
+            (
+                "NodeCache (build_initial)",
+                timeout(bound, building_node.wait_initialized()).await,
+                closed(|| building_node.state()).await,
+            ),
+            ("TreeCache", timeout(bound, tree.wait_initialized()).await, closed(|| tree.state()).await),
+            ("CuratorCache", timeout(bound, cache.wait_initialized()).await, closed(|| cache.state()).await),
         ];
-        for (what, waited) in waits {
+        for (what, waited, state) in waits {
             assert!(matches!(waited, Ok(Err(CuratorError::NoAuth { .. }))), "{policy:?}/{retry:?}: {what}: {waited:?}");
+            assert_eq!(state, LifeState::Closed, "{policy:?}/{retry:?}: {what}: a refused cache is closed");
+        }
+        for (what, stream) in streams.drain(..) {
+            within(what, stream).await;
         }
         assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
 
-        // BuildInitialCache reports it from start (as before).
-        let blocking = PathChildrenCache::new(&fw, &path, true).unwrap();
-        let r = within("start", blocking.start(StartMode::BuildInitialCache)).await;
-        assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
-        for c in [&pcc, &blocking] {
-            c.close();
+        for c in [&pcc, &building] {
+            c.close().await;
         }
-        node.close();
-        tree.close();
-        cache.close();
+        for c in [&node, &building_node] {
+            c.close().await;
+        }
+        tree.close().await;
+        cache.close().await;
         close(fw).await;
     }
+}
+
+/// The state `state` gives once it is `Closed`, or after a second (the refusal closes the cache
+/// right after reporting it).
+async fn closed(state: impl Fn() -> LifeState) -> LifeState {
+    eventually(Duration::from_secs(1), || std::future::ready(state() == LifeState::Closed)).await;
+    state()
+}
+
+/// The end of `stream`: every event read and dropped.
+fn discard<E: Send + 'static>(mut stream: EventStream<E>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move { while stream.next().await.is_some() {} })
 }
 
 async fn close(fw: CuratorFramework) {

@@ -2,7 +2,10 @@
 //! one-shot watches on the same path and session that must not silence it (nor a
 //! PathChildrenCache on the same path).
 
+use std::time::Duration;
+
 use curator_cache::{NodeCache, NodeCacheEvent, PathChildrenCache, StartMode};
+use curator_core::lifecycle::LifeState;
 use curator_test::{eventually, TestingServer, Timing};
 use tests::caches::{children_events_until, create, delete, describe, next, set, within};
 use tests::{client, unique_path};
@@ -18,7 +21,8 @@ async fn node_cache_follows_a_node_that_comes_and_goes() {
     let node = format!("{base}/config");
     let cache = NodeCache::new(&fw, &node).unwrap();
     let mut events = cache.events();
-    within("start", cache.start(true)).await.unwrap();
+    cache.start(true).unwrap();
+    within("start", cache.wait_initialized()).await.unwrap();
     assert!(cache.current_data().is_none(), "does not exist yet");
 
     // Each step waits for its event; the child's creation and deletion must cause none.
@@ -46,13 +50,13 @@ async fn node_cache_follows_a_node_that_comes_and_goes() {
     // Without build_initial, the first read is reported.
     let second = NodeCache::new(&fw, &node).unwrap();
     let mut events = second.events();
-    second.start(false).await.unwrap();
+    second.start(false).unwrap();
     match next(&mut events).await {
         NodeCacheEvent::NodeChanged(Some(n)) => assert_eq!(n.data.as_deref(), Some(&b"v3"[..])),
         e => panic!("expected the initial state, got {e:?}"),
     }
-    cache.close();
-    second.close();
+    cache.close().await;
+    second.close().await;
     fw.close().await;
 }
 
@@ -70,8 +74,10 @@ async fn one_shot_data_watches_on_the_same_path_and_session_do_not_silence_cache
     let node = NodeCache::new(&fw, &base).unwrap();
     let mut events = cache.events();
     let mut node_events = node.events();
-    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
-    within("start", node.start(true)).await.unwrap();
+    cache.start(StartMode::BuildInitialCache).unwrap();
+    within("start", cache.wait_initialized()).await.unwrap();
+    node.start(true).unwrap();
+    within("start", node.wait_initialized()).await.unwrap();
     for round in 0..3 {
         let (_, _, data_watch) = fw.get_data().for_path_and_watch(&base).await.unwrap();
         let (_, exists_watch) = fw.check_exists().for_path_and_watch(&base).await.unwrap();
@@ -101,8 +107,8 @@ async fn one_shot_data_watches_on_the_same_path_and_session_do_not_silence_cache
         })
         .await
     );
-    cache.close();
-    node.close();
+    cache.close().await;
+    node.close().await;
     fw.close().await;
 }
 
@@ -117,7 +123,8 @@ async fn node_cache_keeps_following_after_a_lost_session() {
     create(&fw, &node, b"start").await;
     let cache = NodeCache::new(&fw, &node).unwrap();
     let mut events = cache.events();
-    within("start", cache.start(true)).await.unwrap();
+    cache.start(true).unwrap();
+    within("start", cache.wait_initialized()).await.unwrap();
 
     let info = fw.session().await.unwrap().client().session().clone();
     curator_test::expire_session(&connect, &info).await.unwrap();
@@ -142,30 +149,51 @@ async fn node_cache_keeps_following_after_a_lost_session() {
             break;
         }
     }
-    cache.close();
+    cache.close().await;
     fw.close().await;
 }
 
+/// Whether `state` says `Closed` within a second (a refusal closes the cache right after
+/// reporting it).
+async fn closed(state: impl Fn() -> LifeState) -> bool {
+    eventually(Duration::from_secs(1), || std::future::ready(state() == LifeState::Closed)).await
+}
+
 /// A cache started before its framework says so with the typed `NotStarted` ("the framework is
-/// not started"), and keeps trying: once the framework starts, the cache loads. Before, the
-/// first load failed with `ConnectionLoss` ("connection lost during operation on \"\"").
+/// not started"). Before, the first load failed with `ConnectionLoss` ("connection lost during
+/// operation on \"\""). A cache started to build its initial state first (`start(true)`,
+/// `BuildInitialCache`, whose start returned that error before issue 27) reports it from
+/// `wait_initialized` and is closed; one started without keeps trying: once the framework
+/// starts, it loads.
 #[tokio::test]
 async fn a_cache_started_before_its_framework_says_the_framework_is_not_started() {
     let server = TestingServer::shared();
     let fw = tests::builder(&server.connect_string()).build().unwrap();
     let path = unique_path("not-started");
     let node = NodeCache::new(&fw, &path).unwrap();
-    let r = within("node cache start", node.start(true)).await;
+    node.start(true).unwrap();
+    let r = within("node cache load", node.wait_initialized()).await;
     assert!(matches!(r, Err(curator_core::CuratorError::NotStarted { what: "the framework" })), "{r:?}");
     assert!(r.unwrap_err().to_string().contains("not started"));
+    assert!(closed(|| node.state()).await, "a refused first load closes the cache");
     let children = PathChildrenCache::new(&fw, &path, true).unwrap();
-    let r = within("children cache start", children.start(StartMode::BuildInitialCache)).await;
+    children.start(StartMode::BuildInitialCache).unwrap();
+    let r = within("children cache load", children.wait_initialized()).await;
     assert!(matches!(r, Err(curator_core::CuratorError::NotStarted { what: "the framework" })), "{r:?}");
+    assert!(closed(|| children.state()).await, "a refused first load closes the cache");
 
+    let patient_node = NodeCache::new(&fw, &path).unwrap();
+    patient_node.start(false).unwrap();
+    let patient_children = PathChildrenCache::new(&fw, &path, true).unwrap();
+    patient_children.start(StartMode::Normal).unwrap();
     fw.start().unwrap();
-    within("node cache load", node.wait_initialized()).await.unwrap();
-    within("children cache load", children.wait_initialized()).await.unwrap();
-    node.close();
-    children.close();
+    within("node cache load", patient_node.wait_initialized()).await.unwrap();
+    within("children cache load", patient_children.wait_initialized()).await.unwrap();
+    for cache in [&node, &patient_node] {
+        cache.close().await;
+    }
+    for cache in [&children, &patient_children] {
+        cache.close().await;
+    }
     fw.close().await;
 }

@@ -25,14 +25,15 @@ async fn path_children_cache_start_modes_and_child_events() {
         create(&fw, &format!("{base}/c2/grandchild"), b"g").await;
         let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
         let mut events = cache.events();
-        within("start", cache.start(mode)).await.unwrap();
+        cache.start(mode).unwrap();
         match mode {
             StartMode::Normal => {
                 let got: Vec<_> = children_events_until(&mut events, 2).await.iter().map(describe).collect();
                 assert_eq!(got, vec!["added c1", "added c2"]);
             }
             StartMode::BuildInitialCache => {
-                // Loaded before start returned, without events.
+                // Loaded once wait_initialized returns, without events.
+                within("load", cache.wait_initialized()).await.unwrap();
                 let names: Vec<_> = cache.current_data().iter().map(|n| n.name().to_string()).collect();
                 assert_eq!(names, vec!["c1", "c2"]);
             }
@@ -59,7 +60,7 @@ async fn path_children_cache_start_modes_and_child_events() {
         assert_eq!(cache.current_data_for(&c3).unwrap().data.as_deref(), Some(&b"z"[..]));
         assert!(cache.current_data_for(&format!("{base}/c2/grandchild")).is_none());
         assert_eq!(cache.current_data().len(), 3);
-        cache.close();
+        cache.close().await;
     }
     fw.close().await;
 }
@@ -72,7 +73,8 @@ async fn path_children_cache_rebuild_is_silent_and_clear_and_refresh_re_adds() {
     create(&fw, &format!("{base}/b"), b"2").await;
     let cache = PathChildrenCache::builder(&fw, &base).cache_data(false).build().unwrap();
     let mut events = cache.events();
-    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    cache.start(StartMode::BuildInitialCache).unwrap();
+    within("start", cache.wait_initialized()).await.unwrap();
     assert!(cache.current_data().iter().all(|n| n.data.is_none()), "no data cached");
 
     within("rebuild", cache.rebuild()).await.unwrap();
@@ -88,7 +90,7 @@ async fn path_children_cache_rebuild_is_silent_and_clear_and_refresh_re_adds() {
     create(&fw, &format!("{base}/marker"), b"").await;
     let got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
     assert_eq!(got, vec!["added marker"]);
-    cache.close();
+    cache.close().await;
     assert!(cache.rebuild().await.is_err(), "a closed cache does not rebuild");
     fw.close().await;
 }
@@ -110,7 +112,7 @@ async fn membership_of_50_ephemeral_members_joining_and_leaving() {
         }
         _ => {}
     });
-    within("start", cache.start(StartMode::PostInitializedEvent)).await.unwrap();
+    cache.start(StartMode::PostInitializedEvent).unwrap();
 
     // 50 members, each its own session, join concurrently.
     let mut members = Vec::new();
@@ -157,7 +159,7 @@ async fn membership_of_50_ephemeral_members_joining_and_leaving() {
     }
     assert!(eventually(Timing::new().deadline(), matches).await, "everyone left");
     assert!(cache.current_data().is_empty());
-    cache.close();
+    cache.close().await;
     fw.close().await;
 }
 
@@ -182,7 +184,8 @@ async fn a_slow_listener_neither_blocks_others_nor_loses_events() {
             f.lock().unwrap().push(n.name().to_string());
         }
     });
-    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    cache.start(StartMode::BuildInitialCache).unwrap();
+    within("start", cache.wait_initialized()).await.unwrap();
     let names: Vec<String> = (0..40).map(|i| format!("n-{i:03}")).collect();
     for n in &names {
         create(&fw, &format!("{base}/{n}"), b"").await;
@@ -193,7 +196,7 @@ async fn a_slow_listener_neither_blocks_others_nor_loses_events() {
         eventually(Timing::new().deadline(), || async { *slow.lock().unwrap() == names }).await,
         "and loses nothing"
     );
-    cache.close();
+    cache.close().await;
     fw.close().await;
 }
 
@@ -230,7 +233,8 @@ async fn one_request_per_change_and_a_pipelined_initial_load() {
             l.lock().unwrap().push((n.name().to_string(), Instant::now()));
         }
     });
-    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    cache.start(StartMode::BuildInitialCache).unwrap();
+    within("start", cache.wait_initialized()).await.unwrap();
     let load = started.elapsed();
     let load_requests = packets_received(&fx.connect_string()).await - before - 1;
     assert_eq!(cache.current_data().len(), CHILDREN);
@@ -265,12 +269,13 @@ async fn one_request_per_change_and_a_pipelined_initial_load() {
     let names: Vec<_> = got.iter().map(|(n, _)| n.clone()).collect();
     let wanted: Vec<_> = sent.iter().map(|(n, _)| n.clone()).collect();
     assert_eq!(names, wanted);
-    cache.close();
+    cache.close().await;
 
     // A NodeCache: on servers before 3.9 each change of its node also registers the watch again
     // (ZOOKEEPER-4466), so two requests: AddWatch and a one-operation multi-read.
     let node = NodeCache::new(fw, base).unwrap();
-    within("start", node.start(true)).await.unwrap();
+    node.start(true).unwrap();
+    within("start", node.wait_initialized()).await.unwrap();
     let before = packets_received(&fx.connect_string()).await;
     const SETS: usize = 50;
     for i in 0..SETS {
@@ -287,7 +292,7 @@ async fn one_request_per_change_and_a_pipelined_initial_load() {
     let per_change = (after - before).saturating_sub(SETS as u64 + 1) as f64 / SETS as f64;
     eprintln!("NodeCache: {per_change:.2} requests per change");
     assert!(per_change <= 2.2, "{per_change} requests per change");
-    node.close();
+    node.close().await;
     writer.close().await;
     fw.close().await;
 }
@@ -302,7 +307,7 @@ async fn the_cache_creates_its_path_as_containers() {
     let base = unique_path("pccensure");
     let path = format!("{base}/one/two/three");
     let cache = PathChildrenCache::new(&fw, &path, false).unwrap();
-    within("start", cache.start(StartMode::Normal)).await.unwrap();
+    cache.start(StartMode::Normal).unwrap();
     within("initialized", cache.wait_initialized()).await.unwrap();
     // (ZooKeeper 3.8 shows no container marker in a Stat: this checks that the nodes are
     // there; they are made by core's create with parent containers, tested in framework_ops.)
@@ -311,13 +316,14 @@ async fn the_cache_creates_its_path_as_containers() {
     }
     fw.create().for_path(&format!("{path}/four"), Vec::new()).await.expect("the path exists");
     assert!(eventually(Timing::new().deadline(), || async { cache.current_data().len() == 1 }).await);
-    cache.close();
+    cache.close().await;
 
     let elsewhere = format!("{base}/not/created");
     let cache = PathChildrenCache::builder(&fw, &elsewhere).create_parent_containers(false).build().unwrap();
-    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    cache.start(StartMode::BuildInitialCache).unwrap();
+    within("start", cache.wait_initialized()).await.unwrap();
     assert!(!exists(&fw, &format!("{base}/not")).await, "told not to create it");
-    cache.close();
+    cache.close().await;
     fw.close().await;
 }
 
@@ -333,7 +339,7 @@ async fn the_cache_follows_its_path_deleted_and_made_again() {
     let path = format!("{base}/a/b/test");
     let cache = PathChildrenCache::new(&fw, &path, true).unwrap();
     let mut events = cache.events();
-    within("start", cache.start(StartMode::PostInitializedEvent)).await.unwrap();
+    cache.start(StartMode::PostInitializedEvent).unwrap();
     let got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
     assert_eq!(got, vec!["initialized []"]);
     create(&fw, &format!("{path}/one"), b"").await;
@@ -348,7 +354,7 @@ async fn the_cache_follows_its_path_deleted_and_made_again() {
     fw.create().creating_parent_containers_if_needed().for_path(&format!("{path}/new"), Vec::new()).await.unwrap();
     let got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
     assert_eq!(got, vec!["added new"]);
-    cache.close();
+    cache.close().await;
     fw.close().await;
 }
 
@@ -369,7 +375,8 @@ async fn rebuild_node_reads_one_child_again_without_events() {
         Err(CuratorError::NotStarted { what: "PathChildrenCache" })
     ));
     let mut events = cache.events();
-    within("start", cache.start(StartMode::BuildInitialCache)).await.unwrap();
+    cache.start(StartMode::BuildInitialCache).unwrap();
+    within("start", cache.wait_initialized()).await.unwrap();
 
     cache.clear();
     let one = format!("{base}/one");
@@ -399,8 +406,8 @@ async fn rebuild_node_reads_one_child_again_without_events() {
         got = children_events_until(&mut events, 1).await.iter().map(describe).collect();
     }
     assert_eq!(got, vec!["added marker"]);
-    cache.close();
-    idle.close();
+    cache.close().await;
+    idle.close().await;
     fw.close().await;
 }
 
@@ -412,10 +419,10 @@ async fn post_initialized_event_for_an_empty_path() {
     let base = unique_path("pccempty");
     let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
     let mut events = cache.events();
-    within("start", cache.start(StartMode::PostInitializedEvent)).await.unwrap();
+    cache.start(StartMode::PostInitializedEvent).unwrap();
     let got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
     assert_eq!(got, vec!["initialized []"]);
-    cache.close();
+    cache.close().await;
     fw.close().await;
 }
 
@@ -432,7 +439,8 @@ async fn closing_the_framework_with_a_cache_running_ends_the_session() {
     let observer = client(&server.connect_string()).await;
     let path = unique_path("pcc-close");
     let cache = PathChildrenCache::new(&fw, &path, true).expect("cache");
-    cache.start(StartMode::BuildInitialCache).await.expect("start");
+    cache.start(StartMode::BuildInitialCache).expect("start");
+    cache.wait_initialized().await.expect("start");
     let member = format!("{path}/member");
     fw.create().with_mode(curator_core::CreateMode::Ephemeral).for_path(&member, Vec::new()).await.expect("create");
     let mut session = fw.session().await.expect("session").client().state_watcher();

@@ -105,7 +105,7 @@ async fn first_load_is_reported_level_by_level() {
     assert_eq!(names(tree.current_children(&format!("{base}/2"))), set_of(&["sub"]));
     assert_eq!(names(tree.current_children(&format!("{base}/non_exist"))), None);
     assert_eq!(tree.current_data(&format!("{base}/2/sub")).unwrap().data.as_deref(), Some(&b"two-sub"[..]));
-    tree.close();
+    tree.close().await;
     fw.close().await;
 }
 
@@ -146,7 +146,7 @@ async fn selector_and_level_order() {
     );
     create(&fw, &format!("{base}/marker"), b"").await;
     assert_eq!(next_node_event(&mut events, &base).await, "added /marker");
-    tree.close();
+    tree.close().await;
     fw.close().await;
 }
 
@@ -171,7 +171,7 @@ async fn no_reconnected_event_on_the_first_connection() {
     create(&fw, &base, b"").await;
     let e = next(&mut events).await;
     assert_eq!(describe_tree(&e, &base), "added ");
-    tree.close();
+    tree.close().await;
     fw.close().await;
 }
 
@@ -202,7 +202,7 @@ async fn initialized_again_after_a_lost_session() {
     assert_eq!(from_loss, vec!["ConnectionLost", "ConnectionReconnected", "removed /me", "Initialized"], "{got:?}");
     create(&fw, &format!("{base}/marker"), b"").await;
     assert_eq!(next_node_event(&mut events, &base).await, "added /marker");
-    tree.close();
+    tree.close().await;
     fw.close().await;
 }
 
@@ -260,7 +260,7 @@ async fn tree_cache_depth_selector_and_events() {
     assert_eq!(got, vec!["added /d", "updated /d", "removed /d", "added /d"]);
     assert_eq!(tree.current_data(&format!("{base}/d")).unwrap().data.as_deref(), Some(&b"3"[..]));
     assert!(tree.current_data(&format!("{base}/a/b/c")).is_none());
-    tree.close();
+    tree.close().await;
     fw.close().await;
 }
 
@@ -278,14 +278,14 @@ async fn create_parent_containers_makes_the_path() {
     tree.start().unwrap();
     assert_eq!(until_initialized(&mut events, &base, false).await, vec!["Initialized"]);
     assert!(!exists(&fw, &base).await);
-    tree.close();
+    tree.close().await;
 
     let tree = TreeCache::builder(&fw, &path).create_parent_containers(true).build().unwrap();
     let mut events = tree.events();
     tree.start().unwrap();
     assert_eq!(until_initialized(&mut events, &base, false).await, vec!["added /one/two/three", "Initialized"]);
     assert!(exists(&fw, &base).await && exists(&fw, &path).await);
-    tree.close();
+    tree.close().await;
     fw.close().await;
 }
 
@@ -310,7 +310,7 @@ async fn root_deleted_then_created_again() {
     assert_eq!(tree.current_data(&foo).unwrap().data.as_deref(), Some(&b"two"[..]));
     create(&fw, &format!("{foo}/marker"), b"").await;
     assert_eq!(next_node_event(&mut events, &foo).await, "added /marker");
-    tree.close();
+    tree.close().await;
     fw.close().await;
 }
 
@@ -339,6 +339,6 @@ async fn depth_zero_and_children_of_nodes_not_cached() {
     set(&fw, &base, b"root").await;
     assert_eq!(next_node_event(&mut events, &base).await, "updated ");
     assert_eq!(tree.size(), 1);
-    tree.close();
+    tree.close().await;
     fw.close().await;
 }

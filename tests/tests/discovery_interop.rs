@@ -259,15 +259,17 @@ async fn rust_reads_what_curators_service_discovery_registers() {
         Some(&expected[1])
     );
     let cache: ServiceCache = discovery.service_cache_builder("java-svc").build().expect("cache");
-    cache.start().await.expect("start the cache");
+    cache.start().expect("start the cache");
+    cache.ready().await.expect("ready: start the cache");
     assert_eq!(cache.instances(), expected, "Rust's ServiceCache of Curator's instances");
     assert_eq!((discovery.skipped_nodes(), cache.skipped_nodes()), (0, 0));
 
     // Both providers go round the two instances and build the same URIs.
     let provider = discovery
         .service_provider("java-svc", ServiceProvider::builder().strategy(RoundRobinStrategy::new()))
-        .await
         .expect("provider");
+    provider.start().expect("start the provider");
+    provider.ready().await.expect("the provider is ready");
     assert_eq!(provider.all_instances(), expected);
     java.await_ids("java-svc", &["java-1", "java-2"]).await;
     let (java_all, java_picks) = java.provide("java-svc", 4).await;
@@ -299,7 +301,7 @@ async fn rust_reads_what_curators_service_discovery_registers() {
     java.quit().await;
     let gone = eventually(Timing::new().deadline(), || async { cache.instances().is_empty() }).await;
     assert!(gone, "Rust's cache still holds {:?}", ids(&cache.instances()));
-    cache.close();
+    cache.close().await;
     drop(provider);
     discovery.close().await;
     fw.close().await;
@@ -367,8 +369,9 @@ async fn curators_service_discovery_reads_what_rust_registers() {
     assert_eq!(want_uris["rust-2"], "https://host-3.example:9002/x");
     let provider = plain
         .service_provider("rust-svc", ServiceProvider::builder().strategy(RoundRobinStrategy::new()))
-        .await
         .expect("provider");
+    provider.start().expect("start the provider");
+    provider.ready().await.expect("the provider is ready");
     assert_eq!(round_robin_uris("Rust", &rust_picks(&provider, 4), &expected_ids), java_uris);
 
     // Rust unregisters one: Curator's provider and query drop it.

@@ -7,8 +7,11 @@
 
 use std::time::{Duration, Instant};
 
+use curator_core::lifecycle::LifeState;
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_discovery::{DiscoveryError, ServiceCacheEvent, ServiceDiscovery, ServiceInstance, ServiceType};
+use curator_discovery::{
+    DiscoveryError, ServiceCacheEvent, ServiceDiscovery, ServiceInstance, ServiceProvider, ServiceType,
+};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
 use tests::fixture::wait_for;
@@ -24,7 +27,8 @@ fn instance(name: &str, port: i32, payload: &str) -> Instance {
 
 async fn discovery(fw: &CuratorFramework, base: &str) -> ServiceDiscovery<String> {
     let discovery = ServiceDiscovery::builder(fw, base).build().expect("discovery");
-    discovery.start().await.expect("start");
+    discovery.start().expect("start");
+    discovery.ready().await.expect("ready: start");
     discovery
 }
 
@@ -66,7 +70,8 @@ async fn basic() {
     let me = instance("test", 10064, "thing");
     let discovery: ServiceDiscovery<String> =
         ServiceDiscovery::builder(&fw, &base).this_instance(me.clone()).build().expect("discovery");
-    discovery.start().await.expect("start");
+    discovery.start().expect("start");
+    discovery.ready().await.expect("ready: start");
     assert_eq!(discovery.query_for_names().await.expect("names"), vec!["test".to_string()]);
     assert_eq!(discovery.query_for_instances("test").await.expect("instances"), vec![me.clone()]);
     assert_eq!(discovery.query_for_instance("test", &me.id).await.expect("instance"), Some(me.clone()));
@@ -146,7 +151,8 @@ async fn unregister_is_idempotent() {
     let me = instance("test", 10064, "thing");
     let discovery: ServiceDiscovery<String> =
         ServiceDiscovery::builder(&fw, &base).this_instance(me.clone()).build().expect("discovery");
-    discovery.start().await.expect("start");
+    discovery.start().expect("start");
+    discovery.ready().await.expect("ready: start");
     let mut renamed = me.clone();
     renamed.name = "other".to_string();
     assert!(matches!(discovery.update(renamed), Err(DiscoveryError::InvalidInstance { .. })));
@@ -212,7 +218,8 @@ async fn cache_initial_load_and_events() {
     let discovery = discovery(&fw, &base).await;
     let cache = discovery.service_cache_builder("test").build().expect("cache");
     let mut events = cache.events();
-    cache.start().await.expect("start");
+    cache.start().expect("start");
+    cache.ready().await.expect("ready: start");
     assert!(cache.instances().is_empty());
     let registered =
         [instance("test", 10064, "test"), instance("test", 10065, "test"), instance("test", 10066, "test")];
@@ -228,7 +235,8 @@ async fn cache_initial_load_and_events() {
     assert_eq!(cache.instances(), sorted(registered.to_vec()));
 
     let cache2 = discovery.service_cache_builder("test").build().expect("cache 2");
-    cache2.start().await.expect("start 2");
+    cache2.start().expect("start 2");
+    cache2.ready().await.expect("ready: start 2");
     assert_eq!(cache2.instances(), sorted(registered.to_vec()), "loaded when start returns");
     use curator_discovery::InstanceProvider;
     assert_eq!(InstanceProvider::instances(&cache2).len(), 3);
@@ -236,8 +244,8 @@ async fn cache_initial_load_and_events() {
     discovery.unregister(&registered[1]).await;
     let event = tokio::time::timeout(Timing::new().deadline(), events.next()).await.expect("an event");
     assert_eq!(event, Some(ServiceCacheEvent::Removed { id: registered[1].id.clone() }));
-    cache.close();
-    cache2.close();
+    cache.close().await;
+    cache2.close().await;
     discovery.close().await;
     fw.close().await;
 }
@@ -253,16 +261,18 @@ async fn cache_sees_updates() {
     let mut me = instance("test", 10064, "thing");
     let discovery: ServiceDiscovery<String> =
         ServiceDiscovery::builder(&fw, &base).this_instance(me.clone()).build().expect("discovery");
-    discovery.start().await.expect("start");
+    discovery.start().expect("start");
+    discovery.ready().await.expect("ready: start");
     let cache = discovery.service_cache_builder("test").build().expect("cache");
     let mut events = cache.events();
-    cache.start().await.expect("start");
+    cache.start().expect("start");
+    cache.ready().await.expect("ready: start");
     me.payload = Some("changed".to_string());
     discovery.update(me.clone()).expect("update");
     let event = tokio::time::timeout(Timing::new().deadline(), events.next()).await.expect("an event");
     assert_eq!(event, Some(ServiceCacheEvent::Updated(me.clone())));
     assert_eq!(cache.instances(), vec![me]);
-    cache.close();
+    cache.close().await;
     discovery.close().await;
     fw.close().await;
 }
@@ -301,7 +311,8 @@ async fn bad_nodes_are_skipped_and_counted() {
 
     let cache = discovery.service_cache_builder("svc").build().expect("cache");
     let mut events = cache.events();
-    cache.start().await.expect("start");
+    cache.start().expect("start");
+    cache.ready().await.expect("ready: start");
     assert_eq!(cache.instances(), vec![good.clone()]);
     assert_eq!(cache.instances(), vec![good.clone()]);
     assert_eq!(cache.skipped_nodes(), 4, "each bad version counted once, however often read");
@@ -311,7 +322,7 @@ async fn bad_nodes_are_skipped_and_counted() {
     assert_eq!(event, Some(ServiceCacheEvent::Removed { id: good.id.clone() }));
     assert!(cache.instances().is_empty());
     assert_eq!(cache.skipped_nodes(), 5);
-    cache.close();
+    cache.close().await;
     discovery.close().await;
     fw.close().await;
 }
@@ -336,7 +347,8 @@ async fn outage_longer_than_the_session_timeout(policy: ErrorPolicy, retry: Retr
     discovery.register(second.clone()).await.expect("register");
     let view = ServiceDiscovery::<String>::builder(&observer, &base).build().expect("view");
     let cache = view.service_cache_builder("test").build().expect("cache");
-    cache.start().await.expect("cache");
+    cache.start().expect("cache");
+    cache.ready().await.expect("cache");
     assert_eq!(cache.instances().len(), 2);
 
     let mut states = fw.connection_state_stream();
@@ -361,7 +373,7 @@ async fn outage_longer_than_the_session_timeout(policy: ErrorPolicy, retry: Retr
     assert!(converged.await, "{policy:?}/{retry:?}: the cache sees {:?}", cache.instances());
     assert_eq!(cache.skipped_nodes(), 0);
 
-    cache.close();
+    cache.close().await;
     discovery.close().await;
     assert!(
         eventually(timing.deadline(), || async { children(&observer, &format!("{base}/test")).await.is_empty() }).await,
@@ -391,7 +403,8 @@ async fn session_expiry(policy: ErrorPolicy, retry: Retry) {
     let mut me = instance("test", 10064, "v1");
     let discovery: ServiceDiscovery<String> =
         ServiceDiscovery::builder(&fw, &base).this_instance(me.clone()).build().expect("discovery");
-    discovery.start().await.expect("start");
+    discovery.start().expect("start");
+    discovery.ready().await.expect("ready: start");
     let info = fw.session().await.expect("session").client().session().clone();
     let mut states = fw.connection_state_stream();
     expire_session(&server.connect_string(), &info).await.expect("expire");
@@ -563,8 +576,9 @@ async fn provider_round_robin_drops_an_instance_whose_process_died() {
     }
     let client = tests::client(&connect).await;
     let lookup = discovery(&client, &base).await;
-    let provider =
-        lookup.service_provider("web", curator_discovery::ServiceProvider::builder()).await.expect("provider");
+    let provider = lookup.service_provider("web", curator_discovery::ServiceProvider::builder()).expect("provider");
+    provider.start().expect("start the provider");
+    provider.ready().await.expect("the provider's first load");
     assert!(eventually(Timing::new().deadline(), || async { provider.all_instances().len() == 3 }).await);
     let mut ports: Vec<i32> = (0..6).filter_map(|_| provider.instance()).filter_map(|i| i.port).collect();
     assert_eq!(&ports[..3], &ports[3..], "round robin repeats its order");
@@ -582,7 +596,7 @@ async fn provider_round_robin_drops_an_instance_whose_process_died() {
     .await;
     assert!(dropped, "the provider still returns the instance of a dead process");
     assert_eq!(provider.all_instances().len(), 2);
-    drop(provider);
+    provider.close().await;
     lookup.close().await;
     client.close().await;
     for (fw, registry) in processes {
@@ -622,11 +636,13 @@ async fn a_refused_register_is_reported_promptly_and_not_kept() {
     }
 }
 
-/// A service cache whose service node refuses the client reading it: `start` returns `NoAuth`
-/// within a second (it waited for ever before), under every error and retry policy, and the
-/// cache is closed (a later start is `AlreadyClosed`).
+/// A service cache whose service node refuses the client reading it: `start` returns `Ok` (it
+/// is sync), `ready` returns `NoAuth` within a second (it waited for ever before issue 27's
+/// first fix), under every error and retry policy, and the cache is closed within that second
+/// (state `Closed`, a later start is `AlreadyClosed`). The same for a `ServiceProvider`, whose
+/// start, ready and close are its cache's (Curator's TestServiceProvider has no refusal case).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_service_cache_refused_reading_reports_it_from_start() {
+async fn a_service_cache_refused_reading_reports_it_from_ready() {
     use curator_core::zk::{Acl, AuthId, Permission};
     init_tracing();
     let server = TestingServer::shared();
@@ -644,18 +660,77 @@ async fn a_service_cache_refused_reading_reports_it_from_start() {
         let discovery = ServiceDiscovery::<String>::builder(&fw, &base).build().expect("discovery");
         let cache = discovery.service_cache_builder("test").build().expect("cache");
         let started = Instant::now();
-        let r = tokio::time::timeout(Timing::new().deadline(), cache.start()).await;
+        cache.start().expect("start returns Ok: the load is the cache's task's");
+        let r = tokio::time::timeout(Timing::new().deadline(), cache.ready()).await;
         assert!(
             matches!(r, Ok(Err(DiscoveryError::Curator(CuratorError::NoAuth { .. })))),
             "{policy:?}/{retry:?}: {r:?}"
         );
         assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
-        let again = cache.start().await;
+        let closed =
+            eventually(Duration::from_secs(1), || std::future::ready(cache.state() == LifeState::Closed)).await;
+        assert!(closed, "{policy:?}/{retry:?}: the refused cache is {:?}, not Closed", cache.state());
+        let again = cache.start();
         assert!(
             matches!(again, Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { what: "ServiceCache" }))),
             "{policy:?}/{retry:?}: {again:?}"
         );
-        cache.close();
+        cache.close().await;
+
+        let provider = discovery.service_provider("test", ServiceProvider::builder()).expect("provider");
+        let started = Instant::now();
+        provider.start().expect("start returns Ok: the load is the cache's task's");
+        let r = tokio::time::timeout(Timing::new().deadline(), provider.ready()).await;
+        assert!(
+            matches!(r, Ok(Err(DiscoveryError::Curator(CuratorError::NoAuth { .. })))),
+            "{policy:?}/{retry:?}: provider: {r:?}"
+        );
+        let closed =
+            eventually(Duration::from_secs(1), || std::future::ready(provider.state() == LifeState::Closed)).await;
+        assert!(closed, "{policy:?}/{retry:?}: the refused provider is {:?}, not Closed", provider.state());
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        provider.close().await;
+        fw.close().await;
+    }
+}
+
+/// A discovery whose `this_instance` the server refuses to create (`base` lets anyone read it,
+/// nobody create under it): `start` returns `Ok` (it is sync: the registration is the
+/// discovery's task's), `ready` returns `NoAuth` within a second, and the discovery is closed
+/// within that second too (state `Closed`, nothing registered, a register is `AlreadyClosed`),
+/// under every error and retry policy. Curator's `start` throws the create's error (its
+/// TestServiceDiscovery has no refusal case).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_this_instance_is_reported_by_ready_and_closes_the_discovery() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    init_tracing();
+    let server = TestingServer::shared();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&server.connect_string(), policy, retry).await;
+        let base = unique_path("discovery-this-noauth");
+        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
+        fw.create().with_acl(read_only).for_path(&base, Vec::new()).await.unwrap();
+        let me = instance("test", 10071, "v1");
+        let discovery =
+            ServiceDiscovery::<String>::builder(&fw, &base).this_instance(me.clone()).build().expect("discovery");
+        let started = Instant::now();
+        discovery.start().expect("start returns Ok");
+        let r = tokio::time::timeout(Timing::new().deadline(), discovery.ready()).await;
+        assert!(
+            matches!(r, Ok(Err(DiscoveryError::Curator(CuratorError::NoAuth { .. })))),
+            "{policy:?}/{retry:?}: {r:?}"
+        );
+        let closed =
+            eventually(Duration::from_secs(1), || std::future::ready(discovery.state() == LifeState::Closed)).await;
+        assert!(closed, "{policy:?}/{retry:?}: the refused discovery is {:?}, not Closed", discovery.state());
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        assert!(discovery.registered().is_empty(), "{policy:?}/{retry:?}: kept {:?}", discovery.registered());
+        let later = discovery.register(me).await;
+        assert!(
+            matches!(later, Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { what: "ServiceDiscovery" }))),
+            "{policy:?}/{retry:?}: {later:?}"
+        );
+        discovery.close().await;
         fw.close().await;
     }
 }
@@ -671,22 +746,23 @@ async fn lifecycle_errors_are_typed() {
     let base = unique_path("discovery-life");
     let discovery = discovery(&fw, &base).await;
     let cache = discovery.service_cache_builder("test").build().expect("cache");
-    cache.start().await.expect("start");
-    let twice = cache.start().await;
+    cache.start().expect("start");
+    cache.ready().await.expect("ready: start");
+    let twice = cache.start();
     assert!(
         matches!(twice, Err(DiscoveryError::Curator(CuratorError::AlreadyStarted { what: "ServiceCache" }))),
         "{twice:?}"
     );
-    cache.close();
-    cache.close();
-    let after = cache.start().await;
+    cache.close().await;
+    cache.close().await;
+    let after = cache.start();
     assert!(
         matches!(after, Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { what: "ServiceCache" }))),
         "{after:?}"
     );
     let never = discovery.service_cache_builder("test").build().expect("cache");
-    never.close();
-    assert!(matches!(never.start().await, Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { .. }))));
+    never.close().await;
+    assert!(matches!(never.start(), Err(DiscoveryError::Curator(CuratorError::AlreadyClosed { .. }))));
 
     discovery.close().await;
     discovery.close().await;

@@ -207,7 +207,8 @@ async fn cache_follows_the_moved_session() {
     let path = unique_path("cached");
     fw.create().for_path(&path, b"before".to_vec()).await.unwrap();
     let cache = curator_cache::NodeCache::new(&fw, &path).unwrap();
-    cache.start(true).await.unwrap();
+    cache.start(true).unwrap();
+    cache.wait_initialized().await.unwrap();
     let watcher = curator_recipes::watch::PersistentWatcher::new(&fw, &path, false).unwrap();
     let mut resets = watcher.resets();
     let mut events = watcher.events();

@@ -314,7 +314,8 @@ async fn discovery_services_and_instances() {
     let base = unique_path("inspect-discovery");
     let fw = client(&connect).await;
     let discovery = ServiceDiscovery::<Value>::builder(&fw, &base).build().unwrap();
-    discovery.start().await.unwrap();
+    discovery.start().unwrap();
+    discovery.ready().await.unwrap();
     let instance = ServiceInstance::builder("search")
         .id("one")
         .address("10.0.0.7")

@@ -240,7 +240,7 @@ impl Subject for Watcher {
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            self.watcher.close();
+            self.watcher.close().await;
             Ok(())
         })
     }
@@ -293,32 +293,38 @@ impl Subject for Count {
 struct NodeC(NodeCache);
 impl Subject for NodeC {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.start(true))
+        Box::pin(async move { self.0.start(true) })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            self.0.close();
+            self.0.close().await;
             Ok(())
         })
     }
     fn stream_end(&self) -> Option<Fut<'static, ()>> {
         ends(self.0.events())
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.wait_initialized()).await.ok()?.err() })
     }
 }
 
 struct Children(PathChildrenCache);
 impl Subject for Children {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.start(StartMode::BuildInitialCache))
+        Box::pin(async move { self.0.start(StartMode::BuildInitialCache) })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            self.0.close();
+            self.0.close().await;
             Ok(())
         })
     }
     fn stream_end(&self) -> Option<Fut<'static, ()>> {
         ends(self.0.events())
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.wait_initialized()).await.ok()?.err() })
     }
 }
 
@@ -329,7 +335,7 @@ impl Subject for Tree {
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            self.0.close();
+            self.0.close().await;
             Ok(())
         })
     }
@@ -348,7 +354,7 @@ impl Subject for Cache {
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            self.0.close();
+            self.0.close().await;
             Ok(())
         })
     }
@@ -363,7 +369,7 @@ impl Subject for Cache {
 struct Discovery(ServiceDiscovery);
 impl Subject for Discovery {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start().await.map_err(discovery_error) })
+        Box::pin(async move { self.0.start().map_err(discovery_error) })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
@@ -371,45 +377,45 @@ impl Subject for Discovery {
             Ok(())
         })
     }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err().map(discovery_error) })
+    }
 }
 
 struct SvcCache(ServiceCache);
 impl Subject for SvcCache {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start().await.map_err(discovery_error) })
+        Box::pin(async move { self.0.start().map_err(discovery_error) })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            self.0.close();
+            self.0.close().await;
             Ok(())
         })
     }
     fn stream_end(&self) -> Option<Fut<'static, ()>> {
         ends(self.0.events())
     }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err().map(discovery_error) })
+    }
 }
 
-/// A provider has no start or close of its own: it is made from a started cache
-/// (`ServiceDiscovery::service_provider`, Curator's `ServiceProvider.start`), and closed by
-/// dropping it (its cache goes with it).
-struct Provider {
-    discovery: ServiceDiscovery,
-    provider: Mutex<Option<ServiceProvider>>,
-}
+/// A provider made by `ServiceDiscovery::service_provider` owns its service cache: its start
+/// starts the cache, its close closes it.
+struct Provider(ServiceProvider);
 impl Subject for Provider {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            let provider =
-                self.discovery.service_provider("svc", ServiceProvider::builder()).await.map_err(discovery_error)?;
-            *self.provider.lock().unwrap() = Some(provider);
-            Ok(())
-        })
+        Box::pin(async move { self.0.start().map_err(discovery_error) })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            drop(take(&self.provider));
+            self.0.close().await;
             Ok(())
         })
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err().map(discovery_error) })
     }
 }
 
@@ -609,17 +615,16 @@ const KINDS: &[Kind] = &[
         start_consumes: false,
         ephemeral: false,
     },
-    // Made and started by `ServiceDiscovery::service_provider`, from a builder: there is no
-    // second start to write.
     Kind {
         name: "ServiceProvider",
         make: |fw, base| {
             let discovery = ServiceDiscovery::builder(fw, base).build().map_err(discovery_error)?;
-            boxed(Provider { discovery, provider: Mutex::new(None) })
+            let provider = discovery.service_provider("svc", ServiceProvider::builder()).map_err(discovery_error)?;
+            boxed(Provider(provider))
         },
         refuse_at: service,
         reads_only: true,
-        start_consumes: true,
+        start_consumes: false,
         ephemeral: false,
     },
     Kind {

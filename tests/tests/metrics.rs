@@ -226,7 +226,8 @@ async fn a_path_children_cache_event_moves_the_cache_metrics() {
 
     let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
     let mut events = cache.events();
-    cache.start(StartMode::BuildInitialCache).await.unwrap();
+    cache.start(StartMode::BuildInitialCache).unwrap();
+    cache.wait_initialized().await.unwrap();
     assert_eq!(counter(m::CACHE_LOADS, &label), loads + 1, "the first load");
     assert_eq!(samples(m::CACHE_LOAD_DURATION, &label).len(), durations + 1);
     assert_eq!(samples(m::CACHE_EVENT_LAG, &label).len(), lags, "a load is not a watch event");
@@ -240,7 +241,7 @@ async fn a_path_children_cache_event_moves_the_cache_metrics() {
     let lag = samples(m::CACHE_EVENT_LAG, &label)[lags];
     assert!((0.0..=within).contains(&lag), "lag {lag} within the {within} s from the create to the event");
     assert_eq!(counter(m::CACHE_LOADS, &label), loads + 1, "no load for an event");
-    cache.close();
+    cache.close().await;
     fw.close().await;
 }
 

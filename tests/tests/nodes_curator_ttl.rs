@@ -167,7 +167,8 @@ async fn events_on_parent() {
             }
         }
     });
-    cache.start(StartMode::BuildInitialCache).await.unwrap();
+    cache.start(StartMode::BuildInitialCache).unwrap();
+    cache.wait_initialized().await.unwrap();
 
     through_touches(&fw, &path, 3).await;
     assert_eq!(updates.load(Ordering::SeqCst), 0);
@@ -175,7 +176,7 @@ async fn events_on_parent() {
     assert!(eventually(deadline(), || async { updates.load(Ordering::SeqCst) == 1 }).await);
     through_touches(&fw, &path, 2).await;
     assert_eq!(updates.load(Ordering::SeqCst), 1);
-    cache.close();
+    cache.close().await;
     node.close().await;
     assert!(gone(&fw, &path).await);
     fw.close().await;

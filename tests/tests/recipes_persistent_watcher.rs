@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use curator_core::lifecycle::LifeState;
 use curator_core::retry::{RetryNTimes, RetryOneTime};
 use curator_core::zk::{EventType, SessionState, WatchedEvent};
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy};
@@ -122,7 +123,7 @@ async fn connection_lost(recursive: bool) {
     }
     set(&fw, &base, b"bar").await;
     next_event(&mut events, EventType::NodeDataChanged, &base).await;
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
 }
 
@@ -204,7 +205,7 @@ async fn after_client_close() {
     });
     let mut events = watcher.events();
     watcher.start().unwrap();
-    watcher.close();
+    watcher.close().await;
     assert!(events.next().await.as_ref().is_some_and(is_closed_event), "the stream gets the final event");
     assert!(events.next().await.is_none(), "and then ends");
     assert!(eventually(Timing::new().deadline(), || async { heard.load(Ordering::SeqCst) == 1 }).await);
@@ -223,7 +224,7 @@ async fn closed_watchers_leave_no_watch() {
     for _ in 0..100 {
         let watcher = PersistentWatcher::new(&fw, &base, true).unwrap();
         watcher.start().unwrap();
-        watcher.close();
+        watcher.close().await;
     }
     // One that did get its watch in place, to show that the check below can see a watch.
     let watcher = PersistentWatcher::new(&fw, &base, true).unwrap();
@@ -264,7 +265,7 @@ async fn keeps_watching_after_a_cut(setup: Setup) {
     let child = format!("{base}/child");
     create(&admin, &child, b"").await;
     next_event(&mut events, EventType::NodeCreated, &child).await;
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
     admin.close().await;
 }
@@ -305,7 +306,7 @@ async fn keeps_watching_after_expiry(setup: Setup) {
     assert!(again.generation > first.generation, "{again:?} after {first:?}");
     set(&fw, &base, b"on the new session").await;
     next_event(&mut events, EventType::NodeDataChanged, &base).await;
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
 }
 
@@ -366,13 +367,14 @@ async fn recursive_sees_grandchildren_and_plain_does_not() {
     assert_eq!(seen(&next(&mut plain_events).await), (EventType::NodeDataChanged, base.clone()));
     create(&fw_rec, &format!("{base}/second"), b"").await;
     assert_eq!(seen(&next(&mut plain_events).await), (EventType::NodeChildrenChanged, base.clone()));
-    recursive.close();
-    plain.close();
+    recursive.close().await;
+    plain.close().await;
     fw_rec.close().await;
     fw_plain.close().await;
 }
 
-/// Bad input is a typed error, and the lifecycle is checked.
+/// Bad input is a typed error, and the lifecycle is checked: `ready` before a start is
+/// `NotStarted`, after it `Ok` once the watch is in place.
 #[tokio::test]
 async fn bad_paths_and_lifecycle_are_typed_errors() {
     init_tracing();
@@ -382,13 +384,20 @@ async fn bad_paths_and_lifecycle_are_typed_errors() {
         assert!(matches!(err, CuratorError::InvalidPath { .. }), "{bad:?}: {err:?}");
     }
     let watcher = PersistentWatcher::new(&fw, &unique_path("pw-life"), true).unwrap();
+    let mut resets = watcher.resets();
+    assert!(matches!(watcher.ready().await, Err(CuratorError::NotStarted { what: "PersistentWatcher" })));
+    assert_eq!(watcher.state(), LifeState::Latent);
     watcher.start().unwrap();
+    within("ready", watcher.ready()).await.unwrap();
+    // Ready means the first attempt is done: here the watch is in place, its reset queued.
+    assert_eq!(resets.try_next().map(|r| r.cause), Some(ResetCause::Started));
     assert!(matches!(watcher.start(), Err(CuratorError::AlreadyStarted { what: "PersistentWatcher" })));
-    watcher.close();
-    watcher.close();
+    watcher.close().await;
+    watcher.close().await;
+    assert_eq!(watcher.state(), LifeState::Closed);
     assert!(matches!(watcher.start(), Err(CuratorError::AlreadyClosed { .. })));
     let never_started = PersistentWatcher::new(&fw, &unique_path("pw-life"), true).unwrap();
-    never_started.close();
+    never_started.close().await;
     assert!(matches!(never_started.start(), Err(CuratorError::AlreadyClosed { .. })));
     fw.close().await;
 }
@@ -425,7 +434,7 @@ async fn close_stops_events() {
     next_event(&mut events, EventType::NodeDataChanged, &base).await;
     assert!(eventually(Timing::new().deadline(), || async { heard.load(Ordering::SeqCst) == 1 }).await);
 
-    watcher.close();
+    watcher.close().await;
     assert!(within("the stream ends", events.next()).await.is_none(), "no final event after close()");
     assert!(
         eventually(Timing::new().deadline(), || async { !server_watches(&connect, &base).await }).await,
@@ -461,7 +470,7 @@ async fn started_before_the_framework() {
     next_reset(&mut resets, ResetCause::Started).await;
     create(&fw, &base, b"").await;
     next_event(&mut events, EventType::NodeCreated, &base).await;
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
 }
 
@@ -499,7 +508,7 @@ async fn follows_the_framework_when_an_abandoned_session_lingers() {
     create(&admin, &base, b"").await;
     next_event(&mut events, EventType::NodeCreated, &base).await;
     drop(lingering);
-    watcher.close();
+    watcher.close().await;
     fw.close().await;
     admin.close().await;
 }

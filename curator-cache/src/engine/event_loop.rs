@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::command::Command;
 use super::loader::{load, INITIAL_AVG_DATA};
 use super::state::{Link, NextLoad, SyncState, RECONNECT_GRACE};
-use super::{EngineConfig, EngineEvent, Shared, Sink};
+use super::{EngineConfig, EngineEvent, FirstLoad, Shared, Sink};
 
 /// Failed loads with a retryable error logged at debug level before warnings start.
 const QUIET_LOAD_RETRIES: u32 = 3;
@@ -117,6 +117,8 @@ pub(super) struct Engine {
     /// it starts (it reads everything, and drops the reads in flight).
     node_rebuilds: std::collections::HashMap<u64, oneshot::Sender<Result<()>>>,
     next_rebuild_id: u64,
+    /// Where the outcome of the first load goes, until it is reported.
+    first: Option<FirstLoad>,
 }
 
 /// Resolves once the client of `epoch` is no longer the framework's; pends without one.
@@ -133,12 +135,12 @@ async fn shutdown_signal(rx: &mut watch::Receiver<bool>) {
 }
 
 impl Engine {
-    /// An engine that loads as soon as it runs.
+    /// An engine that loads as soon as it runs and reports its first load to `first`.
     pub(super) fn new(
         fw: &CuratorFramework,
         config: Arc<EngineConfig>,
         shared: Arc<Shared>,
-        sink: Sink,
+        (sink, first): (Sink, FirstLoad),
         commands: mpsc::UnboundedReceiver<Command>,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
@@ -161,6 +163,7 @@ impl Engine {
             recovering_from: None,
             node_rebuilds: std::collections::HashMap::new(),
             next_rebuild_id: 0,
+            first: Some(first),
         }
     }
 
@@ -198,7 +201,11 @@ impl Engine {
                         self.on_state(event);
                     }
                     SyncEnd::Done(Ok(())) => {}
-                    SyncEnd::Done(Err(err)) => self.sync_failed(err),
+                    SyncEnd::Done(Err(err)) => {
+                        if self.sync_failed(err) {
+                            break;
+                        }
+                    }
                 }
                 continue;
             }
@@ -398,7 +405,22 @@ impl Engine {
         }
     }
 
-    fn sync_failed(&mut self, err: CuratorError) {
+    /// After a failed load: retries after a pause, unless it was the first load and `err`
+    /// refuses the start ([`FirstLoad`]); true then, and the engine stops.
+    fn sync_failed(&mut self, err: CuratorError) -> bool {
+        for waiter in self.next_load.waiters.drain(..) {
+            let _ = waiter.send(Err(err.clone()));
+        }
+        curator_core::metrics::cache_load_failed(self.config.kind);
+        self.shared.status.send_modify(|s| {
+            s.failed_loads += 1;
+            s.last_error = Some(err.clone());
+        });
+        if let Some(first) = self.first.take_if(|first| first.refuses(&err)) {
+            tracing::debug!(path = %self.config.scope.root, error = %err, "cache: the first load was refused; closing");
+            first.refuse(err);
+            return true;
+        }
         // A connection loss or a new session during a load is the normal course of a
         // recovery, as a framework started just after its cache: only a streak of them, or
         // another error, is worth a warning.
@@ -408,20 +430,13 @@ impl Engine {
         } else {
             tracing::warn!(path = %self.config.scope.root, error = %err, retries = self.retry.retries(), "cache load failed; retrying");
         }
-        for waiter in self.next_load.waiters.drain(..) {
-            let _ = waiter.send(Err(err.clone()));
-        }
-        curator_core::metrics::cache_load_failed(self.config.kind);
-        self.shared.status.send_modify(|s| {
-            s.failed_loads += 1;
-            s.last_error = Some(err.clone());
-        });
         // The core's one re-add schedule counts the retry and names the pause (every failed
         // load is retried); the engine waits for it alongside everything else. Once the
         // framework is closed the pause is the longest: the engine stops as soon as it hears,
         // and until then does not spin.
         let pause = readd_pause(&mut self.retry, &err);
         self.state = SyncState::BackingOff { until: Instant::now() + pause };
+        false
     }
 
     /// (Re)attaches to the current session and loads everything, then emits the difference.

@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::{CuratorError, CuratorFramework, Result};
+use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::command::Command;
 use super::event_loop::Engine;
-use super::{EngineConfig, Scope, Shared, Sink};
+use super::{EngineConfig, FirstLoad, Scope, Shared, Sink};
 
 /// The channels to a running engine: what the cache's [`Lifecycle`] keeps while started.
 struct Running {
@@ -50,48 +51,53 @@ impl CacheCore {
         &self.config.scope
     }
 
-    /// Starts the engine on the current runtime with `sink` receiving its events; returns that
-    /// runtime.
+    /// Starts the engine on the current runtime with `sink` receiving its events, after
+    /// `on_start` (the cache's listeners start there, before any event); `on_refused` runs if
+    /// the first load is refused (see [`FirstLoad`]). Sync: the first load is the engine's.
     ///
     /// # Errors
     /// The [`Lifecycle::start`] refusals, naming the cache's type.
-    pub(crate) fn start(&self, sink: Sink) -> Result<tokio::runtime::Handle> {
-        let mut runtime = None;
+    pub(crate) fn start(
+        &self,
+        sink: Sink,
+        any_failure_refuses: bool,
+        on_start: impl FnOnce(&tokio::runtime::Handle),
+        on_refused: Box<dyn FnOnce() + Send>,
+    ) -> Result<()> {
         self.life.start(&self.fw, |starting| {
             let (commands_tx, commands) = mpsc::unbounded_channel();
             let (shutdown_tx, shutdown) = watch::channel(false);
             // Subscribe now, so that no transition after start() is missed.
             let states = self.fw.connection_state_stream();
-            let engine = Engine::new(&self.fw, self.config.clone(), self.shared.clone(), sink, commands, shutdown);
+            let first = FirstLoad { readiness: starting.readiness(), any_failure_refuses, on_refused };
+            let engine =
+                Engine::new(&self.fw, self.config.clone(), self.shared.clone(), (sink, first), commands, shutdown);
+            on_start(starting.handle());
             tracing::debug!(path = %self.config.scope.root, "starting cache");
             starting.spawn(engine.run(states));
-            runtime = Some(starting.handle().clone());
             Ok(Running { commands: commands_tx, shutdown: shutdown_tx })
-        })?;
-        runtime.ok_or(CuratorError::NoRuntime { what: self.life.what() })
+        })
     }
 
-    /// Waits until the first load is done. `Err` if the cache stops first, with the error of
-    /// the last failed load when that was a refusal no retry mends
-    /// ([`is_permanent`](CuratorError::is_permanent): no permission to read, say), or, when
-    /// `fail_fast`, with the error of the first failed attempt. The engine goes on trying in
-    /// both cases (an ACL may be changed).
-    pub(crate) async fn wait_initialized(&self, fail_fast: bool) -> Result<()> {
+    /// Waits for the outcome of the first load (the lifecycle's
+    /// [`ready`](Lifecycle::ready)): `Ok` once it is done; the refusal that closed the cache;
+    /// `NotStarted` before a start, `AlreadyClosed` if closed first, and
+    /// [`Closed`](CuratorError::Closed) if the engine stopped first (its framework closed).
+    pub(crate) async fn wait_initialized(&self) -> Result<()> {
         let mut status = self.shared.status.subscribe();
-        let seen = status
-            .wait_for(|s| {
-                let refused = s.last_error.as_ref().is_some_and(CuratorError::is_permanent);
-                s.initialized || s.stopped || refused || (fail_fast && s.failed_loads > 0)
-            })
-            .await;
-        let Ok(seen) = seen else { return Err(CuratorError::Closed) };
-        if seen.initialized {
-            return Ok(());
+        tokio::select! {
+            biased;
+            outcome = self.life.ready() => outcome,
+            _ = status.wait_for(|s| s.stopped) => {
+                // An outcome reported just before the engine stopped wins.
+                self.life.ready().now_or_never().unwrap_or(Err(CuratorError::Closed))
+            }
         }
-        if seen.stopped {
-            return Err(CuratorError::Closed);
-        }
-        Err(seen.last_error.clone().unwrap_or(CuratorError::Closed))
+    }
+
+    /// Where the cache is in its life.
+    pub(crate) fn state(&self) -> LifeState {
+        self.life.state()
     }
 
     /// Whether the first load is done.

@@ -44,6 +44,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use curator_core::lifecycle::Readiness;
 use curator_core::{ConnectionStateEvent, CuratorError};
 use tokio::sync::watch;
 
@@ -80,6 +81,32 @@ pub(crate) enum EngineEvent {
 /// Translates engine events into a cache's own and queues them for its listeners. Runs on
 /// the engine's task: it must not block.
 pub(crate) type Sink = Box<dyn FnMut(EngineEvent) + Send>;
+
+/// How the engine reports the outcome of its first load: the cache's `wait_initialized`
+/// (module [`curator_core::lifecycle`], whose `ready` it is).
+pub(crate) struct FirstLoad {
+    /// The cache's lifecycle's first outcome.
+    pub(crate) readiness: Readiness,
+    /// Whether any failed first load refuses the start (a cache started to build its initial
+    /// state first, whose start returned that error), not only a refusal no retry mends.
+    pub(crate) any_failure_refuses: bool,
+    /// Ends the cache's listeners after a refusal.
+    pub(crate) on_refused: Box<dyn FnOnce() + Send>,
+}
+
+impl FirstLoad {
+    /// Whether a first load that failed with `err` refuses the start.
+    fn refuses(&self, err: &CuratorError) -> bool {
+        err.is_permanent() || self.any_failure_refuses
+    }
+
+    /// Reports the refusal `err`: the cache's lifecycle closes (which stops the engine) and its
+    /// listeners end.
+    fn refuse(self, err: CuratorError) {
+        self.readiness.refused(err);
+        (self.on_refused)();
+    }
+}
 
 /// How a cache is configured.
 pub(crate) struct EngineConfig {

@@ -15,7 +15,10 @@ pub use down::{DownInstanceManager, DownInstancePolicy};
 pub use filter::InstanceFilter;
 pub use strategy::{ProviderStrategy, RandomStrategy, RoundRobinStrategy, StickyStrategy};
 
-use crate::{InstanceProvider, ServiceInstance};
+use curator_core::lifecycle::{LifeState, Lifecycle};
+use curator_core::CuratorFramework;
+
+use crate::{DiscoveryError, InstanceProvider, ServiceCache, ServiceInstance};
 use down::Clock;
 
 /// Locks a mutex of this module; a panic of another holder leaves nothing half done here, so
@@ -40,6 +43,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// otherwise). Use the instance once and ask again: the list changes as instances come and go.
 ///
 /// The provider is `Send + Sync`; share it (`Arc`) between tasks. Its methods do no I/O.
+///
+/// One made by [`ServiceDiscovery::service_provider`](crate::ServiceDiscovery::service_provider)
+/// owns the [`ServiceCache`] it picks from: [`start`](Self::start) starts it,
+/// [`ready`](Self::ready) waits for its first load, [`close`](Self::close) closes it (as
+/// Curator's provider's `start` and `close`). One built over another source has nothing to
+/// start: its `start` and `ready` return `Ok` and its `close` does nothing but mark it
+/// `Closed`; it picks without them.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -80,6 +90,9 @@ pub struct ServiceProvider<T = serde_json::Value> {
     strategy: Box<dyn ProviderStrategy<T>>,
     filters: Vec<Box<dyn InstanceFilter<T>>>,
     down: DownInstanceManager<T>,
+    /// The cache it owns, and its framework (a provider over a service cache).
+    owned: Option<(Arc<ServiceCache<T>>, CuratorFramework)>,
+    life: Lifecycle,
 }
 
 impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
@@ -121,6 +134,69 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
     /// The down-instance policy.
     pub fn down_instance_policy(&self) -> DownInstancePolicy {
         self.down.policy()
+    }
+
+    /// Starts the provider (Curator's `ServiceProvider.start`): starts the
+    /// [`ServiceCache`] it owns (sync: [`ready`](Self::ready) waits for its first load). A
+    /// provider over another source has nothing to start: `Ok`.
+    ///
+    /// # Errors
+    /// For a provider owning a cache, [`DiscoveryError::Curator`] with
+    /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed),
+    /// [`NoRuntime`](curator_core::CuratorError::NoRuntime) outside a tokio runtime or
+    /// [`Closed`](curator_core::CuratorError::Closed) on a closed framework, each naming
+    /// `ServiceProvider` (module [`lifecycle`](curator_core::lifecycle)): nothing started then.
+    pub fn start(&self) -> Result<(), DiscoveryError> {
+        if let Some((cache, fw)) = &self.owned {
+            self.life.start(fw, |_| cache.start().map_err(into_curator))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the outcome of [`start`](Self::start): the first load of the cache it owns
+    /// ([`ServiceCache::ready`]); at once for a provider over another source.
+    ///
+    /// # Errors
+    /// As [`ServiceCache::ready`]: a first load refused for good closes the cache and the
+    /// provider ([`state`](Self::state) `Closed`).
+    /// [`NotStarted`](curator_core::CuratorError::NotStarted) before `start`,
+    /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) if closed first.
+    pub async fn ready(&self) -> Result<(), DiscoveryError> {
+        match &self.owned {
+            Some((cache, _)) => {
+                self.life.ready().await?;
+                cache.ready().await
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Where the provider is in its life: `Closed` after [`close`](Self::close), and when the
+    /// cache it owns is closed (its first load refused).
+    pub fn state(&self) -> LifeState {
+        match (self.life.state(), &self.owned) {
+            (LifeState::Started, Some((cache, _))) if cache.state() == LifeState::Closed => LifeState::Closed,
+            (state, _) => state,
+        }
+    }
+
+    /// Closes the provider (Curator's `ServiceProvider.close`): closes the cache it owns.
+    /// Idempotent: a second call, or one on a provider never started (which can then no longer
+    /// start), does nothing more. Dropping the provider closes its cache too.
+    pub async fn close(&self) {
+        self.life.close();
+        if let Some((cache, _)) = &self.owned {
+            cache.close().await;
+        }
+    }
+}
+
+/// The `CuratorError` in `err`, for the lifecycle's start (the cache's start gives only those).
+fn into_curator(err: DiscoveryError) -> curator_core::CuratorError {
+    match err {
+        DiscoveryError::Curator(err) => err,
+        other => curator_core::CuratorError::IllegalState(other.to_string()),
     }
 }
 
@@ -186,6 +262,21 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProviderBuilder<T> {
 
     /// The provider, picking from the instances of `source`.
     pub fn build(self, source: Arc<dyn InstanceProvider<T>>) -> ServiceProvider<T> {
+        self.finish(source, None)
+    }
+
+    /// The provider, picking from the instances of `cache`, which it owns (started with it,
+    /// closed with it).
+    pub(crate) fn build_over_cache(self, cache: Arc<ServiceCache<T>>) -> ServiceProvider<T> {
+        let fw = cache.framework().clone();
+        self.finish(cache.clone(), Some((cache, fw)))
+    }
+
+    fn finish(
+        self,
+        source: Arc<dyn InstanceProvider<T>>,
+        owned: Option<(Arc<ServiceCache<T>>, CuratorFramework)>,
+    ) -> ServiceProvider<T> {
         let down = match self.clock {
             Some(clock) => DownInstanceManager::with_clock(self.policy, clock),
             None => DownInstanceManager::new(self.policy),
@@ -195,6 +286,8 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProviderBuilder<T> {
             strategy: self.strategy.unwrap_or_else(|| Box::new(RoundRobinStrategy::new())),
             filters: self.filters,
             down,
+            owned,
+            life: Lifecycle::new("ServiceProvider"),
         }
     }
 }

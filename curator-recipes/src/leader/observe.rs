@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use curator_cache::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
 use curator_core::lifecycle::Lifecycle;
-use curator_core::{path, CuratorError, CuratorFramework, Result};
+#[cfg(doc)]
+use curator_core::CuratorError;
+use curator_core::{path, CuratorFramework, Result};
 use futures::FutureExt;
 use tokio::sync::watch;
 
@@ -111,16 +113,10 @@ pub fn observe(fw: &CuratorFramework, path: &str) -> Result<LeaderObserver> {
         });
         Ok(())
     })?;
-    // A start without the initial build has nothing to wait for: it completes at its first poll.
-    // (Not a lifecycle condition: the cache's start changed, an internal invariant broken.)
-    let refused = match cache.start(StartMode::PostInitializedEvent).now_or_never() {
-        Some(Ok(())) => None,
-        Some(Err(err)) => Some(err),
-        None => Some(CuratorError::IllegalState("the leader observer's cache did not start".into())),
-    };
-    if let Some(err) = refused {
+    if let Err(err) = cache.start(StartMode::PostInitializedEvent) {
         lifecycle.close();
-        cache.close(); // ends the relay
+        // The cache's close awaits nothing: it is done at its first poll (and ends the relay).
+        let _ = cache.close().now_or_never();
         return Err(err);
     }
     Ok(LeaderObserver { lifecycle, cache, leader })
@@ -155,7 +151,7 @@ impl LeaderObserver {
     /// Waits until the election was first read, when [`current`](Self::current) starts to
     /// tell. Returns at once with the refusal of that read when it is one no retry mends
     /// ([`CuratorError::is_permanent`]: `NoAuth` when `path`'s ACL refuses reading it): the
-    /// observer goes on trying, and shows nobody meanwhile.
+    /// observer's cache closes then, and it shows nobody.
     ///
     /// # Errors
     /// That refusal; [`CuratorError::Closed`] if the observer's cache closes first.
@@ -166,6 +162,6 @@ impl LeaderObserver {
     /// Stops following: the cache and its watch are closed.
     pub async fn close(self) {
         self.lifecycle.close();
-        self.cache.close();
+        self.cache.close().await;
     }
 }

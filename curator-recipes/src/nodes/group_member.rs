@@ -211,7 +211,7 @@ impl GroupMember {
             let (node, cache, events) = (self.node.clone(), self.cache.clone(), self.events.clone());
             started.spawn(async move {
                 let first = async {
-                    cache.start(StartMode::Normal).await?;
+                    cache.start(StartMode::Normal)?;
                     node.first_outcome().await
                 };
                 match first.await {
@@ -219,7 +219,7 @@ impl GroupMember {
                     Err(err) => {
                         // Closed, as the member is: nothing is left running.
                         readiness.refused(err);
-                        cache.close();
+                        cache.close().await;
                         events.close();
                         node.close().await;
                     }
@@ -313,7 +313,7 @@ impl GroupMember {
     /// [`PersistentNode::close`]). Idempotent.
     pub async fn close(&self) {
         self.lifecycle.close();
-        self.cache.close();
+        self.cache.close().await;
         self.events.close();
         self.node.close().await;
     }
@@ -324,7 +324,8 @@ impl Drop for GroupMember {
     /// [`close`](Self::close)).
     fn drop(&mut self) {
         self.lifecycle.close();
-        self.cache.close();
+        // The cache stops when its last handle goes: this one now, the start's task's once it
+        // has the first outcome (which the node's close below brings about at once).
         self.events.close();
         self.node.close_in_background();
     }

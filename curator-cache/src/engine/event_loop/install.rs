@@ -56,6 +56,9 @@ impl Engine {
             self.recovering_from = None;
             self.emit(EngineEvent::Initialized);
             self.shared.status.send_modify(|s| s.initialized = true);
+            if let Some(first) = self.first.take() {
+                first.readiness.ready();
+            }
         } else {
             self.maybe_recovered();
         }

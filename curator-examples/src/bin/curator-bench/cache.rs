@@ -39,10 +39,10 @@ enum Running {
 }
 
 impl Running {
-    fn close(&self) {
+    async fn close(&self) {
         match self {
-            Running::Children(c) => c.close(),
-            Running::Tree(c) => c.close(),
+            Running::Children(c) => c.close().await,
+            Running::Tree(c) => c.close().await,
         }
     }
 }
@@ -65,7 +65,7 @@ async fn start(
                 PathChildrenCacheEvent::Initialized(_) => drop(tx.send((None, Instant::now()))),
                 _ => {}
             });
-            cache.start(StartMode::PostInitializedEvent).await?;
+            cache.start(StartMode::PostInitializedEvent)?;
             Running::Children(cache)
         }
         Kind::Tree => {
@@ -163,7 +163,7 @@ async fn cache_scenario(args: &Args, kind: Kind, scenario: &str) -> Result<Vec<S
         .map_err(|_| CuratorError::IllegalState("not every add reached the cache".into()))?;
     let span = last.saturating_duration_since(first.unwrap_or(last));
     let event_line = line(&format!("{scenario}_event"), 1, args.adds, span, &mut latencies, json!({}));
-    cache.close();
+    cache.close().await;
     fw.close().await;
     writer.close().await;
     Ok(vec![init_line, event_line])
@@ -204,7 +204,7 @@ pub(crate) async fn cache_memory(args: &Args) -> Result<Vec<String>> {
             &mut s,
             json!({"cache": name, "rss_growth_kib": grown, "kib_per_10k_children": per_10k.round(), "peak_rss_kib": peak}),
         ));
-        cache.close();
+        cache.close().await;
         fw.close().await;
     }
     writer.close().await;

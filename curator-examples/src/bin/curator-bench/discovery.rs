@@ -8,7 +8,7 @@
 //! (`java.util.HashMap`) so the nodes are the bytes Curator's side writes. Then `--caches C`
 //! frameworks (5 by default), each its own session with a `ServiceDiscovery` of its own, start a
 //! `ServiceCache` of `bench` one after the other; an init sample runs from just before
-//! `ServiceCache::start()` to its return (the instances present are loaded then) and the line
+//! `ServiceCache::start()` to the return of its `ready()` (the instances present are loaded then) and the line
 //! `discovery_cache_init` reports the median over the caches as p50 (`ops` = N). Then the
 //! registrar registers `--adds A` more instances (scripts/bench-discovery gives 200) one at a
 //! time; an event sample runs from just before `register()` to the moment the **last** cache's
@@ -112,7 +112,8 @@ pub(crate) async fn discovery_cache(args: &Args) -> Result<Vec<String>> {
             });
         }
         let t0 = Instant::now();
-        cache.start().await.map_err(into_curator)?;
+        cache.start().map_err(into_curator)?;
+        cache.ready().await.map_err(into_curator)?;
         inits.push(micros(t0.elapsed()));
         let loaded = cache.instances().len();
         if loaded != n {
@@ -200,7 +201,7 @@ pub(crate) async fn discovery_cache(args: &Args) -> Result<Vec<String>> {
     );
 
     for cache in &caches {
-        cache.close();
+        cache.close().await;
     }
     for d in &discoveries {
         d.close().await;

@@ -42,7 +42,8 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
             let fw = crate::framework(&connect, &namespace, Duration::from_secs(10)).await?;
             let cache = NodeCache::new(&fw, CONFIG)?;
             let mut events = cache.events();
-            cache.start(true).await?;
+            cache.start(true)?;
+            cache.wait_initialized().await?;
             let lock = InterProcessReadWriteLock::new(&fw, LOCK)?;
 
             // All readers hold the read lock at the same time.
@@ -75,7 +76,7 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
             let seen = tokio::time::timeout(Duration::from_secs(30), update).await.unwrap_or(false);
             let after = cache.current_data().and_then(|d| d.data().map(|b| String::from_utf8_lossy(b).into_owned()));
             tracing::info!("  reader {r}'s NodeCache now shows {after:?}");
-            cache.close();
+            cache.close().await;
             fw.close().await;
             Ok::<_, CuratorError>((before, seen))
         }));

@@ -47,14 +47,17 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
             .uri_spec(spec.clone())
             .build();
         let discovery = demo(ServiceDiscovery::builder(&fw, BASE).this_instance(instance).build())?;
-        demo(discovery.start().await)?;
+        demo(discovery.start())?;
+        demo(discovery.ready().await)?;
         tracing::info!("  registered {SERVICE} at 127.0.0.1:{port}");
         processes.push((fw, discovery));
     }
 
     let client_fw = crate::framework(connect, namespace, Duration::from_secs(10)).await?;
     let client = demo(ServiceDiscovery::<serde_json::Value>::builder(&client_fw, BASE).build())?;
-    let provider = demo(client.service_provider(SERVICE, ServiceProvider::builder()).await)?;
+    let provider = demo(client.service_provider(SERVICE, ServiceProvider::builder()))?;
+    demo(provider.start())?;
+    demo(provider.ready().await)?;
     let all = within_10s(|| provider.all_instances().len() == PORTS.len()).await;
     checks.record("the client found every instance", all, format!("{} instances", provider.all_instances().len()));
     let picks: Vec<String> =
@@ -84,7 +87,7 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
     .await;
     checks.record("the provider stopped returning the dead instance", gone, format!("127.0.0.1:{dead_port}"));
 
-    drop(provider);
+    provider.close().await;
     client.close().await;
     client_fw.close().await;
     for (fw, discovery) in processes {

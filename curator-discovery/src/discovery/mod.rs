@@ -5,13 +5,16 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use curator_core::lifecycle::Lifecycle;
-use curator_core::{path, CreateMode, CuratorError, CuratorFramework};
+use curator_core::lifecycle::{LifeState, Lifecycle};
+use curator_core::{path, CuratorError, CuratorFramework};
 use curator_recipes::nodes::PersistentNode;
 
 use crate::cache::ServiceCacheBuilder;
 use crate::paths::node_path;
-use crate::{DiscoveryError, InstanceSerializer, JsonInstanceSerializer, ServiceInstance, ServiceType};
+use crate::{DiscoveryError, InstanceSerializer, JsonInstanceSerializer, ServiceInstance};
+use registration::{check_same_registration, close_node, instance_path, register_this, Prepared};
+
+mod registration;
 
 type Result<T> = std::result::Result<T, DiscoveryError>;
 
@@ -38,7 +41,7 @@ type Result<T> = std::result::Result<T, DiscoveryError>;
 /// # Node layout
 /// Instance `id` of service `name` is the node `base/<name>/<id>`, whose data is the instance's
 /// JSON (see [`JsonInstanceSerializer`]); `base` and `base/<name>` are made as containers when
-/// missing. The node's mode comes from the instance's [`ServiceType`]: `Dynamic` is
+/// missing. The node's mode comes from the instance's [`ServiceType`](crate::ServiceType): `Dynamic` is
 /// ephemeral, `DynamicSequential` ephemeral sequential (`base/<name>/<id><seq>`), `Static` and
 /// `Permanent` persistent.
 ///
@@ -57,7 +60,8 @@ type Result<T> = std::result::Result<T, DiscoveryError>;
 ///
 /// let me = ServiceInstance::builder("search").port(8080).payload(json!({"zone": "eu-1"})).build();
 /// let discovery = ServiceDiscovery::builder(&fw, "/services").this_instance(me.clone()).build()?;
-/// discovery.start().await?; // registers `me`
+/// discovery.start()?;
+/// discovery.ready().await?; // `me` is registered
 ///
 /// let mut moved = me.clone();
 /// moved.port = Some(8081);
@@ -193,25 +197,72 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         &self.inner.base_path
     }
 
-    /// Registers the builder's [`this_instance`](ServiceDiscoveryBuilder::this_instance), if
-    /// any, as [`register`](Self::register) does. Once only (module
-    /// [`lifecycle`](curator_core::lifecycle)); [`register`](Self::register) itself needs no
-    /// start.
+    /// Starts the discovery (Curator's `start`): registers the builder's
+    /// [`this_instance`](ServiceDiscoveryBuilder::this_instance), if any, as
+    /// [`register`](Self::register) does, in the discovery's task; [`ready`](Self::ready) says
+    /// how that went. Sync: the instance is checked and serialized here, its node made by the
+    /// task. Once only (module [`lifecycle`](curator_core::lifecycle));
+    /// [`register`](Self::register) itself needs no start.
     ///
     /// # Errors
     /// [`DiscoveryError::Curator`] with [`AlreadyStarted`](CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](CuratorError::AlreadyClosed), [`NoRuntime`](CuratorError::NoRuntime)
     /// (outside a tokio runtime) or [`Closed`](CuratorError::Closed) (a closed framework), each
-    /// naming `ServiceDiscovery`: nothing registered then. Else as
-    /// [`register`](Self::register); the registration is kept when this times out (not when
-    /// the create is refused for good).
-    pub async fn start(&self) -> Result<()> {
-        self.inner.life.start(&self.inner.fw, |_| Ok(()))?;
-        let this = self.inner.lock().this_instance.take();
-        match this {
-            Some(instance) => self.register(instance).await,
-            None => Ok(()),
+    /// naming `ServiceDiscovery`; the serializer's error or `DataTooLarge` for the instance:
+    /// nothing registered then.
+    pub fn start(&self) -> Result<()> {
+        // Nothing is checked or made where the start would be refused.
+        self.inner.life.check_start(&self.inner.fw)?;
+        let this = self.inner.lock().this_instance.clone();
+        let checked = this.map(|instance| self.check(instance)).transpose()?;
+        let mut refused = None;
+        let started = self.inner.life.start(&self.inner.fw, |started| {
+            let Some(checked) = checked else { return Ok(()) };
+            let pending = match self.install(checked) {
+                Ok(Prepared::Created(pending)) => pending,
+                Ok(Prepared::Updated) => return Ok(()),
+                Err(DiscoveryError::Curator(err)) => return Err(err),
+                Err(other) => {
+                    // Not a CuratorError (an id registered here under another name or type):
+                    // handed out below, the start refused meanwhile.
+                    refused = Some(other);
+                    return Err(CuratorError::IllegalState("this_instance refused".into()));
+                }
+            };
+            let readiness = started.readiness();
+            let inner = self.inner.clone();
+            started.spawn(async move { register_this(inner, pending, readiness).await });
+            Ok(())
+        });
+        match (started, refused) {
+            (_, Some(err)) => Err(err),
+            (Err(err), None) => Err(err.into()),
+            (Ok(()), None) => {
+                self.inner.lock().this_instance = None;
+                Ok(())
+            }
         }
+    }
+
+    /// Waits for the outcome of [`start`](Self::start): `Ok` once `this_instance` is
+    /// registered (its node first made or adopted), at once without one.
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Curator`] with the create's refusal (`NoAuth` when the ACL of `base`
+    /// or `base/<name>` refuses the client creating under it, see
+    /// [`CuratorError::is_permanent`]), or `Timeout` when the node was not made within the
+    /// framework's connection timeout: the discovery is closed then (as by
+    /// [`close`](Self::close): its [`state`](Self::state) is `Closed`, nothing stays
+    /// registered). [`NotStarted`](CuratorError::NotStarted) before `start`,
+    /// [`AlreadyClosed`](CuratorError::AlreadyClosed) if closed first.
+    pub async fn ready(&self) -> Result<()> {
+        Ok(self.inner.life.ready().await?)
+    }
+
+    /// Where the discovery is in its life: `Closed` after [`close`](Self::close) and after a
+    /// refused `this_instance`.
+    pub fn state(&self) -> LifeState {
+        self.inner.life.state()
     }
 
     /// Registers `instance` at `base/<name>/<id>` and keeps it registered until
@@ -232,60 +283,10 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     /// [`DiscoveryError::NotRegistered`] when the instance was unregistered (or the discovery
     /// closed) before its node was first made.
     pub async fn register(&self, instance: ServiceInstance<T>) -> Result<()> {
-        let path = instance_path(&self.inner.base_path, &instance)?;
-        let instance_id = instance.id.clone();
-        let bytes = self.inner.serializer.serialize(&instance)?;
-        let node = {
-            let mut state = self.inner.lock();
-            if state.closed {
-                return Err(closed());
-            }
-            if let Some(existing) = state.registrations.get_mut(&instance.id) {
-                check_same_registration(&existing.instance, &instance)?;
-                existing.node.set_data(bytes)?;
-                existing.instance = instance;
-                return Ok(());
-            }
-            let mode = match instance.service_type {
-                ServiceType::Dynamic => CreateMode::Ephemeral,
-                ServiceType::DynamicSequential => CreateMode::EphemeralSequential,
-                ServiceType::Static | ServiceType::Permanent => CreateMode::Persistent,
-            };
-            tracing::debug!(%path, ?mode, "registering a service instance");
-            let node = Arc::new(PersistentNode::builder(&self.inner.fw, &path).mode(mode).data(bytes).build()?);
-            node.start()?;
-            state.registrations.insert(instance.id.clone(), Registration { instance, node: node.clone() });
-            node
-        };
-        let created = tokio::select! {
-            // The refusal first: it closes the node, which also ends the wait for the create.
-            biased;
-            refusal = node.refused() => {
-                // Refused for good (no permission to create, say): nothing stays registered, so
-                // that the caller's next register tries again rather than updating nothing.
-                tracing::debug!(%path, error = %refusal, "registering a service instance was refused");
-                let removed = {
-                    let mut state = self.inner.lock();
-                    let ours = state.registrations.get(&instance_id).is_some_and(|r| Arc::ptr_eq(&r.node, &node));
-                    ours.then(|| state.registrations.remove(&instance_id)).flatten()
-                };
-                if let Some(registration) = removed {
-                    close_node(registration.node).await;
-                }
-                return Err(refusal.into());
-            }
-            created = node.wait_for_initial_create(self.inner.fw.connection_timeout()) => created,
-        };
-        if created {
-            tracing::debug!(path = ?node.actual_path(), "registered a service instance");
-            Ok(())
-        } else if let Some(error) = node.last_error() {
-            Err(error.into())
-        } else if !self.inner.lock().registrations.get(&instance_id).is_some_and(|r| Arc::ptr_eq(&r.node, &node)) {
-            // Unregistered (or the discovery closed) before the node was first made.
-            Err(DiscoveryError::NotRegistered { id: instance_id })
-        } else {
-            Err(CuratorError::Timeout { path }.into())
+        let checked = self.check(instance)?;
+        match self.install(checked)? {
+            Prepared::Updated => Ok(()),
+            Prepared::Created(pending) => self.inner.wait_created(pending).await,
         }
     }
 
@@ -425,16 +426,16 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     }
 
     /// A provider of service `name` (Curator's `serviceProviderBuilder().serviceName(name)`,
-    /// then `build()` and `start()`): a [`ServiceCache`](crate::ServiceCache) of the service,
-    /// started (its first load done when this returns), under a
-    /// [`ServiceProvider`](crate::ServiceProvider) configured by `provider` (its strategy,
-    /// filters and down-instance policy). The cache lives as long as the provider: dropping the
-    /// provider closes it.
+    /// then `build()`): a [`ServiceProvider`](crate::ServiceProvider) configured by `provider`
+    /// (its strategy, filters and down-instance policy) over a
+    /// [`ServiceCache`](crate::ServiceCache) of the service that it owns. Nothing is read yet:
+    /// [`start`](crate::ServiceProvider::start) starts the cache,
+    /// [`ready`](crate::ServiceProvider::ready) waits for its first load,
+    /// [`close`](crate::ServiceProvider::close) (or dropping the provider) closes it.
     ///
     /// # Errors
-    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name; the cache's
-    /// start errors.
-    pub async fn service_provider(
+    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name.
+    pub fn service_provider(
         &self,
         name: &str,
         provider: crate::ServiceProviderBuilder<T>,
@@ -443,21 +444,16 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         T: PartialEq,
     {
         let cache = Arc::new(self.service_cache_builder(name).build()?);
-        cache.start().await?;
-        Ok(provider.build(cache))
+        Ok(provider.build_over_cache(cache))
     }
 
     /// Unregisters every instance registered here (`Permanent` ones too, as Curator), each as
-    /// [`unregister`](Self::unregister) does, and refuses registrations from then on. Caches
-    /// made from this discovery are the caller's to close.
+    /// [`unregister`](Self::unregister) does, and refuses registrations from then on (Curator's
+    /// `close`). Idempotent: a second call, or one on a discovery never started (which can then
+    /// no longer start), finds nothing more to do. Caches made from this discovery are the
+    /// caller's to close.
     pub async fn close(&self) {
-        self.inner.life.close();
-        let registrations: Vec<Registration<T>> = {
-            let mut state = self.inner.lock();
-            state.closed = true;
-            state.registrations.drain().map(|(_, r)| r).collect()
-        };
-        futures::future::join_all(registrations.into_iter().map(|r| close_node(r.node))).await;
+        self.inner.close().await;
     }
 }
 
@@ -482,36 +478,4 @@ impl<T> Inner<T> {
             }
         }
     }
-}
-
-/// Stops keeping a registration's node and deletes it: waits for the delete if no
-/// `register` still waits on the node, else leaves it to the node's drop (the same delete, in
-/// the background).
-async fn close_node(node: Arc<PersistentNode>) {
-    // Also when a register still waiting for the node's create holds a clone.
-    node.close().await;
-}
-
-fn closed() -> DiscoveryError {
-    CuratorError::AlreadyClosed { what: "ServiceDiscovery" }.into()
-}
-
-/// `base/<name>/<id>` for `instance`.
-fn instance_path<T>(base: &str, instance: &ServiceInstance<T>) -> Result<String> {
-    let invalid = |reason: String| DiscoveryError::InvalidInstance { id: instance.id.clone(), reason };
-    let parent =
-        node_path(base, &instance.name).map_err(|_| invalid(format!("bad service name {:?}", instance.name)))?;
-    node_path(&parent, &instance.id).map_err(|_| invalid("the id is not one node name".to_string()))
-}
-
-/// An update keeps the node: same name (same parent) and same service type (same mode).
-fn check_same_registration<T>(registered: &ServiceInstance<T>, new: &ServiceInstance<T>) -> Result<()> {
-    let reason = if registered.name != new.name {
-        format!("registered as service {:?}, not {:?}; unregister it first", registered.name, new.name)
-    } else if registered.service_type != new.service_type {
-        format!("registered as {}, not {}; unregister it first", registered.service_type, new.service_type)
-    } else {
-        return Ok(());
-    };
-    Err(DiscoveryError::InvalidInstance { id: new.id.clone(), reason })
 }
