@@ -127,7 +127,7 @@ impl Starting<'_> {
 #[derive(Clone)]
 pub struct Readiness {
     first: watch::Sender<Option<Result<()>>>,
-    close: Arc<dyn Fn() + Send + Sync>,
+    refuse: Arc<dyn Fn(CuratorError) -> bool + Send + Sync>,
 }
 
 impl std::fmt::Debug for Readiness {
@@ -136,20 +136,21 @@ impl std::fmt::Debug for Readiness {
     }
 }
 
-impl Readiness {
-    fn report(&self, outcome: Result<()>) -> bool {
-        self.first.send_if_modified(|first| {
-            if first.is_some() {
-                return false;
-            }
-            *first = Some(outcome);
-            true
-        })
-    }
+/// Sets the first outcome unless one was reported; true if this one was.
+fn report(first: &watch::Sender<Option<Result<()>>>, outcome: Result<()>) -> bool {
+    first.send_if_modified(|first| {
+        if first.is_some() {
+            return false;
+        }
+        *first = Some(outcome);
+        true
+    })
+}
 
+impl Readiness {
     /// The first step is done (or failed in a way the thing goes on trying to mend).
     pub fn ready(&self) {
-        self.report(Ok(()));
+        report(&self.first, Ok(()));
     }
 
     /// The first step was refused for good (`err`, typically
@@ -157,9 +158,7 @@ impl Readiness {
     /// [`LifeState::Closed`]; its task ends by itself) and [`Lifecycle::ready`] returns `err`.
     /// Ignored after a first report.
     pub fn refused(&self, err: CuratorError) {
-        if self.report(Err(err)) {
-            (self.close)();
-        }
+        (self.refuse)(err);
     }
 
     /// Whether the first outcome was reported.
@@ -185,6 +184,19 @@ struct Core<S> {
 impl<S> Core<S> {
     fn lock(&self) -> MutexGuard<'_, Phase<S>> {
         self.phase.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A refusal of the first step: reported and Closed at once, under the phase's lock, so
+    /// that no one sees the one without the other. What the start kept, if this closed it.
+    fn refuse(&self, err: CuratorError) -> Option<S> {
+        let mut phase = self.lock();
+        if !report(&self.first, Err(err)) {
+            return None;
+        }
+        match std::mem::replace(&mut *phase, Phase::Closed) {
+            Phase::Started(kept, _) => Some(kept),
+            Phase::Latent | Phase::Closed => None,
+        }
     }
 
     /// To Closed; what the start kept, if started. Wakes [`Lifecycle::ready`]'s waiters.
@@ -253,12 +265,14 @@ impl<S> Lifecycle<S> {
             let core = Arc::downgrade(&self.core);
             Readiness {
                 first: self.core.first.clone(),
-                close: Arc::new(move || {
-                    if let Some(core) = core.upgrade() {
+                refuse: Arc::new(move |err| match core.upgrade() {
+                    Some(core) => {
                         // Dropped outside the lock's scope: `kept` may own the task's senders.
-                        let kept = core.close();
+                        let kept = core.refuse(err);
                         drop(kept);
+                        true
                     }
+                    None => false,
                 }),
             }
         };
@@ -283,8 +297,17 @@ impl<S> Lifecycle<S> {
     pub async fn ready(&self) -> Result<()> {
         let mut first = self.core.first.subscribe();
         loop {
-            let state = self.state();
-            if let Some(outcome) = first.borrow_and_update().clone() {
+            // Read together, under the phase's lock: a refusal sets both at once.
+            let (state, outcome) = {
+                let phase = self.lock();
+                let state = match *phase {
+                    Phase::Latent => LifeState::Latent,
+                    Phase::Started(..) => LifeState::Started,
+                    Phase::Closed => LifeState::Closed,
+                };
+                (state, first.borrow_and_update().clone())
+            };
+            if let Some(outcome) = outcome {
                 return outcome;
             }
             match state {
