@@ -22,6 +22,12 @@ impl Events {
             .map(|(_, t, m)| format!("{t}: {m}"))
             .collect()
     }
+
+    /// Every event, as `LEVEL target: message`.
+    pub fn all(&self) -> Vec<String> {
+        let seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        seen.iter().map(|(l, t, m)| format!("{l} {t}: {m}")).collect()
+    }
 }
 
 struct Recorder(Events);

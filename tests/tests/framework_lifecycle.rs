@@ -12,47 +12,12 @@ use curator_core::retry::{RetryNTimes, RetryOneTime, RetryPolicy};
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework};
 use curator_recipes::locks::{InterProcessMutex, LockLost};
 use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
+use tests::logs::{record_events, Events};
 use tests::{builder, connected, unique_path, wait_for};
-use tracing_subscriber::layer::SubscriberExt;
-
-/// What the [`Recorder`] saw: level, target and message of every event.
-type Seen = Arc<Mutex<Vec<(tracing::Level, String, String)>>>;
-
-/// A tracing layer that keeps every event, to count the framework's log lines.
-struct Recorder(Seen);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Recorder {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        struct Message(String);
-        impl tracing::field::Visit for Message {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                }
-            }
-        }
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        let meta = event.metadata();
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push((*meta.level(), meta.target().to_string(), message.0));
-    }
-}
-
-/// Records the events of this thread (the tests using it run on a current-thread runtime, so
-/// the session manager's task runs here too) until the guard is dropped.
-fn record_events() -> (Seen, tracing::subscriber::DefaultGuard) {
-    let seen: Seen = Arc::default();
-    let subscriber = tracing_subscriber::registry().with(Recorder(seen.clone()));
-    (seen.clone(), tracing::subscriber::set_default(subscriber))
-}
 
 /// How many events of the framework (target `curator_core...`) at `level` contain `text`.
-fn count(seen: &Seen, level: tracing::Level, text: &str) -> usize {
-    seen.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .filter(|(l, t, m)| *l == level && t.starts_with("curator_core") && m.contains(text))
-        .count()
+fn count(seen: &Events, level: tracing::Level, text: &str) -> usize {
+    seen.at(level, "curator_core").iter().filter(|m| m.contains(text)).count()
 }
 
 /// A port that refuses connections (nothing listens on it).
@@ -121,7 +86,7 @@ async fn failed_attempts_back_off_with_one_warning_per_streak() {
     let attempts = accepted.load(Ordering::SeqCst);
     // Lots of slack: the policy allows 6 in this window; a loaded machine makes fewer.
     assert!((2..=9).contains(&attempts), "{attempts} attempts in {window:?}");
-    assert_eq!(count(&seen, tracing::Level::WARN, ""), 1, "one warning per streak: {:?}", seen.lock().unwrap());
+    assert_eq!(count(&seen, tracing::Level::WARN, ""), 1, "one warning per streak: {:?}", seen.all());
     fw.close().await;
 }
 
@@ -139,12 +104,12 @@ async fn refused_and_unresolvable_servers_back_off_with_one_warning() {
             async move { n >= 2 }
         })
         .await;
-        assert!(failed_thrice, "{connect}: the attempts go on: {:?}", seen.lock().unwrap());
+        assert!(failed_thrice, "{connect}: the attempts go on: {:?}", seen.all());
         let attempts = count(&seen, tracing::Level::DEBUG, "opening a session");
         let elapsed = started.elapsed();
         // 3 attempts take at least 150 + 300 ms of backoff; a busy loop would make hundreds.
         assert!(attempts <= 3 + (elapsed.as_millis() / 150) as usize, "{connect}: {attempts} attempts in {elapsed:?}");
-        assert_eq!(count(&seen, tracing::Level::WARN, ""), 1, "{connect}: {:?}", seen.lock().unwrap());
+        assert_eq!(count(&seen, tracing::Level::WARN, ""), 1, "{connect}: {:?}", seen.all());
         fw.close().await;
         drop(guard);
     }
@@ -165,11 +130,11 @@ async fn connecting_after_a_streak_is_logged_once() {
         async move { n >= 2 }
     })
     .await;
-    assert!(failing, "{:?}", seen.lock().unwrap());
+    assert!(failing, "{:?}", seen.all());
     proxy.set_reject(false);
     fw.block_until_connected(Timing::new().deadline()).await.unwrap();
-    assert_eq!(count(&seen, tracing::Level::WARN, ""), 1, "{:?}", seen.lock().unwrap());
-    assert_eq!(count(&seen, tracing::Level::INFO, "after failed attempts"), 1, "{:?}", seen.lock().unwrap());
+    assert_eq!(count(&seen, tracing::Level::WARN, ""), 1, "{:?}", seen.all());
+    assert_eq!(count(&seen, tracing::Level::INFO, "after failed attempts"), 1, "{:?}", seen.all());
     fw.close().await;
 }
 
