@@ -614,7 +614,10 @@ async fn bad_input_is_a_typed_error() {
             matches!(LeaderLatch::new(&fw, bad, "id"), Err(CuratorError::InvalidPath { .. })),
             "latch path {bad:?}"
         );
-        assert!(matches!(LeaderObserver::new(&fw, bad), Err(CuratorError::InvalidPath { .. })), "observer path {bad:?}");
+        assert!(
+            matches!(LeaderObserver::new(&fw, bad), Err(CuratorError::InvalidPath { .. })),
+            "observer path {bad:?}"
+        );
     }
     let huge = "x".repeat(2 * 1024 * 1024);
     assert!(matches!(LeaderLatch::new(&fw, "/ok", huge), Err(CuratorError::DataTooLarge { .. })));
@@ -710,7 +713,8 @@ fn assert_send_sync() {
 
 /// The core lifecycle (issue 27, item 4): a second `close()` is fine (Curator's throws, and ours
 /// returned `IllegalState`), as is closing a latch that was never started; a closed latch
-/// refuses a start with a typed error, and `await_leadership` says why it cannot lead.
+/// refuses a start with a typed error, and `await_leadership` (and `ready`) say why it cannot
+/// lead.
 #[tokio::test]
 async fn close_is_idempotent_and_lifecycle_errors_are_typed() {
     init_tracing();
@@ -719,6 +723,7 @@ async fn close_is_idempotent_and_lifecycle_errors_are_typed() {
     let latch = LeaderLatch::new(&fw, &path, "a").unwrap();
     let r = latch.await_leadership().await;
     assert!(matches!(r, Err(CuratorError::NotStarted { what: "LeaderLatch" })), "{r:?}");
+    assert!(matches!(latch.ready().await, Err(CuratorError::NotStarted { what: "LeaderLatch" })));
     latch.start().unwrap();
     latch.ready().await.unwrap();
     assert!(matches!(latch.start(), Err(CuratorError::AlreadyStarted { .. })));
@@ -730,6 +735,7 @@ async fn close_is_idempotent_and_lifecycle_errors_are_typed() {
     assert!(matches!(latch.await_leadership().await, Err(CuratorError::AlreadyClosed { .. })));
     let never = LeaderLatch::new(&fw, &path, "b").unwrap();
     never.close().await;
+    assert!(matches!(never.ready().await, Err(CuratorError::AlreadyClosed { what: "LeaderLatch" })));
     fw.close().await;
 }
 

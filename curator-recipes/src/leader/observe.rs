@@ -190,12 +190,7 @@ fn follow(base: String, publish: watch::Sender<Option<Leader>>) -> impl FnMut(Pa
 /// The observer's task: starts the cache and waits for its first read, reported to
 /// `readiness` (a refusal closes the observer, then the cache, which ends the relay). Ends
 /// early when `stopped` resolves (the observer closed or dropped).
-async fn first_read(
-    cache: Arc<PathChildrenCache>,
-    path: String,
-    readiness: Readiness,
-    stopped: oneshot::Receiver<()>,
-) {
+async fn first_read(cache: Arc<PathChildrenCache>, path: String, readiness: Readiness, stopped: oneshot::Receiver<()>) {
     let first = async {
         cache.start(StartMode::PostInitializedEvent).await?;
         cache.wait_initialized().await
