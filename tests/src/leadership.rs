@@ -384,12 +384,12 @@ pub fn latch(checker: &LeadershipChecker, fw: &CuratorFramework, path: &str, id:
 
 /// Closes `latch` (recorded as `who`): if it leads, waits until its term is recorded, then
 /// records the end (a silent close tells no listener) and closes.
-pub async fn close_latch(checker: &LeadershipChecker, who: &str, latch: &LeaderLatch) -> curator_core::Result<()> {
+pub async fn close_latch(checker: &LeadershipChecker, who: &str, latch: &LeaderLatch) {
     if latch.has_leadership() {
         checker.recorded(who, curator_test::Timing::new().deadline()).await;
     }
     checker.stopping(who, "close()");
-    latch.close().await
+    latch.close().await;
 }
 
 /// Ends its term when dropped (the selector drops the leadership function's future when the

@@ -413,11 +413,12 @@ async fn recipe_waits_take_every_extreme() {
 
         // A latch alone is the leader.
         let latch = LeaderLatch::new(&fw, &unique_path("extreme-latch"), "me").unwrap();
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         bounded(name, latch.await_leadership()).await.unwrap();
         let r = bounded(name, latch.await_leadership_timeout(d)).await.unwrap();
         assert!(r.is_some(), "await_leadership_timeout({name}) of the leader");
-        latch.close().await.unwrap();
+        latch.close().await;
 
         // A node and a member, once created.
         let node = PersistentNode::builder(&fw, &unique_path("extreme-node")).build().unwrap();

@@ -244,7 +244,8 @@ async fn leader_latch_leader_and_participants() {
     for id in ["alpha", "beta", "gamma"] {
         let fw = client(&connect).await;
         let latch = LeaderLatch::new(&fw, &path, id).unwrap();
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         latches.push(latch);
         fws.push(fw);
         wait_children(&observer, &path, fws.len()).await;
@@ -263,7 +264,7 @@ async fn leader_latch_leader_and_participants() {
     assert!(text.lines().next().unwrap().contains("LeaderLatch; leader \"alpha\"; 3 participants"), "{text}");
 
     for latch in latches {
-        latch.close().await.unwrap();
+        latch.close().await;
     }
     for fw in fws {
         fw.close().await;

@@ -97,11 +97,13 @@ async fn get_children_hits_no_node() {
     let latch0 = LeaderLatch::new(&fw0, &path, "id0").unwrap();
     checker.record_latch(&latch0, "id0");
     let mut events0 = latch0.events();
-    latch0.start().await.unwrap();
+    latch0.start().unwrap();
+    latch0.ready().await.unwrap();
     assert!(is_leader(&next_event(&mut events0).await));
     let latch1 = LeaderLatch::new(&fw1, &path, "id1").unwrap();
     checker.record_latch(&latch1, "id1");
-    latch1.start().await.unwrap();
+    latch1.start().unwrap();
+    latch1.ready().await.unwrap();
     assert!(latch0.has_leadership());
     assert!(!latch1.has_leadership());
 
@@ -116,8 +118,8 @@ async fn get_children_hits_no_node() {
         "one leader among the two on the new server"
     );
     one_leader(&checker).await;
-    close_latch(&checker, "id1", &latch1).await.unwrap();
-    close_latch(&checker, "id0", &latch0).await.unwrap();
+    close_latch(&checker, "id1", &latch1).await;
+    close_latch(&checker, "id0", &latch0).await;
     checker.verify();
     fw1.close().await;
     fw0.close().await;
@@ -135,19 +137,21 @@ async fn watched_node_deleted_on_reconnect() {
     let checker = LeadershipChecker::new();
     let latch1 = LeaderLatch::new(&fw, &path, "1").unwrap();
     checker.record_latch(&latch1, "1");
-    latch1.start().await.unwrap();
+    latch1.start().unwrap();
+    latch1.ready().await.unwrap();
     latch1.await_leadership_timeout(deadline()).await.unwrap().expect("latch 1 leads");
     let latch2 = LeaderLatch::new(&fw, &path, "2").unwrap();
     checker.record_latch(&latch2, "2");
-    latch2.start().await.unwrap();
+    latch2.start().unwrap();
+    latch2.ready().await.unwrap();
     assert!(latch2.our_path().is_some(), "latch 2 is in line");
-    close_latch(&checker, "1", &latch1).await.unwrap();
+    close_latch(&checker, "1", &latch1).await;
     latch2.step_down().await.unwrap();
     let term = latch2.await_leadership_timeout(deadline()).await.unwrap().expect("latch 2 leads");
     assert_eq!(latch2.our_path().as_deref(), Some(term.path()));
     assert_eq!(children(&fw, &path).await.len(), 1);
     assert_eq!(one_leader(&checker).await, "2");
-    close_latch(&checker, "2", &latch2).await.unwrap();
+    close_latch(&checker, "2", &latch2).await;
     checker.verify();
     fw.close().await;
 }
@@ -169,13 +173,15 @@ async fn session_interruption_does_not_cause_brain_split() {
     let latch0 = LeaderLatch::new(&fw0, &path, "id0").unwrap();
     checker.record_latch(&latch0, "id0");
     let mut events0 = latch0.events();
-    latch0.start().await.unwrap();
+    latch0.start().unwrap();
+    latch0.ready().await.unwrap();
     let first = next_event(&mut events0).await;
     assert!(is_leader(&first));
     let latch1 = LeaderLatch::new(&fw1, &path, "id1").unwrap();
     checker.record_latch(&latch1, "id1");
     let mut events1 = latch1.events();
-    latch1.start().await.unwrap();
+    latch1.start().unwrap();
+    latch1.ready().await.unwrap();
     assert!(latch0.has_leadership() && !latch1.has_leadership());
 
     let info = fw0.session().await.unwrap().client().session().clone();
@@ -193,8 +199,8 @@ async fn session_interruption_does_not_cause_brain_split() {
     let LatchEvent::IsLeader(term0) = first else { unreachable!() };
     assert!(term1.fencing_token() > term0.fencing_token());
     assert_eq!(one_leader(&checker).await, "id1");
-    close_latch(&checker, "id1", &latch1).await.unwrap();
-    close_latch(&checker, "id0", &latch0).await.unwrap();
+    close_latch(&checker, "id1", &latch1).await;
+    close_latch(&checker, "id0", &latch0).await;
     checker.verify();
     fw1.close().await;
     fw0.close().await;
@@ -214,12 +220,14 @@ async fn resetting_of_leadership_after_concurrent_change() {
     let latch0 = LeaderLatch::new(&fw0, &path, "id0").unwrap();
     checker.record_latch(&latch0, "id0");
     let mut events0 = latch0.events();
-    latch0.start().await.unwrap();
+    latch0.start().unwrap();
+    latch0.ready().await.unwrap();
     assert!(is_leader(&next_event(&mut events0).await));
     let latch1 = LeaderLatch::new(&fw1, &path, "id1").unwrap();
     checker.record_latch(&latch1, "id1");
     let mut events1 = latch1.events();
-    latch1.start().await.unwrap();
+    latch1.start().unwrap();
+    latch1.ready().await.unwrap();
 
     let (a, b) = tokio::join!(latch0.step_down(), latch1.step_down());
     a.unwrap();
@@ -231,9 +239,9 @@ async fn resetting_of_leadership_after_concurrent_change() {
     assert!(eventually(deadline(), || async { children(&fw0, &path).await.len() == 2 }).await);
     assert_eq!(leaders(&both), vec![1]);
     assert_eq!(one_leader(&checker).await, "id1");
-    close_latch(&checker, "id1", &latch1).await.unwrap();
+    close_latch(&checker, "id1", &latch1).await;
     latch0.await_leadership_timeout(deadline()).await.unwrap().expect("latch 0 leads after latch 1 closed");
-    close_latch(&checker, "id0", &latch0).await.unwrap();
+    close_latch(&checker, "id0", &latch0).await;
     let report = checker.verify();
     assert_eq!(report.terms, 3, "{report:#}");
     fw1.close().await;
@@ -250,22 +258,25 @@ async fn node_disappears_after_children_are_retrieved() {
     let checker = LeadershipChecker::new();
     let initial = LeaderLatch::new(&fw, &path, "initial-leader").unwrap();
     checker.record_latch(&initial, "initial-leader");
-    initial.start().await.unwrap();
+    initial.start().unwrap();
+    initial.ready().await.unwrap();
     initial.await_leadership_timeout(deadline()).await.unwrap().expect("the initial leader leads");
     let c0 = LeaderLatch::new(&fw, &path, "candidate-0").unwrap();
     checker.record_latch(&c0, "candidate-0");
-    c0.start().await.unwrap();
+    c0.start().unwrap();
+    c0.ready().await.unwrap();
     let c1 = LeaderLatch::new(&fw, &path, "candidate-1").unwrap();
     checker.record_latch(&c1, "candidate-1");
-    c1.start().await.unwrap();
+    c1.start().unwrap();
+    c1.ready().await.unwrap();
     assert_eq!(children(&fw, &path).await.len(), 3);
-    close_latch(&checker, "initial-leader", &initial).await.unwrap();
+    close_latch(&checker, "initial-leader", &initial).await;
     let candidates = [c0.clone(), c1.clone()];
     assert_eq!(wait_for_a_leader(&candidates).await.len(), 1);
     assert!(c0.has_leadership() ^ c1.has_leadership());
     one_leader(&checker).await;
     for latch in [&c0, &c1] {
-        close_latch(&checker, latch.id(), latch).await.unwrap();
+        close_latch(&checker, latch.id(), latch).await;
     }
     checker.verify();
     fw.close().await;
@@ -290,7 +301,8 @@ async fn session_error_policy() {
         let path = unique_path("session-policy");
         let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
         let mut events = latch.events();
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         let LatchEvent::IsLeader(first) = next_event(&mut events).await else { panic!("should lead") };
         let before = children(&fw, &path).await;
 
@@ -312,7 +324,7 @@ async fn session_error_policy() {
             assert_eq!(again.fencing_token(), first.fencing_token());
             assert_eq!(children(&fw, &path).await, before);
         }
-        latch.close().await.unwrap();
+        latch.close().await;
         fw.close().await;
     }
 }
@@ -334,7 +346,8 @@ async fn error_policies() {
         let mut states = fw.connection_state_stream();
         let latch = LeaderLatch::builder(&fw, "/test").build().unwrap();
         let mut events = latch.events();
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         assert!(is_leader(&next_event(&mut events).await));
         server.stop().await.unwrap();
         wait_for(&mut states, ConnectionState::Suspended, |_| true).await;
@@ -346,7 +359,7 @@ async fn error_policies() {
             assert!(matches!(next_event(&mut events).await, LatchEvent::NotLeader(LockLost::SessionLost)));
         }
         assert!(!latch.has_leadership());
-        latch.close().await.unwrap();
+        latch.close().await;
         fw.close().await;
     }
 }
@@ -367,9 +380,10 @@ async fn proper_close_without_connection_established() {
     server.stop().await.unwrap();
     let path = unique_path("close-unconnected");
     let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
-    latch.start().await.unwrap();
+    latch.start().unwrap();
+    latch.ready().await.unwrap();
     assert_eq!(latch.our_path(), None);
-    latch.close().await.unwrap();
+    latch.close().await;
     assert_eq!(latch.state(), LatchState::Closed);
     server.restart().await.unwrap();
     let other = client(&server.connect_string()).await;
@@ -386,22 +400,23 @@ async fn reset_race() {
     let fw = client(&shared()).await;
     let path = unique_path("reset-race");
     let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
-    let (started, stepped) = tokio::join!(latch.start(), async {
+    latch.start().unwrap();
+    let (ready, stepped) = tokio::join!(latch.ready(), async {
         tokio::task::yield_now().await;
         latch.step_down().await
     });
-    started.unwrap();
+    ready.unwrap();
     stepped.unwrap();
     latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
     assert_eq!(children(&fw, &path).await.len(), 1);
-    latch.close().await.unwrap();
+    latch.close().await;
     assert!(children(&fw, &path).await.is_empty());
     fw.close().await;
 }
 
 /// TestLeaderLatch.testCreateDeleteRace: a latch closed while its create is in flight leaves
 /// no node (Curator holds its create callback with a hook until after the close; here the
-/// close comes right after the start's first poll, before the create is answered).
+/// close comes right after the latch's task first ran, before the create is answered).
 #[tokio::test]
 async fn create_delete_race() {
     init_tracing();
@@ -410,16 +425,20 @@ async fn create_delete_race() {
     fw.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
     for _ in 0..5 {
         let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
-        let mut start = Box::pin(latch.start());
-        assert!(futures::FutureExt::now_or_never(&mut start).is_none(), "the start waits for the node");
-        latch.close().await.unwrap();
-        drop(start);
+        latch.start().unwrap();
+        let mut ready = Box::pin(latch.ready());
+        assert!(futures::FutureExt::now_or_never(&mut ready).is_none(), "start does not wait for the node");
+        // One turn of the scheduler: the latch's task sends its create.
+        tokio::task::yield_now().await;
+        latch.close().await;
+        drop(ready);
     }
     assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
     // A latch closed after its start returned leaves nothing by the time close returns.
     let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
-    latch.start().await.unwrap();
-    latch.close().await.unwrap();
+    latch.start().unwrap();
+    latch.ready().await.unwrap();
+    latch.close().await;
     assert!(children(&fw, &path).await.is_empty());
     fw.close().await;
 }
@@ -438,7 +457,8 @@ async fn lost_connection() {
     for i in 0..10 {
         let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
         checker.record_latch(&latch, &format!("latch-{i}"));
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         latches.push(latch);
     }
     assert_eq!(wait_for_a_leader(&latches).await.len(), 1);
@@ -451,7 +471,7 @@ async fn lost_connection() {
     assert_eq!(leaders(&latches).len(), 1);
     one_leader(&checker).await;
     for (i, latch) in latches.iter().enumerate() {
-        close_latch(&checker, &format!("latch-{i}"), latch).await.unwrap();
+        close_latch(&checker, &format!("latch-{i}"), latch).await;
     }
     checker.verify();
     fw.close().await;
@@ -469,11 +489,12 @@ async fn correct_watching() {
     for i in 0..10 {
         let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
         checker.record_latch(&latch, &format!("latch-{i}"));
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         latches.push(latch);
         wait_for_a_leader(&latches).await;
     }
-    close_latch(&checker, "latch-2", &latches[2]).await.unwrap();
+    close_latch(&checker, "latch-2", &latches[2]).await;
     let closed = latches.remove(2);
     assert_eq!(closed.state(), LatchState::Closed);
     assert!(!latches[1].has_leadership());
@@ -481,7 +502,7 @@ async fn correct_watching() {
     assert_eq!(one_leader(&checker).await, "latch-0");
     for (i, latch) in latches.iter().enumerate() {
         let who = format!("latch-{}", if i < 2 { i } else { i + 1 });
-        close_latch(&checker, &who, latch).await.unwrap();
+        close_latch(&checker, &who, latch).await;
     }
     checker.verify();
     fw.close().await;
@@ -504,12 +525,13 @@ async fn waiting() {
                 let who = format!("latch-{i}");
                 let latch = LeaderLatch::builder(&fw, &path).build().unwrap();
                 checker.record_latch(&latch, &who);
-                latch.start().await.unwrap();
+                latch.start().unwrap();
+                latch.ready().await.unwrap();
                 latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads in time");
                 assert!(!flag.swap(true, Ordering::SeqCst), "two leaders at once");
                 tokio::time::sleep(Duration::from_millis(fastrand::u64(0..10))).await;
                 flag.store(false, Ordering::SeqCst);
-                close_latch(&checker, &who, &latch).await.unwrap();
+                close_latch(&checker, &who, &latch).await;
             }));
         }
         for task in tasks {
@@ -533,7 +555,8 @@ async fn basic() {
     for i in 0..10 {
         let latch = LeaderLatch::new(&fw, &path, format!("{i}")).unwrap();
         checker.record_latch(&latch, &format!("{i}"));
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         latches.push(latch);
     }
     assert_eq!(one_leader(&checker).await, "0");
@@ -543,7 +566,7 @@ async fn basic() {
         assert_eq!(now, vec![0], "one leader, the first started of those left");
         let leader = latches.remove(0);
         order.push(leader.id().to_string());
-        close_latch(&checker, leader.id(), &leader).await.unwrap();
+        close_latch(&checker, leader.id(), &leader).await;
     }
     assert_eq!(order, (0..10).map(|i| i.to_string()).collect::<Vec<_>>());
     assert!(children(&fw, &path).await.is_empty());
@@ -573,7 +596,8 @@ async fn basic_alt() {
         .map(|latch| {
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(fastrand::u64(0..100))).await;
-                latch.start().await
+                latch.start()?;
+                latch.ready().await
             })
         })
         .collect();
@@ -582,7 +606,7 @@ async fn basic_alt() {
         let now = wait_for_a_leader(&handles).await;
         assert_eq!(now.len(), 1, "one leader at a time");
         let (who, leader) = latches.remove(now[0]);
-        close_latch(&checker, &who, &leader).await.unwrap();
+        close_latch(&checker, &who, &leader).await;
     }
     for start in starts {
         start.await.unwrap().unwrap();
@@ -626,7 +650,7 @@ async fn callback_scenario(n: usize, silent: usize) -> (usize, usize) {
                     LatchEvent::IsLeader(_) => {
                         yes.fetch_add(1, Ordering::SeqCst);
                         assert!(checker.recorded(&who, deadline()).await, "{who}'s term is recorded");
-                        close_latch(&checker, &who, &me).await.unwrap();
+                        close_latch(&checker, &who, &me).await;
                     }
                     LatchEvent::NotLeader(_) => {
                         no.fetch_add(1, Ordering::SeqCst);
@@ -638,7 +662,8 @@ async fn callback_scenario(n: usize, silent: usize) -> (usize, usize) {
         latches.push(latch);
     }
     for latch in &latches {
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
     }
     for task in tasks {
         tokio::time::timeout(deadline() * 3, task).await.expect("every latch led twice and closed").unwrap();
@@ -684,11 +709,13 @@ async fn callback_dont_notify() {
     checker.record_latch(&notified, "notified");
     let mut leader_events = leader.events();
     let mut notified_events = notified.events();
-    leader.start().await.unwrap();
+    leader.start().unwrap();
+    leader.ready().await.unwrap();
     assert!(is_leader(&next_event(&mut leader_events).await));
-    notified.start().await.unwrap();
-    notified.close().await.unwrap();
-    leader.close_with(CloseMode::NotifyLeader).await.unwrap();
+    notified.start().unwrap();
+    notified.ready().await.unwrap();
+    notified.close().await;
+    leader.close_with(CloseMode::NotifyLeader).await;
     assert_eq!(leader.state(), LatchState::Closed);
     assert_eq!(notified.state(), LatchState::Closed);
     assert!(matches!(next_event(&mut leader_events).await, LatchEvent::NotLeader(LockLost::Released)));
@@ -712,11 +739,12 @@ async fn no_server_at_start() {
     fw.start().unwrap();
     let latch = LeaderLatch::builder(&fw, "/one/two/me").build().unwrap();
     let mut events = latch.events();
-    latch.start().await.unwrap();
+    latch.start().unwrap();
+    latch.ready().await.unwrap();
     server.restart().await.unwrap();
     assert!(is_leader(&next_event(&mut events).await), "elected");
     quiet(&mut events, Duration::from_millis(500)).await;
-    latch.close().await.unwrap();
+    latch.close().await;
     assert!(events.next().await.is_none(), "elected once, never unelected");
     fw.close().await;
 }
@@ -743,7 +771,8 @@ async fn leads_again_after_repeated_session_loss() {
     let mut latches = Vec::new();
     for i in 0..5 {
         let latch = LeaderLatch::builder(&fw, &format!("{base}/foo/bar/{i}")).build().unwrap();
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
         latches.push(latch);
     }
@@ -757,7 +786,7 @@ async fn leads_again_after_repeated_session_loss() {
         }
     }
     for latch in &latches {
-        latch.close().await.unwrap();
+        latch.close().await;
     }
     fw.close().await;
 }
@@ -783,7 +812,8 @@ async fn in_cluster() {
         .await;
         let latch = LeaderLatch::new(&fw, "/latch", format!("{i}")).unwrap();
         checker.record_latch(&latch, &format!("{i}"));
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         fws.push(fw);
         latches.push(latch);
     }

@@ -99,11 +99,12 @@ async fn interruption() {
     let path = unique_path("cs-interruption");
     let s = LeaderSelector::builder(&fx.fw, &path, |_l: Leadership| async { panic!("interrupted") }).build().unwrap();
     let mut events = s.events();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     expect_took(&mut events).await;
     assert_eq!(expect_ended(&mut events).await, TermEnd::Returned);
     wait_children(&fx.fw, &path, 0).await;
-    s.close().await.unwrap();
+    s.close().await;
     fx.close().await;
 }
 
@@ -121,7 +122,8 @@ async fn error_policies() {
         let running = Arc::new(AtomicI32::new(0));
         let s = LeaderSelector::builder(&fw, &path, until_dropped(&running)).build().unwrap();
         let mut events = s.events();
-        s.start().await.unwrap();
+        s.start().unwrap();
+        s.ready().await.unwrap();
         expect_took(&mut events).await;
         server.stop().await.unwrap();
         match policy {
@@ -140,7 +142,7 @@ async fn error_policies() {
             }
             other => panic!("unexpected policy {other:?}"),
         }
-        s.close().await.unwrap();
+        s.close().await;
         fw.close().await;
         server.restart().await.unwrap();
     }
@@ -159,7 +161,8 @@ async fn leader_node_delete_on_interrupt() {
     let running = Arc::new(AtomicI32::new(0));
     let s = LeaderSelector::builder(&fw, &path, until_dropped(&running)).build().unwrap();
     let mut events = s.events();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     expect_took(&mut events).await;
     server.stop().await.unwrap();
     wait_for(&mut states, ConnectionState::Suspended, |_| true).await;
@@ -168,7 +171,7 @@ async fn leader_node_delete_on_interrupt() {
     server.restart().await.unwrap();
     wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
     wait_children(&fw, &path, 0).await;
-    s.close().await.unwrap();
+    s.close().await;
     fw.close().await;
 }
 
@@ -184,14 +187,15 @@ async fn interrupt_leadership_with_requeue() {
         .build()
         .unwrap();
     let mut events = s.events();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     let first = expect_took(&mut events).await;
     s.interrupt_leadership();
     s.interrupt_leadership();
     assert_eq!(expect_ended(&mut events).await, TermEnd::Interrupted);
     let again = expect_took(&mut events).await;
     assert!(again.fencing_token() > first.fencing_token());
-    s.close().await.unwrap();
+    s.close().await;
     fx.close().await;
 }
 
@@ -203,13 +207,14 @@ async fn interrupt_leadership() {
     let running = Arc::new(AtomicI32::new(0));
     let s = LeaderSelector::builder(&fx.fw, &unique_path("cs-interrupt"), until_dropped(&running)).build().unwrap();
     let mut events = s.events();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     expect_took(&mut events).await;
     running_are(&running, 1).await;
     s.interrupt_leadership();
     assert_eq!(expect_ended(&mut events).await, TermEnd::Interrupted);
     assert_eq!(running.load(Ordering::SeqCst), 0);
-    s.close().await.unwrap();
+    s.close().await;
     fx.close().await;
 }
 
@@ -229,9 +234,10 @@ async fn auto_requeue() {
     .build()
     .unwrap();
     s.auto_requeue();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     assert!(eventually(Timing::new().deadline(), || async { terms.load(Ordering::SeqCst) >= 2 }).await);
-    s.close().await.unwrap();
+    s.close().await;
     fx.close().await;
 }
 
@@ -246,13 +252,14 @@ async fn server_dying() {
     let running = Arc::new(AtomicI32::new(0));
     let s = LeaderSelector::builder(&fw, &unique_path("cs-dying"), until_dropped(&running)).build().unwrap();
     let mut events = s.events();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     expect_took(&mut events).await;
     server.kill().await.unwrap();
     wait_for(&mut states, ConnectionState::Lost, |_| true).await;
     assert!(matches!(expect_ended(&mut events).await, TermEnd::Lost(_)));
     assert!(!s.has_leadership());
-    s.close().await.unwrap();
+    s.close().await;
     fw.close().await;
 }
 
@@ -272,9 +279,11 @@ async fn kill_session_then_close_should_elect_new_leader() {
     let two = LeaderSelector::builder(&fw, &path, checker.recording("two", until_dropped(&running))).build().unwrap();
     let mut one_events = one.events();
     let mut two_events = two.events();
-    one.start().await.unwrap();
+    one.start().unwrap();
+    one.ready().await.unwrap();
     expect_took(&mut one_events).await;
-    two.start().await.unwrap();
+    two.start().unwrap();
+    two.ready().await.unwrap();
     wait_children(&fw, &path, 2).await;
 
     let info = fw.session().await.unwrap().client().session().clone();
@@ -288,10 +297,10 @@ async fn kill_session_then_close_should_elect_new_leader() {
     wait_children(&fw, &path, 2).await;
 
     assert_eq!(one_leader(&checker).await, "two");
-    two.close().await.unwrap();
+    two.close().await;
     expect_took(&mut one_events).await;
     running_are(&running, 1).await;
-    one.close().await.unwrap();
+    one.close().await;
     assert_eq!(running.load(Ordering::SeqCst), 0);
     let report = checker.verify();
     assert_eq!(report.terms, 3, "{report:#}");
@@ -318,9 +327,11 @@ async fn kill_server_then_close_should_elect_new_leader() {
         .build()
         .unwrap();
     let mut one_events = one.events();
-    one.start().await.unwrap();
+    one.start().unwrap();
+    one.ready().await.unwrap();
     expect_took(&mut one_events).await;
-    two.start().await.unwrap();
+    two.start().unwrap();
+    two.ready().await.unwrap();
     wait_children(&fw, &path, 2).await;
 
     server.stop().await.unwrap();
@@ -333,10 +344,10 @@ async fn kill_server_then_close_should_elect_new_leader() {
     running_are(&running, 1).await;
     one_leader(&checker).await;
     let (leader, other) = if one.has_leadership() { (one, two) } else { (two, one) };
-    leader.close().await.unwrap();
+    leader.close().await;
     assert!(eventually(Timing::new().deadline(), || async { other.has_leadership() }).await);
     running_are(&running, 1).await;
-    other.close().await.unwrap();
+    other.close().await;
     assert_eq!(running.load(Ordering::SeqCst), 0);
     checker.verify();
     fw.close().await;
@@ -355,17 +366,19 @@ async fn closing() {
         LeaderSelector::builder(&fx.fw, &path, checker.recording("one", until_dropped(&running))).build().unwrap();
     let two =
         LeaderSelector::builder(&fx.fw, &path, checker.recording("two", until_dropped(&running))).build().unwrap();
-    one.start().await.unwrap();
-    two.start().await.unwrap();
+    one.start().unwrap();
+    one.ready().await.unwrap();
+    two.start().unwrap();
+    two.ready().await.unwrap();
     assert!(eventually(Timing::new().deadline(), || async { one.has_leadership() || two.has_leadership() }).await);
     assert_ne!(one.has_leadership(), two.has_leadership());
     let (leader, other) = if one.has_leadership() { (one, two) } else { (two, one) };
-    other.close().await.unwrap();
+    other.close().await;
     wait_children(&fx.fw, &path, 1).await;
     assert!(leader.has_leadership());
     assert!(!other.has_leadership());
     one_leader(&checker).await;
-    leader.close().await.unwrap();
+    leader.close().await;
     assert!(!leader.has_leadership());
     assert_eq!(running.load(Ordering::SeqCst), 0);
     let report = checker.verify();
@@ -398,7 +411,8 @@ async fn rotating_leadership() {
     for round in 1..=3 {
         for s in &selectors {
             if round == 1 {
-                s.start().await.unwrap();
+                s.start().unwrap();
+                s.ready().await.unwrap();
             } else {
                 // Its last term may still be ending: requeue once it has.
                 assert!(eventually(Timing::new().deadline(), || async { s.requeue().unwrap() }).await);
@@ -407,7 +421,7 @@ async fn rotating_leadership() {
         assert!(eventually(Timing::new().deadline(), || async { leaders.lock().unwrap().len() == round * 5 }).await);
     }
     for s in &selectors {
-        s.close().await.unwrap();
+        s.close().await;
     }
     let leaders = leaders.lock().unwrap().clone();
     for round in leaders.chunks(5) {
@@ -435,19 +449,21 @@ async fn flapping() {
     let one = LeaderSelector::builder(&fw, &path, checker.recording("one", until_dropped(&running))).build().unwrap();
     let mut events = one.events();
     proxy.swallow_next_reply();
-    one.start().await.unwrap();
+    one.start().unwrap();
+    one.ready().await.unwrap();
     expect_took(&mut events).await;
     assert!(!proxy.swallow_pending(), "a reply was swallowed");
     assert_eq!(children(&observer, &path).await.len(), 1, "exactly one node: ours");
-    one.close().await.unwrap();
+    one.close().await;
     wait_children(&observer, &path, 0).await;
     let two =
         LeaderSelector::builder(&observer, &path, checker.recording("two", until_dropped(&running))).build().unwrap();
     let mut events = two.events();
-    two.start().await.unwrap();
+    two.start().unwrap();
+    two.ready().await.unwrap();
     expect_took(&mut events).await;
     assert_eq!(one_leader(&checker).await, "two");
-    two.close().await.unwrap();
+    two.close().await;
     let report = checker.verify();
     assert_eq!(report.terms, 2, "{report:#}");
     fw.close().await;
@@ -489,7 +505,8 @@ async fn cluster_restart() {
     .auto_requeue(true)
     .build()
     .unwrap();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     assert!(eventually(Timing::new().deadline(), || async { terms.load(Ordering::SeqCst) >= 1 }).await);
     let member = connected_member(&cluster, &fw).await;
     cluster.kill(member).await.unwrap();
@@ -498,7 +515,7 @@ async fn cluster_restart() {
         eventually(Timing::new().multiple(4.0).deadline(), || async { terms.load(Ordering::SeqCst) > before + 1 })
             .await
     );
-    s.close().await.unwrap();
+    s.close().await;
     fw.close().await;
 }
 
@@ -515,7 +532,8 @@ async fn cluster_lost_restart() {
     let running = Arc::new(AtomicI32::new(0));
     let s = LeaderSelector::builder(&fw, &path, until_dropped(&running)).build().unwrap();
     let mut events = s.events();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     let term = expect_took(&mut events).await;
     assert_eq!(children(&fw, &path).await.len(), 1);
     let member = connected_member(&cluster, &fw).await;
@@ -530,7 +548,7 @@ async fn cluster_lost_restart() {
     let _ = fw.delete().for_path(term.path()).await; // as its session's expiry would
     assert!(s.requeue().unwrap());
     expect_took(&mut events).await;
-    s.close().await.unwrap();
+    s.close().await;
     fw.close().await;
 }
 
@@ -544,7 +562,8 @@ async fn participants_id() {
     let s =
         LeaderSelector::builder(&fx.fw, &unique_path("cs-id"), until_dropped(&running)).id("A is A").build().unwrap();
     let mut events = s.events();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     expect_took(&mut events).await;
     let leader = s.leader().await.unwrap().expect("a leader");
     assert!(leader.is_leader);
@@ -552,7 +571,7 @@ async fn participants_id() {
     let participants = s.participants().await.unwrap();
     assert_eq!(participants.len(), 1);
     assert_eq!(participants[0].id, s.id());
-    s.close().await.unwrap();
+    s.close().await;
     fx.close().await;
 }
 
@@ -569,7 +588,8 @@ async fn participants_basic() {
     for i in 0..10 {
         let lead = checker.recording(&i.to_string(), until_dropped(&running));
         let s = LeaderSelector::builder(&fx.fw, &path, lead).id(i.to_string()).build().unwrap();
-        s.start().await.unwrap();
+        s.start().unwrap();
+        s.ready().await.unwrap();
         selectors.push(s);
     }
     wait_children(&fx.fw, &path, 10).await;
@@ -583,7 +603,7 @@ async fn participants_basic() {
     assert_eq!(ids, (0..10).map(|i| i.to_string()).collect::<HashSet<_>>());
     one_leader(&checker).await;
     for s in &selectors {
-        s.close().await.unwrap();
+        s.close().await;
     }
     checker.verify();
     fx.close().await;

@@ -108,11 +108,10 @@ impl Contender {
     /// no listener).
     async fn close(&self, checker: &LeadershipChecker, mode: CloseMode) {
         checker.stopping(&self.id, format!("close({mode:?})"));
-        let closed = match &self.handle {
+        match &self.handle {
             Handle::Latch(l) => l.close_with(mode).await,
             Handle::Selector(s) => s.close().await,
-        };
-        closed.unwrap_or_else(|e| panic!("{}: close: {e}", self.id));
+        }
     }
 }
 
@@ -154,8 +153,14 @@ fn handle(recipe: Recipe, checker: &LeadershipChecker, fw: &CuratorFramework, pa
 
 async fn start(handle: &Handle) {
     match handle {
-        Handle::Latch(l) => l.start().await.expect("start the latch"),
-        Handle::Selector(s) => s.start().await.expect("start the selector"),
+        Handle::Latch(l) => {
+            l.start().expect("start the latch");
+            l.ready().await.expect("the latch is in line");
+        }
+        Handle::Selector(s) => {
+            s.start().expect("start the selector");
+            s.ready().await.expect("the selector is in line");
+        }
     }
 }
 

@@ -162,7 +162,7 @@ impl RustParticipant for LeaderLatch {
             // A silent close publishes nothing: the term ends as we decide to close.
             let end = now_us();
             let leading = self.has_leadership();
-            close_latch(&checker, self.id(), self).await.expect("close the latch");
+            close_latch(&checker, self.id(), self).await;
             if leading {
                 log.push(self.id(), false, end);
             }
@@ -191,7 +191,7 @@ impl RustParticipant for LeaderSelector {
             let end = now_us();
             let leading = self.has_leadership();
             checker.stopping(self.id(), "close()");
-            LeaderSelector::close(self).await.expect("close the selector");
+            LeaderSelector::close(self).await;
             if leading {
                 log.push(self.id(), false, end);
             }
@@ -330,7 +330,8 @@ async fn curator_and_rust_latches_elect_one_leader_at_a_time() {
             .build()
             .expect("latch");
         checker.record_latch(&latch, latch.id());
-        latch.start().await.expect("start"); // returns once our node is in line
+        latch.start().expect("start");
+        latch.ready().await.expect("start"); // returns once our node is in line
         joined.push(Joined::Rust(Box::new(latch)));
         let java_id = format!("java-{i}");
         assert_eq!(java.command(&format!("START {java_id}")).await, format!("STARTED {java_id}"));
@@ -379,7 +380,8 @@ async fn curator_and_rust_selectors_elect_one_leader_at_a_time() {
             })
             .build()
             .expect("selector");
-        selector.start().await.expect("start"); // in line in the background
+        selector.start().expect("start");
+        selector.ready().await.expect("start"); // in line in the background
         let in_line = eventually(Timing::new().deadline(), || async {
             selector.participants().await.map(|ps| ps.iter().any(|p| p.id == id)).unwrap_or(false)
         })

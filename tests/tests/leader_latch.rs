@@ -1,4 +1,4 @@
-//! Our own `LeaderLatch` and `observe()` tests, past Curator's: fencing tokens across leaders,
+//! Our own `LeaderLatch` and `LeaderObserver` tests, past Curator's: fencing tokens across leaders,
 //! `lost()` under every error and retry policy, 100 latches on one framework without a herd,
 //! the CURATOR-696 rule on an expired session, an observer following the leader, and bad input.
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 use curator_core::listeners::EventStream;
 use curator_core::retry::RetryNTimes;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::leader::{observe, LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
+use curator_recipes::leader::{LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
 use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingServer, Timing};
 use tests::leadership::{close_latch, next_event, LeadershipChecker, STABLE};
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
@@ -93,7 +93,8 @@ async fn fencing_tokens_grow_with_each_new_leader() {
             };
             log.lock().unwrap().push(entry);
         });
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
     }
     let mut tokens = Vec::new();
     let mut open: Vec<bool> = vec![true; 5];
@@ -107,7 +108,7 @@ async fn fencing_tokens_grow_with_each_new_leader() {
         tokens.push(term.fencing_token());
         assert!(checker.recorded(&format!("p{leader}"), deadline()).await);
         if round % 3 == 2 && live.len() > 1 {
-            close_latch(&checker, &format!("p{leader}"), &latches[leader]).await.unwrap();
+            close_latch(&checker, &format!("p{leader}"), &latches[leader]).await;
             open[leader] = false;
         } else {
             latches[leader].step_down().await.unwrap();
@@ -121,7 +122,7 @@ async fn fencing_tokens_grow_with_each_new_leader() {
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens grow: {tokens:?}");
     for (i, latch) in latches.iter().enumerate() {
         if open[i] {
-            close_latch(&checker, &format!("p{i}"), latch).await.unwrap();
+            close_latch(&checker, &format!("p{i}"), latch).await;
         }
     }
     // Listener queues drain after the closes: every IsLeader (with its token) was seen, and
@@ -160,7 +161,8 @@ async fn lost_resolves_on_expiry_under_every_policy() {
         let fw = framework(&server.connect_string(), policy, retry).await;
         let latch = LeaderLatch::new(&fw, &unique_path("lost-expiry"), "me").unwrap();
         let mut events = latch.events();
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         let term = next_term(&mut events).await;
         let info = fw.session().await.unwrap().client().session().clone();
         expire_session(&server.connect_string(), &info).await.unwrap();
@@ -191,7 +193,7 @@ async fn lost_resolves_on_expiry_under_every_policy() {
         };
         assert!(again.fencing_token() > term.fencing_token(), "{policy:?} {retry:?}");
         assert_ne!(again.path(), term.path());
-        latch.close().await.unwrap();
+        latch.close().await;
         fw.close().await;
     });
     futures::future::join_all(runs).await;
@@ -213,7 +215,8 @@ async fn lost_resolves_on_cut_under_every_policy() {
         let path = unique_path("lost-cut");
         let latch = LeaderLatch::new(&fw, &path, "me").unwrap();
         let mut events = latch.events();
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         let term = next_term(&mut events).await;
         watched(&server.connect_string(), term.path()).await;
 
@@ -258,7 +261,7 @@ async fn lost_resolves_on_cut_under_every_policy() {
         let again = next_term(&mut events).await;
         assert!(again.fencing_token() > term.fencing_token());
         assert_ne!(again.path(), term.path());
-        latch.close().await.unwrap();
+        latch.close().await;
         fw.close().await;
     });
     futures::future::join_all(runs).await;
@@ -283,13 +286,15 @@ async fn short_cut_leads_again_with_the_same_node() {
     let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
     checker.record_latch(&a, "a");
     let mut events_a = a.events();
-    a.start().await.unwrap();
+    a.start().unwrap();
+    a.ready().await.unwrap();
     let first = next_term(&mut events_a).await;
     watched(&shared(), first.path()).await;
     let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
     checker.record_latch(&b, "b");
     let mut events_b = b.events();
-    b.start().await.unwrap();
+    b.start().unwrap();
+    b.ready().await.unwrap();
     let session = fw_a.session().await.unwrap().id();
 
     // Cut, and keep the server out of reach until the leader has heard of the suspension.
@@ -315,10 +320,10 @@ async fn short_cut_leads_again_with_the_same_node() {
     assert!(tokio::time::timeout(Duration::from_millis(300), events_b.next()).await.is_err(), "b never led");
     assert_eq!(checker.await_one_leader(deadline(), STABLE).await.as_deref(), Some("a"), "{:#}", checker.report());
 
-    close_latch(&checker, "a", &a).await.unwrap();
+    close_latch(&checker, "a", &a).await;
     let term_b = next_term(&mut events_b).await;
     assert!(term_b.fencing_token() > again.fencing_token());
-    close_latch(&checker, "b", &b).await.unwrap();
+    close_latch(&checker, "b", &b).await;
     let report = checker.verify();
     assert_eq!(report.terms, 3, "{report:#}");
     fw_b.close().await;
@@ -340,7 +345,8 @@ async fn step_down_and_close_while_suspended() {
     let path = unique_path("suspended-close");
     let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
     let mut events = a.events();
-    a.start().await.unwrap();
+    a.start().unwrap();
+    a.ready().await.unwrap();
     let first = next_term(&mut events).await;
     watched(&shared(), first.path()).await;
     proxy.set_reject(true);
@@ -348,7 +354,7 @@ async fn step_down_and_close_while_suspended() {
     assert_eq!(next_loss(&mut events).await, LockLost::Suspended);
     a.step_down().await.unwrap();
     assert_eq!(a.our_path().as_deref(), Some(first.path()), "a step down keeps the node");
-    a.close().await.unwrap();
+    a.close().await;
     assert_eq!(a.our_path(), None);
     proxy.set_reject(false);
     assert!(eventually(deadline(), || async { children(&fw_b, &path).await.is_empty() }).await);
@@ -373,13 +379,15 @@ async fn long_cut_lets_the_next_latch_lead() {
     let a = LeaderLatch::new(&fw_a, &path, "a").unwrap();
     checker.record_latch(&a, "a");
     let mut events_a = a.events();
-    a.start().await.unwrap();
+    a.start().unwrap();
+    a.ready().await.unwrap();
     let first = next_term(&mut events_a).await;
     watched(&shared(), first.path()).await;
     let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
     checker.record_latch(&b, "b");
     let mut events_b = b.events();
-    b.start().await.unwrap();
+    b.start().unwrap();
+    b.ready().await.unwrap();
 
     proxy.pause();
     assert_eq!(next_loss(&mut events_a).await, LockLost::Suspended);
@@ -397,11 +405,11 @@ async fn long_cut_lets_the_next_latch_lead() {
     assert!(tokio::time::timeout(Duration::from_millis(300), events_a.next()).await.is_err(), "a waits in line");
     assert_eq!(checker.await_one_leader(deadline(), STABLE).await.as_deref(), Some("b"), "{:#}", checker.report());
 
-    close_latch(&checker, "b", &b).await.unwrap();
+    close_latch(&checker, "b", &b).await;
     let again = next_term(&mut events_a).await;
     assert_eq!(a.our_path().as_deref(), Some(again.path()));
     assert!(again.fencing_token() > term_b.fencing_token());
-    close_latch(&checker, "a", &a).await.unwrap();
+    close_latch(&checker, "a", &a).await;
     let report = checker.verify();
     assert_eq!(report.terms, 3, "{report:#}");
     fw_b.close().await;
@@ -420,7 +428,8 @@ async fn expired_session_node_never_makes_a_leader() {
     let path = unique_path("curator-696");
     let latch = LeaderLatch::new(&fx.fw, &path, "me").unwrap();
     let mut events = latch.events();
-    latch.start().await.unwrap();
+    latch.start().unwrap();
+    latch.ready().await.unwrap();
     let old = next_term(&mut events).await;
     let watcher = client(&fx.connect_string()).await;
     let info = fx.fw.session().await.unwrap().client().session().clone();
@@ -433,7 +442,7 @@ async fn expired_session_node_never_makes_a_leader() {
     assert!(watcher.check_exists().for_path(old.path()).await.unwrap().is_none(), "the old node is gone");
     assert_eq!(children(&watcher, &path).await.len(), 1);
     assert!(tokio::time::timeout(Duration::from_millis(300), events.next()).await.is_err(), "nothing more");
-    latch.close().await.unwrap();
+    latch.close().await;
     watcher.close().await;
     fx.close().await;
 }
@@ -457,7 +466,8 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
     for i in 0..100 {
         let latch = LeaderLatch::new(&fw, &path, format!("{i:03}")).unwrap();
         checker.record_latch(&latch, &format!("{i:03}"));
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         latches.push(latch);
     }
     // Each latch waits in a task of its own.
@@ -490,7 +500,7 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
     for i in 0..HANDOFFS {
         // The leader's own wait has seen its term before it closes (else it would see the close).
         token_of(i, (&mut waits[i]).await);
-        close_latch(&checker, &format!("{i:03}"), &latches[i]).await.unwrap();
+        close_latch(&checker, &format!("{i:03}"), &latches[i]).await;
         let next = latches[i + 1].clone();
         assert!(
             eventually(deadline(), || async { next.has_leadership() }).await,
@@ -509,7 +519,7 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
     let one = checker.await_one_leader(deadline(), STABLE).await;
     assert_eq!(one, Some(format!("{HANDOFFS:03}")), "{:#}", checker.report());
     for latch in &latches[HANDOFFS..] {
-        close_latch(&checker, latch.id(), latch).await.unwrap();
+        close_latch(&checker, latch.id(), latch).await;
     }
     assert!(children(&fw, &path).await.is_empty(), "no node left behind");
     // Not every latch leads: one may close before its turn comes.
@@ -518,7 +528,7 @@ async fn hundred_latches_hand_over_in_order_without_a_herd() {
     fx.close().await;
 }
 
-/// `observe()` follows the leader through a close, a step down and a session expiry, for a
+/// A `LeaderObserver` follows the leader through a close, a step down and a session expiry, for a
 /// latch election and for a mutex-based one (`lock-` nodes), with the leader's id and token;
 /// it shows `None` when nobody takes part, and starts on a path that does not exist yet. The
 /// leadership checker sees the latches' four terms, none overlapping (but for b's, whose
@@ -529,7 +539,9 @@ async fn observer_follows_close_step_down_and_expiry() {
     let server = TestingServer::shared();
     let watcher_fw = client(&server.connect_string()).await;
     let path = unique_path("observe");
-    let mut observer = observe(&watcher_fw, &path).unwrap();
+    let mut observer = LeaderObserver::new(&watcher_fw, &path).unwrap();
+    observer.start().unwrap();
+    observer.ready().await.unwrap();
     assert_eq!(observed(&mut observer, |l| l.is_none()).await, None);
 
     let fw_a = client(&server.connect_string()).await;
@@ -539,9 +551,11 @@ async fn observer_follows_close_step_down_and_expiry() {
     let b = LeaderLatch::new(&fw_b, &path, "b").unwrap();
     checker.record_latch(&a, "a");
     checker.record_latch(&b, "b");
-    a.start().await.unwrap();
+    a.start().unwrap();
+    a.ready().await.unwrap();
     let term_a = a.await_leadership_timeout(deadline()).await.unwrap().expect("a leads");
-    b.start().await.unwrap();
+    b.start().unwrap();
+    b.ready().await.unwrap();
     let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "a")).await.unwrap();
     assert_eq!(seen, Leader { id: "a".into(), token: term_a.fencing_token(), path: term_a.path().to_string() });
 
@@ -564,11 +578,11 @@ async fn observer_follows_close_step_down_and_expiry() {
     // Close: b leads; close b too: nobody.
     assert!(eventually(deadline(), || async { children(&watcher_fw, &path).await.len() == 2 }).await);
     assert_eq!(checker.await_one_leader(deadline(), STABLE).await.as_deref(), Some("a"), "{:#}", checker.report());
-    close_latch(&checker, "a", &a).await.unwrap();
+    close_latch(&checker, "a", &a).await;
     let term_b2 = b.await_leadership_timeout(deadline()).await.unwrap().expect("b leads");
     let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "b")).await.unwrap();
     assert_eq!(seen.token, term_b2.fencing_token());
-    close_latch(&checker, "b", &b).await.unwrap();
+    close_latch(&checker, "b", &b).await;
     assert_eq!(observed(&mut observer, |l| l.is_none()).await, None);
     let report = checker.verify();
     assert_eq!(report.terms, 4, "{report:#}");
@@ -600,7 +614,10 @@ async fn bad_input_is_a_typed_error() {
             matches!(LeaderLatch::new(&fw, bad, "id"), Err(CuratorError::InvalidPath { .. })),
             "latch path {bad:?}"
         );
-        assert!(matches!(observe(&fw, bad), Err(CuratorError::InvalidPath { .. })), "observer path {bad:?}");
+        assert!(
+            matches!(LeaderObserver::new(&fw, bad), Err(CuratorError::InvalidPath { .. })),
+            "observer path {bad:?}"
+        );
     }
     let huge = "x".repeat(2 * 1024 * 1024);
     assert!(matches!(LeaderLatch::new(&fw, "/ok", huge), Err(CuratorError::DataTooLarge { .. })));
@@ -609,11 +626,12 @@ async fn bad_input_is_a_typed_error() {
     assert!(matches!(latch.step_down().await, Err(CuratorError::NotStarted { .. })));
     assert!(matches!(latch.await_leadership().await, Err(CuratorError::NotStarted { .. })));
     assert!(!latch.has_leadership());
-    latch.start().await.unwrap();
-    assert!(matches!(latch.start().await, Err(CuratorError::AlreadyStarted { .. })));
+    latch.start().unwrap();
+    latch.ready().await.unwrap();
+    assert!(matches!(latch.start(), Err(CuratorError::AlreadyStarted { .. })));
     latch.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
-    latch.close().await.unwrap();
-    latch.close().await.expect("idempotent");
+    latch.close().await;
+    latch.close().await;
     assert!(matches!(latch.await_leadership().await, Err(CuratorError::AlreadyClosed { .. })));
     assert!(matches!(latch.step_down().await, Err(CuratorError::AlreadyClosed { .. })));
     assert!(latch.leadership().is_none());
@@ -622,7 +640,7 @@ async fn bad_input_is_a_typed_error() {
 }
 
 /// Dropping the last handle of a latch (leading or in line) leaves no node behind; so does
-/// dropping a `start()` before it returns. The waiter, dropped first, never leads.
+/// dropping a latch whose create is in flight. The waiter, dropped first, never leads.
 #[tokio::test]
 async fn dropping_leaves_no_node() {
     init_tracing();
@@ -631,19 +649,21 @@ async fn dropping_leaves_no_node() {
     let checker = LeadershipChecker::new();
     let leader = LeaderLatch::new(&fw, &path, "leader").unwrap();
     checker.record_latch(&leader, "leader");
-    leader.start().await.unwrap();
+    leader.start().unwrap();
+    leader.ready().await.unwrap();
     leader.await_leadership_timeout(deadline()).await.unwrap().expect("leads");
     let waiter = LeaderLatch::new(&fw, &path, "waiter").unwrap();
     checker.record_latch(&waiter, "waiter");
-    waiter.start().await.unwrap();
+    waiter.start().unwrap();
+    waiter.ready().await.unwrap();
     assert!(checker.recorded("leader", deadline()).await);
     assert_eq!(children(&fw, &path).await.len(), 2);
     drop(waiter);
     drop(leader);
     let starting = LeaderLatch::new(&fw, &path, "starting").unwrap();
-    let mut start = Box::pin(starting.start());
-    assert!(futures::FutureExt::now_or_never(&mut start).is_none());
-    drop(start);
+    starting.start().unwrap();
+    // One turn of the scheduler: its task sends its create; then the latch goes.
+    tokio::task::yield_now().await;
     drop(starting);
     assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
     let report = checker.verify();
@@ -663,7 +683,8 @@ async fn participants_in_line_order() {
     for id in ["one", "two", "three"] {
         let latch = LeaderLatch::new(&fw, &path, id).unwrap();
         checker.record_latch(&latch, id);
-        latch.start().await.unwrap();
+        latch.start().unwrap();
+        latch.ready().await.unwrap();
         latches.push(latch);
     }
     latches[0].await_leadership_timeout(deadline()).await.unwrap().expect("leads");
@@ -674,7 +695,7 @@ async fn participants_in_line_order() {
     assert_eq!(checker.await_one_leader(deadline(), STABLE).await.as_deref(), Some("one"), "{:#}", checker.report());
     for latch in &latches {
         assert!(latch.our_path().is_some_and(|p| p.contains("-latch-")));
-        close_latch(&checker, latch.id(), latch).await.unwrap();
+        close_latch(&checker, latch.id(), latch).await;
     }
     checker.verify();
     fw.close().await;
@@ -692,7 +713,8 @@ fn assert_send_sync() {
 
 /// The core lifecycle (issue 27, item 4): a second `close()` is fine (Curator's throws, and ours
 /// returned `IllegalState`), as is closing a latch that was never started; a closed latch
-/// refuses a start with a typed error, and `await_leadership` says why it cannot lead.
+/// refuses a start with a typed error, and `await_leadership` (and `ready`) say why it cannot
+/// lead.
 #[tokio::test]
 async fn close_is_idempotent_and_lifecycle_errors_are_typed() {
     init_tracing();
@@ -701,25 +723,30 @@ async fn close_is_idempotent_and_lifecycle_errors_are_typed() {
     let latch = LeaderLatch::new(&fw, &path, "a").unwrap();
     let r = latch.await_leadership().await;
     assert!(matches!(r, Err(CuratorError::NotStarted { what: "LeaderLatch" })), "{r:?}");
-    latch.start().await.unwrap();
-    assert!(matches!(latch.start().await, Err(CuratorError::AlreadyStarted { .. })));
+    assert!(matches!(latch.ready().await, Err(CuratorError::NotStarted { what: "LeaderLatch" })));
+    latch.start().unwrap();
+    latch.ready().await.unwrap();
+    assert!(matches!(latch.start(), Err(CuratorError::AlreadyStarted { .. })));
     latch.await_leadership().await.unwrap();
-    latch.close().await.unwrap();
-    latch.close().await.expect("a second close is fine");
+    latch.close().await;
+    latch.close().await;
     assert!(children(&fw, &path).await.is_empty(), "the first close deleted our node");
-    assert!(matches!(latch.start().await, Err(CuratorError::AlreadyClosed { .. })));
+    assert!(matches!(latch.start(), Err(CuratorError::AlreadyClosed { .. })));
     assert!(matches!(latch.await_leadership().await, Err(CuratorError::AlreadyClosed { .. })));
     let never = LeaderLatch::new(&fw, &path, "b").unwrap();
-    never.close().await.expect("closing a latent latch is fine");
+    never.close().await;
+    assert!(matches!(never.ready().await, Err(CuratorError::AlreadyClosed { what: "LeaderLatch" })));
     fw.close().await;
 }
 
-/// Issue 27, item 3: a latch whose node the server refuses (the election path allows reading
-/// only) reports `NoAuth` from `start()`, promptly, and is closed; before, `start()` returned
-/// `Ok` and the latch tried again for ever without ever leading (an ERROR line the only sign).
-/// Under every error and retry policy.
+/// Issue 27, item 3 (and item 2's convention): a latch whose node the server refuses (the
+/// election path allows reading only) starts (`start()` only spawns its task), and `ready()`
+/// reports `NoAuth`, promptly, with the latch closed; before issue 27 `start()` returned `Ok`
+/// and the latch tried again for ever without ever leading (an ERROR line the only sign).
+/// Under every error and retry policy. Curator has no such test: its `LeaderLatch` only logs
+/// the refusal (`TestLeaderLatch` covers the started path).
 #[tokio::test]
-async fn a_refused_first_join_is_reported_by_start() {
+async fn a_refused_first_join_is_reported_by_ready() {
     use curator_core::zk::{Acl, AuthId, Permission};
     init_tracing();
     let connect = shared();
@@ -730,12 +757,46 @@ async fn a_refused_first_join_is_reported_by_start() {
         fw.create().with_acl(read_only).for_path(&path, Vec::new()).await.unwrap();
         let latch = LeaderLatch::new(&fw, &path, "refused").unwrap();
         let started = std::time::Instant::now();
-        let r = tokio::time::timeout(deadline(), latch.start()).await.expect("start returns");
+        latch.start().expect("start only spawns the task");
+        let r = tokio::time::timeout(deadline(), latch.ready()).await.expect("ready returns");
         assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
         assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
         assert_eq!(latch.state(), curator_recipes::leader::LatchState::Closed);
         assert!(!latch.has_leadership());
-        latch.close().await.unwrap();
+        assert!(matches!(latch.await_leadership().await, Err(CuratorError::AlreadyClosed { .. })));
+        assert!(matches!(latch.ready().await, Err(CuratorError::NoAuth { .. })), "the outcome stays");
+        latch.close().await;
+        fw.close().await;
+    }
+}
+
+/// Issue 27, item 2: an observer whose first read the server refuses (no READ on the election
+/// path) starts, and `ready()` reports `NoAuth` within a second, with the observer closed (a
+/// second start is `AlreadyClosed`; `changed()` ends). Before, the refusal was only told by
+/// `wait_initialized()` while the observer went on trying. Under every error and retry policy.
+/// (No Curator counterpart: the observer is ours.)
+#[tokio::test]
+async fn a_refused_first_read_is_reported_by_the_observers_ready() {
+    use curator_core::zk::{Acl, AuthId, Permission};
+    init_tracing();
+    let connect = shared();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&connect, policy, retry).await;
+        let path = unique_path("observe-noauth");
+        let no_read = Permission::WRITE | Permission::CREATE | Permission::DELETE | Permission::ADMIN;
+        let no_read = vec![Acl::new(no_read, AuthId::anyone())];
+        fw.create().with_acl(no_read).for_path(&path, Vec::new()).await.unwrap();
+        let mut observer = LeaderObserver::new(&fw, &path).unwrap();
+        let started = std::time::Instant::now();
+        observer.start().expect("start only spawns the task");
+        let r = tokio::time::timeout(deadline(), observer.ready()).await.expect("ready returns");
+        assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
+        assert!(matches!(observer.start(), Err(CuratorError::AlreadyClosed { what: "LeaderObserver" })));
+        let changed = tokio::time::timeout(deadline(), observer.changed()).await.expect("changed returns");
+        assert_eq!(changed, None, "{policy:?}/{retry:?}: the observer is closed");
+        observer.close().await;
+        observer.close().await;
         fw.close().await;
     }
 }

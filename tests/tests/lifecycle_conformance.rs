@@ -25,7 +25,7 @@ use curator_core::listeners::EventStream;
 use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::{CuratorError, CuratorFramework};
 use curator_discovery::{DiscoveryError, ServiceCache, ServiceDiscovery, ServiceInstance, ServiceProvider};
-use curator_recipes::leader::{observe, LeaderLatch, LeaderObserver, LeaderSelector};
+use curator_recipes::leader::{LeaderLatch, LeaderObserver, LeaderSelector};
 use curator_recipes::nodes::{GroupMember, PersistentNode, PersistentTtlNode};
 use curator_recipes::queue::{DistributedIdQueue, DistributedQueue, StringSerializer};
 use curator_recipes::shared::{SharedCount, SharedValue};
@@ -121,54 +121,52 @@ fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
 struct Latch(LeaderLatch);
 impl Subject for Latch {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.start())
+        Box::pin(async move { self.0.start() })
     }
     fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.close())
+        Box::pin(async move {
+            self.0.close().await;
+            Ok(())
+        })
     }
     fn stream_end(&self) -> Option<Fut<'static, ()>> {
         ends(self.0.events())
+    }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err() })
     }
 }
 
 struct Selector(LeaderSelector);
 impl Subject for Selector {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.start())
+        Box::pin(async move { self.0.start() })
     }
     fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(self.0.close())
+        Box::pin(async move {
+            self.0.close().await;
+            Ok(())
+        })
     }
     fn stream_end(&self) -> Option<Fut<'static, ()>> {
         ends(self.0.events())
     }
+    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err() })
+    }
 }
 
-struct Observer {
-    fw: CuratorFramework,
-    path: String,
-    observer: Mutex<Option<LeaderObserver>>,
-}
+struct Observer(LeaderObserver);
 impl Subject for Observer {
     fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            *self.observer.lock().unwrap() = Some(observe(&self.fw, &self.path)?);
-            Ok(())
-        })
+        Box::pin(async move { self.0.start() })
     }
     fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move {
-            let observer = take(&self.observer)?;
-            let loaded = tokio::time::timeout(REFUSAL, observer.wait_initialized()).await;
-            *self.observer.lock().unwrap() = Some(observer);
-            loaded.ok()?.err()
-        })
+        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err() })
     }
     fn close(&self) -> Fut<'_, Outcome> {
         Box::pin(async move {
-            if let Some(observer) = take(&self.observer) {
-                observer.close().await;
-            }
+            self.0.close().await;
             Ok(())
         })
     }
@@ -495,13 +493,12 @@ const KINDS: &[Kind] = &[
         start_consumes: false,
         ephemeral: true,
     },
-    // `observe` makes and starts the observer at once: there is no second start to write.
     Kind {
         name: "LeaderObserver",
-        make: |fw, base| boxed(Observer { fw: fw.clone(), path: base.to_string(), observer: Mutex::new(None) }),
+        make: |fw, base| boxed(Observer(LeaderObserver::new(fw, base)?)),
         refuse_at: at_base,
         reads_only: true,
-        start_consumes: true,
+        start_consumes: false,
         ephemeral: false,
     },
     Kind {

@@ -169,10 +169,11 @@ async fn a_lock_cycle_moves_wait_hold_and_operation_metrics() {
     let latch_label = [("recipe", recipe::LEADER_LATCH)];
     let terms = counter(m::LEADER_CHANGES, &latch_label);
     let latch = LeaderLatch::new(&fw, &unique_path("metrics-latch"), "a").unwrap();
-    latch.start().await.unwrap();
+    latch.start().unwrap();
+    latch.ready().await.unwrap();
     latch.await_leadership().await.unwrap();
     assert_eq!(counter(m::LEADER_CHANGES, &latch_label), terms + 1);
-    latch.close().await.unwrap();
+    latch.close().await;
     fw.close().await;
 }
 
@@ -348,10 +349,11 @@ async fn a_panicking_leader_counts_its_failed_terms() {
         .auto_requeue(true)
         .build()
         .unwrap();
-    s.start().await.unwrap();
+    s.start().unwrap();
+    s.ready().await.unwrap();
     settles("the policy gives up", || reported.load(Ordering::SeqCst) == 1).await;
     assert_eq!(counter(m::LEADER_CHANGES, &label), terms + 2, "a term and one retry");
     assert_eq!(counter(m::LEADER_TERM_FAILURES, &label), failures + 2, "both failed");
-    s.close().await.unwrap();
+    s.close().await;
     fw.close().await;
 }

@@ -70,10 +70,8 @@ enum Status {
     Leading(Leadership),
     /// A join failed; the task tries again after the connection comes back (or a pause).
     Retrying,
-    /// The first join was refused for good (no permission, a bad ACL): the task ended, and
-    /// `start` reports this error.
-    Failed(CuratorError),
-    /// The task ended (the latch or the framework was closed).
+    /// The task ended (the latch or the framework was closed, or the first join was refused
+    /// for good: [`LeaderLatch::ready`] reports that).
     Ended,
 }
 
@@ -161,13 +159,14 @@ struct Inner {
 ///         _ => {} // the enum is non_exhaustive
 ///     })
 ///     .build()?;
-/// latch.start().await?;
+/// latch.start()?;
+/// latch.ready().await?; // our node exists (or the server refused it: the latch is closed)
 /// let term = latch.await_leadership().await?; // alone on the path: at once
 /// assert!(latch.has_leadership());
 /// assert_eq!(latch.leader().await?.map(|p| p.id), Some("indexer-1".to_string()));
 /// // Stamp writes with term.fencing_token(); stop when term.lost() resolves.
 /// assert!(term.fencing_token() > 0);
-/// latch.close().await?;
+/// latch.close().await;
 /// assert!(!latch.has_leadership());
 /// # Ok(()) }
 /// ```
@@ -277,19 +276,16 @@ impl LeaderLatch {
         &self.inner.shared
     }
 
-    /// Joins the election: starts the latch's task, and returns once our node exists (so that
-    /// latches started one after another are in line in that order), or once the first attempt
-    /// to make it failed (no connection within the retry policy, say): the latch then keeps
-    /// trying in the background, as Curator's does, and leads once it can. A first attempt
-    /// refused for good (no permission to create our node, an ACL the server refuses) is
-    /// returned, and the latch is closed: Curator's only logs it, and its latch never leads.
+    /// Joins the election: starts the latch's task, which makes our node and waits in line
+    /// (Curator's `LeaderLatch.start()`). Sync: it sends nothing itself; [`ready`](Self::ready)
+    /// tells when our node exists, or that the server refused it.
     ///
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
-    /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
-    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); the refusal of the
-    /// first attempt ([`CuratorError::is_permanent`]).
-    pub async fn start(&self) -> Result<()> {
+    /// [`CuratorError::NoRuntime`] (outside a tokio runtime) or [`CuratorError::Closed`] (a
+    /// closed framework), as for every started thing (module
+    /// [`lifecycle`](curator_core::lifecycle)); nothing changes then.
+    pub fn start(&self) -> Result<()> {
         let shared = self.inner.shared.clone();
         self.inner.lifecycle.start(shared.group.framework(), |started| {
             let (tx, rx) = mpsc::unbounded_channel();
@@ -298,26 +294,25 @@ impl LeaderLatch {
             tracing::debug!(path = %shared.group.base_path(), id = %shared.id, "leader latch started");
             // The task lives as long as the latch and ends by itself when the latch or the
             // framework closes. The deletes it makes are tracked by the framework.
-            started.spawn(run::run(shared.clone(), rx));
+            started.spawn(run::run(shared.clone(), rx, started.readiness()));
             Ok(tx)
-        })?;
-        let mut status = shared.status.subscribe();
-        let mut ours = shared.ours.subscribe();
-        loop {
-            if let Status::Failed(err) = &*status.borrow_and_update() {
-                let err = err.clone();
-                self.inner.lifecycle.close();
-                shared.events.close();
-                return Err(err);
-            }
-            if ours.borrow_and_update().is_some() || !matches!(*status.borrow(), Status::Joining) {
-                return Ok(());
-            }
-            tokio::select! {
-                r = status.changed() => if r.is_err() { return Ok(()) },
-                r = ours.changed() => if r.is_err() { return Ok(()) },
-            }
-        }
+        })
+    }
+
+    /// Waits for the first outcome of [`start`](Self::start): `Ok` once our node exists (so
+    /// that latches started and made ready one after another are in line in that order), or
+    /// once the first attempt to make it failed in a way worth trying again (no connection
+    /// within the retry policy, say: the latch keeps trying in the background, as Curator's
+    /// does, and leads once it can). A first attempt refused for good (no permission to create
+    /// our node, an ACL the server refuses) is returned, and the latch is closed by then:
+    /// Curator's only logs it, and its latch never leads.
+    ///
+    /// # Errors
+    /// The refusal of the first attempt ([`CuratorError::is_permanent`]: `NoAuth`,
+    /// `InvalidAcl`...); [`CuratorError::NotStarted`] before `start`;
+    /// [`CuratorError::AlreadyClosed`] if the latch was closed before a first outcome.
+    pub async fn ready(&self) -> Result<()> {
+        self.inner.lifecycle.ready().await
     }
 
     /// The latch's state.
@@ -363,7 +358,7 @@ impl LeaderLatch {
             }
             match &*status.borrow_and_update() {
                 Status::Leading(term) if term.is_held() => return Ok(term.clone()),
-                Status::Ended | Status::Failed(_) => return Err(CuratorError::Closed),
+                Status::Ended => return Err(CuratorError::Closed),
                 _ => {}
             }
             if status.changed().await.is_err() {
@@ -453,29 +448,25 @@ impl LeaderLatch {
         rx.await.map_err(|_| CuratorError::Closed)
     }
 
-    /// Leaves the election with the builder's [`CloseMode`]: see [`close_with`](Self::close_with).
-    ///
-    /// # Errors
-    /// As [`close_with`](Self::close_with).
-    pub async fn close(&self) -> Result<()> {
-        self.close_with(self.inner.close_mode).await
+    /// Leaves the election with the builder's [`CloseMode`]: see [`close_with`](Self::close_with)
+    /// (Curator's `LeaderLatch.close()`).
+    pub async fn close(&self) {
+        self.close_with(self.inner.close_mode).await;
     }
 
-    /// Leaves the election: a leader publishes [`LatchEvent::NotLeader`] first if `mode` is
-    /// [`CloseMode::NotifyLeader`], then our node is deleted (guaranteed: without a
-    /// connection the delete goes on in the background), then the listeners end. Returns once
-    /// the node is deleted, or its delete was left to the background.
+    /// Leaves the election (Curator's `LeaderLatch.close(CloseMode)`): a leader publishes
+    /// [`LatchEvent::NotLeader`] first if `mode` is [`CloseMode::NotifyLeader`], then our node
+    /// is deleted (guaranteed: without a connection the delete goes on in the background), then
+    /// the listeners end. Returns once the node is deleted, or its delete was left to the
+    /// background.
     ///
     /// Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle)): closing a
     /// latch that is closed, or was never started, does nothing. (Curator's throws
     /// `IllegalStateException` for both.)
-    ///
-    /// # Errors
-    /// None today; the `Result` is kept for the closes that may report one.
-    pub async fn close_with(&self, mode: CloseMode) -> Result<()> {
+    pub async fn close_with(&self, mode: CloseMode) {
         let Some(commands) = self.inner.lifecycle.close() else {
             self.shared().events.close();
-            return Ok(());
+            return;
         };
         let (tx, rx) = oneshot::channel();
         if commands.send(Command::Close(mode, tx)).is_ok() {
@@ -483,6 +474,5 @@ impl LeaderLatch {
             let _ = rx.await;
         }
         self.shared().events.close();
-        Ok(())
     }
 }

@@ -14,6 +14,7 @@
 //! leader's node) and a `lost()` future that resolves before anyone else can be made leader;
 //! [`Participant`]s are read from node data in one round trip.
 
+mod first_step;
 mod leadership;
 pub(crate) mod participant;
 mod rejoin;
@@ -28,4 +29,4 @@ pub use participant::Participant;
 mod latch;
 mod observe;
 pub use latch::{CloseMode, LatchEvent, LatchState, LeaderLatch, LeaderLatchBuilder};
-pub use observe::{observe, Leader, LeaderObserver};
+pub use observe::{Leader, LeaderObserver};

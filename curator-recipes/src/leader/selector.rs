@@ -21,8 +21,8 @@
 //!   data = the participant id, `Predicate::Leases(1)`). An acquire the framework's retry policy
 //!   gave up on a connection error is tried again (the latch's wait, `rejoin.rs`: the cleanup
 //!   loop's backoff, or the next connection change): a selector in line stays in line while the session is down. A
-//!   refusal for good ([`CuratorError::is_permanent`]) of the very first attempt ends the task,
-//!   and `start` returns it. Any other error is reported to the framework's unhandled-error
+//!   refusal for good ([`CuratorError::is_permanent`]) of the very first attempt ends the task
+//!   and closes the selector, and [`ready`](LeaderSelector::ready) returns it. Any other error is reported to the framework's unhandled-error
 //!   listeners and leaves the selector Idle, unless it auto-requeues.
 //! - **Leading**: publish [`SelectorEvent::Took`], then run the user's future against
 //!   [`Leadership::lost`](crate::sequential::HeldNode::lost) and the selector's own stop (interrupt, close). Whichever comes first
@@ -147,12 +147,13 @@ enum State {
 /// .id("worker-1")
 /// .build()?;
 /// let mut events = selector.events();
-/// selector.start().await?;
+/// selector.start()?;
+/// selector.ready().await?; // in line (or the server refused our node: the selector is closed)
 /// let Some(SelectorEvent::Took(term)) = events.next().await else { unreachable!() };
 /// assert_eq!(term.participant_id(), "worker-1");
 /// let Some(SelectorEvent::Ended { token, end }) = events.next().await else { unreachable!() };
 /// assert_eq!((token, end), (term.fencing_token(), TermEnd::Returned));
-/// selector.close().await?; // leaves no node behind
+/// selector.close().await; // leaves no node behind
 /// # Ok(()) }
 /// ```
 ///
@@ -264,7 +265,6 @@ impl LeaderSelectorBuilder {
             auto_requeue: AtomicBool::new(self.auto_requeue),
             events,
             state: watch::channel(State::Idle).0,
-            first_turn: watch::channel(None).0,
             ours: Arc::new(watch::channel(None).0),
         });
         Ok(LeaderSelector { shared, lifecycle: Lifecycle::new(WHAT) })
@@ -290,20 +290,17 @@ impl LeaderSelector {
         }
     }
 
-    /// Gets in line for leadership: starts the run loop (a task of its own) and returns once
-    /// our node exists, or once the first attempt to make it failed in a way worth trying again
-    /// (no connection within the retry policy, say; the selector keeps trying in the
-    /// background), or the first term began. A first attempt refused for good (no permission to
-    /// create our node, an ACL the server refuses) is returned, and the selector is closed, as
-    /// [`LeaderLatch::start`](super::LeaderLatch::start) does (Curator's only logs it).
+    /// Gets in line for leadership (Curator's `LeaderSelector.start()`): starts the run loop,
+    /// a task of its own, which makes our node and waits in line. Sync: it sends nothing
+    /// itself; [`ready`](Self::ready) tells when the selector is in line, or that the server
+    /// refused it.
     ///
     /// # Errors
     /// [`CuratorError::AlreadyStarted`] (use [`requeue`](Self::requeue) to get in line again),
-    /// [`CuratorError::AlreadyClosed`], [`CuratorError::NoRuntime`] or [`CuratorError::Closed`]
-    /// (a closed framework), as for every started thing (module
-    /// [`lifecycle`](curator_core::lifecycle)); the refusal of the first attempt
-    /// ([`CuratorError::is_permanent`]).
-    pub async fn start(&self) -> Result<()> {
+    /// [`CuratorError::AlreadyClosed`], [`CuratorError::NoRuntime`] (outside a tokio runtime)
+    /// or [`CuratorError::Closed`] (a closed framework), as for every started thing (module
+    /// [`lifecycle`](curator_core::lifecycle)); nothing changes then.
+    pub fn start(&self) -> Result<()> {
         let shared = &self.shared;
         self.lifecycle.start(shared.framework(), |started| {
             shared.events.start(started.handle().clone());
@@ -311,27 +308,24 @@ impl LeaderSelector {
             tracing::debug!(path = %shared.group.base_path(), id = %shared.id, "leader selector started");
             // The run loop ends by itself once the selector closes (or is dropped) or the
             // framework closes; the node deletes it makes are tracked by the framework.
-            started.spawn(run(shared.clone()));
+            started.spawn(run(shared.clone(), started.readiness()));
             Ok(())
-        })?;
-        let mut first = shared.first_turn.subscribe();
-        let mut ours = shared.ours.subscribe();
-        loop {
-            if let Some(outcome) = first.borrow_and_update().clone() {
-                if outcome.is_err() {
-                    self.lifecycle.close();
-                    shared.events.close();
-                }
-                return outcome;
-            }
-            if ours.borrow_and_update().is_some() {
-                return Ok(());
-            }
-            tokio::select! {
-                r = first.changed() => if r.is_err() { return Ok(()) },
-                r = ours.changed() => if r.is_err() { return Ok(()) },
-            }
-        }
+        })
+    }
+
+    /// Waits for the first outcome of [`start`](Self::start): `Ok` once our node exists, or
+    /// the first term began, or the first attempt to make our node failed in a way worth
+    /// trying again (no connection within the retry policy, say: the selector keeps trying in
+    /// the background). A first attempt refused for good (no permission to create our node,
+    /// an ACL the server refuses) is returned, and the selector is closed by then, as
+    /// [`LeaderLatch::ready`](super::LeaderLatch::ready) does (Curator's only logs it).
+    ///
+    /// # Errors
+    /// The refusal of the first attempt ([`CuratorError::is_permanent`]: `NoAuth`,
+    /// `InvalidAcl`...); [`CuratorError::NotStarted`] before `start`;
+    /// [`CuratorError::AlreadyClosed`] if the selector was closed before a first outcome.
+    pub async fn ready(&self) -> Result<()> {
+        self.lifecycle.ready().await
     }
 
     /// From now on, get back in line after every term (Curator's `autoRequeue()`; after a failed
@@ -436,16 +430,12 @@ impl LeaderSelector {
     /// node deleted in the background. The event streams end.
     ///
     /// Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle)): closing again,
-    /// or closing a selector never started, does nothing and returns the same `Ok` (once the run
-    /// loop, if any, has ended). A closed selector cannot be started again.
-    ///
-    /// # Errors
-    /// None today; the `Result` is kept for the closes that may report one.
-    pub async fn close(&self) -> Result<()> {
+    /// or closing a selector never started, does nothing (it returns once the run loop, if any,
+    /// has ended). A closed selector cannot be started again. (Curator's `close()`.)
+    pub async fn close(&self) {
         self.begin_close();
         let mut state = self.shared.state.subscribe();
         let _ = state.wait_for(|s| matches!(s, State::Ended)).await;
-        Ok(())
     }
 
     /// Closes the lifecycle and asks the run loop to end (a selector never started ends at
@@ -485,11 +475,7 @@ struct Shared {
     auto_requeue: AtomicBool,
     events: Listeners<SelectorEvent>,
     state: watch::Sender<State>,
-    /// The outcome of the first turn's first attempt, for `start`: `Ok` once it made our node,
-    /// was granted, failed in a way worth trying again, or the run loop ended; the refusal that
-    /// ended the run loop otherwise.
-    first_turn: watch::Sender<Option<Result<()>>>,
-    /// The path of our latest node, once a turn made one (for `start`: in line).
+    /// The path of our latest node, once a turn made one (for `ready`: in line).
     ours: NodeReporter,
 }
 

@@ -46,7 +46,8 @@ async fn join(fw: &CuratorFramework, dir: &str, i: usize, tx: &mpsc::UnboundedSe
             }
         })
         .build()?;
-    latch.start().await?;
+    latch.start()?;
+    latch.ready().await?; // in line: participants join in order
     Ok(latch)
 }
 
@@ -90,7 +91,7 @@ pub(crate) async fn leader_failover(args: &Args) -> Result<Vec<String>> {
     for _ in 0..h {
         let p0 = counter.quiet().await?;
         let t0 = Instant::now();
-        latches[leader].close().await?;
+        latches[leader].close().await;
         closes.push(micros(t0.elapsed()));
         let (next, at) = elected(&mut rx, Some(leader)).await?;
         samples.push(micros(at.saturating_duration_since(t0)));
@@ -112,7 +113,7 @@ pub(crate) async fn leader_failover(args: &Args) -> Result<Vec<String>> {
     let result = line("leader_failover", n, h, wall, &mut samples, extra);
 
     for latch in &latches {
-        let _ = latch.close().await;
+        latch.close().await;
     }
     for fw in &fws {
         fw.close().await;

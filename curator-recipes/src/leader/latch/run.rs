@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
+use curator_core::lifecycle::Readiness;
 use curator_core::{CuratorError, Result};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{CloseMode, Command, LatchEvent, Shared, Status};
+use crate::leader::first_step::ready_once_in_line;
 use crate::leader::leadership::Leadership;
 use crate::leader::rejoin::Rejoin;
 use crate::sequential::{Hold, LockLost, LockNode, NodeKind, Predicate};
@@ -27,39 +29,43 @@ enum Phase {
     Done(Option<oneshot::Sender<()>>),
 }
 
-/// The latch's task: runs the phases until the latch or its framework closes.
-pub(super) async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiver<Command>) {
+/// The latch's task: runs the phases until the latch or its framework closes. It reports the
+/// first outcome of the start to `readiness`: ready once our node exists or the first join
+/// failed in a way worth trying again; refused (which closes the latch) when the first join
+/// was refused for good.
+pub(super) async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiver<Command>, readiness: Readiness) {
     let mut phase = Phase::Join(None);
     let mut rejoin = Rejoin::new(shared.group.framework());
-    // Whether our node was ever made: until then, a refusal for good ends the task, and
-    // `start` reports it.
+    // Whether our node was ever made: until then, a refusal for good ends the task.
     let mut joined = false;
     let reply = loop {
         joined |= shared.ours.borrow().is_some();
         phase = match phase {
             Phase::Retry(err) if !joined && err.is_permanent() => {
                 tracing::warn!(path = %shared.group.base_path(), id = %shared.id, error = %err, "leader latch: the first join was refused; the latch ends");
-                shared.status.send_replace(Status::Failed(err));
+                // Closes the latch (unless a first outcome was reported already); `ready` says why.
+                readiness.refused(err);
+                shared.events.close();
                 break None;
             }
-            Phase::Join(kept) => join(&shared, &mut commands, kept).await,
+            Phase::Retry(err) => {
+                // The first join failed in a way worth trying again: `ready` need not wait.
+                readiness.ready();
+                retry(&shared, &mut commands, &mut rejoin, err).await
+            }
+            Phase::Join(kept) => join(&shared, &mut commands, kept, &readiness).await,
             Phase::Lead(term) => {
                 rejoin.reset();
                 lead(&shared, &mut commands, term).await
             }
             Phase::Suspended(hold) => suspended(&shared, &mut commands, hold).await,
-            Phase::Retry(err) => retry(&shared, &mut commands, &mut rejoin, err).await,
             Phase::Done(reply) => break reply,
         };
     };
+    // The task ended before a first outcome (the framework closed): nothing to wait for.
+    readiness.ready();
     shared.ours.send_replace(None);
-    shared.status.send_if_modified(|status| {
-        let failed = matches!(status, Status::Failed(_));
-        if !failed {
-            *status = Status::Ended;
-        }
-        !failed
-    });
+    shared.status.send_replace(Status::Ended);
     tracing::debug!(path = %shared.group.base_path(), id = %shared.id, "leader latch ended");
     if let Some(reply) = reply {
         let _ = reply.send(());
@@ -69,18 +75,26 @@ pub(super) async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiv
 /// Join: our node (a new one, or the one `kept` through a suspension), then the wait until it
 /// is first. A close while waiting drops the acquire, whose cleanup deletes our node; a step
 /// down while waiting changes nothing.
-async fn join(shared: &Shared, commands: &mut mpsc::UnboundedReceiver<Command>, kept: Option<LockNode>) -> Phase {
+async fn join(
+    shared: &Shared,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    kept: Option<LockNode>,
+    readiness: &Readiness,
+) -> Phase {
     shared.status.send_replace(Status::Joining);
     let granted = {
         let data = shared.id.as_bytes();
         let predicate = Predicate::Leases(1);
         // Boxed, not pinned on the stack, so that dropping it (on a close) runs its cleanup now.
-        let mut acquire: std::pin::Pin<Box<dyn std::future::Future<Output = Result<_>> + Send + '_>> = match kept {
+        let acquire: std::pin::Pin<Box<dyn std::future::Future<Output = Result<_>> + Send + '_>> = match kept {
             Some(node) => Box::pin(shared.group.resume(node, data, predicate, shared.ours.clone())),
             None => {
                 Box::pin(shared.group.acquire_reporting(data, NodeKind::Sequential, predicate, shared.ours.clone()))
             }
         };
+        // Ready once our node exists (the first time): latches made ready one after another are
+        // in line in that order.
+        let mut acquire = Box::pin(ready_once_in_line(acquire, &shared.ours, readiness));
         loop {
             tokio::select! {
                 granted = &mut acquire => break granted,

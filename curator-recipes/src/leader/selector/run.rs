@@ -4,12 +4,14 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use curator_core::lifecycle::Readiness;
 use curator_core::retry::RetryLoop;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework};
 use futures::FutureExt;
 use tokio::sync::watch;
 
 use super::{SelectorEvent, Shared, State, TermEnd};
+use crate::leader::first_step::ready_once_in_line;
 use crate::leader::leadership::Leadership;
 use crate::leader::rejoin::Rejoin;
 use crate::sequential::{Hold, NodeKind, Predicate};
@@ -25,8 +27,9 @@ enum Turn {
 }
 
 impl Shared {
-    /// Queued: acquire until granted, closing, or an error that ends the turn.
-    async fn take_turn(&self, state: &mut watch::Receiver<State>) -> Turn {
+    /// Queued: acquire until granted, closing, or an error that ends the turn. The first outcome
+    /// of the start goes to `readiness` (see [`LeaderSelector::ready`](super::LeaderSelector::ready)).
+    async fn take_turn(&self, state: &mut watch::Receiver<State>, readiness: &Readiness) -> Turn {
         let fw = self.framework();
         let mut rejoin = Rejoin::new(fw);
         loop {
@@ -36,6 +39,7 @@ impl Shared {
                 Predicate::Leases(1),
                 self.ours.clone(),
             );
+            let acquire = ready_once_in_line(acquire, &self.ours, readiness);
             let outcome = tokio::select! {
                 // Dropping the acquire deletes whatever node it made (in the background).
                 _ = stop_asked(state, false) => return Turn::Stop,
@@ -43,19 +47,22 @@ impl Shared {
             };
             let err = match outcome {
                 Ok(granted) => {
-                    self.first_attempt_done();
+                    readiness.ready();
                     let leadership = Leadership::new(Hold::new(fw, granted), self.id.clone());
                     return Turn::Lead(leadership);
                 }
                 Err(_) if fw.is_closed() => return Turn::Stop,
                 Err(err) => err,
             };
-            if err.is_permanent() && self.first_turn.borrow().is_none() {
+            if err.is_permanent() && !readiness.is_reported() {
                 tracing::warn!(path = %self.group.base_path(), id = %self.id, error = %err, "leader selector: the first attempt to get in line was refused; the selector ends");
-                self.first_turn.send_replace(Some(Err(err)));
+                // Closes the selector; `ready` says why.
+                readiness.refused(err);
                 return Turn::Stop;
             }
-            self.first_attempt_done();
+            // Failed in a way worth trying again, or left to the error listeners: `ready` need
+            // not wait.
+            readiness.ready();
             if !err.is_retryable() && !self.auto_requeue() {
                 fw.report_unhandled(
                     &format!("leader selector {}: could not get in line", self.group.base_path()),
@@ -76,18 +83,6 @@ impl Shared {
                 () = rejoin.wait(fw, self.group.base_path(), &err) => {}
             }
         }
-    }
-
-    /// The first attempt to get in line is over (made our node, granted, or failed in a way
-    /// worth trying again): `start` may return.
-    fn first_attempt_done(&self) {
-        self.first_turn.send_if_modified(|first| {
-            let now = first.is_none();
-            if now {
-                *first = Some(Ok(()));
-            }
-            now
-        });
     }
 
     /// Leading: runs the function until the term ends, and says why; `true` with it when the
@@ -208,7 +203,7 @@ async fn framework_closed(fw: &CuratorFramework) {
 }
 
 /// The run loop of one started selector (see the module docs).
-pub(super) async fn run(shared: Arc<Shared>) {
+pub(super) async fn run(shared: Arc<Shared>, readiness: Readiness) {
     let mut state = shared.state.subscribe();
     let path = shared.group.base_path().to_string();
     // The streak of failed terms, paced by the framework's retry policy.
@@ -224,7 +219,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
         if !queued {
             break;
         }
-        let leadership = match shared.take_turn(&mut state).await {
+        let leadership = match shared.take_turn(&mut state, &readiness).await {
             Turn::Lead(leadership) => leadership,
             Turn::GaveUp => continue,
             Turn::Stop => break,
@@ -259,7 +254,8 @@ pub(super) async fn run(shared: Arc<Shared>) {
         }
     }
     shared.state.send_replace(State::Ended);
-    shared.first_attempt_done();
+    // The run loop ended before a first outcome (the framework closed): nothing to wait for.
+    readiness.ready();
     shared.events.close();
     tracing::debug!(path = %path, "leader selector closed");
 }
