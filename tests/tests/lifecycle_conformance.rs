@@ -6,8 +6,11 @@
 //! each recipe's own tests check their part of it. Here the convention is checked for all types
 //! at once (module `curator_core::lifecycle` is that idiom, written once).
 //!
-//! Each type is reached through a small adapter ([`Subject`]) that hides how its constructor,
-//! `start` and `close` differ (sync or async, `&self` or `self`, a builder or not). A scenario
+//! Every type has the same calls (module `curator_core::lifecycle`): built latent, a sync
+//! `start()`, an async `ready()` for the first outcome (caches: `wait_initialized()`), an
+//! idempotent `async fn close(&self)`. One macro ([`subject!`]) makes the same small adapter
+//! ([`Subject`]) for each; only the arguments of a cache's start, the name of its `ready` and
+//! discovery's error type differ. A scenario
 //! runs against every type of [`KINDS`], each on a framework of its own under a base path of
 //! its own, and collects every (type, scenario, what happened) that is not as it should be, so
 //! that one run shows each type's outcome; the test fails listing them all.
@@ -17,7 +20,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_cache::{CuratorCache, NodeCache, PathChildrenCache, StartMode, TreeCache};
@@ -31,7 +34,6 @@ use curator_recipes::queue::{DistributedIdQueue, DistributedQueue, StringSeriali
 use curator_recipes::shared::{SharedCount, SharedValue};
 use curator_recipes::watch::PersistentWatcher;
 use curator_test::TestingServer;
-use futures::FutureExt;
 use tests::{client, init_tracing, unique_path};
 
 type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -44,21 +46,96 @@ const BOUND: Duration = Duration::from_secs(10);
 /// How soon a refused start must be reported (issue 27: within a second).
 const REFUSAL: Duration = Duration::from_secs(1);
 
-/// One started thing, as the scenarios see it.
+/// One started thing, as the scenarios see it: the one convention's calls.
 trait Subject: Send + Sync {
-    /// Its start (for a type whose start consumes a builder: building and starting it).
-    fn start(&self) -> Fut<'_, Outcome>;
-    /// Its close; a close that returns nothing gives `Ok`. For a type whose close consumes it,
-    /// a second close finds nothing and does nothing.
-    fn close(&self) -> Fut<'_, Outcome>;
+    /// Its sync `start()`.
+    fn start(&self) -> Outcome;
+    /// Its first outcome: `ready()` (caches: `wait_initialized()`).
+    fn ready(&self) -> Fut<'_, Outcome>;
+    /// Its `close()`.
+    fn close(&self) -> Fut<'_, ()>;
     /// The end of a stream of its events taken now, for a type that has one.
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        None
+    fn stream_end(&self) -> Option<Fut<'static, ()>>;
+    /// Whether it is closed, as every type shows it: a start is `AlreadyClosed` (a start of a
+    /// thing that is not closed cannot be wanted here: it is started or refused already).
+    fn is_closed(&self) -> bool {
+        matches!(self.start(), Err(CuratorError::AlreadyClosed { .. }))
     }
-    /// After a start that returned `Ok` on a path whose ACL refuses the client: the refusal as
-    /// the type reports it otherwise (a failed state or event), if it does within `REFUSAL`.
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async { None })
+}
+
+/// Discovery's errors carry the framework's.
+fn discovery_error(err: DiscoveryError) -> CuratorError {
+    match err {
+        DiscoveryError::Curator(err) => err,
+        other => CuratorError::IllegalState(format!("not a CuratorError: {other}")),
+    }
+}
+
+fn same(err: CuratorError) -> CuratorError {
+    err
+}
+
+fn ends<E: Send + 'static>(mut stream: EventStream<E>) -> Option<Fut<'static, ()>> {
+    Some(Box::pin(async move { while stream.next().await.is_some() {} }))
+}
+
+/// The adapter of one type: `subject!(Adapter(Type), start: |it| it.start(), ready: ready,
+/// errors: same, events: yes)`.
+macro_rules! subject {
+    ($adapter:ident($ty:ty), start: |$it:ident| $start:expr, ready: $ready:ident, errors: $errors:ident, events: $events:ident) => {
+        struct $adapter($ty);
+        impl Subject for $adapter {
+            fn start(&self) -> Outcome {
+                let $it = &self.0;
+                $start.map_err($errors)
+            }
+            fn ready(&self) -> Fut<'_, Outcome> {
+                Box::pin(async move { self.0.$ready().await.map_err($errors) })
+            }
+            fn close(&self) -> Fut<'_, ()> {
+                Box::pin(self.0.close())
+            }
+            fn stream_end(&self) -> Option<Fut<'static, ()>> {
+                subject!(@events $events, self.0)
+            }
+        }
+    };
+    (@events yes, $it:expr) => { ends($it.events()) };
+    (@events no, $it:expr) => { None };
+}
+
+subject!(Latch(LeaderLatch), start: |it| it.start(), ready: ready, errors: same, events: yes);
+subject!(Selector(LeaderSelector), start: |it| it.start(), ready: ready, errors: same, events: yes);
+subject!(Observer(LeaderObserver), start: |it| it.start(), ready: ready, errors: same, events: no);
+subject!(Node(PersistentNode), start: |it| it.start(), ready: ready, errors: same, events: no);
+subject!(TtlNode(PersistentTtlNode), start: |it| it.start(), ready: ready, errors: same, events: no);
+subject!(Member(GroupMember), start: |it| it.start(), ready: ready, errors: same, events: yes);
+subject!(Watcher(PersistentWatcher), start: |it| it.start(), ready: ready, errors: same, events: yes);
+subject!(Value(SharedValue), start: |it| it.start(), ready: ready, errors: same, events: yes);
+subject!(Count(SharedCount), start: |it| it.start(), ready: ready, errors: same, events: yes);
+subject!(NodeC(NodeCache), start: |it| it.start(true), ready: wait_initialized, errors: same, events: yes);
+subject!(Children(PathChildrenCache), start: |it| it.start(StartMode::BuildInitialCache), ready: wait_initialized, errors: same, events: yes);
+subject!(Tree(TreeCache), start: |it| it.start(), ready: wait_initialized, errors: same, events: yes);
+subject!(Cache(CuratorCache), start: |it| it.start(), ready: wait_initialized, errors: same, events: yes);
+subject!(Discovery(ServiceDiscovery), start: |it| it.start(), ready: ready, errors: discovery_error, events: no);
+subject!(SvcCache(ServiceCache), start: |it| it.start(), ready: ready, errors: discovery_error, events: yes);
+// A provider made by `ServiceDiscovery::service_provider` owns its service cache: its start
+// starts the cache, its close closes it.
+subject!(Provider(ServiceProvider), start: |it| it.start(), ready: ready, errors: discovery_error, events: no);
+subject!(Queue(DistributedQueue<String>), start: |it| it.start(), ready: ready, errors: same, events: yes);
+subject!(IdQueue(DistributedIdQueue<String>), start: |it| it.start(), ready: ready, errors: same, events: yes);
+
+/// Polls `check` every 20 ms until it is true, or `within` has passed.
+async fn poll(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + within;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -72,8 +149,6 @@ struct Kind {
     refuse_at: fn(&str) -> String,
     /// Only reads: refused by an ACL without READ (writers: by a read-only ACL).
     reads_only: bool,
-    /// Its start consumes a builder: a second start cannot be written.
-    start_consumes: bool,
     /// Makes an ephemeral node once started.
     ephemeral: bool,
 }
@@ -86,373 +161,6 @@ fn under(base: &str) -> String {
 }
 fn service(base: &str) -> String {
     format!("{base}/svc")
-}
-
-fn discovery_error(err: DiscoveryError) -> CuratorError {
-    match err {
-        DiscoveryError::Curator(err) => err,
-        other => CuratorError::IllegalState(format!("not a CuratorError: {other}")),
-    }
-}
-
-fn ends<E: Send + 'static>(mut stream: EventStream<E>) -> Option<Fut<'static, ()>> {
-    Some(Box::pin(async move { while stream.next().await.is_some() {} }))
-}
-
-/// Polls `check` every 20 ms until it gives `Some`, or `within` has passed.
-async fn poll<T>(within: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(found) = check() {
-            return Some(found);
-        }
-        if Instant::now() >= until {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The slot of a type whose start or close consumes it.
-fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
-    slot.lock().unwrap().take()
-}
-
-struct Latch(LeaderLatch);
-impl Subject for Latch {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err() })
-    }
-}
-
-struct Selector(LeaderSelector);
-impl Subject for Selector {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err() })
-    }
-}
-
-struct Observer(LeaderObserver);
-impl Subject for Observer {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-}
-
-/// The refusal `ready()` reports within `REFUSAL`, if it does.
-async fn refused_by_ready(ready: impl Future<Output = Outcome>) -> Option<CuratorError> {
-    tokio::time::timeout(REFUSAL, ready).await.ok()?.err()
-}
-
-struct Node(PersistentNode);
-impl Subject for Node {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(refused_by_ready(self.0.ready()))
-    }
-}
-
-struct TtlNode(PersistentTtlNode);
-impl Subject for TtlNode {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(refused_by_ready(self.0.ready()))
-    }
-}
-
-struct Member(GroupMember);
-impl Subject for Member {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(refused_by_ready(self.0.ready()))
-    }
-}
-
-struct Watcher {
-    watcher: PersistentWatcher,
-    unhandled: Arc<Mutex<Option<CuratorError>>>,
-}
-impl Subject for Watcher {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.watcher.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.watcher.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.watcher.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(poll(REFUSAL, || self.unhandled.lock().unwrap().clone()))
-    }
-}
-
-struct Value(SharedValue);
-impl Subject for Value {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(refused_by_ready(self.0.ready()))
-    }
-}
-
-struct Count(SharedCount);
-impl Subject for Count {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(refused_by_ready(self.0.ready()))
-    }
-}
-
-struct NodeC(NodeCache);
-impl Subject for NodeC {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start(true) })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.wait_initialized()).await.ok()?.err() })
-    }
-}
-
-struct Children(PathChildrenCache);
-impl Subject for Children {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start(StartMode::BuildInitialCache) })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.wait_initialized()).await.ok()?.err() })
-    }
-}
-
-struct Tree(TreeCache);
-impl Subject for Tree {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.wait_initialized()).await.ok()?.err() })
-    }
-}
-
-struct Cache(CuratorCache);
-impl Subject for Cache {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.wait_initialized()).await.ok()?.err() })
-    }
-}
-
-struct Discovery(ServiceDiscovery);
-impl Subject for Discovery {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start().map_err(discovery_error) })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err().map(discovery_error) })
-    }
-}
-
-struct SvcCache(ServiceCache);
-impl Subject for SvcCache {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start().map_err(discovery_error) })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err().map(discovery_error) })
-    }
-}
-
-/// A provider made by `ServiceDiscovery::service_provider` owns its service cache: its start
-/// starts the cache, its close closes it.
-struct Provider(ServiceProvider);
-impl Subject for Provider {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start().map_err(discovery_error) })
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(async move { tokio::time::timeout(REFUSAL, self.0.ready()).await.ok()?.err().map(discovery_error) })
-    }
-}
-
-struct Queue(DistributedQueue<String>);
-impl Subject for Queue {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(refused_by_ready(self.0.ready()))
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
-}
-
-struct IdQueue(DistributedIdQueue<String>);
-impl Subject for IdQueue {
-    fn start(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move { self.0.start() })
-    }
-    fn refusal(&self) -> Fut<'_, Option<CuratorError>> {
-        Box::pin(refused_by_ready(self.0.ready()))
-    }
-    fn close(&self) -> Fut<'_, Outcome> {
-        Box::pin(async move {
-            self.0.close().await;
-            Ok(())
-        })
-    }
-    fn stream_end(&self) -> Option<Fut<'static, ()>> {
-        ends(self.0.events())
-    }
 }
 
 fn queue_builder(fw: &CuratorFramework, path: &str) -> curator_recipes::queue::QueueBuilder<String> {
@@ -475,7 +183,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Latch(LeaderLatch::new(fw, &under(base), "p")?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: true,
     },
     Kind {
@@ -490,7 +197,6 @@ const KINDS: &[Kind] = &[
         },
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: true,
     },
     Kind {
@@ -498,7 +204,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Observer(LeaderObserver::new(fw, base)?)),
         refuse_at: at_base,
         reads_only: true,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -506,7 +211,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Node(PersistentNode::builder(fw, &under(base)).build()?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: true,
     },
     Kind {
@@ -514,7 +218,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(TtlNode(PersistentTtlNode::builder(fw, &under(base), Duration::from_secs(10)).build()?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -522,24 +225,13 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Member(GroupMember::builder(fw, &under(base), "m").build()?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: true,
     },
     Kind {
         name: "PersistentWatcher",
-        make: |fw, base| {
-            let unhandled = Arc::new(Mutex::new(None));
-            let seen = unhandled.clone();
-            fw.add_unhandled_error_listener(move |_: &str, err: &CuratorError| {
-                if err.is_permanent() {
-                    *seen.lock().unwrap() = Some(err.clone());
-                }
-            });
-            boxed(Watcher { watcher: PersistentWatcher::new(fw, base, true)?, unhandled })
-        },
+        make: |fw, base| boxed(Watcher(PersistentWatcher::new(fw, base, true)?)),
         refuse_at: at_base,
         reads_only: true,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -547,7 +239,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Value(SharedValue::new(fw, &under(base), b"v".to_vec())?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -555,7 +246,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Count(SharedCount::new(fw, &under(base), 0)?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -563,7 +253,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(NodeC(NodeCache::new(fw, base)?)),
         refuse_at: at_base,
         reads_only: true,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -571,7 +260,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Children(PathChildrenCache::new(fw, base, true)?)),
         refuse_at: at_base,
         reads_only: true,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -579,7 +267,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Tree(TreeCache::new(fw, base)?)),
         refuse_at: at_base,
         reads_only: true,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -587,7 +274,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Cache(CuratorCache::build(fw, base, &[])?)),
         refuse_at: at_base,
         reads_only: true,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -598,7 +284,6 @@ const KINDS: &[Kind] = &[
         },
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: true,
     },
     Kind {
@@ -609,7 +294,6 @@ const KINDS: &[Kind] = &[
         },
         refuse_at: service,
         reads_only: true,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -621,7 +305,6 @@ const KINDS: &[Kind] = &[
         },
         refuse_at: service,
         reads_only: true,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -629,7 +312,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(Queue(queue_builder(fw, &under(base)).build()?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: false,
     },
     Kind {
@@ -637,7 +319,6 @@ const KINDS: &[Kind] = &[
         make: |fw, base| boxed(IdQueue(queue_builder(fw, &under(base)).build_id_queue()?)),
         refuse_at: at_base,
         reads_only: false,
-        start_consumes: false,
         ephemeral: false,
     },
 ];
@@ -723,7 +404,7 @@ async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> Result<T, String>
 }
 
 /// Start, then close at once: nothing it created or adopted is left (no ephemeral node under
-/// its base), and its event stream ends (the events it promises have all arrived).
+/// its base), its event stream ends (the events it promises have all arrived), and it is closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_then_close_at_once() {
     run("start then close", |kind| async move {
@@ -731,20 +412,23 @@ async fn start_then_close_at_once() {
         let base = unique_path("conform");
         let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
         let ended = subject.stream_end();
-        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
+        subject.start().map_err(|e| format!("start: {e:?}"))?;
         if kind.ephemeral {
             let made = await_ephemerals(&fw, &base, true, BOUND).await;
             if made.is_empty() {
                 return Err("no ephemeral node was made".into());
             }
         }
-        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        bounded("close", subject.close()).await?;
         let left = ephemerals(&fw, &base).await;
         if !left.is_empty() {
             return Err(format!("left after close: {left:?}"));
         }
         if let Some(ended) = ended {
             bounded("the end of the event stream", ended).await?;
+        }
+        if !subject.is_closed() {
+            return Err("not closed after close".into());
         }
         drop(subject);
         fw.close().await;
@@ -753,19 +437,24 @@ async fn start_then_close_at_once() {
     .await;
 }
 
-/// Close twice: the second close returns what the first did, for every type (a type whose close
-/// consumes it cannot be closed twice: its adapter's second close does nothing).
+/// Close twice, started or never started: the second close does nothing and returns, and the
+/// thing stays closed (a start is `AlreadyClosed`). Curator's `testClosingMultipleTimes`
+/// (TestPersistentNode) does this for one recipe; every type here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_twice() {
     run("close twice", |kind| async move {
         let fw = client(&connect()).await;
-        let base = unique_path("conform");
-        let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
-        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
-        let first = bounded("first close", subject.close()).await?;
-        let second = bounded("second close", subject.close()).await?;
-        if format!("{first:?}") != format!("{second:?}") || first.is_err() {
-            return Err(format!("first close {first:?}, second {second:?}"));
+        for started in [true, false] {
+            let base = unique_path("conform");
+            let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
+            if started {
+                subject.start().map_err(|e| format!("start: {e:?}"))?;
+            }
+            bounded("first close", subject.close()).await?;
+            bounded("second close", subject.close()).await?;
+            if !subject.is_closed() {
+                return Err(format!("not closed after two closes (started: {started})"));
+            }
         }
         fw.close().await;
         Ok(())
@@ -773,23 +462,23 @@ async fn close_twice() {
     .await;
 }
 
-/// Start twice: `AlreadyStarted`, and the first start's thing goes on (closed cleanly after).
+/// Start twice: `AlreadyStarted`, and the first start's thing goes on: its first outcome is
+/// `Ok` (closed cleanly after).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_twice() {
     run("start twice", |kind| async move {
-        if kind.start_consumes {
-            return Ok(()); // cannot be written: the start consumed the builder (see KINDS)
-        }
         let fw = client(&connect()).await;
         let base = unique_path("conform");
         let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
-        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
-        let second = bounded("second start", subject.start()).await?;
-        let outcome = match second {
-            Err(CuratorError::AlreadyStarted { .. }) => Ok(()),
+        subject.start().map_err(|e| format!("start: {e:?}"))?;
+        let outcome = match subject.start() {
+            Err(CuratorError::AlreadyStarted { .. }) => match bounded("ready", subject.ready()).await? {
+                Ok(()) => Ok(()),
+                Err(e) => Err(format!("ready gave {e:?}")),
+            },
             other => Err(format!("second start gave {other:?}, not AlreadyStarted")),
         };
-        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        bounded("close", subject.close()).await?;
         fw.close().await;
         outcome
     })
@@ -810,8 +499,7 @@ async fn start_on_a_closed_framework() {
             Err(e) => return Err(format!("make: {e:?}")),
         };
         let ended = subject.stream_end();
-        let started = bounded("start", subject.start()).await?;
-        let outcome = match (kind.name, started) {
+        let outcome = match (kind.name, subject.start()) {
             ("PersistentWatcher", Ok(())) => match ended {
                 Some(ended) => bounded("the final event and the end of the stream", ended).await,
                 None => Ok(()),
@@ -819,14 +507,13 @@ async fn start_on_a_closed_framework() {
             (_, Err(CuratorError::Closed)) => Ok(()),
             (_, other) => Err(format!("start gave {other:?}, not Closed")),
         };
-        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        bounded("close", subject.close()).await?;
         outcome
     })
     .await;
 }
 
-/// Start outside a runtime (a plain thread; async starts through `futures::executor::block_on`):
-/// `NoRuntime`, no panic.
+/// Start outside a runtime (a plain thread): `NoRuntime`, no panic.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_outside_a_runtime() {
     run("start outside a runtime", |kind| async move {
@@ -836,8 +523,7 @@ async fn start_outside_a_runtime() {
         let plain = subject.clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
-            let started =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| futures::executor::block_on(plain.start())));
+            let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plain.start()));
             let _ = tx.send(started.map_err(|_| ()));
         });
         let started =
@@ -847,7 +533,7 @@ async fn start_outside_a_runtime() {
             Ok(other) => Err(format!("start gave {other:?}, not NoRuntime")),
             Err(()) => Err("start panicked".to_string()),
         };
-        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        bounded("close", subject.close()).await?;
         fw.close().await;
         outcome
     })
@@ -855,8 +541,9 @@ async fn start_outside_a_runtime() {
 }
 
 /// Start with an ACL that refuses the client (a read-only base for a writer, as
-/// tests/tests/leader_latch.rs `a_refused_first_join_is_reported_by_start`; no READ for a
-/// reader): a typed, permanent error from start, or a failed state or event, within 1 s.
+/// tests/tests/leader_latch.rs `a_refused_first_join_is_reported_by_ready`; no READ for a
+/// reader): `start` returns `Ok` (it only spawns), and within 1 s `ready` returns the typed,
+/// permanent error and the thing is closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_refused_by_an_acl() {
     run("start refused by an ACL", |kind| async move {
@@ -878,19 +565,22 @@ async fn start_refused_by_an_acl() {
             .map_err(|e| format!("create {refused}: {e:?}"))?;
         let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
         let began = Instant::now();
-        let started = bounded("start", subject.start()).await?;
-        let reported = match started {
-            Err(err) => Some(err),
-            Ok(()) => subject.refusal().await,
-        };
+        subject.start().map_err(|e| format!("start: {e:?}"))?;
+        let reported = tokio::time::timeout(REFUSAL, subject.ready()).await;
         let took = began.elapsed();
         let outcome = match reported {
-            Some(err) if err.is_permanent() && took <= REFUSAL + Duration::from_millis(200) => Ok(()),
-            Some(err) if err.is_permanent() => Err(format!("{err:?} reported after {took:?}")),
-            Some(err) => Err(format!("reported {err:?}, not a refusal")),
-            None => Err(format!("start returned Ok and nothing reported the refusal within {REFUSAL:?}")),
+            Ok(Err(err)) if err.is_permanent() => {
+                if poll(REFUSAL.saturating_sub(took), || subject.is_closed()).await {
+                    Ok(())
+                } else {
+                    Err(format!("ready gave {err:?} after {took:?}, but it is not closed within {REFUSAL:?}"))
+                }
+            }
+            Ok(Err(err)) => Err(format!("ready gave {err:?}, not a refusal")),
+            Ok(Ok(())) => Err("ready gave Ok".into()),
+            Err(_) => Err(format!("ready did not report the refusal within {REFUSAL:?}")),
         };
-        bounded("close", subject.close()).await?.map_err(|e| format!("close: {e:?}"))?;
+        bounded("close", subject.close()).await?;
         fw.close().await;
         outcome
     })
@@ -904,7 +594,7 @@ async fn drop_without_close() {
         let fw = client(&connect()).await;
         let base = unique_path("conform");
         let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
-        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
+        subject.start().map_err(|e| format!("start: {e:?}"))?;
         if kind.ephemeral && await_ephemerals(&fw, &base, true, BOUND).await.is_empty() {
             return Err("no ephemeral node was made".into());
         }
@@ -921,18 +611,20 @@ async fn drop_without_close() {
 }
 
 /// The framework closed while the type is started: closing the type afterwards neither hangs
-/// nor panics.
+/// nor panics, and it is closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framework_closed_while_started() {
     run("framework closed while started", |kind| async move {
         let fw = client(&connect()).await;
         let base = unique_path("conform");
         let subject = (kind.make)(&fw, &base).map_err(|e| format!("make: {e:?}"))?;
-        bounded("start", subject.start()).await?.map_err(|e| format!("start: {e:?}"))?;
+        subject.start().map_err(|e| format!("start: {e:?}"))?;
         bounded("the framework's close", fw.close()).await?;
-        let closed = bounded("close", subject.close()).await?;
-        closed.map_err(|e| format!("close gave {e:?}"))?;
-        let _ = subject.close().now_or_never();
+        bounded("close", subject.close()).await?;
+        bounded("second close", subject.close()).await?;
+        if !subject.is_closed() {
+            return Err("not closed after close".into());
+        }
         Ok(())
     })
     .await;

@@ -85,6 +85,8 @@ pub(super) async fn register_this<T: Clone + Send + Sync + 'static>(
                 // Unregistered, or the discovery closed, before the node was made.
                 _ => CuratorError::AlreadyClosed { what: "ServiceDiscovery" },
             };
+            // Registers are refused from before `ready` tells the refusal.
+            inner.lock().closed = true;
             readiness.refused(err);
             inner.close().await;
         }

@@ -17,6 +17,7 @@ pub use strategy::{ProviderStrategy, RandomStrategy, RoundRobinStrategy, StickyS
 
 use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::CuratorFramework;
+use tokio::sync::oneshot;
 
 use crate::{DiscoveryError, InstanceProvider, ServiceCache, ServiceInstance};
 use down::Clock;
@@ -92,7 +93,8 @@ pub struct ServiceProvider<T = serde_json::Value> {
     down: DownInstanceManager<T>,
     /// The cache it owns, and its framework (a provider over a service cache).
     owned: Option<(Arc<ServiceCache<T>>, CuratorFramework)>,
-    life: Lifecycle,
+    /// Started, it keeps the sender whose drop ends the task that waits for the first load.
+    life: Lifecycle<oneshot::Sender<()>>,
 }
 
 impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
@@ -149,7 +151,25 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
     /// `ServiceProvider` (module [`lifecycle`](curator_core::lifecycle)): nothing started then.
     pub fn start(&self) -> Result<(), DiscoveryError> {
         if let Some((cache, fw)) = &self.owned {
-            self.life.start(fw, |_| cache.start().map_err(into_curator))?;
+            self.life.start(fw, |started| {
+                cache.start().map_err(into_curator)?;
+                // The cache's first outcome is the provider's: a refusal closes the provider
+                // too. The task ends with the provider (its close or drop drops `stop`).
+                let readiness = started.readiness();
+                let (stop, stopped) = oneshot::channel::<()>();
+                let cache = Arc::downgrade(cache);
+                started.spawn(async move {
+                    let Some(cache) = cache.upgrade() else { return };
+                    tokio::select! {
+                        _ = stopped => {}
+                        outcome = cache.ready() => match outcome {
+                            Ok(()) => readiness.ready(),
+                            Err(err) => readiness.refused(into_curator(err)),
+                        },
+                    }
+                });
+                Ok(stop)
+            })?;
         }
         Ok(())
     }
@@ -164,10 +184,7 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed) if closed first.
     pub async fn ready(&self) -> Result<(), DiscoveryError> {
         match &self.owned {
-            Some((cache, _)) => {
-                self.life.ready().await?;
-                cache.ready().await
-            }
+            Some(_) => Ok(self.life.ready().await?),
             None => Ok(()),
         }
     }
@@ -175,10 +192,7 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
     /// Where the provider is in its life: `Closed` after [`close`](Self::close), and when the
     /// cache it owns is closed (its first load refused).
     pub fn state(&self) -> LifeState {
-        match (self.life.state(), &self.owned) {
-            (LifeState::Started, Some((cache, _))) if cache.state() == LifeState::Closed => LifeState::Closed,
-            (state, _) => state,
-        }
+        self.life.state()
     }
 
     /// Closes the provider (Curator's `ServiceProvider.close`): closes the cache it owns.
