@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::checker::{HoldEntry, Ledger};
+use super::ledger::{HoldEntry, Ledger};
 
 /// Violations described in a report, at most.
 const MAX_DESCRIBED: usize = 10;

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::analysis;
+use super::ledger::{AcquireEntry, HoldEntry, Ledger};
 use super::record::ChaosRecord;
 use super::report::{Report, ReportInputs};
 use crate::eventually;
@@ -15,37 +16,6 @@ pub struct HoldId(usize);
 /// One acquire attempt, as [`Checker::begin_acquire`] returned it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AcquireId(usize);
-
-#[derive(Clone, Debug)]
-pub(crate) struct HoldEntry {
-    pub(crate) contender: usize,
-    pub(crate) token: i64,
-    pub(crate) exclusive: bool,
-    pub(crate) start: Instant,
-    pub(crate) lost: Option<Instant>,
-    pub(crate) end: Option<Instant>,
-    /// The counter value this hold read for its increment, and when it wrote it plus one.
-    pub(crate) increment: Option<(u64, Instant)>,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct AcquireEntry {
-    pub(crate) contender: usize,
-    pub(crate) start: Instant,
-    pub(crate) end: Option<Instant>,
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct Ledger {
-    /// Offsets in reports are from here (the checker's creation).
-    pub(crate) origin: Instant,
-    pub(crate) holds: Vec<HoldEntry>,
-    pub(crate) acquires: Vec<AcquireEntry>,
-    /// (contender, instant) of every forced session expiry.
-    pub(crate) expiries: Vec<(usize, Instant)>,
-    pub(crate) counter: u64,
-    pub(crate) increments: u64,
-}
 
 /// Collects what the contenders of a lock scenario report (grants, loss signals, releases,
 /// acquire attempts, a shared counter) and finds, at the end, what went wrong: see

@@ -45,6 +45,7 @@ mod apply;
 mod checker;
 mod fault;
 mod injector;
+mod ledger;
 mod plan;
 mod record;
 mod report;
