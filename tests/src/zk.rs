@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use curator_core::zk;
 use curator_core::CuratorFramework;
-use curator_test::{four_letter_word, Timing};
+use curator_test::{eventually, four_letter_word, Timing};
 
 /// The children of `path` (empty when it does not exist or cannot be read).
 pub async fn children(fw: &CuratorFramework, path: &str) -> Vec<String> {
@@ -68,4 +68,21 @@ pub async fn wait_children(fw: &CuratorFramework, path: &str, n: usize) {
     let done =
         curator_test::eventually(Timing::new().deadline(), || async { children(fw, path).await.len() == n }).await;
     assert!(done, "{path} never had {n} children: {:?}", children(fw, path).await);
+}
+
+/// Waits until the server's clock (a write's mtime on the scratch node `clock`, made and
+/// deleted here) is more than `age` past `mtime`: ages measured by the server, as a reaper
+/// that compares mtimes sees them.
+///
+/// # Panics
+/// If the server's clock does not get there within the default deadline.
+pub async fn server_clock_past(fw: &CuratorFramework, clock: &str, mtime: i64, age: std::time::Duration) {
+    fw.create().for_path(clock, Vec::new()).await.expect("clock node");
+    let past = eventually(Timing::new().deadline(), || async {
+        let stat = fw.set_data().for_path(clock, Vec::new()).await.expect("tick");
+        stat.mtime - mtime > age.as_millis() as i64
+    })
+    .await;
+    assert!(past, "the server's clock did not pass {mtime} + {age:?}");
+    fw.delete().for_path(clock).await.expect("clock node deleted");
 }

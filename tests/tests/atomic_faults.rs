@@ -18,6 +18,7 @@ use curator_recipes::atomic::{DistributedAtomicLong, PromotedToLock, WRITE_TAG_P
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use tests::fixture::{init_tracing, unique_path};
 use tests::policies::{framework, Retry, COMBINATIONS};
+use tests::zk::server_clock_past;
 use tokio::sync::Mutex;
 
 /// What one session saw.
@@ -181,20 +182,6 @@ async fn full_8_sessions_x_500_increments() {
 /// The reap age of the outcome test's handle: short, so that its first write reaps a stale tag.
 const REAP_AGE: Duration = Duration::from_millis(200);
 
-/// Waits until the server's clock (a write's mtime on the scratch node `clock`) is more than
-/// `age` past the mtime of `node`.
-async fn server_clock_past(fw: &CuratorFramework, clock: &str, node: &str, age: Duration) {
-    let mtime = fw.check_exists().for_path(node).await.expect("exists").expect("node").mtime;
-    fw.create().for_path(clock, Vec::new()).await.expect("clock node");
-    let past = eventually(Timing::new().deadline(), || async {
-        let stat = fw.set_data().for_path(clock, Vec::new()).await.expect("tick");
-        stat.mtime - mtime > age.as_millis() as i64
-    })
-    .await;
-    assert!(past, "the server's clock did not pass {mtime} + {age:?}");
-    fw.delete().for_path(clock).await.expect("clock node deleted");
-}
-
 /// An increment whose reply is lost while someone else changes its write tag cannot be
 /// decided: it fails with `OutcomeUnknown` naming the counter (before: `IllegalState`), whose
 /// `outcome_unknown()` is true and which no retry loop retries; the write had in fact been
@@ -218,7 +205,8 @@ async fn a_lost_reply_whose_tag_someone_else_changed_is_outcome_unknown() {
         let stale = format!("{path}/{WRITE_TAG_PREFIX}stale");
         observer.create().creating_parents_if_needed().for_path(&path, 0i64.to_be_bytes().to_vec()).await.unwrap();
         observer.create().for_path(&stale, Vec::new()).await.expect("stale tag");
-        server_clock_past(&observer, &format!("{path}-clock"), &stale, REAP_AGE).await;
+        let mtime = observer.check_exists().for_path(&stale).await.expect("exists").expect("node").mtime;
+        server_clock_past(&observer, &format!("{path}-clock"), mtime, REAP_AGE).await;
         let counter = DistributedAtomicLong::new(&fw, &path, RetryNTimes::new(0, Duration::ZERO))
             .expect("counter")
             .write_tag_reap_age(REAP_AGE);

@@ -15,6 +15,7 @@ use curator_core::CuratorFramework;
 use curator_recipes::atomic::{DistributedAtomicLong, WRITE_TAG_PREFIX};
 use curator_test::{eventually, Timing};
 use tests::fixture::{init_tracing, unique_path, Fixture};
+use tests::zk::server_clock_past;
 
 /// Short enough for a test, long enough for a write and its decision on a loaded machine.
 const AGE: Duration = Duration::from_millis(300);
@@ -36,19 +37,6 @@ async fn tags(fw: &CuratorFramework, path: &str) -> Vec<String> {
 /// The mtime (ms) of `path/tag`.
 async fn mtime(fw: &CuratorFramework, path: &str, tag: &str) -> i64 {
     fw.check_exists().for_path(&format!("{path}/{tag}")).await.expect("exists").expect("tag").mtime
-}
-
-/// Waits until the server's clock (a write's mtime on the scratch node `clock`) is more than
-/// `age` past `mtime`.
-async fn server_clock_past(fw: &CuratorFramework, clock: &str, mtime: i64, age: Duration) {
-    fw.create().for_path(clock, Vec::new()).await.expect("clock node");
-    let past = eventually(Timing::new().deadline(), || async {
-        let stat = fw.set_data().for_path(clock, Vec::new()).await.expect("tick");
-        stat.mtime - mtime > age.as_millis() as i64
-    })
-    .await;
-    assert!(past, "the server's clock did not pass {mtime} + {age:?}");
-    fw.delete().for_path(clock).await.expect("clock node deleted");
 }
 
 /// A handle forgotten without its drop (as a crashed process leaves its tag) and a tag made by
