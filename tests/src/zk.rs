@@ -86,3 +86,13 @@ pub async fn server_clock_past(fw: &CuratorFramework, clock: &str, mtime: i64, a
     assert!(past, "the server's clock did not pass {mtime} + {age:?}");
     fw.delete().for_path(clock).await.expect("clock node deleted");
 }
+
+/// Makes `path` readable by anyone and nothing more: the base where a recipe that writes under
+/// it is refused for good (`NoAuth`), as a client without permission is.
+///
+/// # Panics
+/// If the node cannot be made.
+pub async fn read_only_node(fw: &CuratorFramework, path: &str) {
+    let read_only = vec![zk::Acl::new(zk::Permission::READ, zk::AuthId::anyone())];
+    fw.create().with_acl(read_only).for_path(path, Vec::new()).await.expect("a read-only node");
+}

@@ -611,14 +611,12 @@ async fn provider_round_robin_drops_an_instance_whose_process_died() {
 /// is refused again rather than taken for an update of a registration that never was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_register_is_reported_promptly_and_not_kept() {
-    use curator_core::zk::{Acl, AuthId, Permission};
     init_tracing();
     let server = TestingServer::shared();
     for (policy, retry) in COMBINATIONS {
         let fw = framework(&server.connect_string(), policy, retry).await;
         let base = unique_path("discovery-noauth");
-        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
-        fw.create().with_acl(read_only).for_path(&base, Vec::new()).await.unwrap();
+        tests::zk::read_only_node(&fw, &base).await;
         let discovery = ServiceDiscovery::<String>::builder(&fw, &base).build().expect("discovery");
         let me = instance("test", 10070, "v1");
         for attempt in ["first", "second"] {
@@ -702,14 +700,12 @@ async fn a_service_cache_refused_reading_reports_it_from_ready() {
 /// TestServiceDiscovery has no refusal case).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_this_instance_is_reported_by_ready_and_closes_the_discovery() {
-    use curator_core::zk::{Acl, AuthId, Permission};
     init_tracing();
     let server = TestingServer::shared();
     for (policy, retry) in COMBINATIONS {
         let fw = framework(&server.connect_string(), policy, retry).await;
         let base = unique_path("discovery-this-noauth");
-        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
-        fw.create().with_acl(read_only).for_path(&base, Vec::new()).await.unwrap();
+        tests::zk::read_only_node(&fw, &base).await;
         let me = instance("test", 10071, "v1");
         let discovery =
             ServiceDiscovery::<String>::builder(&fw, &base).this_instance(me.clone()).build().expect("discovery");

@@ -747,14 +747,12 @@ async fn close_is_idempotent_and_lifecycle_errors_are_typed() {
 /// the refusal (`TestLeaderLatch` covers the started path).
 #[tokio::test]
 async fn a_refused_first_join_is_reported_by_ready() {
-    use curator_core::zk::{Acl, AuthId, Permission};
     init_tracing();
     let connect = shared();
     for (policy, retry) in COMBINATIONS {
         let fw = framework(&connect, policy, retry).await;
         let path = unique_path("latch-noauth");
-        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
-        fw.create().with_acl(read_only).for_path(&path, Vec::new()).await.unwrap();
+        tests::zk::read_only_node(&fw, &path).await;
         let latch = LeaderLatch::new(&fw, &path, "refused").unwrap();
         let started = std::time::Instant::now();
         latch.start().expect("start only spawns the task");

@@ -640,14 +640,12 @@ async fn participant_ids_are_validated_the_same_way_everywhere() {
 /// Curator's `LeaderSelector` only logs the refusal, `TestLeaderSelector` has no such case.)
 #[tokio::test]
 async fn a_refused_first_turn_is_reported_by_ready() {
-    use curator_core::zk::{Acl, AuthId, Permission};
     init_tracing();
     let fx = Fixture::shared().await;
     for (policy, retry) in COMBINATIONS {
         let fw = framework(&fx.connect_string(), policy, retry).await;
         let path = unique_path("sel-noauth");
-        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
-        fw.create().with_acl(read_only).for_path(&path, Vec::new()).await.unwrap();
+        tests::zk::read_only_node(&fw, &path).await;
         let s = LeaderSelector::builder(&fw, &path, |_l: Leadership| async {}).id("refused").build().unwrap();
         let started = Instant::now();
         s.start().expect("start only spawns the run loop");

@@ -257,15 +257,13 @@ async fn a_builder_listener_hears_the_members_already_there() {
 /// retried for ever. Under every error and retry policy.
 #[tokio::test]
 async fn a_refused_registration_is_reported_by_ready() {
-    use curator_core::zk::{Acl, AuthId, Permission};
     use tests::policies::{framework, COMBINATIONS};
     init_tracing();
     let connect = shared();
     for (policy, retry) in COMBINATIONS {
         let fw = framework(&connect, policy, retry).await;
         let path = unique_path("group-noauth");
-        let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
-        fw.create().with_acl(read_only).for_path(&path, Vec::new()).await.unwrap();
+        tests::zk::read_only_node(&fw, &path).await;
         let member = GroupMember::builder(&fw, &path, "refused").build().expect("member");
         let mut events = member.events();
         let started = std::time::Instant::now();

@@ -729,11 +729,7 @@ async fn a_refused_first_create_is_reported_by_ready_and_closes_the_node() {
     for (policy, retry) in COMBINATIONS {
         let fw = framework(&shared(), policy, retry).await;
         let dir = unique_path("pn-refused");
-        fw.create()
-            .with_acl(vec![Acl::new(Permission::READ, AuthId::anyone())])
-            .for_path(&dir, Vec::new())
-            .await
-            .unwrap();
+        tests::zk::read_only_node(&fw, &dir).await;
         for (mode, protected) in
             [(CreateMode::Ephemeral, false), (CreateMode::Persistent, false), (CreateMode::EphemeralSequential, true)]
         {

@@ -269,7 +269,6 @@ async fn bad_input_is_a_typed_error() {
 #[tokio::test]
 async fn a_refused_first_create_is_reported_by_ready_and_closes_the_node() {
     use curator_core::lifecycle::LifeState;
-    use curator_core::zk::{Acl, AuthId, Permission};
     use tests::policies::{framework, COMBINATIONS};
     init_tracing();
     let server = TestingServer::shared();
@@ -277,11 +276,7 @@ async fn a_refused_first_create_is_reported_by_ready_and_closes_the_node() {
         let what = format!("{policy:?}/{retry:?}");
         let fw = framework(&server.connect_string(), policy, retry).await;
         let dir = unique_path("ttl-refused");
-        fw.create()
-            .with_acl(vec![Acl::new(Permission::READ, AuthId::anyone())])
-            .for_path(&dir, Vec::new())
-            .await
-            .unwrap();
+        tests::zk::read_only_node(&fw, &dir).await;
         let node = PersistentTtlNode::builder(&fw, &format!("{dir}/node"), TTL).touch_factor(10).build().unwrap();
         let began = Instant::now();
         node.start().expect("start only spawns the node's tasks");

@@ -289,7 +289,6 @@ async fn bad_data_item_is_reported_and_skipped() {
 #[tokio::test]
 async fn lifecycle_errors_are_typed_and_a_refused_start_closes_the_queue() {
     use curator_core::lifecycle::LifeState;
-    use curator_core::zk::{Acl, AuthId, Permission};
     init_tracing();
     for (policy, retry) in COMBINATIONS {
         let fw = connected(with_policies(builder(&shared()), policy, retry)).await;
@@ -308,11 +307,7 @@ async fn lifecycle_errors_are_typed_and_a_refused_start_closes_the_queue() {
         assert!(matches!(ids.start(), Err(CuratorError::AlreadyClosed { what: "DistributedIdQueue" })));
 
         let parent = unique_path("queue-noauth");
-        fw.create()
-            .with_acl(vec![Acl::new(Permission::READ, AuthId::anyone())])
-            .for_path(&parent, vec![])
-            .await
-            .unwrap();
+        tests::zk::read_only_node(&fw, &parent).await;
         let path = format!("{parent}/q");
         let consume = |_item: String| async { Ok::<(), String>(()) };
         let builder = || DistributedQueue::builder(&fw, &path, StringSerializer);

@@ -205,11 +205,7 @@ async fn a_refused_start_is_reported_and_closes_the_value() {
     for (policy, retry) in COMBINATIONS {
         let fw = framework(&f.connect_string(), policy, retry).await;
         let parent = unique_path("value-noauth");
-        fw.create()
-            .with_acl(vec![Acl::new(Permission::READ, AuthId::anyone())])
-            .for_path(&parent, vec![])
-            .await
-            .unwrap();
+        tests::zk::read_only_node(&fw, &parent).await;
         let unreadable = unique_path("value-unreadable");
         let write_only = vec![Acl::new(Permission::WRITE | Permission::DELETE, AuthId::anyone())];
         fw.create().with_acl(write_only).for_path(&unreadable, vec![]).await.unwrap();
