@@ -531,18 +531,20 @@ async fn bound_and_kept_guards_hold_and_a_bare_acquire_does_not() {
     let mutex = InterProcessMutex::new(&fw, &path).unwrap();
     let other = InterProcessMutex::new(&other_fw, &path).unwrap();
     let refused = || async { other.acquire_timeout(Duration::ZERO).await.unwrap().is_none() };
+    // The other session's refused attempt deletes its own node, in the background: polled.
+    let none_left = || eventually(Timing::new().deadline(), || async { children(&fw, &path).await.is_empty() });
 
     let guard = mutex.acquire().await.unwrap();
     assert!(refused().await, "a bound guard holds");
     guard.release().await.unwrap();
-    assert!(children(&fw, &path).await.is_empty(), "release() deleted the node");
+    assert!(none_left().await, "release() deleted the node");
 
     mutex.acquire().await.unwrap().keep();
     assert!(refused().await, "a kept guard's count holds until the handle's release()");
     assert!(mutex.is_acquired_in_this_process());
     mutex.release().await.unwrap();
     assert!(!mutex.is_acquired_in_this_process());
-    assert!(children(&fw, &path).await.is_empty(), "the handle's release() deleted the node");
+    assert!(none_left().await, "the handle's release() deleted the node");
 
     #[allow(unused_must_use)]
     {
