@@ -99,3 +99,45 @@ async fn connection_state_listeners_can_be_removed() {
     fw.close().await;
     assert_eq!(rx.recv().await, None, "removed: it never hears Closed, and its queue ends");
 }
+
+/// Every event stream the crates hand out is a `futures::Stream` (issue 28 item 4): `StreamExt`
+/// combinators and `select!` over streams work on the framework's connection states and on a
+/// cache's events as on any stream, and a stream ends when its source closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_streams_are_futures_streams() {
+    use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
+    use curator_core::ConnectionState;
+    use futures::StreamExt;
+
+    let server = TestingServer::shared();
+    let fw = builder(&server.connect_string()).build().unwrap();
+    let states = fw.connection_state_stream();
+    fw.start().unwrap();
+    let mut connected =
+        states.map(|event| event.state).filter(|s| std::future::ready(*s == ConnectionState::Connected));
+    let first = tokio::time::timeout(Timing::new().deadline(), connected.next()).await.expect("a Connected event");
+    assert_eq!(first, Some(ConnectionState::Connected));
+
+    let path = unique_path("streams");
+    let cache = PathChildrenCache::new(&fw, &path, true).unwrap();
+    let mut added = Box::pin(cache.events().filter_map(|event| async move {
+        match event {
+            PathChildrenCacheEvent::ChildAdded(child) => Some(child.name().to_string()),
+            _ => None,
+        }
+    }));
+    let mut ended = Box::pin(cache.events().count());
+    cache.start(StartMode::Normal).unwrap();
+    cache.wait_initialized().await.unwrap();
+    fw.create().creating_parents_if_needed().for_path(&format!("{path}/a"), Vec::new()).await.unwrap();
+    let name = tokio::select! {
+        name = added.next() => name,
+        _ = &mut ended => panic!("the stream ended before the child was added"),
+        _ = tokio::time::sleep(Timing::new().deadline()) => panic!("no ChildAdded event"),
+    };
+    assert_eq!(name.as_deref(), Some("a"));
+    cache.close().await;
+    let seen = tokio::time::timeout(Timing::new().deadline(), ended).await.expect("the stream ends with the cache");
+    assert!(seen >= 1, "the second stream saw the add too ({seen} events)");
+    fw.close().await;
+}
