@@ -276,3 +276,22 @@ async fn corrupted_count() {
     assert!(events.lock().unwrap().iter().any(|e| matches!(e, SharedCountEvent::Changed(v) if v.value == 7)));
     f.close().await;
 }
+
+/// A `try_set` against a value not read yet (version -1: the value is started, its first read
+/// has not come, here because the framework is not started) is a typed `InvalidArgument`: ZooKeeper
+/// would read version -1 as "any version" and overwrite whatever is there (IllegalState before).
+/// Curator's `trySetValue` has no such case: its `start` reads the value before it returns.
+#[tokio::test]
+async fn a_try_set_before_the_first_read_is_invalid_argument() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = builder(&server.connect_string()).build().unwrap();
+    let value = SharedValue::new(&fw, &unique_path("value-unread"), b"seed".to_vec()).unwrap();
+    value.start().expect("starts: its task waits for the framework");
+    let unread = value.versioned_value();
+    assert_eq!(unread.version, -1, "not read yet");
+    let r = value.try_set(&unread, b"x".to_vec()).await;
+    assert!(matches!(r, Err(CuratorError::InvalidArgument { .. })), "{r:?}");
+    value.close().await;
+    fw.close().await;
+}

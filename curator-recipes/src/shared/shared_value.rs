@@ -235,7 +235,7 @@ impl SharedValue {
     ///
     /// # Errors
     /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] (module
-    /// [`lifecycle`](curator_core::lifecycle)); `IllegalState` for version `-1`; the write's or
+    /// [`lifecycle`](curator_core::lifecycle)); [`CuratorError::InvalidArgument`] for version `-1`; the write's or
     /// the read's error.
     pub async fn try_set(&self, previous: &VersionedValue<Vec<u8>>, value: Vec<u8>) -> Result<bool> {
         let inner = &self.inner;
@@ -247,10 +247,10 @@ impl SharedValue {
             }
         }
         if previous.version == -1 {
-            return Err(CuratorError::IllegalState(format!(
-                "{}: version -1 cannot be compared (ZooKeeper reads it as any version)",
-                inner.path
-            )));
+            return Err(CuratorError::InvalidArgument {
+                path: inner.path.clone(),
+                reason: "version -1 cannot be compared (ZooKeeper reads it as any version)".into(),
+            });
         }
         match inner.fw.set_data().with_version(previous.version).idempotent().for_path(&inner.path, value.clone()).await
         {
