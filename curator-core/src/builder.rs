@@ -223,7 +223,7 @@ impl CuratorFrameworkBuilder {
     /// (`close()` then ends the session with a short-lived client on it). A move shows as one
     /// `Suspended`/`Reconnected` pair at most (none if it completes within a tenth of the session
     /// timeout), never as `Lost`; see [`CuratorFramework::current_connect_string`] for the
-    /// servers in use. With [`tls`](Self::tls) the tracker stays off whatever this says: the
+    /// servers in use. With `tls` (its feature) the tracker stays off whatever this says: the
     /// dynamic configuration names each server's plain client port only, never its secure one,
     /// so following it would move a TLS client onto plain ports.
     pub fn ensemble_tracker(mut self, enabled: bool) -> Self {

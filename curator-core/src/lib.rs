@@ -70,6 +70,7 @@ pub mod ensemble;
 pub mod error;
 mod event;
 pub mod framework;
+mod left_out;
 pub mod lifecycle;
 mod limits;
 pub mod listeners;
@@ -89,7 +90,6 @@ mod task;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub mod tls;
-mod left_out;
 #[cfg(not(feature = "sasl"))]
 use left_out::sasl;
 #[cfg(not(feature = "tls"))]

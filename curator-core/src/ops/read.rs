@@ -197,7 +197,7 @@ impl GetDataBuilder {
     watch_options!();
 
     /// Un-gzip the data (it was written with `compressed()`). Without curator-core's
-    /// `compression` feature the read fails with [`CuratorError::InvalidArgument`](crate::CuratorError::InvalidArgument).
+    /// `compression` feature the read fails with [`CuratorError::InvalidArgument`].
     pub fn decompressed(mut self) -> Self {
         self.decompressed = true;
         self

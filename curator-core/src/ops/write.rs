@@ -75,7 +75,7 @@ impl SetDataBuilder {
         self
     }
     /// Gzip the data before storing it. Without curator-core's `compression` feature the
-    /// operation fails with [`CuratorError::InvalidArgument`](crate::CuratorError::InvalidArgument).
+    /// operation fails with [`CuratorError::InvalidArgument`].
     pub fn compressed(mut self) -> Self {
         self.compressed = true;
         self
