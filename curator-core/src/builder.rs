@@ -190,19 +190,26 @@ impl CuratorFrameworkBuilder {
     /// that did not sign the server's certificate, a refused client certificate, a plain port)
     /// makes operations fail at once with [`CuratorError::Tls`] naming the cause while the
     /// session manager keeps retrying with its backoff. See [`TlsConfig`] and
-    /// docs/operations.md section 3.
+    /// docs/operations.md section 3. Only with curator-core's `tls` feature.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn tls(mut self, tls: TlsConfig) -> Self {
         self.tls = Some(tls);
         self
     }
     /// Authenticate every session with SASL DIGEST-MD5 as `username` with `password` (the
     /// server's JAAS file lists the users). Shorthand for [`sasl`](Self::sasl) with
-    /// [`SaslConfig::digest_md5`].
+    /// [`SaslConfig::digest_md5`]. Only with curator-core's `sasl` feature.
+    #[cfg(feature = "sasl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sasl")))]
     pub fn sasl_digest(self, username: impl Into<String>, password: impl Into<String>) -> Self {
         self.sasl(SaslConfig::digest_md5(username, password))
     }
     /// Authenticate every session with SASL. A refused credential is final: see
-    /// [`CuratorError::AuthFailed`] and docs/operations.md section 4.
+    /// [`CuratorError::AuthFailed`] and docs/operations.md section 4. Only with curator-core's
+    /// `sasl` feature.
+    #[cfg(feature = "sasl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sasl")))]
     pub fn sasl(mut self, sasl: SaslConfig) -> Self {
         self.sasl = Some(sasl);
         self
@@ -216,7 +223,7 @@ impl CuratorFrameworkBuilder {
     /// (`close()` then ends the session with a short-lived client on it). A move shows as one
     /// `Suspended`/`Reconnected` pair at most (none if it completes within a tenth of the session
     /// timeout), never as `Lost`; see [`CuratorFramework::current_connect_string`] for the
-    /// servers in use. With [`tls`](Self::tls) the tracker stays off whatever this says: the
+    /// servers in use. With `tls` (its feature) the tracker stays off whatever this says: the
     /// dynamic configuration names each server's plain client port only, never its secure one,
     /// so following it would move a TLS client onto plain ports.
     pub fn ensemble_tracker(mut self, enabled: bool) -> Self {
@@ -282,6 +289,12 @@ fn check_connect_string(connect_string: &str) -> Result<()> {
         "" => invalid(why),
         _ => invalid(format!("connect string {connect_string:?}: {why}")),
     })?;
+    #[cfg(not(feature = "tls"))]
+    if parsed.servers.iter().any(|server| server.scheme == crate::connect_string::Scheme::Tls) {
+        return Err(invalid(format!(
+            "connect string {connect_string:?}: tcp+tls:// needs curator-core's `tls` feature, which this build leaves out"
+        )));
+    }
     match parsed.chroot {
         Some(chroot) if chroot != "/" => crate::path::validate(chroot)
             .map(drop)
@@ -336,5 +349,29 @@ impl Config {
                 "the server refused the session's credentials, SASL ({sasl}) or {schemes}: a wrong SASL user or password, an authentication scheme it does not have, or a credential the scheme's provider refused; {FINAL} other credentials"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod feature_tests {
+    use super::*;
+
+    /// A connect string that asks for TLS is accepted with the `tls` feature and, without it,
+    /// refused by `build()` with an `InvalidArgument` naming the feature (not a hang on a
+    /// plain connection to a secure port).
+    #[test]
+    fn tls_connect_string_follows_the_feature() {
+        let checked = check_connect_string("tcp+tls://127.0.0.1:2281");
+        if cfg!(feature = "tls") {
+            assert!(checked.is_ok(), "{checked:?}");
+        } else {
+            match checked {
+                Err(CuratorError::InvalidArgument { reason, .. }) => {
+                    assert!(reason.contains("`tls` feature"), "{reason}")
+                }
+                other => panic!("not InvalidArgument: {other:?}"),
+            }
+        }
+        assert!(check_connect_string("tcp://127.0.0.1:2181").is_ok());
     }
 }

@@ -153,7 +153,10 @@ pub enum CuratorError {
     /// with `server` (a CA that did not sign the server's certificate, a server that refused
     /// the client's certificate, a plain client on a secure port or the reverse). Operations
     /// and `block_until_connected` get it at once while the session manager keeps retrying
-    /// with its backoff; not retryable. Docs: docs/operations.md section 3.
+    /// with its backoff; not retryable. Docs: docs/operations.md section 3. Only with
+    /// curator-core's `tls` feature.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     #[error("TLS error{}: {detail}", if .server.is_empty() { String::new() } else { format!(" with {}", .server) })]
     Tls {
         /// The server (`host:port`) whose handshake failed; empty for bad settings.
@@ -401,8 +404,9 @@ impl CuratorError {
             | Self::NoRuntime { .. }
             | Self::IllegalState(_)
             | Self::NotConnected { .. }
-            | Self::Tls { .. }
             | Self::AuthFailed { .. } => None,
+            #[cfg(feature = "tls")]
+            Self::Tls { .. } => None,
         }
     }
 
@@ -418,7 +422,9 @@ impl CuratorError {
             Self::NoAuth { .. } => -102,
             Self::NoChildrenForEphemerals { .. } => -108,
             Self::InvalidAcl { .. } => -114,
-            Self::ConnectionLoss { .. } | Self::NotConnected { .. } | Self::Tls { .. } => -4,
+            Self::ConnectionLoss { .. } | Self::NotConnected { .. } => -4,
+            #[cfg(feature = "tls")]
+            Self::Tls { .. } => -4,
             Self::AuthFailed { .. } => -115,
             Self::SessionExpired { .. } | Self::Closed => -112,
             Self::Timeout { .. } => -7,

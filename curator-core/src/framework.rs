@@ -153,7 +153,7 @@ impl CuratorFramework {
     /// Waits until connected, at most `timeout`. The error says why no connection was had:
     /// [`NotStarted`](CuratorError::NotStarted) at once if the framework is not started,
     /// [`Closed`](CuratorError::Closed) once it is closed, [`NotConnected`](CuratorError::NotConnected)
-    /// with the last failure after `timeout`, and at once [`Tls`](CuratorError::Tls) or
+    /// with the last failure after `timeout`, and at once `Tls` (with the `tls` feature) or
     /// [`AuthFailed`](CuratorError::AuthFailed) when the latest attempt to open a session failed
     /// so (docs/architecture.md section 3.1).
     pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
@@ -489,7 +489,7 @@ impl CuratorFramework {
 impl CuratorFrameworkBuilder {
     /// Checks the options and builds a framework that is not started yet. Bad options are an
     /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which; TLS certificates or keys
-    /// that cannot be read are a [`Tls`](CuratorError::Tls) error.
+    /// that cannot be read are a `CuratorError::Tls` error (with the `tls` feature).
     pub fn build(self) -> Result<CuratorFramework> {
         let (config, namespace) = self.into_config()?;
         CuratorFramework::new(config, namespace.as_deref())

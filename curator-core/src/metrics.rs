@@ -53,13 +53,22 @@
 //! and events in `curator-cache`'s engine. The recipes and caches call the `pub` functions
 //! below; applications have no need to.
 //!
+//! # Without the `metrics` feature
+//!
+//! curator-core's `metrics` feature (on by default) brings in the facade. Without it the
+//! names stay, every hook keeps its signature and does nothing, and [`describe`] does nothing:
+//! no caller changes.
+//!
 //! Not measured per request: the requests that recipes and caches pipeline on a session's raw
 //! client (a lock's create and listing, a cache's multi-reads); the lock, leader and cache
 //! metrics cover them.
 
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "metrics")]
 use ::metrics::{counter, gauge, histogram};
+#[cfg(not(feature = "metrics"))]
+use off::{counter, gauge, histogram};
 
 use crate::connection_state::{ConnectionState, ConnectionStateEvent};
 use crate::error::CuratorError;
@@ -189,6 +198,12 @@ pub mod cache {
 /// shows them, as Prometheus's `# HELP`). Call it once, after installing the recorder; metrics
 /// are recorded whether or not it is called.
 pub fn describe() {
+    #[cfg(feature = "metrics")]
+    describe_all();
+}
+
+#[cfg(feature = "metrics")]
+fn describe_all() {
     use ::metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     let state = "connection state: 0 latent, 1 connected, 2 suspended, 3 reconnected, 4 lost, 5 read_only, 6 closed";
     describe_gauge!(CONNECTION_STATE, state);
@@ -253,6 +268,7 @@ pub fn error_kind(err: &CuratorError) -> &'static str {
         CuratorError::GaveUp { .. } => "gave_up",
         CuratorError::IllegalState(_) => "illegal_state",
         CuratorError::BadData { .. } => "bad_data",
+        #[cfg(feature = "tls")]
         CuratorError::Tls { .. } => "tls",
         CuratorError::AuthFailed { .. } => "auth_failed",
         CuratorError::Zk { .. } => "zk",
@@ -359,6 +375,30 @@ pub fn cache_load_failed(cache: &'static str) {
 /// queue of a cache of kind `cache`: records [`CACHE_EVENT_LAG`].
 pub fn cache_event_delivered(cache: &'static str, received: Instant) {
     histogram!(CACHE_EVENT_LAG, "cache" => cache).record(received.elapsed());
+}
+
+/// Without the `metrics` feature: the facade's three macros as no-ops, so that the hooks above
+/// read the same either way. The arguments are evaluated (they are plain values) and dropped.
+#[cfg(not(feature = "metrics"))]
+mod off {
+    /// A handle that records nothing.
+    pub(super) struct Nothing;
+
+    impl Nothing {
+        pub(super) fn increment(&self, _: u64) {}
+        pub(super) fn set(&self, _: f64) {}
+        pub(super) fn record<T>(&self, _: T) {}
+    }
+
+    macro_rules! noop {
+        ($name:expr $(, $key:literal => $value:expr)* $(,)?) => {{
+            let _ = ($name, $(($key, $value)),*);
+            $crate::metrics::off::Nothing
+        }};
+    }
+    pub(crate) use noop as counter;
+    pub(crate) use noop as gauge;
+    pub(crate) use noop as histogram;
 }
 
 #[cfg(test)]

@@ -114,7 +114,8 @@ impl CreateBuilder {
         self.idempotent = true;
         self
     }
-    /// Gzip the data before storing it.
+    /// Gzip the data before storing it. Without curator-core's `compression` feature the
+    /// operation fails with [`CuratorError::InvalidArgument`].
     pub fn compressed(mut self) -> Self {
         self.compressed = true;
         self
@@ -156,7 +157,7 @@ impl CreateBuilder {
             return Err(CuratorError::InvalidPath { path: path.into(), reason: "cannot create the root" });
         }
         check_ttl(path, self.mode, self.ttl)?;
-        let data = if self.compressed { compress(&data) } else { data };
+        let data = if self.compressed { compress(path, data)? } else { data };
         self.fw.check_data(path, &data)?;
         let (parent, node) = path::parent_and_node(path);
         let protection = self.protected.then(uuid::Uuid::new_v4);

@@ -10,7 +10,6 @@ pub mod watch;
 pub mod write;
 
 use std::future::{Future, IntoFuture};
-use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -249,20 +248,50 @@ impl EventData for (Vec<String>, zk::Stat, Watch) {
     }
 }
 
-/// Gzip, as Curator's default compression provider.
-pub(crate) fn compress(data: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    // Writing to a Vec cannot fail.
-    let _ = encoder.write_all(data);
-    encoder.finish().unwrap_or_default()
+/// Whether `compressed()`/`decompressed()` can be asked for: without curator-core's
+/// `compression` feature, an [`InvalidArgument`](CuratorError::InvalidArgument) naming it.
+pub(crate) fn check_compression(path: &str) -> Result<()> {
+    if cfg!(feature = "compression") {
+        Ok(())
+    } else {
+        Err(CuratorError::InvalidArgument {
+            path: path.to_string(),
+            reason: "compressed data needs curator-core's `compression` feature, which this build leaves out".into(),
+        })
+    }
 }
 
+/// Gzip, as Curator's default compression provider (without the `compression` feature, the
+/// error of [`check_compression`]).
+pub(crate) fn compress(path: &str, data: Vec<u8>) -> Result<Vec<u8>> {
+    check_compression(path)?;
+    #[cfg(feature = "compression")]
+    {
+        use std::io::Write;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        // Writing to a Vec cannot fail.
+        let _ = encoder.write_all(&data);
+        Ok(encoder.finish().unwrap_or_default())
+    }
+    #[cfg(not(feature = "compression"))]
+    Ok(data)
+}
+
+/// Un-gzips the data of `path` (without the `compression` feature, the error of
+/// [`check_compression`]).
 pub(crate) fn decompress(path: &str, data: &[u8]) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(data)
-        .read_to_end(&mut out)
-        .map_err(|e| CuratorError::BadData { path: path.to_string(), reason: format!("not gzip data: {e}") })?;
-    Ok(out)
+    check_compression(path)?;
+    #[cfg(feature = "compression")]
+    {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(data)
+            .read_to_end(&mut out)
+            .map_err(|e| CuratorError::BadData { path: path.to_string(), reason: format!("not gzip data: {e}") })?;
+        Ok(out)
+    }
+    #[cfg(not(feature = "compression"))]
+    Ok(data.to_vec())
 }
 
 /// Bytes counted for each operation of a request besides its path, data and ACLs, rounded up:
@@ -341,5 +370,33 @@ pub(crate) fn check_ttl(path: &str, mode: CreateMode, ttl: Option<Duration>) -> 
         (true, Some(t)) => check_ttl_value(path, t),
         (false, Some(_)) => bad("with_ttl() needs a TTL mode"),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod compression_tests {
+    use super::*;
+
+    /// Gzip round trip with the feature; with it left out, a typed error naming the feature
+    /// (never a panic), for writes and reads alike.
+    #[test]
+    fn compression_follows_the_feature() {
+        let data = b"hello hello hello".to_vec();
+        if cfg!(feature = "compression") {
+            let packed = compress("/a", data.clone()).expect("gzip");
+            assert_ne!(packed, data);
+            assert_eq!(decompress("/a", &packed).expect("gunzip"), data);
+            assert!(matches!(decompress("/a", b"plain"), Err(CuratorError::BadData { .. })));
+        } else {
+            for err in [compress("/a", data.clone()).unwrap_err(), decompress("/a", &data).unwrap_err()] {
+                match err {
+                    CuratorError::InvalidArgument { path, reason } => {
+                        assert_eq!(path, "/a");
+                        assert!(reason.contains("`compression` feature"), "{reason}");
+                    }
+                    other => panic!("not InvalidArgument: {other:?}"),
+                }
+            }
+        }
     }
 }

@@ -10,7 +10,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
-use crate::ops::{decompress, Pending, Watch, WatchTarget};
+use crate::ops::{check_compression, decompress, Pending, Watch, WatchTarget};
 use crate::path;
 
 /// Validates `path`, then runs `read` under the retry policy with the session's client.
@@ -196,7 +196,8 @@ impl ExistsBuilder {
 impl GetDataBuilder {
     watch_options!();
 
-    /// Un-gzip the data (it was written with `compressed()`).
+    /// Un-gzip the data (it was written with `compressed()`). Without curator-core's
+    /// `compression` feature the read fails with [`CuratorError::InvalidArgument`].
     pub fn decompressed(mut self) -> Self {
         self.decompressed = true;
         self
@@ -212,6 +213,9 @@ impl GetDataBuilder {
     /// The data and stat of `path`.
     pub fn for_path_with_stat(self, path: &str) -> Pending<(Vec<u8>, zk::Stat)> {
         let Self { fw, watch, decompressed } = self;
+        if let (true, Err(err)) = (decompressed, check_compression(path)) {
+            return Pending::failed(&fw, CuratorEventType::GetData, path, err);
+        }
         let fw2 = fw.clone();
         let pending = read_op(&fw, CuratorEventType::GetData, "get_data", path, move |client, path| {
             let (fw, watch) = (fw2.clone(), watch.clone());
@@ -237,6 +241,9 @@ impl GetDataBuilder {
     /// The data and stat of `path`, and a watch for its deletion or change.
     pub fn for_path_and_watch(self, path: &str) -> Pending<(Vec<u8>, zk::Stat, Watch)> {
         let decompressed = self.decompressed;
+        if let (true, Err(err)) = (decompressed, check_compression(path)) {
+            return Pending::failed(&self.fw, CuratorEventType::GetData, path, err);
+        }
         read_op(&self.fw, CuratorEventType::GetData, "get_data", path, move |client, path| async move {
             let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
             let data = if decompressed {

@@ -74,7 +74,8 @@ impl SetDataBuilder {
         self.idempotent = true;
         self
     }
-    /// Gzip the data before storing it.
+    /// Gzip the data before storing it. Without curator-core's `compression` feature the
+    /// operation fails with [`CuratorError::InvalidArgument`].
     pub fn compressed(mut self) -> Self {
         self.compressed = true;
         self
@@ -83,7 +84,13 @@ impl SetDataBuilder {
     /// Writes `data` to `path`; resolves to the new stat.
     pub fn for_path(self, path: &str, data: impl Into<Vec<u8>>) -> Pending<zk::Stat> {
         let data = data.into();
-        let data = if self.compressed { compress(&data) } else { data };
+        let data = match self.compressed {
+            true => match compress(path, data) {
+                Ok(packed) => packed,
+                Err(err) => return Pending::failed(&self.fw, CuratorEventType::SetData, path, err),
+            },
+            false => data,
+        };
         let checked = path::validate(path)
             .and_then(|_| check_version(path, self.version))
             .and_then(|_| self.fw.check_data(path, &data))

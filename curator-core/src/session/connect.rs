@@ -170,9 +170,11 @@ pub(super) fn connector(config: &Config, detached: bool) -> Result<zk::Connector
     for (scheme, auth) in &config.auth {
         connector = connector.with_auth(scheme, auth);
     }
+    #[cfg(feature = "sasl")]
     if let Some(sasl) = &config.sasl {
         connector = connector.with_sasl(sasl.options());
     }
+    #[cfg(feature = "tls")]
     if let Some(tls) = &config.tls {
         connector = connector.with_tls(tls.options()?);
     }
@@ -184,9 +186,12 @@ pub(super) fn connector(config: &Config, detached: bool) -> Result<zk::Connector
 
 /// Opens a client from `connector` on `servers`, over TLS if the framework has it.
 pub(super) async fn open(connector: zk::Connector, servers: &str, tls: bool) -> Result<zk::Client, zk::Error> {
+    #[cfg(feature = "tls")]
     if tls {
-        connector.secure_connect(servers).await
-    } else {
-        connector.connect(servers).await
+        return connector.secure_connect(servers).await;
     }
+    // Without the `tls` feature there is no TlsConfig, so `tls` is false.
+    #[cfg(not(feature = "tls"))]
+    let _ = tls;
+    connector.connect(servers).await
 }
