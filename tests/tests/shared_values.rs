@@ -273,7 +273,13 @@ async fn corrupted_count() {
     );
     f.fw.set_data().for_path(&path, 7i32.to_be_bytes().to_vec()).await.expect("set");
     assert!(eventually(Timing::new().deadline(), || async { count.count().ok() == Some(7) }).await);
-    assert!(events.lock().unwrap().iter().any(|e| matches!(e, SharedCountEvent::Changed(v) if v.value == 7)));
+    // The listener runs after the local copy changed (on the blocking pool): polled too.
+    assert!(
+        eventually(Timing::new().deadline(), || async {
+            events.lock().unwrap().iter().any(|e| matches!(e, SharedCountEvent::Changed(v) if v.value == 7))
+        })
+        .await
+    );
     f.close().await;
 }
 
