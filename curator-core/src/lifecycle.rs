@@ -78,10 +78,28 @@ enum Phase<S> {
     Closed,
 }
 
+impl<S> Phase<S> {
+    fn state(&self) -> LifeState {
+        match self {
+            Phase::Latent => LifeState::Latent,
+            Phase::Started(..) => LifeState::Started,
+            Phase::Closed => LifeState::Closed,
+        }
+    }
+
+    /// To Closed: what the start kept, if it was started.
+    fn close(&mut self) -> Option<S> {
+        match std::mem::replace(self, Phase::Closed) {
+            Phase::Started(kept, _) => Some(kept),
+            Phase::Latent | Phase::Closed => None,
+        }
+    }
+}
+
 /// A start in progress: where the thing's tasks run (handed to `start`'s `make`).
 pub struct Starting<'a> {
     handle: &'a Handle,
-    readiness: &'a dyn Fn() -> Readiness,
+    readiness: Readiness,
     deferred: std::cell::Cell<bool>,
 }
 
@@ -116,7 +134,7 @@ impl Starting<'_> {
     /// the [`Readiness`] returned. Without this call the start's outcome is `Ok` at once.
     pub fn readiness(&self) -> Readiness {
         self.deferred.set(true);
-        (self.readiness)()
+        self.readiness.clone()
     }
 }
 
@@ -127,7 +145,7 @@ impl Starting<'_> {
 #[derive(Clone)]
 pub struct Readiness {
     first: watch::Sender<Option<Result<()>>>,
-    refuse: Arc<dyn Fn(CuratorError) -> bool + Send + Sync>,
+    refuse: Arc<dyn Fn(CuratorError) + Send + Sync>,
 }
 
 impl std::fmt::Debug for Readiness {
@@ -137,7 +155,7 @@ impl std::fmt::Debug for Readiness {
 }
 
 /// Sets the first outcome unless one was reported; true if this one was.
-fn report(first: &watch::Sender<Option<Result<()>>>, outcome: Result<()>) -> bool {
+fn set_first(first: &watch::Sender<Option<Result<()>>>, outcome: Result<()>) -> bool {
     first.send_if_modified(|first| {
         if first.is_some() {
             return false;
@@ -150,7 +168,7 @@ fn report(first: &watch::Sender<Option<Result<()>>>, outcome: Result<()>) -> boo
 impl Readiness {
     /// The first step is done (or failed in a way the thing goes on trying to mend).
     pub fn ready(&self) {
-        report(&self.first, Ok(()));
+        set_first(&self.first, Ok(()));
     }
 
     /// The first step was refused for good (`err`, typically
@@ -159,6 +177,15 @@ impl Readiness {
     /// Ignored after a first report.
     pub fn refused(&self, err: CuratorError) {
         (self.refuse)(err);
+    }
+
+    /// Reports `outcome`, the first step's: [`ready`](Self::ready) for `Ok`,
+    /// [`refused`](Self::refused) for an error.
+    pub fn report(&self, outcome: Result<()>) {
+        match outcome {
+            Ok(()) => self.ready(),
+            Err(err) => self.refused(err),
+        }
     }
 
     /// Whether the first outcome was reported.
@@ -190,23 +217,17 @@ impl<S> Core<S> {
     /// that no one sees the one without the other. What the start kept, if this closed it.
     fn refuse(&self, err: CuratorError) -> Option<S> {
         let mut phase = self.lock();
-        if !report(&self.first, Err(err)) {
+        if !set_first(&self.first, Err(err)) {
             return None;
         }
-        match std::mem::replace(&mut *phase, Phase::Closed) {
-            Phase::Started(kept, _) => Some(kept),
-            Phase::Latent | Phase::Closed => None,
-        }
+        phase.close()
     }
 
     /// To Closed; what the start kept, if started. Wakes [`Lifecycle::ready`]'s waiters.
     fn close(&self) -> Option<S> {
-        let was = std::mem::replace(&mut *self.lock(), Phase::Closed);
+        let kept = self.lock().close();
         self.first.send_modify(|_| {});
-        match was {
-            Phase::Started(kept, _) => Some(kept),
-            Phase::Latent | Phase::Closed => None,
-        }
+        kept
     }
 }
 
@@ -240,11 +261,7 @@ impl<S> Lifecycle<S> {
 
     /// Where the thing is in its life.
     pub fn state(&self) -> LifeState {
-        match *self.lock() {
-            Phase::Latent => LifeState::Latent,
-            Phase::Started(..) => LifeState::Started,
-            Phase::Closed => LifeState::Closed,
-        }
+        self.lock().state()
     }
 
     /// Latent to Started: checks the thing's state, the runtime and the framework, then runs
@@ -261,22 +278,17 @@ impl<S> Lifecycle<S> {
     {
         let mut phase = self.lock();
         let handle = self.startable(&phase, fw)?;
-        let readiness = || {
-            let core = Arc::downgrade(&self.core);
-            Readiness {
-                first: self.core.first.clone(),
-                refuse: Arc::new(move |err| match core.upgrade() {
-                    Some(core) => {
-                        // Dropped outside the lock's scope: `kept` may own the task's senders.
-                        let kept = core.refuse(err);
-                        drop(kept);
-                        true
-                    }
-                    None => false,
-                }),
-            }
+        let core = Arc::downgrade(&self.core);
+        let readiness = Readiness {
+            first: self.core.first.clone(),
+            refuse: Arc::new(move |err| {
+                if let Some(core) = core.upgrade() {
+                    // Dropped outside the lock's scope: `kept` may own the task's senders.
+                    drop(core.refuse(err));
+                }
+            }),
         };
-        let starting = Starting { handle: &handle, readiness: &readiness, deferred: std::cell::Cell::new(false) };
+        let starting = Starting { handle: &handle, readiness, deferred: std::cell::Cell::new(false) };
         let kept = make(&starting)?;
         let deferred = starting.deferred.get();
         *phase = Phase::Started(kept, handle);
@@ -300,12 +312,7 @@ impl<S> Lifecycle<S> {
             // Read together, under the phase's lock: a refusal sets both at once.
             let (state, outcome) = {
                 let phase = self.lock();
-                let state = match *phase {
-                    Phase::Latent => LifeState::Latent,
-                    Phase::Started(..) => LifeState::Started,
-                    Phase::Closed => LifeState::Closed,
-                };
-                (state, first.borrow_and_update().clone())
+                (phase.state(), first.borrow_and_update().clone())
             };
             if let Some(outcome) = outcome {
                 return outcome;

@@ -157,15 +157,11 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
                 // too. The task ends with the provider (its close or drop drops `stop`).
                 let readiness = started.readiness();
                 let (stop, stopped) = oneshot::channel::<()>();
-                let cache = Arc::downgrade(cache);
+                let cache = cache.clone();
                 started.spawn(async move {
-                    let Some(cache) = cache.upgrade() else { return };
                     tokio::select! {
                         _ = stopped => {}
-                        outcome = cache.ready() => match outcome {
-                            Ok(()) => readiness.ready(),
-                            Err(err) => readiness.refused(into_curator(err)),
-                        },
+                        outcome = cache.ready() => readiness.report(outcome.map_err(into_curator)),
                     }
                 });
                 Ok(stop)

@@ -155,12 +155,7 @@ impl PersistentTtlNode {
             let readiness = started.readiness();
             let first = self.node.first_outcome();
             // The node's first outcome is this one's: a refused first create closes both.
-            started.spawn(async move {
-                match first.await {
-                    Ok(()) => readiness.ready(),
-                    Err(err) => readiness.refused(err),
-                }
-            });
+            started.spawn(async move { readiness.report(first.await) });
             let (stop, stopped) = oneshot::channel();
             started.spawn(touch_forever(self.fw.clone(), self.child_path.clone(), self.ttl, self.every, stopped));
             Ok(stop)
