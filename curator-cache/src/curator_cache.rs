@@ -30,8 +30,8 @@ use curator_core::{ConnectionStateEvent, CuratorFramework, Result};
 use crate::child_data::{ChildData, TreeCacheSelector};
 use crate::engine::{EngineConfig, EngineEvent, Scope};
 use crate::shell::{CacheShell, Translated};
-use curator_core::lifecycle::LifeState;
-use curator_core::listeners::{EventStream, ListenerId};
+use curator_core::LifeState;
+use curator_core::{EventStream, ListenerId};
 
 /// Options of a [`CuratorCache`] (Curator's `CuratorCache.Options`, plus not caching data).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -292,7 +292,7 @@ impl CuratorCache {
     /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
     /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed
-    /// framework, each naming `CuratorCache` (module [`lifecycle`](curator_core::lifecycle)): nothing
+    /// framework, each naming `CuratorCache` ([`Lifecycle`](curator_core::Lifecycle)): nothing
     /// started then. A refused first load is reported by
     /// [`wait_initialized`](Self::wait_initialized).
     pub fn start(&self) -> Result<()> {
@@ -309,7 +309,7 @@ impl CuratorCache {
     }
 
     /// Waits until the first load is done: the outcome of [`start`](Self::start) (the `ready`
-    /// of module [`lifecycle`](curator_core::lifecycle)).
+    /// of [`Lifecycle`](curator_core::Lifecycle)).
     ///
     /// # Errors
     /// A first load refused for good (`NoAuth` when the path's ACL refuses reading it, see

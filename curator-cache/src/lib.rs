@@ -55,13 +55,13 @@
 //!   connection), when a session is lost and a new one opens, or when a read fails, the cache
 //!   loads again and reports exactly the nodes added, changed and removed meanwhile.
 //! - **Listeners** are callbacks or [`EventStream`]s (core's one listener mechanism,
-//!   [`curator_core::listeners`]), each with its own unbounded queue:
+//!   [`curator_core::Listeners`]), each with its own unbounded queue:
 //!   callbacks run on the blocking pool in order, so a slow one delays only itself, and none
 //!   loses events. Caches also report connection changes (Curator's `CuratorCache` does not).
 //!
-//! Module map: [`curator_cache`], [`path_children`], [`node_cache`], [`tree_cache`] (one a
-//! cache), [`child_data`] (the cached node, the tree selector). Everything is re-exported at the
-//! root, with core's [`EventStream`] and [`ListenerId`].
+//! Every item is at the crate's root: the four caches ([`CuratorCache`], [`PathChildrenCache`],
+//! [`NodeCache`], [`TreeCache`]), the cached node ([`ChildData`]), the tree selector
+//! ([`TreeCacheSelector`]), with core's [`EventStream`] and [`ListenerId`].
 //!
 //! | what | requests (measured on ZooKeeper 3.8, see the `cache_faults` tests) |
 //! |---|---|
@@ -85,20 +85,21 @@
 //! Data is bytes, whatever it held before.
 #![warn(missing_docs)]
 
-pub mod child_data;
-pub mod curator_cache;
+mod child_data;
+mod curator_cache;
 mod engine;
-pub mod node_cache;
-pub mod path_children;
+mod node_cache;
+mod path_children;
 mod shell;
-pub mod tree_cache;
+mod tree_cache;
 
+// The public surface, flat (docs/architecture.md section 1.1); api/curator-cache.txt lists it.
 pub use child_data::{ChildData, DefaultTreeCacheSelector, TreeCacheSelector};
 pub use curator_cache::{
     CuratorCache, CuratorCacheBuilder, CuratorCacheEvent, CuratorCacheListener, CuratorCacheListenerBuilder,
     CuratorCacheOption,
 };
-pub use curator_core::listeners::{EventStream, ListenerId};
+pub use curator_core::{EventStream, ListenerId};
 pub use node_cache::{NodeCache, NodeCacheEvent};
 pub use path_children::{
     PathChildrenCache, PathChildrenCacheBuilder, PathChildrenCacheEvent, PathChildrenCacheEventType, StartMode,

@@ -19,9 +19,9 @@
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::LifeState;
-use curator_core::listeners::{EventStream, ListenerId};
+use curator_core::LifeState;
 use curator_core::{CuratorFramework, Result};
+use curator_core::{EventStream, ListenerId};
 
 use crate::child_data::ChildData;
 use crate::engine::{EngineConfig, EngineEvent, Scope};
@@ -82,7 +82,7 @@ impl NodeCache {
     /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
     /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed
-    /// framework, each naming `NodeCache` (module [`lifecycle`](curator_core::lifecycle)):
+    /// framework, each naming `NodeCache` ([`Lifecycle`](curator_core::Lifecycle)):
     /// nothing started then.
     pub fn start(&self, build_initial: bool) -> Result<()> {
         let mut passing = !build_initial;
@@ -108,7 +108,7 @@ impl NodeCache {
     }
 
     /// Waits until the node was first read: the outcome of [`start`](Self::start) (the
-    /// `ready` of module [`lifecycle`](curator_core::lifecycle)).
+    /// `ready` of [`Lifecycle`](curator_core::Lifecycle)).
     ///
     /// # Errors
     /// A first read refused for good (`NoAuth` when the path's ACL refuses reading it, see

@@ -22,9 +22,9 @@
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::LifeState;
-use curator_core::listeners::{EventStream, ListenerId};
+use curator_core::LifeState;
 use curator_core::{CuratorError, CuratorFramework, Result};
+use curator_core::{EventStream, ListenerId};
 
 use crate::child_data::ChildData;
 use crate::engine::{descendants, EngineConfig, EngineEvent, Scope, Shared};
@@ -207,7 +207,7 @@ impl PathChildrenCache {
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
     /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed
     /// framework, each naming `PathChildrenCache` (module
-    /// [`lifecycle`](curator_core::lifecycle)): nothing started then.
+    /// [`Lifecycle`](curator_core::Lifecycle)): nothing started then.
     pub fn start(&self, mode: StartMode) -> Result<()> {
         let shared = self.shell.core().shared.clone();
         let root = self.shell.core().root().to_string();
@@ -240,7 +240,7 @@ impl PathChildrenCache {
     }
 
     /// Waits until the first load is done: the outcome of [`start`](Self::start) (the `ready`
-    /// of module [`lifecycle`](curator_core::lifecycle)).
+    /// of [`Lifecycle`](curator_core::Lifecycle)).
     ///
     /// # Errors
     /// A first load refused for good (`NoAuth` when the path's ACL refuses reading it, see

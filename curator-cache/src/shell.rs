@@ -4,13 +4,13 @@
 //!
 //! The shell starts the engine with the cache's translation, hands the translated events to
 //! core's [`Listeners`] (callbacks and streams), reports the outcome of the first load
-//! (`wait_initialized`, the caches' `ready` in module [`curator_core::lifecycle`]), and closes
+//! (`wait_initialized`, the caches' `ready` in [`curator_core::Lifecycle`]), and closes
 //! the engine and the listeners on `close`, on a refused first load, and on drop.
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::LifeState;
-use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
+use curator_core::LifeState;
+use curator_core::{Callback, EventStream, ListenerId, Listeners};
 use curator_core::{ConnectionState, ConnectionStateEvent, CuratorFramework, Result};
 
 use crate::engine::{CacheCore, EngineConfig, EngineEvent};

@@ -28,9 +28,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use curator_core::lifecycle::LifeState;
-use curator_core::listeners::{EventStream, ListenerId};
+use curator_core::LifeState;
 use curator_core::{ConnectionState, CuratorFramework, Result};
+use curator_core::{EventStream, ListenerId};
 
 use crate::child_data::{ChildData, TreeCacheSelector};
 use crate::engine::{descendants, EngineConfig, EngineEvent, Scope};
@@ -166,7 +166,7 @@ impl TreeCache {
     /// [`AlreadyStarted`](curator_core::CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed), [`NoRuntime`](curator_core::CuratorError::NoRuntime)
     /// outside a tokio runtime, [`Closed`](curator_core::CuratorError::Closed) on a closed
-    /// framework, each naming `TreeCache` (module [`lifecycle`](curator_core::lifecycle)): nothing
+    /// framework, each naming `TreeCache` ([`Lifecycle`](curator_core::Lifecycle)): nothing
     /// started then. A refused first load is reported by
     /// [`wait_initialized`](Self::wait_initialized).
     pub fn start(&self) -> Result<()> {
@@ -193,7 +193,7 @@ impl TreeCache {
     }
 
     /// Waits until the first load is done: the outcome of [`start`](Self::start) (the `ready`
-    /// of module [`lifecycle`](curator_core::lifecycle)).
+    /// of [`Lifecycle`](curator_core::Lifecycle)).
     ///
     /// # Errors
     /// A first load refused for good (`NoAuth` when the path's ACL refuses reading it, see

@@ -28,7 +28,7 @@ pub const DEFAULT_MAX_DATA_LEN: usize = 1024 * 1024 - 1024;
 /// ```no_run
 /// # async fn f() -> curator_core::Result<()> {
 /// use std::time::Duration;
-/// use curator_core::{CuratorFramework, retry::ExponentialBackoffRetry};
+/// use curator_core::{CuratorFramework, ExponentialBackoffRetry};
 ///
 /// let client = CuratorFramework::builder()
 ///     .connect_string("127.0.0.1:2181")
@@ -216,7 +216,7 @@ impl CuratorFrameworkBuilder {
     }
 
     /// Whether to follow the ensemble's dynamic configuration (`/zookeeper/config`) and move
-    /// the session to the new servers when it changes (module [`ensemble`](crate::ensemble),
+    /// the session to the new servers when it changes (docs/architecture.md section 3.7,
     /// Curator's `EnsembleTracker`). On by default, as in Curator: without it, a client whose
     /// servers all leave the ensemble loses its session once they stop. It costs one read and
     /// one watch per connection, and while it is on the framework's clients are opened detached

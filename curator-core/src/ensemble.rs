@@ -121,7 +121,7 @@ pub(crate) fn disjoint_servers(a: &str, b: &str) -> bool {
 /// brackets, as zookeeper-client parses them.
 ///
 /// ```
-/// use curator_core::ensemble::connect_string_from_config;
+/// use curator_core::connect_string_from_config;
 /// let config = b"server.1=10.1.2.3:2888:3888:participant;0.0.0.0:2181\n\
 ///                server.2=10.1.2.4:2888:3888:observer;10.2.3.4:2182\nversion=100000000\n";
 /// assert_eq!(connect_string_from_config(config).unwrap(), "10.1.2.3:2181,10.2.3.4:2182");

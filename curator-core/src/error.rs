@@ -20,7 +20,7 @@ const SHOWN_PATH_END: usize = 100;
 /// path must not make a 1 MB message.
 ///
 /// ```
-/// use curator_core::error::ShortPath;
+/// use curator_core::ShortPath;
 /// assert_eq!(ShortPath("/a").to_string(), "\"/a\"");
 /// let long = format!("/{}", "x".repeat(1000));
 /// assert!(ShortPath(&long).to_string().ends_with("xxx\" (1001 bytes)"));
@@ -188,7 +188,7 @@ pub enum CuratorError {
     #[error("the framework is closed")]
     Closed,
     /// A recipe, cache or the framework was used before its `start()` (module
-    /// [`lifecycle`](crate::lifecycle)). Nothing was sent. Not retryable: an operation on a
+    /// [`Lifecycle`](crate::Lifecycle)). Nothing was sent. Not retryable: an operation on a
     /// framework not started fails with it at once; a cache started before its framework
     /// reports it as the error of its loads and keeps trying until the framework starts. Its
     /// [`code`](Self::code) is -1, as for [`IllegalState`](Self::IllegalState) (Curator throws

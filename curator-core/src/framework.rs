@@ -16,10 +16,7 @@ use tracing::Instrument;
 use zookeeper_client as zk;
 
 use crate::builder::Config;
-pub use crate::builder::{
-    CuratorFrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_CLOSE_WAIT, DEFAULT_MAX_DATA_LEN,
-    DEFAULT_SESSION_TIMEOUT,
-};
+use crate::builder::CuratorFrameworkBuilder;
 use crate::error::{CuratorError, Result};
 use crate::event::{CuratorEvent, UnhandledError};
 use crate::listeners::{ListenerId, Listeners};
@@ -250,7 +247,7 @@ impl CuratorFramework {
 
     /// Resolves once the client of [`Session::epoch`] `epoch` is no longer the framework's
     /// current one: its session was lost or moved to another client (module
-    /// [`ensemble`](crate::ensemble)), or the framework closed. A task that keeps a clone of a
+    /// docs/architecture.md section 3.7), or the framework closed. A task that keeps a clone of a
     /// session's client across waits (a cache pipelining its reads) must drop it then: a moved
     /// session's old client, kept alive, could reconnect to a server that left the ensemble but
     /// still serves, and take the session back from the new client.
@@ -276,7 +273,7 @@ impl CuratorFramework {
 
     /// The session of `generation` (see [`Session::generation`]) watched for its end: the one
     /// reading of session liveness for everything held on a session (module
-    /// [`liveness`](crate::liveness)).
+    /// [`SessionLiveness`](crate::SessionLiveness)).
     pub fn liveness(&self, generation: u64) -> crate::liveness::SessionLiveness {
         crate::liveness::SessionLiveness::new(generation, self.inner.shared.hub.watch())
     }
@@ -314,7 +311,7 @@ impl CuratorFramework {
 
     /// The connect string the next connection uses: the builder's, or, with the ensemble
     /// tracker on, the servers of the ensemble's latest configuration (Curator's
-    /// `getCurrentConfig`, as a connect string; module [`ensemble`](crate::ensemble)).
+    /// `getCurrentConfig`, as a connect string; docs/architecture.md section 3.7).
     pub fn current_connect_string(&self) -> String {
         self.config().ensemble.current()
     }

@@ -1,55 +1,4 @@
-//! The one lifecycle of every started thing: recipes, caches, discovery.
-//!
-//! Curator gives every recipe the same life (`LATENT -> STARTED -> STOPPED`, one `start()`, an
-//! idempotent `close()`); this module is that idiom, written once (docs/architecture.md
-//! section 6.4):
-//!
-//! | call | Latent | Started | Closed |
-//! |---|---|---|---|
-//! | `start` | Started (`Ok`) | [`AlreadyStarted`](CuratorError::AlreadyStarted) | [`AlreadyClosed`](CuratorError::AlreadyClosed) |
-//! | `close` | Closed (nothing to tear down) | Closed (tear down) | nothing: idempotent |
-//! | use ([`Lifecycle::with_started`]) | [`NotStarted`](CuratorError::NotStarted) | `Ok` | [`AlreadyClosed`](CuratorError::AlreadyClosed) |
-//!
-//! A start is also refused, with nothing changed, outside a tokio runtime
-//! ([`NoRuntime`](CuratorError::NoRuntime): what starts runs as tasks) and on a closed framework
-//! ([`Closed`](CuratorError::Closed)), unless the type says it has something to tell even then
-//! ([`Lifecycle::tolerating_closed_framework`]). The runtime found at start is where the
-//! thing's tasks run ([`Lifecycle::spawn`]).
-//!
-//! Every started type has the same three calls:
-//!
-//! - `fn start(&self) -> Result<()>`: sync. It checks, spawns the thing's task and returns; it
-//!   fails only when nothing could start (the errors above, bad arguments). No I/O is awaited.
-//! - `async fn ready(&self) -> Result<()>` (caches: `wait_initialized`): the first outcome of
-//!   the start, reported by the thing's task ([`Readiness`]): its first step is done (our node
-//!   exists, the first read is in), or the server refused it for good
-//!   ([`CuratorError::is_permanent`]: an ACL that refuses the client, say), which closes the
-//!   thing: a refusal is never only logged while the thing retries for ever.
-//! - `async fn close(&self)`: idempotent, the same for every type; returns once what the thing
-//!   made is gone (or its delete left to the framework's tracked background work).
-//!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> curator_core::Result<()> {
-//! use curator_core::lifecycle::Lifecycle;
-//! use curator_core::{CuratorError, CuratorFramework};
-//!
-//! let fw = CuratorFramework::builder().connect_string("127.0.0.1:1").build()?;
-//! // What a recipe keeps while started: here, the sender that stops its task.
-//! let life: Lifecycle<tokio::sync::oneshot::Sender<()>> = Lifecycle::new("Example");
-//! assert!(matches!(life.with_started(|_| ()), Err(CuratorError::NotStarted { what: "Example" })));
-//! life.start(&fw, |started| {
-//!     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-//!     started.spawn(async move { let _ = stopped.await; });
-//!     Ok(stop)
-//! })?;
-//! assert!(matches!(life.start(&fw, |_| unreachable!()), Err(CuratorError::AlreadyStarted { .. })));
-//! if let Some(stop) = life.close() {
-//!     let _ = stop.send(()); // the tear-down is the type's own
-//! }
-//! assert!(life.close().is_none(), "a second close finds nothing to tear down");
-//! # Ok(()) }
-//! ```
+//! See the docs of the main type below, where this module's guide lives.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -195,7 +144,62 @@ impl Readiness {
 }
 
 /// The lifecycle of one started thing, with `S`, what it keeps while started (a sender to its
-/// task, say), handed back to the close that tears it down. See the [module docs](self).
+/// task, say), handed back to the close that tears it down.
+///
+/// # Guide
+///
+/// The one lifecycle of every started thing: recipes, caches, discovery.
+///
+/// Curator gives every recipe the same life (`LATENT -> STARTED -> STOPPED`, one `start()`, an
+/// idempotent `close()`); this module is that idiom, written once (docs/architecture.md
+/// section 6.4):
+///
+/// | call | Latent | Started | Closed |
+/// |---|---|---|---|
+/// | `start` | Started (`Ok`) | [`AlreadyStarted`](CuratorError::AlreadyStarted) | [`AlreadyClosed`](CuratorError::AlreadyClosed) |
+/// | `close` | Closed (nothing to tear down) | Closed (tear down) | nothing: idempotent |
+/// | use ([`Lifecycle::with_started`]) | [`NotStarted`](CuratorError::NotStarted) | `Ok` | [`AlreadyClosed`](CuratorError::AlreadyClosed) |
+///
+/// A start is also refused, with nothing changed, outside a tokio runtime
+/// ([`NoRuntime`](CuratorError::NoRuntime): what starts runs as tasks) and on a closed framework
+/// ([`Closed`](CuratorError::Closed)), unless the type says it has something to tell even then
+/// ([`Lifecycle::tolerating_closed_framework`]). The runtime found at start is where the
+/// thing's tasks run ([`Lifecycle::spawn`]).
+///
+/// Every started type has the same three calls:
+///
+/// - `fn start(&self) -> Result<()>`: sync. It checks, spawns the thing's task and returns; it
+///   fails only when nothing could start (the errors above, bad arguments). No I/O is awaited.
+/// - `async fn ready(&self) -> Result<()>` (caches: `wait_initialized`): the first outcome of
+///   the start, reported by the thing's task ([`Readiness`]): its first step is done (our node
+///   exists, the first read is in), or the server refused it for good
+///   ([`CuratorError::is_permanent`]: an ACL that refuses the client, say), which closes the
+///   thing: a refusal is never only logged while the thing retries for ever.
+/// - `async fn close(&self)`: idempotent, the same for every type; returns once what the thing
+///   made is gone (or its delete left to the framework's tracked background work).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> curator_core::Result<()> {
+/// use curator_core::Lifecycle;
+/// use curator_core::{CuratorError, CuratorFramework};
+///
+/// let fw = CuratorFramework::builder().connect_string("127.0.0.1:1").build()?;
+/// // What a recipe keeps while started: here, the sender that stops its task.
+/// let life: Lifecycle<tokio::sync::oneshot::Sender<()>> = Lifecycle::new("Example");
+/// assert!(matches!(life.with_started(|_| ()), Err(CuratorError::NotStarted { what: "Example" })));
+/// life.start(&fw, |started| {
+///     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+///     started.spawn(async move { let _ = stopped.await; });
+///     Ok(stop)
+/// })?;
+/// assert!(matches!(life.start(&fw, |_| unreachable!()), Err(CuratorError::AlreadyStarted { .. })));
+/// if let Some(stop) = life.close() {
+///     let _ = stop.send(()); // the tear-down is the type's own
+/// }
+/// assert!(life.close().is_none(), "a second close finds nothing to tear down");
+/// # Ok(()) }
+/// ```
 pub struct Lifecycle<S = ()> {
     what: &'static str,
     closed_framework_ok: bool,

@@ -1,33 +1,4 @@
-//! The framework's one listener mechanism: callbacks and streams, each with its own unbounded
-//! queue, so that a slow listener delays only itself, events reach each listener in the order
-//! they were published, and none is dropped. Connection-state listeners, [`CuratorListener`]s,
-//! persistent-watch callbacks, the caches and the recipes all publish through a [`Listeners`].
-//!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() {
-//! use curator_core::listeners::Listeners;
-//!
-//! let listeners = Listeners::new();
-//! listeners.start(tokio::runtime::Handle::current());
-//! let mut events = listeners.stream();
-//! let id = listeners.add_callback(std::sync::Arc::new(|n: &u32| tracing::info!(n, "event")));
-//! listeners.publish(1);
-//! listeners.publish(2);
-//! assert_eq!(events.next().await, Some(1));
-//! assert_eq!(events.next().await, Some(2));
-//! assert!(listeners.remove(id));
-//! listeners.close();
-//! assert_eq!(events.next().await, None);
-//! # }
-//! ```
-//!
-//! Each callback has a queue drained by a task of its own; the task hands the events that are
-//! waiting to one `spawn_blocking` call at a time, so callbacks run in order, may block, and
-//! cannot stall ZooKeeper I/O. A callback that panics is logged and the next event is delivered
-//! as usual.
-//!
-//! [`CuratorListener`]: crate::CuratorListener
+//! See the docs of the main type below, where this module's guide lives.
 
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -107,6 +78,39 @@ struct Inner<E> {
 }
 
 /// The listeners of one source of events (a cache, a recipe, the connection state).
+///
+/// # Guide
+///
+/// The framework's one listener mechanism: callbacks and streams, each with its own unbounded
+/// queue, so that a slow listener delays only itself, events reach each listener in the order
+/// they were published, and none is dropped. Connection-state listeners, [`CuratorListener`]s,
+/// persistent-watch callbacks, the caches and the recipes all publish through a [`Listeners`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use curator_core::Listeners;
+///
+/// let listeners = Listeners::new();
+/// listeners.start(tokio::runtime::Handle::current());
+/// let mut events = listeners.stream();
+/// let id = listeners.add_callback(std::sync::Arc::new(|n: &u32| tracing::info!(n, "event")));
+/// listeners.publish(1);
+/// listeners.publish(2);
+/// assert_eq!(events.next().await, Some(1));
+/// assert_eq!(events.next().await, Some(2));
+/// assert!(listeners.remove(id));
+/// listeners.close();
+/// assert_eq!(events.next().await, None);
+/// # }
+/// ```
+///
+/// Each callback has a queue drained by a task of its own; the task hands the events that are
+/// waiting to one `spawn_blocking` call at a time, so callbacks run in order, may block, and
+/// cannot stall ZooKeeper I/O. A callback that panics is logged and the next event is delivered
+/// as usual.
+///
+/// [`CuratorListener`]: crate::CuratorListener
 pub struct Listeners<E> {
     inner: Mutex<Inner<E>>,
 }

@@ -1,46 +1,4 @@
-//! Session liveness, read in one place: "is the session my node was made on over?"
-//!
-//! The session manager (module [`session`](crate::session)) is the only place that *declares*
-//! a state: Suspended, Lost, a new session. Everything that holds something on a session (a lock
-//! node, a leader's node, a barrier's node, a watch) must then *read* those declarations the same
-//! way, as etcd's `Session.Done()` lets every recipe of its `concurrency` package read one
-//! session's end. This module is that reading; recipes, caches and watchers ask it instead of
-//! comparing generations themselves (docs/architecture.md section 3.8).
-//!
-//! A session is named by its *generation*, the framework's count of sessions
-//! ([`Session::generation`](crate::Session::generation)): a node made on generation `g` lives as
-//! long as the session of generation `g` does. That session is over, as of a connection-state
-//! event `e`, when:
-//!
-//! | `e` says | the session of `g` is |
-//! |---|---|
-//! | a later generation than `g` (a new session was opened) | over: [`SessionEnd::Replaced`] |
-//! | [`Lost`](ConnectionState::Lost) | over: [`SessionEnd::Lost`] |
-//! | [`Closed`](ConnectionState::Closed) | over: [`SessionEnd::Closed`] |
-//! | anything else, or generation 0 (no session yet) | not over |
-//!
-//! Suspended is *not* an end: whether a suspension means "what I hold may be gone" is a matter
-//! of the [`ErrorPolicy`](crate::ErrorPolicy), which each holder applies on top of this.
-//!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::time::Duration;
-//! use curator_core::{CuratorFramework, SessionEnd};
-//! use curator_test::TestingServer;
-//!
-//! let server = TestingServer::start().await?;
-//! let client = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-//! client.start()?;
-//! client.block_until_connected(Duration::from_secs(10)).await?;
-//!
-//! let session = client.session().await?;
-//! let mut life = client.liveness(session.generation());
-//! assert_eq!(life.end(), None);
-//! client.close().await;
-//! assert_eq!(life.ended().await, SessionEnd::Closed);
-//! # Ok(()) }
-//! ```
+//! See the docs of the main type below, where this module's guide lives.
 
 use tokio::sync::watch;
 
@@ -83,7 +41,7 @@ impl ConnectionStateEvent {
     }
 
     /// How the session of `generation` has ended as of this event, or `None` while it lives
-    /// (the table in the [module docs](crate::liveness)).
+    /// (the table in the [`SessionLiveness`](crate::SessionLiveness) docs).
     pub fn session_end(&self, generation: u64) -> Option<SessionEnd> {
         if self.is_later_session(generation) {
             return Some(SessionEnd::Replaced);
@@ -112,6 +70,52 @@ pub fn is_later(generation: u64, earlier: u64) -> bool {
 /// One session of a framework, watched for its end: the framework's answer to "is the session of
 /// this generation over?", as a predicate ([`end`](Self::end)) and as a future
 /// ([`ended`](Self::ended)). Made by [`CuratorFramework::liveness`](crate::CuratorFramework::liveness).
+///
+/// # Guide
+///
+/// Session liveness, read in one place: "is the session my node was made on over?"
+///
+/// The session manager (`session.rs`) is the only place that *declares*
+/// a state: Suspended, Lost, a new session. Everything that holds something on a session (a lock
+/// node, a leader's node, a barrier's node, a watch) must then *read* those declarations the same
+/// way, as etcd's `Session.Done()` lets every recipe of its `concurrency` package read one
+/// session's end. This module is that reading; recipes, caches and watchers ask it instead of
+/// comparing generations themselves (docs/architecture.md section 3.8).
+///
+/// A session is named by its *generation*, the framework's count of sessions
+/// ([`Session::generation`](crate::Session::generation)): a node made on generation `g` lives as
+/// long as the session of generation `g` does. That session is over, as of a connection-state
+/// event `e`, when:
+///
+/// | `e` says | the session of `g` is |
+/// |---|---|
+/// | a later generation than `g` (a new session was opened) | over: [`SessionEnd::Replaced`] |
+/// | [`Lost`](ConnectionState::Lost) | over: [`SessionEnd::Lost`] |
+/// | [`Closed`](ConnectionState::Closed) | over: [`SessionEnd::Closed`] |
+/// | anything else, or generation 0 (no session yet) | not over |
+///
+/// Suspended is *not* an end: whether a suspension means "what I hold may be gone" is a matter
+/// of the [`ErrorPolicy`](crate::ErrorPolicy), which each holder applies on top of this.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use curator_core::{CuratorFramework, SessionEnd};
+/// use curator_test::TestingServer;
+///
+/// let server = TestingServer::start().await?;
+/// let client = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// client.start()?;
+/// client.block_until_connected(Duration::from_secs(10)).await?;
+///
+/// let session = client.session().await?;
+/// let mut life = client.liveness(session.generation());
+/// assert_eq!(life.end(), None);
+/// client.close().await;
+/// assert_eq!(life.ended().await, SessionEnd::Closed);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct SessionLiveness {
     generation: u64,

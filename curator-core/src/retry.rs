@@ -1,20 +1,4 @@
-//! Retry policies: when an operation whose outcome is unknown may be tried again, and after how
-//! long.
-//!
-//! The framework runs one retry loop per user call (nested loops multiply the attempts). It asks
-//! the policy only about errors for which [`CuratorError::is_retryable`] holds: connection loss in
-//! any form and session expiry. `NoNode`, `NodeExists`, `BadVersion` and the like are never
-//! retried.
-//!
-//! ```
-//! use std::time::Duration;
-//! use curator_core::retry::{ExponentialBackoffRetry, RetryPolicy};
-//!
-//! let policy = ExponentialBackoffRetry::new(Duration::from_millis(100), 3);
-//! let first = policy.allow_retry(0, Duration::ZERO);
-//! assert!(first.is_some_and(|s| s >= Duration::from_millis(100) && s < Duration::from_millis(200)));
-//! assert!(policy.allow_retry(3, Duration::ZERO).is_none());
-//! ```
+//! See the docs of the main type below, where this module's guide lives.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -26,6 +10,26 @@ pub(crate) mod retry_loop;
 pub use retry_loop::RetryLoop;
 
 /// Decides whether to retry an operation and how long to sleep first.
+///
+/// # Guide
+///
+/// Retry policies: when an operation whose outcome is unknown may be tried again, and after how
+/// long.
+///
+/// The framework runs one retry loop per user call (nested loops multiply the attempts). It asks
+/// the policy only about errors for which [`CuratorError::is_retryable`] holds: connection loss in
+/// any form and session expiry. `NoNode`, `NodeExists`, `BadVersion` and the like are never
+/// retried.
+///
+/// ```
+/// use std::time::Duration;
+/// use curator_core::{ExponentialBackoffRetry, RetryPolicy};
+///
+/// let policy = ExponentialBackoffRetry::new(Duration::from_millis(100), 3);
+/// let first = policy.allow_retry(0, Duration::ZERO);
+/// assert!(first.is_some_and(|s| s >= Duration::from_millis(100) && s < Duration::from_millis(200)));
+/// assert!(policy.allow_retry(3, Duration::ZERO).is_none());
+/// ```
 pub trait RetryPolicy: Send + Sync + Debug {
     /// `retry_count` is the number of retries already made (0 before the first retry) and
     /// `elapsed` the time since the operation began. `Some(sleep)` to retry after `sleep`.

@@ -43,7 +43,7 @@ impl Session {
         self.generation
     }
     /// Whether this is the session of `generation`: a node made on that generation is still
-    /// this session's (module [`liveness`](crate::liveness)).
+    /// this session's ([`SessionLiveness`](crate::SessionLiveness)).
     pub fn is_generation(&self, generation: u64) -> bool {
         self.generation == generation
     }
@@ -52,7 +52,7 @@ impl Session {
         self.client.session_id().0
     }
     /// The framework's count of clients so far: grows with each new session and each move of
-    /// a session to another client (module [`ensemble`](crate::ensemble)). Whatever was
+    /// a session to another client (docs/architecture.md section 3.7). Whatever was
     /// registered on a client (watches) ends with it; whoever keeps a client across waits lets
     /// go of it when [`CuratorFramework::client_gone`] resolves.
     pub fn epoch(&self) -> u64 {

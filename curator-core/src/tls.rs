@@ -43,7 +43,7 @@ const ALERT_WAIT: Duration = Duration::from_millis(500);
 ///
 /// ```no_run
 /// # fn f() -> curator_core::Result<()> {
-/// use curator_core::{CuratorFramework, tls::TlsConfig};
+/// use curator_core::{CuratorFramework, TlsConfig};
 ///
 /// let tls = TlsConfig::from_ca_file("/etc/zookeeper/ca.pem")?
 ///     .with_identity_files("/etc/myapp/client.pem", "/etc/myapp/client-key.pem")?;

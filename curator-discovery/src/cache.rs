@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use curator_cache::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_core::lifecycle::{LifeState, Lifecycle, Readiness};
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
 #[cfg(doc)]
 use curator_core::CuratorError;
 use curator_core::CuratorFramework;
+use curator_core::{EventStream, ListenerId, Listeners};
+use curator_core::{LifeState, Lifecycle, Readiness};
 use futures::FutureExt;
 
 use crate::paths::node_path;
@@ -288,7 +288,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
     /// [`DiscoveryError::Curator`] with [`AlreadyStarted`](CuratorError::AlreadyStarted),
     /// [`AlreadyClosed`](CuratorError::AlreadyClosed), [`NoRuntime`](CuratorError::NoRuntime)
     /// (outside a tokio runtime) or [`Closed`](CuratorError::Closed) (a closed framework), each
-    /// naming `ServiceCache` (module [`lifecycle`](curator_core::lifecycle)): nothing started
+    /// naming `ServiceCache` ([`Lifecycle`](curator_core::Lifecycle)): nothing started
     /// then.
     pub fn start(&self) -> Result<(), DiscoveryError> {
         self.life.start(&self.fw, |starting| {

@@ -13,11 +13,11 @@
 //!   behind the [`InstanceSerializer`] trait.
 //! - [`DiscoveryError`]: the one error of the crate; bad bytes never panic.
 //! - [`ServiceDiscovery`]: registers instances at `base/<name>/<id>`, each kept by a
-//!   `curator_recipes::nodes::PersistentNode` through new sessions and outages, and queries
+//!   `curator_recipes::PersistentNode` through new sessions and outages, and queries
 //!   them.
 //! - [`ServiceCache`]: the instances of one service in memory, on a `PathChildrenCache`, with
 //!   [`ServiceCacheEvent`]s; it is an [`InstanceProvider`].
-//! - [`ServiceProvider`] (module [`provider`]): picks one instance for a single use from an
+//! - [`ServiceProvider`]: picks one instance for a single use from an
 //!   [`InstanceProvider`], through [`InstanceFilter`]s and the [`DownInstancePolicy`], with a
 //!   [`ProviderStrategy`] ([`RoundRobinStrategy`], [`RandomStrategy`], [`StickyStrategy`]),
 //!   as Curator's `ServiceProvider`.
@@ -52,25 +52,29 @@
 #![warn(missing_docs)]
 
 mod address;
-pub mod cache;
-pub mod discovery;
+mod cache;
+mod discovery;
 mod error;
-pub mod instance;
-pub mod instance_provider;
-pub mod json;
+mod instance;
+mod instance_provider;
+mod json;
 mod paths;
-pub mod provider;
-pub mod uri_spec;
+mod provider;
+mod uri_spec;
 
+// The public surface, flat (docs/architecture.md section 1.1); api/curator-discovery.txt lists it.
 pub use address::local_ipv4_addresses;
 pub use cache::{ServiceCache, ServiceCacheBuilder, ServiceCacheEvent};
 pub use discovery::{ServiceDiscovery, ServiceDiscoveryBuilder};
 pub use error::DiscoveryError;
 pub use instance::{ServiceInstance, ServiceInstanceBuilder, ServiceType};
 pub use instance_provider::InstanceProvider;
-pub use json::{InstanceSerializer, JsonInstanceSerializer};
+pub use json::{InstanceSerializer, JsonInstanceSerializer, CLASS_PROPERTY, DEFAULT_ARRAY_CLASS};
 pub use provider::{
     DownInstanceManager, DownInstancePolicy, InstanceFilter, ProviderStrategy, RandomStrategy, RoundRobinStrategy,
     ServiceProvider, ServiceProviderBuilder, StickyStrategy,
 };
-pub use uri_spec::{Part, UriSpec};
+pub use uri_spec::{
+    Part, UriSpec, FIELD_ADDRESS, FIELD_CLOSE_BRACE, FIELD_ID, FIELD_NAME, FIELD_OPEN_BRACE, FIELD_PORT,
+    FIELD_REGISTRATION_TIME_UTC, FIELD_SCHEME, FIELD_SERVICE_TYPE, FIELD_SSL_PORT,
+};

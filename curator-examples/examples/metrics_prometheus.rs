@@ -10,7 +10,7 @@ use std::time::Duration;
 use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
 use curator_core::CreateMode;
 use curator_examples::{connect_arg, init_logging, Zookeeper};
-use curator_recipes::locks::InterProcessMutex;
+use curator_recipes::InterProcessMutex;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 #[tokio::main]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use curator_core::CuratorFramework;
 use curator_examples::{connect_arg, init_logging, Zookeeper};
-use curator_recipes::locks::InterProcessMutex;
+use curator_recipes::InterProcessMutex;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use curator_examples::{connect_arg, init_logging, Zookeeper};
-use curator_recipes::locks::InterProcessReadWriteLock;
+use curator_recipes::InterProcessReadWriteLock;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

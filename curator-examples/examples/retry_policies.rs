@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use curator_core::retry::{
+use curator_core::CuratorFramework;
+use curator_core::{
     BoundedExponentialBackoffRetry, ExponentialBackoffRetry, RetryForever, RetryNTimes, RetryOneTime, RetryPolicy,
     RetryUntilElapsed,
 };
-use curator_core::CuratorFramework;
 use curator_examples::init_logging;
 use curator_test::TestingServer;
 

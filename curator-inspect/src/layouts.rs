@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use curator_core::path;
 use curator_core::zk;
 use curator_discovery::ServiceInstance;
-use curator_recipes::leader::LEADER_LATCH_NAME;
-use curator_recipes::locks::{
+use curator_recipes::LEADER_LATCH_NAME;
+use curator_recipes::{
     LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT, WRITE_LOCK_NAME,
 };
 use futures::future::join_all;

@@ -89,10 +89,14 @@ use curator_core::CuratorError;
 
 mod layouts;
 mod read;
-pub mod report;
+mod report;
 mod text;
 
-pub use report::Report;
+// The public surface, flat (docs/architecture.md section 1.1); api/curator-inspect.txt lists it.
+pub use report::{
+    session_hex, Contender, ContenderKind, Data, ElectionRecipe, ElectionReport, Instance, Liveness, LockLayout,
+    LockReport, OrphansReport, ProtectedNode, Report, Role, ServerAnswer, Service, ServicesReport,
+};
 
 /// The command line.
 #[derive(Debug, Clone, Parser)]

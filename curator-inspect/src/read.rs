@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use curator_core::retry::RetryNTimes;
+use curator_core::RetryNTimes;
 use curator_core::{zk, CuratorError, CuratorFramework};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

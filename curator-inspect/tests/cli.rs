@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use curator_core::CuratorFramework;
-use curator_recipes::locks::InterProcessMutex;
+use curator_recipes::InterProcessMutex;
 use curator_test::{TestingServer, Timing};
 
 fn inspector(args: &[&str]) -> Output {

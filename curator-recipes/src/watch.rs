@@ -1,16 +1,15 @@
-//! [`PersistentWatcher`]: a persistent watch that outlives reconnections and sessions, as
-//! Curator's `org.apache.curator.framework.recipes.watch.PersistentWatcher`.
+//! Persistent watches: their guide is the crate root's "Persistent watches" section (lib.rs).
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::{LifeState, Lifecycle, Readiness};
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
-use curator_core::ops::watch::readd_pause;
-use curator_core::retry::RetryLoop;
+use curator_core::readd_pause;
 use curator_core::zk::{EventType, SessionState, WatchedEvent};
+use curator_core::RetryLoop;
 use curator_core::{
     AddWatchMode, ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, PersistentWatch, Result,
 };
+use curator_core::{EventStream, ListenerId, Listeners};
+use curator_core::{LifeState, Lifecycle, Readiness};
 use tokio::sync::watch;
 
 /// Why a [`Reset`] was published: the watch was (re-)added on the server, and events of the
@@ -48,7 +47,7 @@ pub struct Reset {
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
 /// use curator_core::zk::EventType;
-/// use curator_recipes::watch::{PersistentWatcher, ResetCause};
+/// use curator_recipes::{PersistentWatcher, ResetCause};
 ///
 /// let watcher = PersistentWatcher::new(&fw, "/services", true)?;
 /// let mut events = watcher.events();
@@ -141,7 +140,7 @@ impl PersistentWatcher {
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`] (after
     /// [`close`](Self::close)), [`CuratorError::NoRuntime`] outside a tokio runtime, each naming
-    /// `PersistentWatcher` (module [`lifecycle`](curator_core::lifecycle)): nothing started
+    /// `PersistentWatcher` ([`Lifecycle`](curator_core::Lifecycle)): nothing started
     /// then.
     pub fn start(&self) -> Result<()> {
         self.lifecycle.start(&self.fw, |started| {

@@ -93,7 +93,7 @@ impl TestingServerBuilder {
 
     /// TLS mode: the server also listens on a secure client port (`secureClientPort`, served by
     /// `NettyServerCnxnFactory`) with keystores generated at start by the JDK's `keytool` (see
-    /// [`crate::tls`]). The plain client port stays (readiness checks use it).
+    /// [`TestingTls`](crate::TestingTls)). The plain client port stays (readiness checks use it).
     /// [`TestingServer::secure_connect_string`] and [`TestingServer::tls_files`] give what a
     /// client needs. Without a JDK the start fails: it never falls back to plain.
     pub fn tls(mut self, tls: TestingTls) -> Self {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use curator_core::{CuratorFramework, ErrorPolicy};
-use curator_recipes::locks::{
+use curator_recipes::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease, LockGuard, LockLost,
 };
 use curator_test::chaos::{ChaosRng, Checker, Ensemble, FaultKind, Injector, Report, ReportInputs, Target};

@@ -3,7 +3,7 @@
 //!
 //! Participants record each term of leadership: who, its fencing token, the moment the
 //! participant was told it leads, and the moment it was told the term is over or may be
-//! (`NotLeader`, `Ended`, [`Leadership::lost`](curator_recipes::leader::HeldNode::lost)), with the reason. A term ends at the *first*
+//! (`NotLeader`, `Ended`, [`Leadership::lost`](curator_recipes::HeldNode::lost)), with the reason. A term ends at the *first*
 //! such signal: from then on its holder knows, and must stop acting as leader.
 //!
 //! [`LeadershipChecker::report`] then counts:
@@ -33,9 +33,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use curator_core::listeners::{EventStream, ListenerId};
 use curator_core::CuratorFramework;
-use curator_recipes::leader::{LatchEvent, LeaderLatch, LeaderSelector, Leadership, SelectorEvent};
+use curator_core::{EventStream, ListenerId};
+use curator_recipes::{LatchEvent, LeaderLatch, LeaderSelector, Leadership, SelectorEvent};
 
 /// One term of leadership, as recorded.
 #[derive(Debug, Clone)]
@@ -180,7 +180,7 @@ impl LeadershipChecker {
     }
 
     /// Records the end of `term` when `leadership` says it is over or may be
-    /// ([`Leadership::lost_watch`](curator_recipes::leader::HeldNode::lost_watch)), from a task of its own.
+    /// ([`Leadership::lost_watch`](curator_recipes::HeldNode::lost_watch)), from a task of its own.
     pub fn watch(&self, term: TermId, leadership: &Leadership) {
         let mut lost = leadership.lost_watch();
         let checker = self.clone();

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use curator_core::retry::ExponentialBackoffRetry;
+use curator_core::ExponentialBackoffRetry;
 use curator_core::{CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy};
 use curator_test::Timing;
 

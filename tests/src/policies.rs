@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use curator_core::retry::RetryNTimes;
+use curator_core::RetryNTimes;
 use curator_core::{CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy};
 
 use crate::fixture::{builder, connected};

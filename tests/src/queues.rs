@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::children;
 use crate::java::LinePeer;
 use curator_core::CuratorFramework;
-use curator_recipes::queue::{DistributedQueue, QueueBuilder, QueueEvent, StringSerializer};
+use curator_recipes::{DistributedQueue, QueueBuilder, QueueEvent, StringSerializer};
 use curator_test::{eventually, Timing};
 
 /// Who consumed which item, in the order they were consumed: `(consumer, item)`.

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::retry::{ExponentialBackoffRetry, RetryNTimes, RetryOneTime};
 use curator_core::CuratorError;
-use curator_recipes::atomic::{
+use curator_core::{ExponentialBackoffRetry, RetryNTimes, RetryOneTime};
+use curator_recipes::{
     CachedAtomicLong, DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue, PromotedToLock,
     WRITE_TAG_PREFIX,
 };

@@ -12,9 +12,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::retry::RetryNTimes;
+use curator_core::RetryNTimes;
 use curator_core::{CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::atomic::{DistributedAtomicLong, PromotedToLock, WRITE_TAG_PREFIX};
+use curator_recipes::{DistributedAtomicLong, PromotedToLock, WRITE_TAG_PREFIX};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use tests::fixture::{init_tracing, unique_path};
 use tests::policies::{framework, Retry, COMBINATIONS};

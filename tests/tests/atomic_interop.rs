@@ -9,12 +9,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use curator_core::retry::RetryNTimes;
+use curator_core::RetryNTimes;
 use curator_core::{CuratorError, CuratorFramework};
-use curator_recipes::atomic::{
-    AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock, WRITE_TAG_PREFIX,
-};
-use curator_recipes::shared::{SharedCount, SharedCountEvent, VersionedValue};
+use curator_recipes::{AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock, WRITE_TAG_PREFIX};
+use curator_recipes::{SharedCount, SharedCountEvent, VersionedValue};
 use curator_test::{eventually, Timing};
 use tests::fixture::{init_tracing, unique_path, Fixture};
 use tests::java::LinePeer;
@@ -382,10 +380,7 @@ async fn integers_written_by_one_side_are_read_by_the_other() {
 }
 
 /// The next `Changed` of `events` with `count`, within the deadline.
-async fn changed_to(
-    events: &mut curator_core::listeners::EventStream<SharedCountEvent>,
-    count: i32,
-) -> VersionedValue<i32> {
+async fn changed_to(events: &mut curator_core::EventStream<SharedCountEvent>, count: i32) -> VersionedValue<i32> {
     let wait = async {
         while let Some(event) = events.next().await {
             if let SharedCountEvent::Changed(v) = event {

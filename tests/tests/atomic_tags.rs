@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use curator_core::retry::{ExponentialBackoffRetry, RetryNTimes};
 use curator_core::CuratorFramework;
-use curator_recipes::atomic::{DistributedAtomicLong, WRITE_TAG_PREFIX};
+use curator_core::{ExponentialBackoffRetry, RetryNTimes};
+use curator_recipes::{DistributedAtomicLong, WRITE_TAG_PREFIX};
 use curator_test::{eventually, Timing};
 use tests::fixture::{init_tracing, unique_path, Fixture};
 use tests::zk::server_clock_past;

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::retry::RetryOneTime;
+use curator_core::RetryOneTime;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::barriers::{DistributedBarrier, DistributedDoubleBarrier};
+use curator_recipes::{DistributedBarrier, DistributedDoubleBarrier};
 use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
 use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};

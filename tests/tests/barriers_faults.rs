@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::barriers::{DistributedBarrier, DistributedDoubleBarrier};
+use curator_recipes::{DistributedBarrier, DistributedDoubleBarrier};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
 use tests::policies::{framework, with_policies, Retry, COMBINATIONS};

@@ -8,8 +8,8 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use curator_cache::{CuratorCache, EventStream, NodeCache, PathChildrenCache, StartMode, TreeCache};
-use curator_core::lifecycle::LifeState;
 use curator_core::zk::{Acl, AuthId, Permission};
+use curator_core::LifeState;
 use curator_core::{CuratorError, CuratorFramework};
 use curator_test::{eventually, TestingServer};
 use tests::caches::within;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use curator_cache::{NodeCache, NodeCacheEvent, PathChildrenCache, StartMode};
-use curator_core::lifecycle::LifeState;
+use curator_core::LifeState;
 use curator_test::{eventually, TestingServer, Timing};
 use tests::caches::{children_events_until, create, delete, describe, next, set, within};
 use tests::{client, unique_path};

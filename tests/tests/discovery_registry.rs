@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use curator_core::lifecycle::LifeState;
+use curator_core::LifeState;
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_discovery::{
     DiscoveryError, ServiceCacheEvent, ServiceDiscovery, ServiceInstance, ServiceProvider, ServiceType,

@@ -17,21 +17,21 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use curator_core::retry::{
+use curator_core::{
     deadline, BoundedExponentialBackoffRetry, ExponentialBackoffForever, ExponentialBackoffRetry, RetryLoop,
     RetryNTimes, RetryOneTime, RetryPolicy, RetryUntilElapsed,
 };
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorEvent, CuratorFramework, ErrorPolicy};
 use curator_discovery::{DownInstanceManager, DownInstancePolicy, ServiceInstance};
-use curator_recipes::atomic::{DistributedAtomicLong, PromotedToLock};
-use curator_recipes::barriers::{DistributedBarrier, DistributedDoubleBarrier};
-use curator_recipes::leader::LeaderLatch;
-use curator_recipes::locks::{
+use curator_recipes::LeaderLatch;
+use curator_recipes::{DistributedAtomicLong, PromotedToLock};
+use curator_recipes::{DistributedBarrier, DistributedDoubleBarrier};
+use curator_recipes::{DistributedQueue, SimpleDistributedQueue, StringSerializer};
+use curator_recipes::{GroupMember, PersistentNode, PersistentTtlNode};
+use curator_recipes::{
     InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, Lease, LockGuard, MultiLockGuard, QueuedGuard, QueuedMutex,
 };
-use curator_recipes::nodes::{GroupMember, PersistentNode, PersistentTtlNode};
-use curator_recipes::queue::{DistributedQueue, SimpleDistributedQueue, StringSerializer};
 use curator_test::{ChaosProxy, TestingServer, Timing};
 use tests::{builder, connected, init_tracing, unique_path, wait_for};
 
@@ -136,7 +136,7 @@ fn policies() -> Vec<(String, Arc<dyn RetryPolicy>)> {
         all.push((format!("ExponentialBackoffRetry({a}, 29)"), Arc::new(ExponentialBackoffRetry::new(x, 29))));
         all.push((format!("RetryNTimes(3, {a})"), Arc::new(RetryNTimes::new(3, x))));
         all.push((format!("RetryOneTime({a})"), Arc::new(RetryOneTime::new(x))));
-        all.push((format!("RetryForever({a})"), Arc::new(curator_core::retry::RetryForever::new(x))));
+        all.push((format!("RetryForever({a})"), Arc::new(curator_core::RetryForever::new(x))));
         for (b, y) in EXTREMES {
             all.push((
                 format!("ExponentialBackoffRetry::with_max_sleep({a}, 29, {b})"),

@@ -170,8 +170,8 @@ async fn background_operations_reach_the_server_in_order() {
 /// patient and a short retry policy. Failed before: the creates raced once the connection came.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_creates_queued_during_an_outage_keep_their_order() {
-    use curator_core::retry::RetryNTimes;
     use curator_core::ErrorPolicy;
+    use curator_core::RetryNTimes;
     let timing = curator_test::Timing::new();
     let mut server = TestingServer::start().await.unwrap();
     let connect = server.connect_string();
@@ -217,7 +217,7 @@ struct RetryEveryError {
     pausing: Arc<tokio::sync::Notify>,
 }
 
-impl curator_core::retry::RetryPolicy for RetryEveryError {
+impl curator_core::RetryPolicy for RetryEveryError {
     fn allow_retry(&self, _retries: u32, _elapsed: Duration) -> Option<Duration> {
         self.pausing.notify_one();
         Some(self.pause)

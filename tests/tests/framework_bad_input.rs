@@ -3,10 +3,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use curator_core::builder::DEFAULT_MAX_DATA_LEN;
 use curator_core::zk::Acls;
+use curator_core::DEFAULT_MAX_DATA_LEN;
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Pending};
-use curator_recipes::locks::InterProcessMutex;
+use curator_recipes::InterProcessMutex;
 use curator_test::TestingServer;
 use tests::{builder, connected, init_tracing, unique_path};
 

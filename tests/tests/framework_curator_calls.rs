@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use curator_core::retry::RetryNTimes;
 use curator_core::CuratorFramework;
+use curator_core::RetryNTimes;
 use curator_test::{eventually, four_letter_word, TestingCluster, TestingServer, Timing};
 use tests::{builder, client, unique_path};
 

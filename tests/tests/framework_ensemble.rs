@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use curator_core::{ConnectionState, ConnectionStateEvent, CreateMode, CuratorFramework, ErrorPolicy};
-use curator_recipes::locks::InterProcessMutex;
+use curator_recipes::InterProcessMutex;
 use curator_test::{eventually, TestingCluster, Timing};
 use futures::FutureExt;
 use tests::policies::{with_policies, Retry};
@@ -209,7 +209,7 @@ async fn cache_follows_the_moved_session() {
     let cache = curator_cache::NodeCache::new(&fw, &path).unwrap();
     cache.start(true).unwrap();
     cache.wait_initialized().await.unwrap();
-    let watcher = curator_recipes::watch::PersistentWatcher::new(&fw, &path, false).unwrap();
+    let watcher = curator_recipes::PersistentWatcher::new(&fw, &path, false).unwrap();
     let mut resets = watcher.resets();
     let mut events = watcher.events();
     watcher.start().unwrap();

@@ -4,7 +4,7 @@
 use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
-use curator_core::retry::RetryNTimes;
+use curator_core::RetryNTimes;
 use curator_core::{ConnectionState, CreateMode, CuratorError};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use tests::{builder, connected, unique_path, wait_for};

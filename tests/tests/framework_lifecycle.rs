@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use curator_core::retry::{RetryNTimes, RetryOneTime, RetryPolicy};
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework};
-use curator_recipes::locks::{InterProcessMutex, LockLost};
+use curator_core::{RetryNTimes, RetryOneTime, RetryPolicy};
+use curator_recipes::{InterProcessMutex, LockLost};
 use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
 use tests::logs::{record_events, Events};
 use tests::{builder, connected, unique_path, wait_for};

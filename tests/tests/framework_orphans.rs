@@ -5,7 +5,7 @@
 use std::future::IntoFuture;
 use std::time::Duration;
 
-use curator_core::retry::RetryNTimes;
+use curator_core::RetryNTimes;
 use curator_core::{CreateMode, CuratorError, ErrorPolicy};
 use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
 use tests::{builder, children, client, connected, init_tracing, unique_path};

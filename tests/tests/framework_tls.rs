@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use curator_core::{CuratorError, CuratorFramework, CuratorFrameworkBuilder, TlsConfig};
-use curator_recipes::locks::InterProcessMutex;
+use curator_recipes::InterProcessMutex;
 use curator_test::{TestingServer, TestingTls, Timing, TlsFiles};
 use tests::attempts::count_attempts;
 use tests::policies::{with_policies, COMBINATIONS};

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use curator_core::{CreateMode, CuratorFramework};
 use curator_discovery::{ServiceDiscovery, ServiceInstance};
-use curator_recipes::leader::LeaderLatch;
-use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2};
+use curator_recipes::LeaderLatch;
+use curator_recipes::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2};
 use curator_test::{eventually, TestingServer, Timing};
 use serde_json::Value;
 use tests::{builder, client, connected, init_tracing, unique_path, wait_children};

@@ -29,10 +29,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::listeners::EventStream;
-use curator_core::retry::RetryNTimes;
+use curator_core::EventStream;
+use curator_core::RetryNTimes;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::leader::{CloseMode, LatchEvent, LatchState, LeaderLatch, LockLost};
+use curator_recipes::{CloseMode, LatchEvent, LatchState, LeaderLatch, LockLost};
 use curator_test::{eventually, expire_session, TestingCluster, TestingServer, Timing};
 use tests::leadership::{close_latch, next_event, one_leader, LeadershipChecker};
 use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};

@@ -33,9 +33,9 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use curator_core::listeners::EventStream;
+use curator_core::EventStream;
 use curator_core::{ConnectionState, CuratorFramework, ErrorPolicy};
-use curator_recipes::leader::{LeaderSelector, Leadership, LockLost, SelectorEvent, TermEnd};
+use curator_recipes::{LeaderSelector, Leadership, LockLost, SelectorEvent, TermEnd};
 use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingCluster, TestingServer, Timing};
 use futures::future::BoxFuture;
 use tests::leadership::{next_event, one_leader, LeadershipChecker};

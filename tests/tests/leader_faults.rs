@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use curator_core::{CuratorFramework, ErrorPolicy};
-use curator_recipes::leader::{CloseMode, LeaderLatch, LeaderSelector};
+use curator_recipes::{CloseMode, LeaderLatch, LeaderSelector};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingCluster, TestingServer, Timing};
 use futures::future::join_all;
 use tests::leadership::{latch, selector, LeadershipChecker};

@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use curator_core::CuratorFramework;
-use curator_recipes::leader::{LatchEvent, LeaderLatch, LeaderSelector, Participant, SelectorEvent, TermEnd};
+use curator_recipes::{LatchEvent, LeaderLatch, LeaderSelector, Participant, SelectorEvent, TermEnd};
 use curator_test::{eventually, TestingServer, Timing};
 use tests::java::LinePeer;
 use tests::leadership::{close_latch, instant_of_epoch_us, LeadershipChecker};

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::listeners::EventStream;
-use curator_core::retry::RetryNTimes;
+use curator_core::EventStream;
+use curator_core::RetryNTimes;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::leader::{LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
+use curator_recipes::{LatchEvent, Leader, LeaderLatch, LeaderObserver, Leadership, LockLost};
 use curator_test::{eventually, expire_session, four_letter_word, ChaosProxy, TestingServer, Timing};
 use tests::leadership::{close_latch, next_event, LeadershipChecker, STABLE};
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
@@ -588,7 +588,7 @@ async fn observer_follows_close_step_down_and_expiry() {
     assert_eq!(report.terms, 4, "{report:#}");
 
     // A mutex-based election on the same path (lock- nodes, as a LeaderSelector's).
-    let mutex = curator_recipes::locks::InterProcessMutex::new(&fw_a, &path).unwrap();
+    let mutex = curator_recipes::InterProcessMutex::new(&fw_a, &path).unwrap();
     let guard = mutex.acquire().await.unwrap();
     let seen = observed(&mut observer, |l| l.is_some()).await.unwrap();
     assert_eq!(seen.token, guard.fencing_token());
@@ -759,7 +759,7 @@ async fn a_refused_first_join_is_reported_by_ready() {
         let r = tokio::time::timeout(deadline(), latch.ready()).await.expect("ready returns");
         assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
         assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
-        assert_eq!(latch.state(), curator_recipes::leader::LatchState::Closed);
+        assert_eq!(latch.state(), curator_recipes::LatchState::Closed);
         assert!(!latch.has_leadership());
         assert!(matches!(latch.await_leadership().await, Err(CuratorError::AlreadyClosed { .. })));
         assert!(matches!(latch.ready().await, Err(CuratorError::NoAuth { .. })), "the outcome stays");

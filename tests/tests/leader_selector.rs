@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::leader::{LeaderSelector, Leadership, LockLost, SelectorEvent, TermEnd};
+use curator_recipes::{LeaderSelector, Leadership, LockLost, SelectorEvent, TermEnd};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::BoxFuture;
 use tests::leadership::{next_event, one_leader, LeadershipChecker};
@@ -66,14 +66,14 @@ fn selector(
     LeaderSelector::builder(fw, path, checker.recording(who, until_dropped(who, tx.clone()))).id(who).build().unwrap()
 }
 
-async fn expect_took(events: &mut curator_core::listeners::EventStream<SelectorEvent>) -> Leadership {
+async fn expect_took(events: &mut curator_core::EventStream<SelectorEvent>) -> Leadership {
     match next_event(events).await {
         SelectorEvent::Took(leadership) => leadership,
         other => panic!("expected Took, got {other:?}"),
     }
 }
 
-async fn expect_ended(events: &mut curator_core::listeners::EventStream<SelectorEvent>) -> (i64, TermEnd) {
+async fn expect_ended(events: &mut curator_core::EventStream<SelectorEvent>) -> (i64, TermEnd) {
     match next_event(events).await {
         SelectorEvent::Ended { token, end } => (token, end),
         other => panic!("expected Ended, got {other:?}"),
@@ -584,8 +584,8 @@ async fn bad_input_is_a_typed_error() {
 /// `LeaderLatch` do the same), and both lead.
 #[tokio::test]
 async fn participant_ids_are_validated_the_same_way_everywhere() {
-    use curator_recipes::leader::LeaderLatch;
-    use curator_recipes::nodes::GroupMember;
+    use curator_recipes::GroupMember;
+    use curator_recipes::LeaderLatch;
     init_tracing();
     let fx = Fixture::shared().await;
     let path = unique_path("ids");

@@ -24,15 +24,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_cache::{CuratorCache, NodeCache, PathChildrenCache, StartMode, TreeCache};
-use curator_core::listeners::EventStream;
 use curator_core::zk::{Acl, AuthId, Permission};
+use curator_core::EventStream;
 use curator_core::{CuratorError, CuratorFramework};
 use curator_discovery::{DiscoveryError, ServiceCache, ServiceDiscovery, ServiceInstance, ServiceProvider};
-use curator_recipes::leader::{LeaderLatch, LeaderObserver, LeaderSelector};
-use curator_recipes::nodes::{GroupMember, PersistentNode, PersistentTtlNode};
-use curator_recipes::queue::{DistributedIdQueue, DistributedQueue, StringSerializer};
-use curator_recipes::shared::{SharedCount, SharedValue};
-use curator_recipes::watch::PersistentWatcher;
+use curator_recipes::PersistentWatcher;
+use curator_recipes::{DistributedIdQueue, DistributedQueue, StringSerializer};
+use curator_recipes::{GroupMember, PersistentNode, PersistentTtlNode};
+use curator_recipes::{LeaderLatch, LeaderObserver, LeaderSelector};
+use curator_recipes::{SharedCount, SharedValue};
 use curator_test::TestingServer;
 use tests::{client, init_tracing, unique_path};
 
@@ -163,7 +163,7 @@ fn service(base: &str) -> String {
     format!("{base}/svc")
 }
 
-fn queue_builder(fw: &CuratorFramework, path: &str) -> curator_recipes::queue::QueueBuilder<String> {
+fn queue_builder(fw: &CuratorFramework, path: &str) -> curator_recipes::QueueBuilder<String> {
     DistributedQueue::builder(fw, path, StringSerializer).consumer(|_item: String| async { Ok::<(), String>(()) })
 }
 

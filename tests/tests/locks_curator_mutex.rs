@@ -18,7 +18,7 @@
 
 mod locks_curator_base;
 
-use curator_recipes::locks::{InterProcessMutex, Revoker};
+use curator_recipes::{InterProcessMutex, Revoker};
 use curator_test::{TestingServer, Timing};
 use locks_curator_base::Kind;
 use tests::locks::framework;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::CuratorError;
-use curator_recipes::locks::InterProcessReadWriteLock;
+use curator_recipes::InterProcessReadWriteLock;
 use curator_test::{eventually, expire_session, TestingServer, Timing};
 use tests::locks::{framework, lock_retry, Checker};
 use tests::{builder, children, connected, init_tracing, unique_path};

@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::{ConnectionState, CreateMode, CuratorError, ErrorPolicy};
-use curator_recipes::locks::{InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreV2};
-use curator_recipes::shared::SharedCount;
+use curator_recipes::SharedCount;
+use curator_recipes::{InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreV2};
 use curator_test::{eventually, TestingServer, Timing};
 use locks_curator_base::Kind;
 use tests::locks::{framework, framework_with, Checker};

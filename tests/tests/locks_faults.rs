@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::{ConnectionState, ErrorPolicy};
-use curator_recipes::locks::{InterProcessMutex, LockLost};
+use curator_recipes::{InterProcessMutex, LockLost};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingCluster, TestingServer, Timing};
 use tests::locks::{framework, framework_with, lock_retry, Checker};
 use tests::{children, init_tracing, packets_received, unique_path, Fixture};

@@ -8,10 +8,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use curator_core::CuratorFramework;
-use curator_recipes::locks::{
+use curator_recipes::SharedCount;
+use curator_recipes::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
 };
-use curator_recipes::shared::SharedCount;
 use curator_test::{TestingServer, Timing};
 use tests::locks::{framework, Checker, HoldRecord};
 use tests::{init_tracing, unique_path};

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use curator_core::CuratorError;
-use curator_recipes::locks::{InterProcessMultiLock, InterProcessMutex};
+use curator_recipes::{InterProcessMultiLock, InterProcessMutex};
 use curator_test::{eventually, TestingServer, Timing};
 use tests::locks::framework;
 use tests::{children, init_tracing, unique_path};

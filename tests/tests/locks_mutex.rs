@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::CuratorError;
-use curator_recipes::locks::{
-    InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LockLost, Revoker,
-};
+use curator_recipes::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LockLost, Revoker};
 use curator_test::{eventually, TestingServer, Timing};
 use tests::locks::{framework, Checker};
 use tests::logs::record_events;

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use curator_recipes::locks::QueuedMutex;
+use curator_recipes::QueuedMutex;
 use curator_test::TestingServer;
 use tests::locks::{framework, Checker};
 use tests::{init_tracing, unique_path};

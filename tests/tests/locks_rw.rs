@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use curator_core::CuratorError;
-use curator_recipes::locks::InterProcessReadWriteLock;
+use curator_recipes::InterProcessReadWriteLock;
 use curator_test::{eventually, expire_session, TestingServer, Timing};
 use tests::locks::{framework, Checker};
 use tests::policies::COMBINATIONS;

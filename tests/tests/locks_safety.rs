@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_core::{CuratorFramework, ErrorPolicy};
-use curator_recipes::locks::{
+use curator_recipes::{
     InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2,
 };

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::CuratorError;
-use curator_recipes::locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
-use curator_recipes::shared::SharedCount;
+use curator_recipes::SharedCount;
+use curator_recipes::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use curator_test::{eventually, TestingServer, Timing};
 use tests::locks::{framework, Checker};
 use tests::{children, init_tracing, unique_path};

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use curator_core::listeners::EventStream;
-use curator_core::retry::RetryNTimes;
+use curator_core::EventStream;
+use curator_core::RetryNTimes;
 use curator_core::{CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::nodes::{GroupMember, MemberEvent};
+use curator_recipes::{GroupMember, MemberEvent};
 use curator_test::{eventually, expire_session, TestingServer, Timing};
 use tests::{builder, client, connected, init_tracing, unique_path};
 
@@ -271,7 +271,7 @@ async fn a_refused_registration_is_reported_by_ready() {
         let r = tokio::time::timeout(Timing::new().deadline(), member.ready()).await.expect("ready returns");
         assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
         assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
-        assert_eq!(member.state(), curator_core::lifecycle::LifeState::Closed);
+        assert_eq!(member.state(), curator_core::LifeState::Closed);
         assert!(matches!(member.start(), Err(CuratorError::AlreadyClosed { what: "GroupMember" })));
         let ended = tokio::time::timeout(Timing::new().deadline(), async { while events.next().await.is_some() {} });
         assert!(ended.await.is_ok(), "the member's event stream ends");

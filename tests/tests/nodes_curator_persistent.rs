@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use curator_core::zk::{self, Acl, AuthId, Permission};
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, ErrorPolicy, FixedAclProvider};
-use curator_recipes::nodes::PersistentNode;
+use curator_recipes::PersistentNode;
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use tests::policies::{framework, Retry, COMBINATIONS};
 use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};
@@ -315,7 +315,7 @@ async fn ready_returns_when_the_framework_closes_before_the_first_create() {
     fw.close().await;
     let r = tokio::time::timeout(deadline(), waiting).await.expect("ready returns");
     assert!(matches!(r, Err(CuratorError::Closed)), "{r:?}");
-    assert_eq!(node.state(), curator_core::lifecycle::LifeState::Closed);
+    assert_eq!(node.state(), curator_core::LifeState::Closed);
     tokio::time::timeout(deadline(), node.close()).await.expect("close returns");
 }
 
@@ -386,7 +386,7 @@ async fn close_is_idempotent_and_drop_deletes_it() {
     node.close().await;
     assert!(stat(&fw, &actual).await.is_none());
     tokio::time::timeout(deadline(), node.close()).await.expect("a second close returns");
-    assert_eq!(node.state(), curator_core::lifecycle::LifeState::Closed);
+    assert_eq!(node.state(), curator_core::LifeState::Closed);
 
     let never = PersistentNode::builder(&fw, &path).build().unwrap();
     tokio::time::timeout(deadline(), never.close()).await.expect("a close of a latent node returns");
@@ -724,7 +724,7 @@ async fn protected() {
 /// create, under every error and retry policy.
 #[tokio::test]
 async fn a_refused_first_create_is_reported_by_ready_and_closes_the_node() {
-    use curator_core::lifecycle::LifeState;
+    use curator_core::LifeState;
     init_tracing();
     for (policy, retry) in COMBINATIONS {
         let fw = framework(&shared(), policy, retry).await;

@@ -20,10 +20,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_core::retry::RetryNTimes;
 use curator_core::zk;
+use curator_core::RetryNTimes;
 use curator_core::{CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::nodes::{PersistentTtlNode, TOUCH_NODE_NAME};
+use curator_recipes::{PersistentTtlNode, TOUCH_NODE_NAME};
 use curator_test::{eventually, expire_session, TestingServer, Timing};
 use tests::{builder, client, connected, init_tracing, unique_path};
 
@@ -268,7 +268,7 @@ async fn bad_input_is_a_typed_error() {
 /// every error and retry policy.
 #[tokio::test]
 async fn a_refused_first_create_is_reported_by_ready_and_closes_the_node() {
-    use curator_core::lifecycle::LifeState;
+    use curator_core::LifeState;
     use tests::policies::{framework, COMBINATIONS};
     init_tracing();
     let server = TestingServer::shared();

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use curator_core::{ConnectionState, CreateMode, CuratorFramework, ErrorPolicy};
-use curator_recipes::nodes::{GroupMember, PersistentNode};
+use curator_recipes::{GroupMember, PersistentNode};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
 use tests::fixture::wait_for;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use curator_core::CuratorFramework;
-use curator_recipes::nodes::GroupMember;
+use curator_recipes::GroupMember;
 use curator_test::{eventually, TestingServer, Timing};
 use tests::java::LinePeer;
 use tests::{client, init_tracing, unique_path};

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::CuratorFramework;
-use curator_recipes::queue::{DistributedQueue, ErrorMode, QueueEvent, StringSerializer};
+use curator_recipes::{DistributedQueue, ErrorMode, QueueEvent, StringSerializer};
 use curator_test::{eventually, TestingServer, Timing};
 use tests::{children, client, init_tracing, unique_path};
 use tokio::sync::mpsc;
@@ -211,7 +211,7 @@ async fn requeued_node_name_does_not_grow() {
                 if first {
                     Err("something went wrong".into())
                 } else {
-                    Ok::<(), curator_recipes::queue::ConsumerError>(())
+                    Ok::<(), curator_recipes::ConsumerError>(())
                 }
             }
         })

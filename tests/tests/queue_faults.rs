@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::queue::{
+use curator_recipes::{
     DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, QueueEvent, StringSerializer,
 };
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
@@ -288,7 +288,7 @@ async fn bad_data_item_is_reported_and_skipped() {
 /// Every queue kind, under every error and retry policy.
 #[tokio::test]
 async fn lifecycle_errors_are_typed_and_a_refused_start_closes_the_queue() {
-    use curator_core::lifecycle::LifeState;
+    use curator_core::LifeState;
     init_tracing();
     for (policy, retry) in COMBINATIONS {
         let fw = connected(with_policies(builder(&shared()), policy, retry)).await;
@@ -364,10 +364,10 @@ impl RefusedQueue {
     async fn ready(&self) -> curator_core::Result<()> {
         each_queue!(self, q => q.ready().await)
     }
-    fn state(&self) -> curator_core::lifecycle::LifeState {
+    fn state(&self) -> curator_core::LifeState {
         each_queue!(self, q => q.state())
     }
-    fn events(&self) -> curator_core::listeners::EventStream<curator_recipes::queue::QueueEvent> {
+    fn events(&self) -> curator_core::EventStream<curator_recipes::QueueEvent> {
         each_queue!(self, q => q.events())
     }
     async fn close(&self) {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::CreateMode;
-use curator_recipes::queue::{framing, DistributedQueue, StringSerializer};
+use curator_recipes::{framing, DistributedQueue, StringSerializer};
 use curator_test::{eventually, TestingServer};
 use tests::fixture::{init_tracing, unique_path, Fixture};
 use tests::queues::{

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::queue::{SimpleDistributedQueue, QUEUE_NODE_PREFIX};
+use curator_recipes::{SimpleDistributedQueue, QUEUE_NODE_PREFIX};
 use curator_test::{eventually, four_letter_word, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
 use tests::policies::{framework, with_policies, Retry, COMBINATIONS};

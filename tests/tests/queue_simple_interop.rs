@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use curator_recipes::queue::SimpleDistributedQueue;
+use curator_recipes::SimpleDistributedQueue;
 use curator_test::{TestingServer, Timing};
 use tests::java::LinePeer;
 use tests::{client, init_tracing, unique_path};

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use curator_core::{CuratorError, CuratorFramework};
-use curator_recipes::queue::{DistributedQueue, QueueBuilder, QueueEvent, StringSerializer};
+use curator_recipes::{DistributedQueue, QueueBuilder, QueueEvent, StringSerializer};
 use curator_test::{eventually, TestingServer, Timing};
 use tests::{children, client, init_tracing, unique_path};
 use tokio::sync::{mpsc, oneshot, Notify};

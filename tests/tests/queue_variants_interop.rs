@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use curator_core::CuratorFramework;
-use curator_recipes::queue::{DistributedDelayQueue, DistributedPriorityQueue, DistributedQueue, StringSerializer};
+use curator_recipes::{DistributedDelayQueue, DistributedPriorityQueue, DistributedQueue, StringSerializer};
 use curator_test::eventually;
 use tests::fixture::{init_tracing, unique_path, Fixture};
 use tests::queues::{

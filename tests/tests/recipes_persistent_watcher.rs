@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::lifecycle::LifeState;
-use curator_core::retry::{RetryNTimes, RetryOneTime};
 use curator_core::zk::{EventType, SessionState, WatchedEvent};
+use curator_core::LifeState;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy};
-use curator_recipes::watch::{PersistentWatcher, Reset, ResetCause};
+use curator_core::{RetryNTimes, RetryOneTime};
+use curator_recipes::{PersistentWatcher, Reset, ResetCause};
 use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
 use tests::caches::{create, next, set, within};
 use tests::{builder, client, connected, init_tracing, unique_path, wait_for};
@@ -44,7 +44,7 @@ impl Setup {
 }
 
 /// Reads node events until one of `kind` on `path`; returns it.
-async fn next_event(events: &mut curator_core::listeners::EventStream<WatchedEvent>, kind: EventType, path: &str) {
+async fn next_event(events: &mut curator_core::EventStream<WatchedEvent>, kind: EventType, path: &str) {
     within(&format!("{kind:?} on {path}"), async {
         loop {
             let event = next(events).await;
@@ -57,7 +57,7 @@ async fn next_event(events: &mut curator_core::listeners::EventStream<WatchedEve
 }
 
 /// Reads resets until one with `cause`; returns it.
-async fn next_reset(resets: &mut curator_core::listeners::EventStream<Reset>, cause: ResetCause) -> Reset {
+async fn next_reset(resets: &mut curator_core::EventStream<Reset>, cause: ResetCause) -> Reset {
     within(&format!("a reset ({cause:?})"), async {
         loop {
             let reset = next(resets).await;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::ConnectionState;
-use curator_recipes::shared::{to_bytes, SharedCount, SharedCountEvent, VersionedValue};
+use curator_recipes::{SharedCount, SharedCountEvent, VersionedValue};
 use curator_test::{eventually, TestingServer, Timing};
 use tests::fixture::{client, init_tracing, unique_path, Fixture};
 
@@ -102,7 +102,7 @@ async fn simple_versioned() {
     }
     assert!(!count.try_set(&VersionedValue { version: 3, value: 20 }, 7).await.expect("wrong value"));
     assert!(!count.try_set(&VersionedValue { version: 10, value: 10 }, 7).await.expect("wrong version"));
-    f.fw.set_data().for_path(&path, to_bytes(88)).await.expect("set behind its back");
+    f.fw.set_data().for_path(&path, SharedCount::to_bytes(88)).await.expect("set behind its back");
     assert!(!count.try_set(&current, 234).await.expect("server changed"));
     assert_eq!(count.count().expect("count"), 88, "a failed try_set reads the node again");
     f.close().await;
@@ -165,7 +165,7 @@ async fn disconnect_event_does_not_wait_for_retries() {
     let mut server = TestingServer::start().await.expect("server");
     let fw = tests::fixture::connected(
         tests::fixture::builder(&server.connect_string())
-            .retry_policy(curator_core::retry::RetryNTimes::new(10, Duration::from_secs(1))),
+            .retry_policy(curator_core::RetryNTimes::new(10, Duration::from_secs(1))),
     )
     .await;
     let count = SharedCount::new(&fw, "/count", 10).expect("count");

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use curator_core::CuratorError;
-use curator_recipes::shared::{SharedCount, SharedCountEvent, SharedValue};
+use curator_recipes::{SharedCount, SharedCountEvent, SharedValue};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use tests::fixture::{builder, connected, init_tracing, unique_path, Fixture};
 
@@ -48,7 +48,7 @@ async fn the_local_copy_never_goes_back() {
     let versions = Arc::new(Mutex::new(Vec::new()));
     let to = versions.clone();
     value.add_listener(move |event| {
-        if let curator_recipes::shared::SharedValueEvent::Changed(v) = event {
+        if let curator_recipes::SharedValueEvent::Changed(v) = event {
             to.lock().unwrap().push(v.version);
         }
     });
@@ -197,8 +197,8 @@ async fn bad_input() {
 /// and `SharedCount` alike.
 #[tokio::test]
 async fn a_refused_start_is_reported_and_closes_the_value() {
-    use curator_core::lifecycle::LifeState;
     use curator_core::zk::{Acl, AuthId, Permission};
+    use curator_core::LifeState;
     use tests::policies::{framework, COMBINATIONS};
     init_tracing();
     let f = Fixture::shared().await;

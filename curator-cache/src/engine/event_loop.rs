@@ -5,9 +5,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use curator_core::ops::watch::readd_pause;
-use curator_core::retry::RetryLoop;
+use curator_core::readd_pause;
 use curator_core::zk;
+use curator_core::RetryLoop;
 use curator_core::{
     ConnectionState, ConnectionStateEvent, ConnectionStateStream, CreateMode, CuratorError, CuratorFramework,
     PersistentWatch, Result,
@@ -306,7 +306,7 @@ impl Engine {
     /// Sends [`EngineEvent::Recovered`] if a loss is pending and the map follows a later session.
     fn maybe_recovered(&mut self) {
         let Some(lost) = self.recovering_from else { return };
-        if self.live.as_ref().is_some_and(|live| curator_core::liveness::is_later(live.generation, lost)) {
+        if self.live.as_ref().is_some_and(|live| curator_core::is_later(live.generation, lost)) {
             self.recovering_from = None;
             self.emit(EngineEvent::Recovered);
         }

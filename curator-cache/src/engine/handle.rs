@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::{CuratorError, CuratorFramework, Result};
+use curator_core::{LifeState, Lifecycle};
 use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot, watch};
 

@@ -39,12 +39,12 @@
 //! [`CacheCore`] a cache holds: start, commands, close), [`command`] (what the handle asks of
 //! the task), [`event_loop`] (the task), [`state`] (its state machines), [`loader`] (the
 //! multi-read load). Failed loads are retried after pauses timed by core's one re-add schedule
-//! ([`readd_pause`](curator_core::ops::watch::readd_pause)), 50 ms doubling to 2 s.
+//! ([`readd_pause`](curator_core::readd_pause)), 50 ms doubling to 2 s.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use curator_core::lifecycle::Readiness;
+use curator_core::Readiness;
 use curator_core::{ConnectionStateEvent, CuratorError};
 use tokio::sync::watch;
 
@@ -83,7 +83,7 @@ pub(crate) enum EngineEvent {
 pub(crate) type Sink = Box<dyn FnMut(EngineEvent) + Send>;
 
 /// How the engine reports the outcome of its first load: the cache's `wait_initialized`
-/// (module [`curator_core::lifecycle`], whose `ready` it is).
+/// ([`curator_core::Lifecycle`], whose `ready` it is).
 pub(crate) struct FirstLoad {
     /// The cache's lifecycle's first outcome.
     pub(crate) readiness: Readiness,

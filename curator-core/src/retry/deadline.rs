@@ -17,7 +17,7 @@
 //! ```
 //! # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
 //! use std::time::Duration;
-//! use curator_core::retry::deadline;
+//! use curator_core::deadline;
 //! use curator_core::CuratorError;
 //!
 //! let at = tokio::time::Instant::now() + Duration::from_millis(500);
@@ -52,7 +52,7 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator_core::retry::deadline::deadline_after;
+/// use curator_core::deadline::deadline_after;
 ///
 /// let now = tokio::time::Instant::now();
 /// assert_eq!(deadline_after(now, Duration::from_secs(1)), now + Duration::from_secs(1));

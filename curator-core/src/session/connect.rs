@@ -43,7 +43,7 @@ const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
 /// (AUTH_FAILED: a wrong SASL password) is final: [`CuratorError::AuthFailed`] is recorded and
 /// the manager stops, as ZooKeeper's Java client gives up its handle on AUTH_FAILED.
 ///
-/// The servers are those of the current ensemble (module [`ensemble`](crate::ensemble)),
+/// The servers are those of the current ensemble (docs/architecture.md section 3.7),
 /// returned with the client. With `resume`, the client re-establishes that session instead of
 /// opening a new one, and `None` comes back as soon as a server says it expired.
 pub(super) async fn connect(
@@ -159,7 +159,7 @@ pub(super) async fn connect(
 
 /// How a client is opened. `detached`: dropping its last clone does not close the session;
 /// the framework's clients are, while the ensemble tracker is on, so that a session can move
-/// to another client (module [`ensemble`](crate::ensemble)); a [`Closer`](super::Closer) then closes it.
+/// to another client (docs/architecture.md section 3.7); a [`Closer`](super::Closer) then closes it.
 /// The builder's authentication, SASL and TLS options are applied here, so that every client
 /// of the framework (the sessions' and [`Closer`](super::Closer)'s) has them; open it with [`open`].
 pub(super) fn connector(config: &Config, detached: bool) -> Result<zk::Connector, CuratorError> {

@@ -49,7 +49,7 @@ pub(super) enum End {
     Lost,
     Shutdown,
     /// Move the session to the servers of the current ensemble (module
-    /// [`ensemble`](crate::ensemble)). `heard` as in [`Manager::follow`]; `suspended` if
+    /// docs/architecture.md section 3.7). `heard` as in [`Manager::follow`]; `suspended` if
     /// `Suspended` was published (the connection dropped first).
     Move {
         heard: Instant,

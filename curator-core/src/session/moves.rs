@@ -1,5 +1,5 @@
 //! Moving a session (docs/architecture.md section 3.7): with the ensemble tracker on, the manager
-//! follows `/zookeeper/config` (module [`ensemble`](crate::ensemble)) and moves a live session
+//! follows `/zookeeper/config` (docs/architecture.md section 3.7) and moves a live session
 //! to a new client on the new servers (same id and password) when the configuration leaves out
 //! every server of the current client, or when the connection drops and the list changed (module
 //! `follow` decides). A move shows as one `Suspended`/`Reconnected` pair at most (none if it
@@ -32,7 +32,7 @@ pub(super) enum Moved {
 
 impl Manager {
     /// Moves the session of `old` to the servers of the current ensemble (module
-    /// [`ensemble`](crate::ensemble)). First `old` is dropped: clients are detached while the tracker
+    /// docs/architecture.md section 3.7). First `old` is dropped: clients are detached while the tracker
     /// is on, so that sends no CloseSession, and a dropped client does not reconnect and take the
     /// session back from the new one (a removed server may go on serving). Then a client with the
     /// same session id and password is opened on the new servers. The session slot is empty

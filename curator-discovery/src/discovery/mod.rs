@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::{path, CuratorError, CuratorFramework};
-use curator_recipes::nodes::PersistentNode;
+use curator_core::{LifeState, Lifecycle};
+use curator_recipes::PersistentNode;
 
 use crate::cache::ServiceCacheBuilder;
 use crate::paths::node_path;
@@ -201,7 +201,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     /// [`this_instance`](ServiceDiscoveryBuilder::this_instance), if any, as
     /// [`register`](Self::register) does, in the discovery's task; [`ready`](Self::ready) says
     /// how that went. Sync: the instance is checked and serialized here, its node made by the
-    /// task. Once only (module [`lifecycle`](curator_core::lifecycle));
+    /// task. Once only ([`Lifecycle`](curator_core::Lifecycle));
     /// [`register`](Self::register) itself needs no start.
     ///
     /// # Errors

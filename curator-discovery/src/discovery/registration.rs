@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::Readiness;
+use curator_core::Readiness;
 use curator_core::{CreateMode, CuratorError};
-use curator_recipes::nodes::PersistentNode;
+use curator_recipes::PersistentNode;
 
 use super::{Inner, Registration, Result, ServiceDiscovery};
 use crate::paths::node_path;

@@ -15,8 +15,8 @@ pub use down::{DownInstanceManager, DownInstancePolicy};
 pub use filter::InstanceFilter;
 pub use strategy::{ProviderStrategy, RandomStrategy, RoundRobinStrategy, StickyStrategy};
 
-use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::CuratorFramework;
+use curator_core::{LifeState, Lifecycle};
 use tokio::sync::oneshot;
 
 use crate::{DiscoveryError, InstanceProvider, ServiceCache, ServiceInstance};
@@ -148,7 +148,7 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
     /// [`AlreadyClosed`](curator_core::CuratorError::AlreadyClosed),
     /// [`NoRuntime`](curator_core::CuratorError::NoRuntime) outside a tokio runtime or
     /// [`Closed`](curator_core::CuratorError::Closed) on a closed framework, each naming
-    /// `ServiceProvider` (module [`lifecycle`](curator_core::lifecycle)): nothing started then.
+    /// `ServiceProvider` ([`Lifecycle`](curator_core::Lifecycle)): nothing started then.
     pub fn start(&self) -> Result<(), DiscoveryError> {
         if let Some((cache, fw)) = &self.owned {
             self.life.start(fw, |started| {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::retry::RetryPolicy;
+use curator_core::RetryPolicy;
 use curator_core::{CuratorFramework, Result};
 
 use super::optimistic::{Engine, PromotedToLock};

@@ -39,9 +39,9 @@ impl AtomicNumber for i64 {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use curator_core::retry::RetryNTimes;
+/// use curator_core::RetryNTimes;
 /// use curator_core::CuratorFramework;
-/// use curator_recipes::atomic::{DistributedAtomicLong, PromotedToLock};
+/// use curator_recipes::{DistributedAtomicLong, PromotedToLock};
 ///
 /// # let server = curator_test::TestingServer::start().await?;
 /// let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;

@@ -1,14 +1,4 @@
-//! Atomic values in one node, Curator 5.x compatible (Curator's `recipes.atomic`):
-//! [`DistributedAtomicLong`] (8 bytes big-endian), [`DistributedAtomicInteger`] (4 bytes),
-//! [`DistributedAtomicValue`] (bytes), and [`CachedAtomicLong`] for ids from reserved blocks.
-//!
-//! Every change runs an optimistic loop under the recipe's own retry policy, then, when
-//! configured, promotes to an [`InterProcessMutex`](crate::locks::InterProcessMutex)
-//! ([`PromotedToLock`]). Results ([`AtomicValue`]) say whether they succeeded, with the values
-//! before and after and the tries and time spent ([`AtomicStats`]). A write whose reply was
-//! lost is decided by the handle's write tag, never repeated blindly (docs/architecture.md
-//! section 16.2); one that cannot be decided (the tag changed by someone else meanwhile, or
-//! gone past its reap age) fails with [`CuratorError::OutcomeUnknown`](curator_core::CuratorError::OutcomeUnknown).
+//! Atomics: their guide is the crate root's "Atomics" section (lib.rs).
 
 mod cached;
 mod distributed_value;

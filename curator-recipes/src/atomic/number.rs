@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use curator_core::retry::RetryPolicy;
+use curator_core::RetryPolicy;
 use curator_core::{CuratorError, CuratorFramework, Result};
 
 use super::distributed_value::DistributedAtomicValue;

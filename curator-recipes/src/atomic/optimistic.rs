@@ -28,9 +28,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use curator_core::ops::create::make_parents;
-use curator_core::retry::{RetryLoop, RetryPolicy};
+use curator_core::make_parents;
 use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
+use curator_core::{RetryLoop, RetryPolicy};
 use tokio::sync::Mutex;
 
 pub use super::promotion::PromotedToLock;

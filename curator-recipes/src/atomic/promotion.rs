@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::retry::{RetryNTimes, RetryPolicy};
 use curator_core::{path, CuratorError, Result};
+use curator_core::{RetryNTimes, RetryPolicy};
 
 #[cfg(doc)]
 use crate::locks::InterProcessMutex;

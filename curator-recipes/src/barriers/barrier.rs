@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use curator_core::retry::deadline;
+use curator_core::deadline;
 use curator_core::{path, CuratorError, CuratorFramework, Result};
 
 use super::Connection;
@@ -37,7 +37,7 @@ use super::Connection;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
 /// use std::time::Duration;
-/// use curator_recipes::barriers::DistributedBarrier;
+/// use curator_recipes::DistributedBarrier;
 ///
 /// let barrier = DistributedBarrier::new(&fw, "/jobs/nightly/gate")?;
 /// barrier.set_barrier().await?;
@@ -65,7 +65,7 @@ impl DistributedBarrier {
     ///
     /// ```
     /// # fn f(fw: &curator_core::CuratorFramework) {
-    /// use curator_recipes::barriers::DistributedBarrier;
+    /// use curator_recipes::DistributedBarrier;
     /// assert!(DistributedBarrier::new(fw, "/app/gate").is_ok());
     /// assert!(DistributedBarrier::new(fw, "app/gate").is_err()); // not absolute
     /// # }
@@ -85,7 +85,7 @@ impl DistributedBarrier {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let barrier = curator_recipes::barriers::DistributedBarrier::new(&fw, "/app/gate")?;
+    /// let barrier = curator_recipes::DistributedBarrier::new(&fw, "/app/gate")?;
     /// barrier.set_barrier().await?;
     /// barrier.set_barrier().await?; // already set: fine
     /// # Ok(()) }
@@ -104,7 +104,7 @@ impl DistributedBarrier {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let barrier = curator_recipes::barriers::DistributedBarrier::new(&fw, "/app/gate")?;
+    /// let barrier = curator_recipes::DistributedBarrier::new(&fw, "/app/gate")?;
     /// barrier.remove_barrier().await?; // not set: fine
     /// # Ok(()) }
     /// ```
@@ -124,7 +124,7 @@ impl DistributedBarrier {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let barrier = curator_recipes::barriers::DistributedBarrier::new(&fw, "/app/gate")?;
+    /// let barrier = curator_recipes::DistributedBarrier::new(&fw, "/app/gate")?;
     /// barrier.wait_on_barrier().await?;
     /// // the gate is open
     /// # Ok(()) }
@@ -142,7 +142,7 @@ impl DistributedBarrier {
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
     /// use std::time::Duration;
-    /// let barrier = curator_recipes::barriers::DistributedBarrier::new(&fw, "/app/gate")?;
+    /// let barrier = curator_recipes::DistributedBarrier::new(&fw, "/app/gate")?;
     /// if !barrier.wait_on_barrier_timeout(Duration::from_secs(5)).await? {
     ///     tracing::warn!("the gate is still closed after 5 s");
     /// }

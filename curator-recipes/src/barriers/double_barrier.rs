@@ -43,7 +43,7 @@
 
 use std::time::Duration;
 
-use curator_core::retry::deadline;
+use curator_core::deadline;
 use curator_core::zk;
 use curator_core::{path, CuratorError, CuratorFramework, Result};
 
@@ -82,7 +82,7 @@ const MAX_PARENT_ATTEMPTS: u32 = 5;
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::barriers::DistributedDoubleBarrier;
+/// use curator_recipes::DistributedDoubleBarrier;
 ///
 /// let workers: Vec<_> = (0..3)
 ///     .map(|i| {
@@ -151,7 +151,7 @@ impl DistributedDoubleBarrier {
     ///
     /// ```
     /// # fn f(fw: &curator_core::CuratorFramework) {
-    /// use curator_recipes::barriers::DistributedDoubleBarrier;
+    /// use curator_recipes::DistributedDoubleBarrier;
     /// assert!(DistributedDoubleBarrier::new(fw, "/jobs/batch-7", 3).is_ok());
     /// assert!(DistributedDoubleBarrier::new(fw, "/jobs/batch-7", 0).is_err());
     /// # }
@@ -194,7 +194,7 @@ impl DistributedDoubleBarrier {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let mut barrier = curator_recipes::barriers::DistributedDoubleBarrier::new(&fw, "/b", 1)?;
+    /// let mut barrier = curator_recipes::DistributedDoubleBarrier::new(&fw, "/b", 1)?;
     /// assert_eq!(barrier.member_path(), None);
     /// barrier.enter().await?;
     /// assert!(barrier.member_path().is_some_and(|p| p.starts_with("/b/")));
@@ -219,7 +219,7 @@ impl DistributedDoubleBarrier {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let mut barrier = curator_recipes::barriers::DistributedDoubleBarrier::new(&fw, "/b", 4)?;
+    /// let mut barrier = curator_recipes::DistributedDoubleBarrier::new(&fw, "/b", 4)?;
     /// barrier.enter().await?; // the fourth member to come lets everyone in
     /// # Ok(()) }
     /// ```
@@ -236,7 +236,7 @@ impl DistributedDoubleBarrier {
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
     /// use std::time::Duration;
-    /// let mut barrier = curator_recipes::barriers::DistributedDoubleBarrier::new(&fw, "/b", 4)?;
+    /// let mut barrier = curator_recipes::DistributedDoubleBarrier::new(&fw, "/b", 4)?;
     /// if !barrier.enter_timeout(Duration::from_secs(30)).await? {
     ///     tracing::warn!("fewer than 4 members came within 30 s");
     /// }
@@ -259,7 +259,7 @@ impl DistributedDoubleBarrier {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let mut barrier = curator_recipes::barriers::DistributedDoubleBarrier::new(&fw, "/b", 2)?;
+    /// let mut barrier = curator_recipes::DistributedDoubleBarrier::new(&fw, "/b", 2)?;
     /// barrier.enter().await?;
     /// // ... work ...
     /// barrier.leave().await?; // the other member is out too
@@ -279,7 +279,7 @@ impl DistributedDoubleBarrier {
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
     /// use std::time::Duration;
-    /// let mut barrier = curator_recipes::barriers::DistributedDoubleBarrier::new(&fw, "/b", 2)?;
+    /// let mut barrier = curator_recipes::DistributedDoubleBarrier::new(&fw, "/b", 2)?;
     /// barrier.enter().await?;
     /// let all_out = barrier.leave_timeout(Duration::from_secs(10)).await?;
     /// # drop(all_out); Ok(()) }

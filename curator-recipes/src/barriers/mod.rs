@@ -1,30 +1,4 @@
-//! Barriers: [`DistributedBarrier`] (waiters block while a node exists) and
-//! [`DistributedDoubleBarrier`] (members enter together once enough have come, and leave
-//! together once all have gone).
-//!
-//! The layouts are Curator 5.x's, so Java clients using Curator's recipes of the same names on
-//! the same paths take part in the same barriers:
-//!
-//! | recipe | node | mode | data |
-//! |---|---|---|---|
-//! | `DistributedBarrier` | the barrier path `P` (parents: containers) | `Persistent` | the framework's default data |
-//! | `DistributedDoubleBarrier` | `P/<uuid>`, one per member (parents: containers) | `Ephemeral` | the framework's default data |
-//! | `DistributedDoubleBarrier` | `P/ready`, once `P` has enough members | `Persistent` | the framework's default data |
-//!
-//! # How they wait
-//!
-//! Waiters are tasks, not threads: a wait is a future that watches a node with a one-shot watch
-//! (which zookeeper-client sets again by itself after a reconnection) and the framework's
-//! connection state, and checks the barrier's condition again after every wake-up of either
-//! kind. A wake-up never counts as the condition holding (Curator GH-1290: a spurious wake-up
-//! let a member through a double barrier that was not full). Every request runs under the
-//! framework's one retry loop and is traced with its path; timed calls run under a
-//! [deadline](curator_core::retry::deadline), which every request and wait inside honours.
-//!
-//! Dropping a call leaves no node behind: an enter or leave that is dropped, fails or times out
-//! deletes its member node in the background (tracked, so that `close()` waits for it), as an
-//! abandoned lock acquire does. The algorithms are in the modules' docs and in
-//! docs/architecture.md, section 16.3 "Barriers".
+//! Barriers: their guide is the crate root's "Barriers" section (lib.rs).
 
 mod barrier;
 mod double_barrier;

@@ -1,10 +1,10 @@
-//! The first outcome of a participant's start (module [`curator_core::lifecycle`]): for the
+//! The first outcome of a participant's start ([`curator_core::Lifecycle`]): for the
 //! latch and the selector, ready once our node exists. One helper for both.
 
 use std::convert::Infallible;
 use std::future::Future;
 
-use curator_core::lifecycle::Readiness;
+use curator_core::Readiness;
 
 use crate::sequential::cleanup::NodeReporter;
 

@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::lifecycle::{LifeState, Lifecycle};
-use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
+use curator_core::{Callback, EventStream, ListenerId, Listeners};
 use curator_core::{CuratorError, CuratorFramework, Result};
+use curator_core::{LifeState, Lifecycle};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::leadership::Leadership;
@@ -149,7 +149,7 @@ struct Inner {
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::leader::{LatchEvent, LeaderLatch};
+/// use curator_recipes::{LatchEvent, LeaderLatch};
 ///
 /// let latch = LeaderLatch::builder(&fw, "/services/indexer/leader")
 ///     .id("indexer-1")
@@ -284,7 +284,7 @@ impl LeaderLatch {
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
     /// [`CuratorError::NoRuntime`] (outside a tokio runtime) or [`CuratorError::Closed`] (a
     /// closed framework), as for every started thing (module
-    /// [`lifecycle`](curator_core::lifecycle)); nothing changes then.
+    /// [`Lifecycle`](curator_core::Lifecycle)); nothing changes then.
     pub fn start(&self) -> Result<()> {
         let shared = self.inner.shared.clone();
         self.inner.lifecycle.start(shared.group.framework(), |started| {
@@ -438,7 +438,7 @@ impl LeaderLatch {
     /// lead keeps its place.
     ///
     /// # Errors
-    /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] (module [`lifecycle`](curator_core::lifecycle)).
+    /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] ([`Lifecycle`](curator_core::Lifecycle)).
     pub async fn step_down(&self) -> Result<()> {
         let commands = self.commands()?;
         let (tx, rx) = oneshot::channel();
@@ -460,7 +460,7 @@ impl LeaderLatch {
     /// the listeners end. Returns once the node is deleted, or its delete was left to the
     /// background.
     ///
-    /// Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle)): closing a
+    /// Idempotent, as every close ([`Lifecycle`](curator_core::Lifecycle)): closing a
     /// latch that is closed, or was never started, does nothing. (Curator's throws
     /// `IllegalStateException` for both.)
     pub async fn close_with(&self, mode: CloseMode) {

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use curator_cache::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_core::lifecycle::{Lifecycle, Readiness};
 use curator_core::{path, CuratorError, CuratorFramework, Result};
+use curator_core::{Lifecycle, Readiness};
 use tokio::sync::{oneshot, watch};
 
 use crate::sequential::order::contenders;
@@ -31,7 +31,7 @@ pub struct Leader {
 /// deletion). The path need not exist yet: it is followed once someone makes it; the observer
 /// makes nothing.
 ///
-/// Its life is every started thing's (module [`lifecycle`](curator_core::lifecycle)):
+/// Its life is every started thing's ([`Lifecycle`](curator_core::Lifecycle)):
 /// [`new`](Self::new) makes it latent, [`start`](Self::start) starts following,
 /// [`ready`](Self::ready) waits for the first read of the election, [`close`](Self::close)
 /// stops.
@@ -47,7 +47,7 @@ pub struct Leader {
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::leader::{LeaderLatch, LeaderObserver};
+/// use curator_recipes::{LeaderLatch, LeaderObserver};
 ///
 /// let mut observer = LeaderObserver::new(&fw, "/services/indexer/leader")?;
 /// observer.start()?;
@@ -103,7 +103,7 @@ impl LeaderObserver {
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
     /// [`CuratorError::NoRuntime`] (outside a tokio runtime) or [`CuratorError::Closed`] (a
     /// closed framework), as for every started thing (module
-    /// [`lifecycle`](curator_core::lifecycle), naming `LeaderObserver`); nothing changes then.
+    /// [`Lifecycle`](curator_core::Lifecycle), naming `LeaderObserver`); nothing changes then.
     pub fn start(&self) -> Result<()> {
         self.lifecycle.start(&self.fw, |started| {
             let Some(publish) = self.publish.lock().unwrap_or_else(PoisonError::into_inner).take() else {
@@ -144,7 +144,7 @@ impl LeaderObserver {
     }
 
     /// Stops following: the cache and its watch are closed, and [`changed`](Self::changed)
-    /// ends. Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle)):
+    /// ends. Idempotent, as every close ([`Lifecycle`](curator_core::Lifecycle)):
     /// closing again, or closing an observer never started, does nothing.
     pub async fn close(&self) {
         // Dropping what the start kept ends the first read's task.

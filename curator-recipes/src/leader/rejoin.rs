@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use curator_core::retry::RetryLoop;
+use curator_core::RetryLoop;
 use curator_core::{CuratorError, CuratorFramework};
 
 /// The longest wait before trying again while connected.

@@ -4,7 +4,7 @@
 //! # The run loop
 //!
 //! The selector's life (latent, started, closed) is the core's
-//! [`Lifecycle`](curator_core::lifecycle::Lifecycle); a started selector has one task, spawned
+//! [`Lifecycle`](curator_core::Lifecycle); a started selector has one task, spawned
 //! by its start (it ends by itself when the selector is closed or dropped, or the framework
 //! closes), driven by the selector's [`State`]:
 //!
@@ -36,9 +36,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use curator_core::lifecycle::{LifeState, Lifecycle};
-use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
+use curator_core::{Callback, EventStream, ListenerId, Listeners};
 use curator_core::{CuratorError, CuratorFramework, Result};
+use curator_core::{LifeState, Lifecycle};
 use tokio::sync::watch;
 
 use super::leadership::Leadership;
@@ -137,7 +137,7 @@ enum State {
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::leader::{LeaderSelector, Leadership, SelectorEvent, TermEnd};
+/// use curator_recipes::{LeaderSelector, Leadership, SelectorEvent, TermEnd};
 ///
 /// let selector = LeaderSelector::builder(&fw, "/jobs/leader", |leadership: Leadership| async move {
 ///     // Lead: stamp what we write with the token. Returning gives leadership up; the future
@@ -299,7 +299,7 @@ impl LeaderSelector {
     /// [`CuratorError::AlreadyStarted`] (use [`requeue`](Self::requeue) to get in line again),
     /// [`CuratorError::AlreadyClosed`], [`CuratorError::NoRuntime`] (outside a tokio runtime)
     /// or [`CuratorError::Closed`] (a closed framework), as for every started thing (module
-    /// [`lifecycle`](curator_core::lifecycle)); nothing changes then.
+    /// [`Lifecycle`](curator_core::Lifecycle)); nothing changes then.
     pub fn start(&self) -> Result<()> {
         let shared = &self.shared;
         self.lifecycle.start(shared.framework(), |started| {
@@ -342,7 +342,7 @@ impl LeaderSelector {
     /// # Errors
     /// [`CuratorError::NotStarted`] before [`start`](Self::start),
     /// [`CuratorError::AlreadyClosed`] after [`close`](Self::close) (module
-    /// [`lifecycle`](curator_core::lifecycle)); [`CuratorError::Closed`] once the framework
+    /// [`Lifecycle`](curator_core::Lifecycle)); [`CuratorError::Closed`] once the framework
     /// closed (the run loop ended with it).
     pub fn requeue(&self) -> Result<bool> {
         let mut outcome = Ok(false);
@@ -429,7 +429,7 @@ impl LeaderSelector {
     /// delete that cannot finish goes on in the background). A wait in line is abandoned and its
     /// node deleted in the background. The event streams end.
     ///
-    /// Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle)): closing again,
+    /// Idempotent, as every close ([`Lifecycle`](curator_core::Lifecycle)): closing again,
     /// or closing a selector never started, does nothing (it returns once the run loop, if any,
     /// has ended). A closed selector cannot be started again. (Curator's `close()`.)
     pub async fn close(&self) {

@@ -16,7 +16,7 @@ use super::mutex::InterProcessMutex;
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::locks::InterProcessMultiLock;
+/// use curator_recipes::InterProcessMultiLock;
 ///
 /// let both = InterProcessMultiLock::new(&fw, &["/accounts/a", "/accounts/b"])?;
 /// let guard = both.acquire().await?;
@@ -38,7 +38,7 @@ impl InterProcessMultiLock {
     /// data stored on a lock path the lock created is lost once the lock is freed: create the
     /// node yourself first (an existing node is never turned into a container), or build the
     /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
-    /// See [Lock paths are containers](super#lock-paths-are-containers).
+    /// See [Lock paths are containers](crate#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, paths: &[&str]) -> Result<Self> {
         let locks = paths.iter().map(|p| InterProcessMutex::new(fw, p)).collect::<Result<Vec<_>>>()?;
         Ok(Self { locks })

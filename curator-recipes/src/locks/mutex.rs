@@ -27,7 +27,7 @@ use crate::sequential::{ContenderGroup, NodeKind, Predicate, MUTEX_LOCK_NAME, RE
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::locks::InterProcessMutex;
+/// use curator_recipes::InterProcessMutex;
 ///
 /// let mutex = InterProcessMutex::new(&fw, "/jobs/lock")?;
 /// let guard = mutex.acquire().await?;
@@ -53,7 +53,7 @@ impl InterProcessMutex {
     /// data stored on a lock path the lock created is lost once the lock is freed: create the
     /// node yourself first (an existing node is never turned into a container), or build the
     /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
-    /// See [Lock paths are containers](super#lock-paths-are-containers).
+    /// See [Lock paths are containers](crate#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         let group = ContenderGroup::new(fw, path, MUTEX_LOCK_NAME, &[MUTEX_LOCK_NAME])?;
         Ok(Self { inner: Reentrant::new(group) })
@@ -80,7 +80,7 @@ impl InterProcessMutex {
     /// # let server = curator_test::TestingServer::start().await?;
     /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
     /// # fw.start()?;
-    /// # let mutex = curator_recipes::locks::InterProcessMutex::new(&fw, "/jobs/lock")?;
+    /// # let mutex = curator_recipes::InterProcessMutex::new(&fw, "/jobs/lock")?;
     /// let guard = mutex.acquire().await?; // held while `guard` lives
     /// // ... the work ...
     /// guard.release().await?;

@@ -25,7 +25,7 @@ use crate::sequential::HeldNode;
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::locks::QueuedMutex;
+/// use curator_recipes::QueuedMutex;
 ///
 /// let mutex = QueuedMutex::new(&fw, "/jobs/lock")?;
 /// let tasks: Vec<_> = (0..100)
@@ -55,7 +55,7 @@ impl QueuedMutex {
     /// data stored on a lock path the lock created is lost once the lock is freed: create the
     /// node yourself first (an existing node is never turned into a container), or build the
     /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
-    /// See [Lock paths are containers](super#lock-paths-are-containers).
+    /// See [Lock paths are containers](crate#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         // Validates the path.
         InterProcessMutex::new(fw, path)?;

@@ -29,7 +29,7 @@ const SORT_NAMES: &[&str] = &[READ_LOCK_NAME, WRITE_LOCK_NAME];
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::locks::InterProcessReadWriteLock;
+/// use curator_recipes::InterProcessReadWriteLock;
 ///
 /// let rw = InterProcessReadWriteLock::new(&fw, "/config/lock")?;
 /// let read = rw.read_lock().acquire().await?;
@@ -52,7 +52,7 @@ impl InterProcessReadWriteLock {
     /// data stored on a lock path the lock created is lost once the lock is freed: create the
     /// node yourself first (an existing node is never turned into a container), or build the
     /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
-    /// See [Lock paths are containers](super#lock-paths-are-containers).
+    /// See [Lock paths are containers](crate#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         let read = Reentrant::new(ContenderGroup::new(fw, path, READ_LOCK_NAME, SORT_NAMES)?);
         let write = Reentrant::new(ContenderGroup::new(fw, path, WRITE_LOCK_NAME, SORT_NAMES)?);

@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use curator_core::retry::deadline;
+use curator_core::deadline;
 use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result};
 
 use super::guard::Owner;
@@ -44,7 +44,7 @@ use crate::shared::{CountReader, SharedCount};
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::locks::InterProcessSemaphoreV2;
+/// use curator_recipes::InterProcessSemaphoreV2;
 ///
 /// let semaphore = InterProcessSemaphoreV2::new(&fw, "/pool", 3)?;
 /// let leases = semaphore.acquire_many(2).await?; // all or nothing
@@ -100,7 +100,7 @@ impl InterProcessSemaphoreV2 {
     /// data stored on a lock path the lock created is lost once the lock is freed: create the
     /// node yourself first (an existing node is never turned into a container), or build the
     /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
-    /// See [Lock paths are containers](super#lock-paths-are-containers).
+    /// See [Lock paths are containers](crate#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str, max_leases: usize) -> Result<Self> {
         if max_leases == 0 {
             return Err(CuratorError::InvalidArgument {
@@ -128,8 +128,8 @@ impl InterProcessSemaphoreV2 {
     /// # let server = curator_test::TestingServer::start().await?;
     /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
     /// # fw.start()?;
-    /// use curator_recipes::locks::InterProcessSemaphoreV2;
-    /// use curator_recipes::shared::SharedCount;
+    /// use curator_recipes::InterProcessSemaphoreV2;
+    /// use curator_recipes::SharedCount;
     ///
     /// let size = SharedCount::new(&fw, "/pool-size", 1)?; // 1 if the node is new
     /// size.start()?;
@@ -297,7 +297,7 @@ impl InterProcessSemaphoreV2 {
             if children.len() <= max {
                 return Ok(true);
             }
-            // A timed acquire stops waiting at its deadline (`curator_core::retry::deadline`).
+            // A timed acquire stops waiting at its deadline (`curator_core::deadline`).
             let wake = async {
                 tokio::select! {
                     event = watcher.changed() => Ok(Some(event)),
@@ -371,7 +371,7 @@ impl Drop for Lease {
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::locks::InterProcessSemaphoreMutex;
+/// use curator_recipes::InterProcessSemaphoreMutex;
 ///
 /// let mutex = InterProcessSemaphoreMutex::new(&fw, "/single")?;
 /// mutex.acquire().await?;
@@ -397,7 +397,7 @@ impl InterProcessSemaphoreMutex {
     /// data stored on a lock path the lock created is lost once the lock is freed: create the
     /// node yourself first (an existing node is never turned into a container), or build the
     /// framework with [`use_container_parents(false)`](curator_core::CuratorFrameworkBuilder::use_container_parents).
-    /// See [Lock paths are containers](super#lock-paths-are-containers).
+    /// See [Lock paths are containers](crate#lock-paths-are-containers).
     pub fn new(fw: &CuratorFramework, path: &str) -> Result<Self> {
         let semaphore = InterProcessSemaphoreV2::new(fw, path, 1)?;
         Ok(Self { path: path.to_string(), semaphore, lease: Mutex::new(None) })

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
-use curator_core::lifecycle::{LifeState, Lifecycle};
-use curator_core::listeners::{Callback, EventStream, ListenerId, Listeners};
 use curator_core::{path, CreateMode, CuratorFramework, Result};
+use curator_core::{Callback, EventStream, ListenerId, Listeners};
+use curator_core::{LifeState, Lifecycle};
 
 use super::persistent_node::PersistentNode;
 use crate::leader::participant::validate_participant_id;
@@ -45,7 +45,7 @@ pub enum MemberEvent {
 ///
 /// ```no_run
 /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-/// use curator_recipes::nodes::{GroupMember, MemberEvent};
+/// use curator_recipes::{GroupMember, MemberEvent};
 ///
 /// let member = GroupMember::builder(&fw, "/cluster/members", "node-3")
 ///     .payload(b"10.0.0.3:7000".to_vec())
@@ -188,7 +188,7 @@ impl GroupMember {
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
     /// [`CuratorError::NoRuntime`] outside a tokio runtime, [`CuratorError::Closed`] on a
-    /// closed framework (module [`lifecycle`](curator_core::lifecycle)); nothing is sent then.
+    /// closed framework ([`Lifecycle`](curator_core::Lifecycle)); nothing is sent then.
     ///
     /// [`CuratorError::AlreadyStarted`]: curator_core::CuratorError::AlreadyStarted
     /// [`CuratorError::AlreadyClosed`]: curator_core::CuratorError::AlreadyClosed

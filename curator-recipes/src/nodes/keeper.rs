@@ -35,8 +35,8 @@
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::Readiness;
 use curator_core::zk;
+use curator_core::Readiness;
 use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework};
 use tokio::sync::watch;
 
@@ -81,7 +81,7 @@ struct Keeper {
     may_own: bool,
     /// Whether a create was tried at all (a close can come before the first).
     tried: bool,
-    retry: curator_core::retry::RetryLoop,
+    retry: curator_core::RetryLoop,
     conn: watch::Receiver<curator_core::ConnectionStateEvent>,
     closing: watch::Receiver<bool>,
     /// Where the first outcome goes.

@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use curator_core::lifecycle::{LifeState, Lifecycle};
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
+use curator_core::{EventStream, ListenerId, Listeners};
+use curator_core::{LifeState, Lifecycle};
 use tokio::sync::{watch, Notify};
 
 use super::keeper;
@@ -20,7 +20,7 @@ use super::shared::{lock, Config, DataSlot, Shared};
 /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
 /// use std::time::Duration;
 /// use curator_core::CreateMode;
-/// use curator_recipes::nodes::PersistentNode;
+/// use curator_recipes::PersistentNode;
 ///
 /// let node = PersistentNode::builder(&fw, "/services/web/instance-1")
 ///     .mode(CreateMode::Ephemeral)
@@ -140,7 +140,7 @@ impl PersistentNodeBuilder {
     /// A typed error: [`CuratorError::InvalidPath`] for an invalid path (a sequential mode
     /// allows a trailing `/`); [`CuratorError::InvalidArgument`] for a TTL mode without a TTL
     /// (or a TTL without a TTL mode) or a TTL ZooKeeper cannot take (under 1 ms or over
-    /// [`MAX_TTL`](curator_core::ops::MAX_TTL)); [`CuratorError::DataTooLarge`] for data over
+    /// [`MAX_TTL`](curator_core::MAX_TTL)); [`CuratorError::DataTooLarge`] for data over
     /// the framework's limit.
     pub fn build(self) -> Result<PersistentNode> {
         let config = self.config;
@@ -161,7 +161,7 @@ impl PersistentNodeBuilder {
             return Err(CuratorError::InvalidArgument { path: config.path, reason });
         }
         if let Some(ttl) = config.ttl {
-            curator_core::ops::check_ttl_value(&config.path, ttl)?;
+            curator_core::check_ttl_value(&config.path, ttl)?;
         }
         self.fw.check_data(&config.path, &self.data)?;
         let shared = Arc::new(Shared {
@@ -209,7 +209,7 @@ impl PersistentNode {
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
     /// [`CuratorError::NoRuntime`] outside a tokio runtime, [`CuratorError::Closed`] on a
-    /// closed framework (module [`lifecycle`](curator_core::lifecycle)); nothing is sent then.
+    /// closed framework ([`Lifecycle`](curator_core::Lifecycle)); nothing is sent then.
     pub fn start(&self) -> Result<()> {
         self.lifecycle.start(&self.shared.fw, |started| {
             self.shared.created.start(started.handle().clone());

@@ -5,7 +5,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use curator_core::listeners::Listeners;
+use curator_core::Listeners;
 use curator_core::{CreateMode, CuratorError, CuratorFramework};
 use tokio::sync::{watch, Notify};
 

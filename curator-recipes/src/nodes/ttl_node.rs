@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use curator_core::lifecycle::{LifeState, Lifecycle};
 use curator_core::{path, CreateMode, CuratorError, CuratorFramework, Result};
+use curator_core::{LifeState, Lifecycle};
 use tokio::sync::oneshot;
 
 use super::persistent_node::PersistentNode;
@@ -27,7 +27,7 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// ```no_run
 /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
 /// use std::time::Duration;
-/// use curator_recipes::nodes::PersistentTtlNode;
+/// use curator_recipes::PersistentTtlNode;
 ///
 /// let node = PersistentTtlNode::builder(&fw, "/workers/w-7", Duration::from_secs(30))
 ///     .data(b"busy".to_vec())
@@ -93,10 +93,10 @@ impl PersistentTtlNodeBuilder {
     /// # Errors
     /// A typed error: [`CuratorError::InvalidPath`] for an invalid path or child name;
     /// [`CuratorError::InvalidArgument`] for a TTL ZooKeeper cannot take (under 1 ms or over
-    /// [`MAX_TTL`](curator_core::ops::MAX_TTL)) or a zero touch factor;
+    /// [`MAX_TTL`](curator_core::MAX_TTL)) or a zero touch factor;
     /// [`CuratorError::DataTooLarge`] for data over the framework's limit.
     pub fn build(self) -> Result<PersistentTtlNode> {
-        curator_core::ops::check_ttl_value(&self.path, self.ttl)?;
+        curator_core::check_ttl_value(&self.path, self.ttl)?;
         if self.touch_factor == 0 {
             return Err(CuratorError::InvalidArgument {
                 path: self.path,
@@ -148,7 +148,7 @@ impl PersistentTtlNode {
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
     /// [`CuratorError::NoRuntime`] outside a tokio runtime, [`CuratorError::Closed`] on a
-    /// closed framework (module [`lifecycle`](curator_core::lifecycle)); nothing is sent then.
+    /// closed framework ([`Lifecycle`](curator_core::Lifecycle)); nothing is sent then.
     pub fn start(&self) -> Result<()> {
         self.lifecycle.start(&self.fw, |started| {
             self.node.start()?;

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use curator_core::listeners::Listeners;
+use curator_core::Listeners;
 use curator_core::{path, CuratorError, CuratorFramework, Result};
 use futures::FutureExt;
 

@@ -81,8 +81,8 @@ pub(crate) async fn run<T: Send + 'static>(q: Arc<Shared<T>>, mut stop: watch::R
 async fn pause<T: Send + 'static>(
     q: &Shared<T>,
     stop: &mut watch::Receiver<bool>,
-    pauses: &mut curator_core::retry::RetryLoop,
-    backoff: &mut curator_core::retry::RetryLoop,
+    pauses: &mut curator_core::RetryLoop,
+    backoff: &mut curator_core::RetryLoop,
     err: CuratorError,
 ) {
     tracing::warn!(path = %q.path, error = %err, "queue: consuming task error; going on after a pause");

@@ -23,7 +23,7 @@ use super::wrapper::delegate_to_queue;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
 /// use std::time::{Duration, SystemTime};
-/// use curator_recipes::queue::{DistributedQueue, StringSerializer};
+/// use curator_recipes::{DistributedQueue, StringSerializer};
 ///
 /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
 /// let queue = DistributedQueue::builder(&fw, "/reminders/queue", StringSerializer)

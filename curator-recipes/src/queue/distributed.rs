@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::lifecycle::{LifeState, Lifecycle};
-use curator_core::listeners::{EventStream, ListenerId};
 use curator_core::Result;
+use curator_core::{EventStream, ListenerId};
+use curator_core::{LifeState, Lifecycle};
 use tokio::sync::{oneshot, watch};
 
 use super::config::ErrorMode;
@@ -46,7 +46,7 @@ type Run = (watch::Sender<bool>, oneshot::Receiver<()>);
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::queue::{DistributedQueue, StringSerializer};
+/// use curator_recipes::{DistributedQueue, StringSerializer};
 ///
 /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
 /// let queue = DistributedQueue::builder(&fw, "/jobs/queue", StringSerializer)
@@ -103,7 +103,7 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
     /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
-    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); nothing is sent
+    /// every started thing ([`Lifecycle`](curator_core::Lifecycle)); nothing is sent
     /// then.
     ///
     /// [`CuratorError::AlreadyStarted`]: curator_core::CuratorError::AlreadyStarted

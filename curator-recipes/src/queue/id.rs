@@ -22,7 +22,7 @@ use super::wrapper::delegate_to_queue;
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::queue::{DistributedQueue, StringSerializer};
+/// use curator_recipes::{DistributedQueue, StringSerializer};
 ///
 /// // A producer only (no consumer): items wait until a consumer starts.
 /// let queue = DistributedQueue::builder(&fw, "/orders/queue", StringSerializer).build_id_queue()?;

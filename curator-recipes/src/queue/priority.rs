@@ -22,7 +22,7 @@ use super::wrapper::delegate_to_queue;
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::queue::{DistributedQueue, StringSerializer};
+/// use curator_recipes::{DistributedQueue, StringSerializer};
 ///
 /// let path = "/alerts/queue";
 /// let producer = DistributedQueue::builder(&fw, path, StringSerializer).build_priority_queue(0)?;

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use curator_core::retry::deadline;
+use curator_core::deadline;
 use curator_core::{path, CreateMode, CuratorError, Result};
 
 use super::framing;

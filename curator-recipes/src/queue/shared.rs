@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use curator_core::listeners::Listeners;
+use curator_core::Listeners;
 use curator_core::{CuratorError, CuratorFramework, Result};
 
 use super::config::{ConsumerFn, ErrorMode};

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_core::retry::deadline;
+use curator_core::deadline;
 use curator_core::{path, zk, ConnectionState, ConnectionStateEvent, CreateMode, CuratorError, CuratorFramework};
 use curator_core::{Result, Watch};
 use tokio::sync::watch;
@@ -69,7 +69,7 @@ pub const QUEUE_NODE_PREFIX: &str = "qn-";
 /// # let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
 /// use std::time::Duration;
-/// use curator_recipes::queue::SimpleDistributedQueue;
+/// use curator_recipes::SimpleDistributedQueue;
 ///
 /// let queue = SimpleDistributedQueue::new(&fw, "/jobs/thumbnails")?;
 /// let consumer = queue.clone();
@@ -108,7 +108,7 @@ impl SimpleDistributedQueue {
     ///
     /// ```
     /// # fn f(fw: &curator_core::CuratorFramework) {
-    /// use curator_recipes::queue::SimpleDistributedQueue;
+    /// use curator_recipes::SimpleDistributedQueue;
     /// assert!(SimpleDistributedQueue::new(fw, "/app/queue").is_ok());
     /// assert!(SimpleDistributedQueue::new(fw, "app/queue").is_err()); // not absolute
     /// # }
@@ -133,7 +133,7 @@ impl SimpleDistributedQueue {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let queue = curator_recipes::queue::SimpleDistributedQueue::new(&fw, "/app/queue")?;
+    /// let queue = curator_recipes::SimpleDistributedQueue::new(&fw, "/app/queue")?;
     /// let node = queue.offer(b"job 1".to_vec()).await?;
     /// assert!(node.starts_with("/app/queue/qn-"));
     /// # Ok(()) }
@@ -156,7 +156,7 @@ impl SimpleDistributedQueue {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let queue = curator_recipes::queue::SimpleDistributedQueue::new(&fw, "/app/queue")?;
+    /// let queue = curator_recipes::SimpleDistributedQueue::new(&fw, "/app/queue")?;
     /// loop {
     ///     let job = queue.take().await?;
     ///     tracing::info!(bytes = job.len(), "took a job");
@@ -177,7 +177,7 @@ impl SimpleDistributedQueue {
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
     /// use std::time::Duration;
-    /// let queue = curator_recipes::queue::SimpleDistributedQueue::new(&fw, "/app/queue")?;
+    /// let queue = curator_recipes::SimpleDistributedQueue::new(&fw, "/app/queue")?;
     /// match queue.poll(Duration::from_secs(3)).await? {
     ///     Some(job) => tracing::info!(bytes = job.len(), "took a job"),
     ///     None => tracing::info!("no job within 3 s"),
@@ -207,7 +207,7 @@ impl SimpleDistributedQueue {
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
     /// use curator_core::CuratorError;
-    /// let queue = curator_recipes::queue::SimpleDistributedQueue::new(&fw, "/app/queue")?;
+    /// let queue = curator_recipes::SimpleDistributedQueue::new(&fw, "/app/queue")?;
     /// match queue.remove().await {
     ///     Ok(job) => tracing::info!(bytes = job.len(), "took a job"),
     ///     Err(CuratorError::NoNode { .. }) => tracing::info!("the queue is empty"),
@@ -227,7 +227,7 @@ impl SimpleDistributedQueue {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let queue = curator_recipes::queue::SimpleDistributedQueue::new(&fw, "/app/queue")?;
+    /// let queue = curator_recipes::SimpleDistributedQueue::new(&fw, "/app/queue")?;
     /// if let Some(next) = queue.peek().await? {
     ///     tracing::info!(bytes = next.len(), "next job");
     /// }
@@ -255,7 +255,7 @@ impl SimpleDistributedQueue {
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
-    /// let queue = curator_recipes::queue::SimpleDistributedQueue::new(&fw, "/app/queue")?;
+    /// let queue = curator_recipes::SimpleDistributedQueue::new(&fw, "/app/queue")?;
     /// let head = queue.element().await?;
     /// # Ok(()) }
     /// ```
@@ -291,7 +291,7 @@ impl SimpleDistributedQueue {
         let mut states = self.fw.connection_state_watch();
         states.borrow_and_update();
         // The first look goes without a watch: on a queue with items, a watch left unfired
-        // would cost a RemoveWatches request when dropped (`curator_core::ops::watch::let_fire`).
+        // would cost a RemoveWatches request when dropped (`curator_core::let_fire`).
         let mut watched = false;
         loop {
             let listing = self.list(watched).await?;

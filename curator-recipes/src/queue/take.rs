@@ -24,7 +24,7 @@
 //! its item may be lost before anyone else can take it: its future is dropped then, so that it
 //! does not run to its end on an item that is someone else's (docs/architecture.md section 17).
 
-use curator_core::ops::create::make_parents;
+use curator_core::make_parents;
 use curator_core::{path, zk, ConnectionStateEvent, CuratorError, CuratorFramework, Result, Session};
 use tokio::sync::watch;
 

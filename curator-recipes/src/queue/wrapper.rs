@@ -45,7 +45,7 @@ macro_rules! delegate_to_queue {
             /// Where the queue is in its life ([`DistributedQueue::state`]).
             ///
             /// [`DistributedQueue::state`]: super::DistributedQueue::state
-            pub fn state(&self) -> curator_core::lifecycle::LifeState {
+            pub fn state(&self) -> curator_core::LifeState {
                 self.queue.state()
             }
 
@@ -64,7 +64,7 @@ macro_rules! delegate_to_queue {
 
             /// A stream of the queue's events from now on; it ends after
             /// [`close`](Self::close).
-            pub fn events(&self) -> curator_core::listeners::EventStream<super::QueueEvent> {
+            pub fn events(&self) -> curator_core::EventStream<super::QueueEvent> {
                 self.queue.events()
             }
 
@@ -72,12 +72,12 @@ macro_rules! delegate_to_queue {
             pub fn add_listener(
                 &self,
                 listener: impl Fn(&super::QueueEvent) + Send + Sync + 'static,
-            ) -> curator_core::listeners::ListenerId {
+            ) -> curator_core::ListenerId {
                 self.queue.add_listener(listener)
             }
 
             /// Removes a listener added with [`add_listener`](Self::add_listener).
-            pub fn remove_listener(&self, id: curator_core::listeners::ListenerId) -> bool {
+            pub fn remove_listener(&self, id: curator_core::ListenerId) -> bool {
                 self.queue.remove_listener(id)
             }
         }

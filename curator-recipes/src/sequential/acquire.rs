@@ -28,7 +28,7 @@
 //!
 //! Every phase runs on the session current at that moment; a phase whose node belongs to an
 //! older session goes to Find. A failed phase names the phase to retry with, and the
-//! framework's [`RetryLoop`](curator_core::retry::RetryLoop) decides whether to; a phase that
+//! framework's [`RetryLoop`](curator_core::RetryLoop) decides whether to; a phase that
 //! moved on starts a new failure streak (waiting in the queue is not failing). Dropping the
 //! acquire at any point leaves its [`Cleanup`] behind, which deletes our node (by its path when
 //! known, else by its protected prefix), if one may exist: the cleanup is armed when a create
@@ -36,8 +36,8 @@
 //! and no earlier create may have made one. So an acquire refused with `NoAuth` leaves no
 //! cleanup to fail on the same refusal.
 
-use curator_core::ops::create::make_parents;
-use curator_core::retry::deadline;
+use curator_core::deadline;
+use curator_core::make_parents;
 use curator_core::zk;
 use curator_core::{path, CuratorError, CuratorFramework, Result, Session};
 use futures::stream::{FuturesUnordered, StreamExt};

@@ -22,7 +22,7 @@ use super::node::LockNode;
 /// # let server = curator_test::TestingServer::start().await?;
 /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # fw.start()?;
-/// use curator_recipes::locks::InterProcessMutex;
+/// use curator_recipes::InterProcessMutex;
 ///
 /// let mutex = InterProcessMutex::new(&fw, "/jobs/lock")?;
 /// let guard = mutex.acquire().await?;

@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use curator_core::background::spawn_detached;
-use curator_core::ops::watch::let_fire;
-use curator_core::retry::{ExponentialBackoffForever, RetryLoop};
+use curator_core::let_fire;
+use curator_core::spawn_detached;
 use curator_core::zk;
 use curator_core::{
     ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, ErrorPolicy, Result, SessionEnd,
 };
+use curator_core::{ExponentialBackoffForever, RetryLoop};
 use tokio::sync::watch;
 
 use super::acquire::{Granted, NodeWatch};

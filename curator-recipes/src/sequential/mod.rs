@@ -18,7 +18,7 @@
 //!   list the contenders in one pipelined round trip, decide, watch the nodes the predicate
 //!   names, and decide again when they go. The phase diagram is in the `acquire` module docs.
 //! - A timed acquire's deadline reaches every layer under it through the framework's
-//!   `curator_core::retry::deadline`, which the retry loop and the wait for a connection honour.
+//!   `curator_core::deadline`, which the retry loop and the wait for a connection honour.
 //! - `cleanup::Cleanup` makes an acquire cancel safe: dropping it deletes whatever node
 //!   it made, even when the create's reply was lost.
 //! - [`Hold`] (module `hold`) follows a node once it holds and says when the hold may be lost

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use curator_core::background::spawn_detached;
-use curator_core::listeners::Listeners;
-use curator_core::retry::RetryLoop;
+use curator_core::spawn_detached;
 use curator_core::zk;
+use curator_core::Listeners;
+use curator_core::RetryLoop;
 
 use super::hold::{Hold, REARM_BACKOFF};
 use super::names::REVOKE_MESSAGE;

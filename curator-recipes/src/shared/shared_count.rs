@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::LifeState;
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
+use curator_core::LifeState;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, Result};
+use curator_core::{EventStream, ListenerId, Listeners};
 
 use tokio::sync::watch;
 
@@ -24,14 +24,13 @@ pub enum SharedCountEvent {
     State(ConnectionState),
 }
 
-/// The 4 big-endian bytes of `count`, as Curator writes it.
-pub fn to_bytes(count: i32) -> Vec<u8> {
+/// The 4 big-endian bytes of `count`, as Curator writes it ([`SharedCount::to_bytes`]).
+fn to_bytes(count: i32) -> Vec<u8> {
     count.to_be_bytes().to_vec()
 }
 
-/// The count in `bytes` of the node `path`: exactly 4 big-endian bytes, else
-/// [`BadData`](CuratorError::BadData).
-pub fn from_bytes(path: &str, bytes: &[u8]) -> Result<i32> {
+/// The count in `bytes` of the node `path` ([`SharedCount::from_bytes`]).
+fn from_bytes(path: &str, bytes: &[u8]) -> Result<i32> {
     let exact: [u8; 4] = bytes.try_into().map_err(|_| CuratorError::BadData {
         path: path.to_string(),
         reason: format!("a shared count is 4 bytes, found {}", bytes.len()),
@@ -47,7 +46,7 @@ pub fn from_bytes(path: &str, bytes: &[u8]) -> Result<i32> {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use curator_core::CuratorFramework;
-/// use curator_recipes::shared::{SharedCount, SharedCountEvent};
+/// use curator_recipes::{SharedCount, SharedCountEvent};
 ///
 /// # let server = curator_test::TestingServer::start().await?;
 /// let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
@@ -80,6 +79,18 @@ pub struct SharedCount {
 }
 
 impl SharedCount {
+    /// The 4 big-endian bytes of `count`, as Curator's `SharedCount` writes it: what to write to
+    /// the node when setting it with the framework directly.
+    pub fn to_bytes(count: i32) -> Vec<u8> {
+        to_bytes(count)
+    }
+
+    /// The count in `bytes` read from the node `path`: exactly 4 big-endian bytes, else
+    /// [`BadData`](CuratorError::BadData).
+    pub fn from_bytes(path: &str, bytes: &[u8]) -> Result<i32> {
+        from_bytes(path, bytes)
+    }
+
     /// A count at `path` whose node is created with `seed` if missing. Nothing is sent before
     /// [`start`](Self::start).
     pub fn new(fw: &CuratorFramework, path: &str, seed: i32) -> Result<Self> {
@@ -175,7 +186,7 @@ impl SharedCount {
     }
 
     /// Stops following the node; the listeners end after the events already queued.
-    /// Idempotent (module [`lifecycle`](curator_core::lifecycle)).
+    /// Idempotent ([`Lifecycle`](curator_core::Lifecycle)).
     pub async fn close(&self) {
         self.value.remove_listener(self.forward);
         self.value.close().await;

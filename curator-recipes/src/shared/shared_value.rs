@@ -18,11 +18,11 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use curator_core::lifecycle::{LifeState, Lifecycle, Readiness, Starting};
-use curator_core::listeners::{EventStream, ListenerId, Listeners};
-use curator_core::ops::Watch;
 use curator_core::zk::{self, EventType};
+use curator_core::Watch;
 use curator_core::{path, ConnectionState, CuratorError, CuratorFramework, Result};
+use curator_core::{EventStream, ListenerId, Listeners};
+use curator_core::{LifeState, Lifecycle, Readiness, Starting};
 use tokio::sync::watch;
 
 /// A value with the version of the node it was read from (or written to).
@@ -141,7 +141,7 @@ impl SharedValue {
     /// # Errors
     /// [`CuratorError::AlreadyStarted`], [`CuratorError::AlreadyClosed`],
     /// [`CuratorError::NoRuntime`] or [`CuratorError::Closed`] (a closed framework), as for
-    /// every started thing (module [`lifecycle`](curator_core::lifecycle)); nothing is sent
+    /// every started thing ([`Lifecycle`](curator_core::Lifecycle)); nothing is sent
     /// then.
     pub fn start(&self) -> Result<()> {
         self.start_with(|_| {}, || {})
@@ -215,7 +215,7 @@ impl SharedValue {
     ///
     /// # Errors
     /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] (module
-    /// [`lifecycle`](curator_core::lifecycle)); the write's error.
+    /// [`Lifecycle`](curator_core::Lifecycle)); the write's error.
     pub async fn set(&self, value: Vec<u8>) -> Result<()> {
         let inner = &self.inner;
         inner.check_started()?;
@@ -235,7 +235,7 @@ impl SharedValue {
     ///
     /// # Errors
     /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] (module
-    /// [`lifecycle`](curator_core::lifecycle)); [`CuratorError::InvalidArgument`] for version `-1`; the write's or
+    /// [`Lifecycle`](curator_core::Lifecycle)); [`CuratorError::InvalidArgument`] for version `-1`; the write's or
     /// the read's error.
     pub async fn try_set(&self, previous: &VersionedValue<Vec<u8>>, value: Vec<u8>) -> Result<bool> {
         let inner = &self.inner;
@@ -284,7 +284,7 @@ impl SharedValue {
     }
 
     /// Stops following the node and ends the listeners (after the events already queued). The
-    /// node stays. Idempotent, as every close (module [`lifecycle`](curator_core::lifecycle));
+    /// node stays. Idempotent, as every close ([`Lifecycle`](curator_core::Lifecycle));
     /// a closed value cannot be started again.
     pub async fn close(&self) {
         close(&self.inner);
@@ -349,7 +349,7 @@ struct Task {
     path: String,
     shutdown: watch::Receiver<bool>,
     states: watch::Receiver<curator_core::ConnectionStateEvent>,
-    pauses: curator_core::retry::RetryLoop,
+    pauses: curator_core::RetryLoop,
     /// The `mzxid` of the last value published.
     published: i64,
 }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::{CuratorFramework, Result};
-use curator_recipes::locks::{InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreMutex, MultiLockGuard};
-use curator_recipes::locks::{LockGuard, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
+use curator_recipes::{InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreMutex, MultiLockGuard};
+use curator_recipes::{LockGuard, SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT};
 use curator_test::{eventually, expire_session, TestingServer, Timing};
 use tests::locks::{framework, Checker};
 use tests::{children, init_tracing, unique_path};

@@ -23,9 +23,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use curator_core::retry::RetryNTimes;
+use curator_core::RetryNTimes;
 use curator_core::{CuratorError, CuratorFramework, Result};
-use curator_recipes::atomic::DistributedAtomicLong;
+use curator_recipes::DistributedAtomicLong;
 use serde_json::json;
 use tokio::sync::Barrier;
 

@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use curator_core::{CuratorError, CuratorFramework, Result};
-use curator_recipes::nodes::{GroupMember, MemberEvent};
+use curator_recipes::{GroupMember, MemberEvent};
 use serde_json::json;
 use tokio::sync::mpsc;
 

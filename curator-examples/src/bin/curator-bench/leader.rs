@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use curator_core::{CuratorError, CuratorFramework, Result};
-use curator_recipes::leader::{LatchEvent, LeaderLatch};
+use curator_recipes::{LatchEvent, LeaderLatch};
 use serde_json::json;
 use tokio::sync::mpsc;
 

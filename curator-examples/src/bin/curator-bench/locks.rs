@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_core::Result;
-use curator_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock, QueuedMutex};
+use curator_recipes::{InterProcessMutex, InterProcessReadWriteLock, QueuedMutex};
 use serde_json::json;
 use tokio::sync::Barrier;
 

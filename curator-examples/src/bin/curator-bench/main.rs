@@ -36,7 +36,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use args::Args;
-use curator_core::retry::ExponentialBackoffRetry;
+use curator_core::ExponentialBackoffRetry;
 use curator_core::{CreateMode, CuratorFramework, Result};
 
 /// Exit code for a scenario we do not know.

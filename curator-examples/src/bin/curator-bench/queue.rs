@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_core::{CuratorError, Result};
-use curator_recipes::queue::{ConsumerError, DistributedQueue, QueueEvent, StringSerializer};
+use curator_recipes::{ConsumerError, DistributedQueue, QueueEvent, StringSerializer};
 use serde_json::json;
 use tokio::sync::mpsc;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use curator_cache::{NodeCache, NodeCacheEvent};
 use curator_core::{CuratorError, Result};
-use curator_recipes::locks::InterProcessReadWriteLock;
+use curator_recipes::InterProcessReadWriteLock;
 use tokio::sync::Barrier;
 
 use super::Checks;

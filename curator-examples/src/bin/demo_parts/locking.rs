@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_core::{CuratorError, Result};
-use curator_recipes::locks::InterProcessMutex;
+use curator_recipes::InterProcessMutex;
 use tokio::sync::Mutex;
 
 use super::Checks;

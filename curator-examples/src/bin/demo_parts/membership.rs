@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use curator_core::{CuratorError, CuratorFramework, Result};
-use curator_recipes::nodes::{GroupMember, MemberEvent};
+use curator_recipes::{GroupMember, MemberEvent};
 use tokio::sync::mpsc;
 
 use super::Checks;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use curator_core::retry::RetryNTimes;
+use curator_core::RetryNTimes;
 
 use super::*;
 

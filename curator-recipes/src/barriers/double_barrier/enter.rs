@@ -1,8 +1,8 @@
 //! An enter of a [`DistributedDoubleBarrier`](super::DistributedDoubleBarrier): its phases, one
 //! function each (the algorithm is in the parent module's docs).
 
-use curator_core::ops::create::make_parents;
-use curator_core::retry::deadline;
+use curator_core::deadline;
+use curator_core::make_parents;
 use curator_core::zk;
 use curator_core::{path, CuratorError, CuratorFramework, Result, Session};
 

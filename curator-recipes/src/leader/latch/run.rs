@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use curator_core::lifecycle::Readiness;
+use curator_core::Readiness;
 use curator_core::{CuratorError, Result};
 use tokio::sync::{mpsc, oneshot};
 

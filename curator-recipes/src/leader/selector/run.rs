@@ -4,8 +4,8 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use curator_core::lifecycle::Readiness;
-use curator_core::retry::RetryLoop;
+use curator_core::Readiness;
+use curator_core::RetryLoop;
 use curator_core::{ConnectionState, CuratorError, CuratorFramework};
 use futures::FutureExt;
 use tokio::sync::watch;
