@@ -522,4 +522,5 @@ const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<CuratorFramework>();
     send_sync::<Session>();
+    send_sync::<crate::PersistentWatch>();
 };

@@ -207,6 +207,37 @@ async fn nothing_listening_is_a_clear_error_within_the_connection_timeout() {
     fw.close().await;
 }
 
+/// A persistent watch read as a `futures::Stream` (issue 28 item 4): `StreamExt` combinators
+/// apply, and the stream adds the watch again after a reconnection exactly as `next()` does
+/// (it is the same reading), so node events after the reconnection still arrive; the stream
+/// ends with the session.
+#[tokio::test]
+async fn persistent_watch_is_a_stream_through_a_reconnection() {
+    use curator_core::zk::{EventType, SessionState};
+    use futures::StreamExt;
+    let (proxy, fw, mut states) = tests::proxied_with_states().await;
+    let base = unique_path("pwatch-stream");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+    let watch = fw.watches().add().for_path(&base).await.unwrap();
+    let mut events = watch.map(|e| (e.event_type, e.session_state, e.path));
+    fw.create().for_path(&format!("{base}/before"), vec![]).await.unwrap();
+    let first = tokio::time::timeout(Timing::new().deadline(), events.next()).await.unwrap();
+    assert_eq!(first, Some((EventType::NodeCreated, SessionState::SyncConnected, format!("{base}/before"))));
+
+    proxy.cut();
+    wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
+    let reconnected = (&mut events).skip_while(|(kind, state, _)| {
+        std::future::ready(!(*kind == EventType::Session && *state == SessionState::SyncConnected))
+    });
+    let mut reconnected = std::pin::pin!(reconnected);
+    let seen = tokio::time::timeout(Timing::new().deadline(), reconnected.next()).await.unwrap();
+    assert!(seen.is_some(), "the stream ended at the reconnection");
+    fw.create().for_path(&format!("{base}/after"), vec![]).await.unwrap();
+    let after = tokio::time::timeout(Timing::new().deadline(), reconnected.next()).await.unwrap();
+    assert_eq!(after, Some((EventType::NodeCreated, SessionState::SyncConnected, format!("{base}/after"))));
+    fw.close().await;
+}
+
 #[tokio::test]
 async fn persistent_watch_keeps_firing_after_a_reconnection() {
     let (proxy, fw, mut states) = tests::proxied_with_states().await;

@@ -26,8 +26,12 @@
 //!   of ours that is about to fire it.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
+
+use futures::Stream;
 
 use zookeeper_client as zk;
 
@@ -39,6 +43,7 @@ use crate::listeners::Listeners;
 use crate::ops::Pending;
 use crate::path;
 use crate::retry::RetryLoop;
+use crate::task::BoxFuture;
 use crate::watcher::Fused;
 
 pub use zookeeper_client::AddWatchMode;
@@ -156,6 +161,7 @@ impl AddWatchBuilder {
                     path: String::new(),
                     mode,
                     link: Link::Up,
+                    readd: Mutex::new(None),
                 });
             }
             Ok(watch)
@@ -163,8 +169,26 @@ impl AddWatchBuilder {
     }
 }
 
-/// A persistent watch: a stream of events until its session ends.
-#[derive(Debug)]
+/// A persistent watch: a stream of events until its session ends, read with
+/// [`next`](Self::next) or as a [`futures::Stream`] (both the same, and both cancel safe).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use futures::StreamExt;
+/// use curator_core::{zk, CuratorFramework};
+///
+/// let server = curator_test::TestingServer::start().await?;
+/// let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// fw.start()?;
+/// let watch = fw.watches().add().for_path("/config").await?;
+/// fw.create().for_path("/config", b"v1".to_vec()).await?;
+/// // Node events only, as a stream: session events (a disconnection, say) are left out.
+/// let mut changes = watch.filter(|e| std::future::ready(e.event_type != zk::EventType::Session));
+/// assert_eq!(changes.next().await.map(|e| e.event_type), Some(zk::EventType::NodeCreated));
+/// fw.close().await;
+/// # Ok(()) }
+/// ```
 pub struct PersistentWatch {
     inner: Fused,
     generation: u64,
@@ -173,6 +197,9 @@ pub struct PersistentWatch {
     path: String,
     mode: AddWatchMode,
     link: Link,
+    /// The adding again under way after a reconnection ([`Link::Readd`]), kept across polls. In
+    /// a mutex only so that the watch stays `Sync`; reached through `get_mut`, never locked.
+    readd: Mutex<Option<BoxFuture<Result<()>>>>,
 }
 
 /// Where a [`PersistentWatch`] stands with its connection.
@@ -196,41 +223,77 @@ impl PersistentWatch {
     ///
     /// Disconnections arrive as events with `event_type == Session`; the watch survives them.
     pub async fn next(&mut self) -> Option<zk::WatchedEvent> {
-        let event = match std::mem::replace(&mut self.link, Link::Up) {
-            Link::Readd(event) => event,
-            link => {
-                self.link = link;
-                let event = self.inner.next().await?;
-                if event.event_type != zk::EventType::Session {
-                    return Some(event);
-                }
-                match (event.session_state, &self.link) {
-                    (zk::SessionState::Disconnected, _) => {
-                        self.link = Link::Down;
-                        return Some(event);
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// The one reading of the watch, behind [`next`](Self::next) and [`Stream::poll_next`].
+    /// Its state lives in the watch, not in a future, so a dropped `next()` loses nothing: after
+    /// a reconnection the watch is added again before the `SyncConnected` event is handed out,
+    /// and an add under way when the caller stopped polling is finished by the next poll.
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<zk::WatchedEvent>> {
+        loop {
+            let readd = self.readd.get_mut().unwrap_or_else(PoisonError::into_inner);
+            if let Some(adding) = readd {
+                let added = ready!(adding.as_mut().poll(cx));
+                *readd = None;
+                let Link::Readd(event) = std::mem::replace(&mut self.link, Link::Up) else {
+                    continue;
+                };
+                if let Err(err) = added {
+                    // A session that ended meanwhile takes the watch with it: its owner moves to
+                    // the next session, so that is no cause for a warning.
+                    if matches!(err, CuratorError::SessionExpired { .. }) {
+                        tracing::debug!(path = %self.path, error = %err, "could not add the persistent watch again: its session ended");
+                    } else {
+                        tracing::warn!(path = %self.path, error = %err, "could not add the persistent watch again");
                     }
-                    (zk::SessionState::SyncConnected, Link::Down | Link::Unregistered) => event,
-                    _ => return Some(event),
+                    self.link = Link::Unregistered;
                 }
+                return Poll::Ready(Some(event));
             }
-        };
-        // Connected again: add the watch before anyone hears of it. Dropped here, the next call
-        // starts again from this point.
-        self.link = Link::Readd(event.clone());
-        match self.register_again().await {
-            Ok(()) => self.link = Link::Up,
-            Err(err) => {
-                // A session that ended meanwhile takes the watch with it: its owner moves to the
-                // next session, so that is no cause for a warning.
-                if matches!(err, CuratorError::SessionExpired { .. }) {
-                    tracing::debug!(path = %self.path, error = %err, "could not add the persistent watch again: its session ended");
-                } else {
-                    tracing::warn!(path = %self.path, error = %err, "could not add the persistent watch again");
+            if matches!(self.link, Link::Readd(_)) {
+                // Connected again: add the watch before anyone hears of it.
+                let adding = self.add_again();
+                *self.readd.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(adding);
+                continue;
+            }
+            // A new future each poll is sound: the watcher's channel keeps the waker.
+            let event = ready!(std::pin::pin!(self.inner.next()).poll(cx));
+            let Some(event) = event else { return Poll::Ready(None) };
+            if event.event_type != zk::EventType::Session {
+                return Poll::Ready(Some(event));
+            }
+            match (event.session_state, &self.link) {
+                (zk::SessionState::Disconnected, _) => self.link = Link::Down,
+                (zk::SessionState::SyncConnected, Link::Down | Link::Unregistered) => {
+                    self.link = Link::Readd(event);
+                    continue;
                 }
-                self.link = Link::Unregistered;
+                _ => {}
             }
+            return Poll::Ready(Some(event));
         }
-        Some(event)
+    }
+
+    /// Adding the watch again on its session, as a future that owns what it needs.
+    fn add_again(&self) -> BoxFuture<Result<()>> {
+        let (fw, path, mode, epoch) = (self.fw.clone(), self.path.clone(), self.mode, self.epoch);
+        let ended = self.inner.is_terminated();
+        Box::pin(async move {
+            let Some(fw) = fw else { return Ok(()) };
+            let session = fw.session_for(&path).await?;
+            if session.epoch() != epoch || ended {
+                return Err(CuratorError::SessionExpired { path });
+            }
+            tracing::debug!(path = %path, "addWatch (again, same session)");
+            // The watcher we hold keeps receiving: the new one only re-registers the watch with
+            // the server and is dropped at once (ours still stands, so dropping it sends no
+            // removal). Keeping the first watcher keeps zookeeper-client's order of the watchers
+            // on this path stable, which matters when two watches of one session share the path.
+            let added = session.client().watch(&path, mode).await;
+            drop(added.map_err(|e| CuratorError::from_zk(&path, e))?);
+            Ok(())
+        })
     }
 
     /// False when adding the watch again after a reconnection failed: it hears nothing until
@@ -252,6 +315,7 @@ impl PersistentWatch {
             path: path.to_string(),
             mode,
             link: Link::Up,
+            readd: Mutex::new(None),
         })
     }
 
@@ -262,18 +326,7 @@ impl PersistentWatch {
     /// dropped, so no removal reaches the server. Fails with
     /// [`CuratorError::SessionExpired`] when the session of this watch is gone, or moved to another client.
     pub async fn register_again(&mut self) -> Result<()> {
-        let Some(fw) = &self.fw else { return Ok(()) };
-        let session = fw.session_for(&self.path).await?;
-        if session.epoch() != self.epoch || self.inner.is_terminated() {
-            return Err(CuratorError::SessionExpired { path: self.path.clone() });
-        }
-        tracing::debug!(path = %self.path, "addWatch (again, same session)");
-        // The watcher we hold keeps receiving: the new one only re-registers the watch with the
-        // server and is dropped at once (our watcher still stands, so dropping it sends no
-        // removal). Keeping the first watcher keeps zookeeper-client's order of the watchers
-        // on this path stable, which matters when two watches of one session share the path.
-        let added = session.client().watch(&self.path, self.mode).await;
-        drop(added.map_err(|e| CuratorError::from_zk(&self.path, e))?);
+        self.add_again().await?;
         if matches!(self.link, Link::Unregistered) {
             self.link = Link::Up;
         }
@@ -294,6 +347,30 @@ impl PersistentWatch {
     /// True once the session of this watch has ended.
     pub fn is_terminated(&self) -> bool {
         self.inner.is_terminated()
+    }
+}
+
+impl std::fmt::Debug for PersistentWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let adding = self.readd.lock().map(|r| r.is_some()).unwrap_or_default();
+        f.debug_struct("PersistentWatch")
+            .field("path", &self.path)
+            .field("mode", &self.mode)
+            .field("generation", &self.generation)
+            .field("epoch", &self.epoch)
+            .field("link", &self.link)
+            .field("adding_again", &adding)
+            .field("terminated", &self.inner.is_terminated())
+            .finish()
+    }
+}
+
+/// The events of [`next`](PersistentWatch::next), as a stream: it ends when the session does.
+impl Stream for PersistentWatch {
+    type Item = zk::WatchedEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<zk::WatchedEvent>> {
+        self.get_mut().poll_event(cx)
     }
 }
 
