@@ -7,7 +7,7 @@
 //!
 //! | name | kind | unit | labels |
 //! |---|---|---|---|
-//! | [`CONNECTION_STATE`] | gauge | state number (0..=6) | |
+//! | [`CONNECTION_STATE`] | gauge | state number (0..=6) | `framework` |
 //! | [`CONNECTION_STATE_CHANGES`] | counter | transitions | `state` |
 //! | [`SESSIONS`] | counter | sessions | |
 //! | [`SESSION_EXPIRATIONS`] | counter | sessions | `reason` |
@@ -27,8 +27,9 @@
 //! | [`CACHE_EVENT_LAG`] | histogram | seconds | `cache` |
 //!
 //! Every label value is one of a fixed set written in the code (an operation kind, an error
-//! kind, a recipe or cache kind, a state or reason): never a path, a session id or anything
-//! else that grows with use, so the number of series stays small.
+//! kind, a recipe or cache kind, a state or reason), or a name the application chose (a
+//! framework's `metrics_name`): never a path, a session id or anything else that grows with
+//! use, so the number of series stays small.
 //!
 //! # What it costs
 //!
@@ -63,6 +64,7 @@
 //! client (a lock's create and listing, a cache's multi-reads); the lock, leader and cache
 //! metrics cover them.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "metrics")]
@@ -73,10 +75,12 @@ use off::{counter, gauge, histogram};
 use crate::connection_state::{ConnectionState, ConnectionStateEvent};
 use crate::error::CuratorError;
 
-/// Gauge: the framework's latest connection state as a number: 0 `Latent`, 1 `Connected`,
+/// Gauge: a framework's latest connection state as a number: 0 `Latent`, 1 `Connected`,
 /// 2 `Suspended`, 3 `Reconnected`, 4 `Lost`, 5 `ReadOnly`, 6 `Closed` (see
-/// [`state_number`]). No labels. Set at every transition; with several frameworks in one
-/// process it shows the latest transition of any of them.
+/// [`state_number`]). Label `framework`: the framework's
+/// [`metrics_name`](crate::CuratorFramework::metrics_name) (the builder's, or its connect string
+/// followed by its namespace), one series per framework. Set at every transition; it stays at
+/// 6 after the close.
 pub const CONNECTION_STATE: &str = "curator_connection_state";
 
 /// Counter: connection-state transitions, by the state entered. Label `state`: `connected`,
@@ -277,9 +281,11 @@ pub fn error_kind(err: &CuratorError) -> &'static str {
 
 // --- hooks: the core's ---
 
-/// A connection-state transition published after `previous_generation` (the state hub).
-pub(crate) fn state_published(event: &ConnectionStateEvent, previous_generation: u64) {
-    gauge!(CONNECTION_STATE).set(f64::from(state_number(event.state)));
+/// A connection-state transition of the framework labelled `framework`, published after
+/// `previous_generation` (the state hub).
+pub(crate) fn state_published(framework: &Arc<str>, event: &ConnectionStateEvent, previous_generation: u64) {
+    // An `Arc` clone: the label is shared, not copied.
+    gauge!(CONNECTION_STATE, "framework" => framework.clone()).set(f64::from(state_number(event.state)));
     // Literal labels: static keys, nothing built per call.
     match event.state {
         ConnectionState::Latent => {}
