@@ -25,11 +25,23 @@
 //! | [`CACHE_LOAD_FAILURES`] | counter | loads | `cache` |
 //! | [`CACHE_LOAD_DURATION`] | histogram | seconds | `cache` |
 //! | [`CACHE_EVENT_LAG`] | histogram | seconds | `cache` |
+//! | [`QUEUE_PUTS`] | counter | items | `queue` |
+//! | [`QUEUE_TAKES`] | counter | items | `queue` |
+//! | [`QUEUE_REDELIVERIES`] | counter | item nodes | `queue`, `reason` |
+//! | [`QUEUE_FENCE_FAILURES`] | counter | finishes | `reason` |
+//! | [`ATOMIC_TRIES`] | counter | tries | `phase` |
+//! | [`ATOMIC_PROMOTIONS`] | counter | operations | |
+//! | [`BARRIER_WAITS`] | counter | calls | `call`, `outcome` |
+//! | [`DISCOVERY_REGISTRATIONS`] | counter | calls | `op` |
+//! | [`DISCOVERY_CACHE_INSTANCES`] | gauge | instances | `service` |
+//! | [`DISCOVERY_PICKS`] | counter | picks | `outcome` |
+//! | [`DISCOVERY_INSTANCE_ERRORS`] | counter | errors | |
+//! | [`DISCOVERY_INSTANCES_DOWN`] | counter | instances | |
 //!
 //! Every label value is one of a fixed set written in the code (an operation kind, an error
-//! kind, a recipe or cache kind, a state or reason), or a name the application chose (a
-//! framework's `metrics_name`): never a path, a session id or anything else that grows with
-//! use, so the number of series stays small.
+//! kind, a recipe, cache or queue kind, a state, reason or outcome), or one of the few names
+//! the application chose (a framework's `metrics_name`, a service's name): never a path, a
+//! session id or anything else that grows with use, so the number of series stays small.
 //!
 //! # What it costs
 //!
@@ -51,7 +63,10 @@
 //! lock waits and holds in `curator-recipes`' sequential-node core (behind every lock,
 //! semaphore and leader election), terms of leadership in its `Leadership` (and failed terms in
 //! the `LeaderSelector`'s run loop), and cache loads
-//! and events in `curator-cache`'s engine. The recipes and caches call the `pub` functions
+//! and events in `curator-cache`'s engine; queue puts, takes and redeliveries where the
+//! queues make, hand over and finish their items (`curator-recipes`' `queue` module), atomic
+//! tries in the optimistic loop, barrier waits where each call ends, and registrations, cache
+//! sizes, picks and noted errors in `curator-discovery`. The recipes and caches call the `pub` functions
 //! below; applications have no need to.
 //!
 //! # Without the `metrics` feature
@@ -74,6 +89,9 @@ use off::{counter, gauge, histogram};
 
 use crate::connection_state::{ConnectionState, ConnectionStateEvent};
 use crate::error::CuratorError;
+
+mod recipes;
+pub use recipes::*;
 
 /// Gauge: a framework's latest connection state as a number: 0 `Latent`, 1 `Connected`,
 /// 2 `Suspended`, 3 `Reconnected`, 4 `Lost`, 5 `ReadOnly`, 6 `Closed` (see
@@ -228,6 +246,7 @@ fn describe_all() {
     describe_counter!(CACHE_LOAD_FAILURES, Unit::Count, "failed cache loads, by cache");
     describe_histogram!(CACHE_LOAD_DURATION, Unit::Seconds, "full cache load time, by cache");
     describe_histogram!(CACHE_EVENT_LAG, Unit::Seconds, "watch event to listener queue, by cache");
+    recipes::describe_recipes();
 }
 
 /// The number [`CONNECTION_STATE`] shows for `state`.
@@ -391,7 +410,7 @@ mod off {
     pub(super) struct Nothing;
 
     impl Nothing {
-        pub(super) fn increment(&self, _: u64) {}
+        pub(super) fn increment<T>(&self, _: T) {}
         pub(super) fn set(&self, _: f64) {}
         pub(super) fn record<T>(&self, _: T) {}
     }
@@ -432,10 +451,22 @@ mod tests {
             CACHE_LOAD_FAILURES,
             CACHE_LOAD_DURATION,
             CACHE_EVENT_LAG,
+            QUEUE_PUTS,
+            QUEUE_TAKES,
+            QUEUE_REDELIVERIES,
+            QUEUE_FENCE_FAILURES,
+            ATOMIC_TRIES,
+            ATOMIC_PROMOTIONS,
+            BARRIER_WAITS,
+            DISCOVERY_REGISTRATIONS,
+            DISCOVERY_CACHE_INSTANCES,
+            DISCOVERY_PICKS,
+            DISCOVERY_INSTANCE_ERRORS,
+            DISCOVERY_INSTANCES_DOWN,
         ];
         for name in all {
             assert!(name.starts_with("curator_"), "{name}");
-            let gauge = name == CONNECTION_STATE;
+            let gauge = name == CONNECTION_STATE || name == DISCOVERY_CACHE_INSTANCES;
             assert!(gauge || name.ends_with("_total") || name.ends_with("_seconds"), "{name}");
         }
         assert_eq!(state_number(ConnectionState::Closed), 6);
