@@ -59,6 +59,7 @@ pub struct CuratorFrameworkBuilder {
     tls: Option<TlsConfig>,
     sasl: Option<SaslConfig>,
     ensemble_tracker: bool,
+    metrics_name: Option<String>,
 }
 
 impl Default for CuratorFrameworkBuilder {
@@ -81,6 +82,7 @@ impl Default for CuratorFrameworkBuilder {
             tls: None,
             sasl: None,
             ensemble_tracker: true,
+            metrics_name: None,
         }
     }
 }
@@ -231,6 +233,17 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// The value of the `framework` label of the framework's connection-state gauge
+    /// (`curator_connection_state`, docs/operations.md section 6), to tell the frameworks of
+    /// one process apart. Without it the label is the connect string as given here followed by
+    /// the namespace (`127.0.0.1:2181/app`); frameworks with the same of both share one series.
+    /// Checked at [`build`](Self::build): an empty name, or one with control characters, is an
+    /// [`InvalidArgument`](CuratorError::InvalidArgument).
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.metrics_name = Some(name.into());
+        self
+    }
+
     /// Checks the options: the framework's [`Config`], and its namespace as given (checked by
     /// the framework). Bad options are an [`InvalidArgument`](CuratorError::InvalidArgument)
     /// saying which; TLS certificates or keys that cannot be read are a [`Tls`](CuratorError::Tls)
@@ -251,6 +264,7 @@ impl CuratorFrameworkBuilder {
         if let Some(tls) = &self.tls {
             tls.check()?;
         }
+        let metrics_name = metrics_name(self.metrics_name.as_deref(), &self.connect_string, self.namespace.as_deref())?;
         let default_data = self.default_data.clone().unwrap_or_else(|| crate::local_address().into_bytes());
         // The dynamic configuration has no secure client ports (see `ensemble_tracker`).
         let tracking = self.ensemble_tracker && self.tls.is_none();
@@ -271,6 +285,7 @@ impl CuratorFrameworkBuilder {
             max_request_len: self.max_request_len,
             tls: self.tls,
             sasl: self.sasl,
+            metrics_name,
         };
         Ok((config, self.namespace))
     }
@@ -279,6 +294,22 @@ impl CuratorFrameworkBuilder {
 /// A bad option: `InvalidArgument` with no path.
 fn invalid(reason: String) -> CuratorError {
     CuratorError::InvalidArgument { path: String::new(), reason }
+}
+
+/// The `framework` label of the connection-state gauge: `name` if given (not empty, no
+/// control characters), else the connect string followed by the namespace as `/ns`.
+fn metrics_name(name: Option<&str>, connect_string: &str, namespace: Option<&str>) -> Result<Arc<str>> {
+    match name {
+        Some(name) if name.trim().is_empty() => Err(invalid("metrics name is empty".into())),
+        Some(name) if name.chars().any(char::is_control) => {
+            Err(invalid(format!("metrics name {name:?} has control characters")))
+        }
+        Some(name) => Ok(name.into()),
+        None => match namespace.map(|ns| ns.trim_matches('/')).filter(|ns| !ns.is_empty()) {
+            Some(ns) => Ok(format!("{}/{ns}", connect_string.trim()).into()),
+            None => Ok(connect_string.trim().into()),
+        },
+    }
 }
 
 /// Checks a connect string as zookeeper-client will parse it: comma-separated
@@ -322,6 +353,9 @@ pub(crate) struct Config {
     pub(crate) max_request_len: usize,
     pub(crate) tls: Option<TlsConfig>,
     pub(crate) sasl: Option<SaslConfig>,
+    /// The `framework` label of the connection-state gauge
+    /// ([`CuratorFrameworkBuilder::metrics_name`]).
+    pub(crate) metrics_name: Arc<str>,
 }
 
 impl Config {

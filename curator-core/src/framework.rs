@@ -364,6 +364,13 @@ impl CuratorFramework {
         });
     }
 
+    /// The `framework` label of this framework's connection-state gauge (docs/operations.md
+    /// section 6): the builder's [`metrics_name`](CuratorFrameworkBuilder::metrics_name), or
+    /// its connect string followed by its namespace.
+    pub fn metrics_name(&self) -> &str {
+        &self.inner.shared.config.metrics_name
+    }
+
     /// The namespace (`/app`), if any.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_ref().map(|n| n.path.as_str())

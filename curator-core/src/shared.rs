@@ -92,8 +92,8 @@ impl Shared {
     /// The shared state of a framework not started yet: an empty slot, `Latent`.
     pub(crate) fn new(config: Config) -> Self {
         Self {
+            hub: StateHub::new(config.metrics_name.clone()),
             config,
-            hub: StateHub::new(),
             session: watch::channel(SessionSlot::Empty).0,
             shutdown: watch::channel(false).0,
             last_connect_error: Mutex::new(None),

@@ -9,7 +9,7 @@
 //! | Expired, or suspended for a whole session timeout | [`ConnectionState::Lost`], then a new session's [`ConnectionState::Reconnected`] with `new_session` set |
 //! | connected to a read-only server (when allowed) | [`ConnectionState::ReadOnly`] |
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::watch;
@@ -25,10 +25,13 @@ pub(crate) struct StateHub {
     /// Numbers and publishes one transition at a time, so that concurrent publishers cannot
     /// reorder them.
     order: Mutex<()>,
+    /// The `framework` label of the connection-state gauge.
+    metrics_name: Arc<str>,
 }
 
 impl StateHub {
-    pub(crate) fn new() -> Self {
+    /// A hub at `Latent`, whose transitions the gauge shows under `metrics_name`.
+    pub(crate) fn new(metrics_name: Arc<str>) -> Self {
         let initial = ConnectionStateEvent {
             state: ConnectionState::Latent,
             session_id: 0,
@@ -37,7 +40,7 @@ impl StateHub {
             at: Instant::now(),
             seq: 0,
         };
-        Self { latest: watch::channel(initial).0, listeners: Listeners::new(), order: Mutex::new(()) }
+        Self { latest: watch::channel(initial).0, listeners: Listeners::new(), order: Mutex::new(()), metrics_name }
     }
 
     pub(crate) fn publish(&self, mut event: ConnectionStateEvent) {
@@ -45,7 +48,7 @@ impl StateHub {
         let _order = self.order.lock().unwrap_or_else(|e| e.into_inner());
         let previous_generation = self.latest.borrow().generation;
         event.seq = self.latest.borrow().seq + 1;
-        crate::metrics::state_published(&event, previous_generation);
+        crate::metrics::state_published(&self.metrics_name, &event, previous_generation);
         self.listeners.publish(event.clone());
         self.latest.send_replace(event);
     }

@@ -77,6 +77,8 @@ pub struct ServiceCache<T = serde_json::Value> {
     /// Shared with the relay only as a `Weak`: dropping the service cache drops it.
     cache: Arc<PathChildrenCache>,
     path: String,
+    /// The service's name (the label of its metrics).
+    service: Arc<str>,
     shared: Arc<CacheShared<T>>,
     events: Arc<Listeners<ServiceCacheEvent<T>>>,
     /// Turned true by the relay's handler once the first load's events are handled.
@@ -183,6 +185,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
             fw: self.fw,
             cache,
             path,
+            service: self.name.as_str().into(),
             shared,
             events: Arc::new(Listeners::new()),
             initialized_tx: Arc::new(tokio::sync::watch::channel(false).0),
@@ -200,6 +203,10 @@ struct Handler<T> {
     initialized_tx: Arc<tokio::sync::watch::Sender<bool>>,
     /// Told when the first load's events are handled.
     readiness: Readiness,
+    /// The service's name: the label of the cache-size gauge.
+    service: Arc<str>,
+    /// The instances among `good`: what this cache adds to the gauge, taken back on drop.
+    held: i64,
     /// Reports a refused first load when the relay ends.
     _end: RelayEnd,
 }
@@ -230,6 +237,20 @@ impl Drop for RelayEnd {
     }
 }
 
+/// A cache of `service` learnt (`delta` 1) or forgot (-1) an instance; `held` is its count
+/// ([`DISCOVERY_CACHE_INSTANCES`](curator_core::metrics::DISCOVERY_CACHE_INSTANCES)).
+fn size_changed(held: &mut i64, service: &Arc<str>, delta: i64) {
+    *held += delta;
+    curator_core::metrics::discovery_cache_changed(service, delta);
+}
+
+/// The relay ends with the cache: its instances leave the gauge.
+impl<T> Drop for Handler<T> {
+    fn drop(&mut self) {
+        curator_core::metrics::discovery_cache_changed(&self.service, -self.held);
+    }
+}
+
 impl<T: Clone + Send + Sync + 'static> Handler<T> {
     fn handle(&mut self, event: &PathChildrenCacheEvent) {
         // Before the first load is done, only learn the instances present: not reported.
@@ -246,6 +267,9 @@ impl<T: Clone + Send + Sync + 'static> Handler<T> {
                 match self.shared.instance(child) {
                     Some(instance) => {
                         self.good.insert(id, true);
+                        if !was_good {
+                            size_changed(&mut self.held, &self.service, 1);
+                        }
                         publish(if was_good {
                             ServiceCacheEvent::Updated(instance)
                         } else {
@@ -255,6 +279,7 @@ impl<T: Clone + Send + Sync + 'static> Handler<T> {
                     None => {
                         self.good.insert(id.clone(), false);
                         if was_good {
+                            size_changed(&mut self.held, &self.service, -1);
                             publish(ServiceCacheEvent::Removed { id });
                         }
                     }
@@ -263,6 +288,7 @@ impl<T: Clone + Send + Sync + 'static> Handler<T> {
             PathChildrenCacheEvent::ChildRemoved(child) => {
                 self.shared.forget(child);
                 if self.good.remove(child.name()) == Some(true) {
+                    size_changed(&mut self.held, &self.service, -1);
                     publish(ServiceCacheEvent::Removed { id: child.name().to_string() });
                 }
             }
@@ -301,6 +327,8 @@ impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
                 good: HashMap::new(),
                 initialized_tx: self.initialized_tx.clone(),
                 readiness: readiness.clone(),
+                service: self.service.clone(),
+                held: 0,
                 _end: RelayEnd {
                     readiness,
                     cache: Arc::downgrade(&self.cache),

@@ -13,6 +13,7 @@
 //! - [`policies`]: the error and retry policies every injected fault is tried with.
 //! - [`attempts`]: counting the framework's attempts to open a session.
 //! - [`logs`]: recording the tracing events a test's code emits.
+//! - [`metrics`]: the recorder of the metrics tests.
 
 pub mod attempts;
 pub mod caches;
@@ -22,6 +23,7 @@ pub mod java;
 pub mod leadership;
 pub mod locks;
 pub mod logs;
+pub mod metrics;
 pub mod policies;
 pub mod queues;
 pub mod zk;

@@ -3,12 +3,12 @@
 //! each event defines, for a lock cycle, a forced session expiry, a `PathChildrenCache` event
 //! and a hold lost to an expiry.
 //!
-//! The facade's recorder is global to the process, so every metrics assertion lives in this
-//! one test binary, and its tests run one at a time (`SERIAL`), each closing what it started.
+//! The facade's recorder is global to the process (`tests::metrics`), so this binary's tests
+//! run one at a time (`SERIAL`), each closing what it started; the recipes' metrics are tested
+//! in `metrics_recipes.rs`, a process of its own.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use curator_cache::{PathChildrenCache, StartMode};
@@ -16,118 +16,10 @@ use curator_core::metrics::{self as m, cache, recipe};
 use curator_core::{ConnectionState, ErrorPolicy};
 use curator_recipes::{InterProcessMutex, LockLost};
 use curator_recipes::{LeaderLatch, LeaderSelector, Leadership};
-use curator_test::{eventually, expire_session, TestingServer, Timing};
-use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use curator_test::{expire_session, TestingServer, Timing};
 use tests::caches::{children_events_until, create, describe};
+use tests::metrics::{counter, counter_sum, gauge, recorder, samples, settles, SERIAL};
 use tests::{builder, connected, init_tracing, proxied_with_states, unique_path, wait_for};
-
-/// A recorder that keeps every value, by key: counters and gauges as atomics, histograms as
-/// their samples.
-#[derive(Default)]
-struct TestRecorder {
-    counters: Mutex<HashMap<String, Arc<AtomicU64>>>,
-    gauges: Mutex<HashMap<String, Arc<AtomicU64>>>,
-    histograms: Mutex<HashMap<String, Arc<Samples>>>,
-}
-
-#[derive(Default)]
-struct Samples(Mutex<Vec<f64>>);
-
-impl metrics::HistogramFn for Samples {
-    fn record(&self, value: f64) {
-        self.0.lock().unwrap().push(value);
-    }
-}
-
-/// `name{k1=v1,k2=v2}`, labels sorted by key.
-fn key_text(name: &str, labels: &[(&str, &str)]) -> String {
-    let mut labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    labels.sort();
-    format!("{name}{{{}}}", labels.join(","))
-}
-
-fn text_of(key: &Key) -> String {
-    let labels: Vec<(&str, &str)> = key.labels().map(|l| (l.key(), l.value())).collect();
-    key_text(key.name(), &labels)
-}
-
-fn slot<T: Default>(map: &Mutex<HashMap<String, Arc<T>>>, key: String) -> Arc<T> {
-    map.lock().unwrap().entry(key).or_default().clone()
-}
-
-impl Recorder for TestRecorder {
-    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-
-    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-        Counter::from_arc(slot(&self.counters, text_of(key)))
-    }
-
-    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
-        Gauge::from_arc(slot(&self.gauges, text_of(key)))
-    }
-
-    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
-        Histogram::from_arc(slot(&self.histograms, text_of(key)))
-    }
-}
-
-/// The process's recorder, installed on first use.
-fn recorder() -> &'static TestRecorder {
-    static RECORDER: OnceLock<&'static TestRecorder> = OnceLock::new();
-    RECORDER.get_or_init(|| {
-        let recorder: &'static TestRecorder = Box::leak(Box::default());
-        metrics::set_global_recorder(recorder).expect("the only recorder of this process");
-        recorder
-    })
-}
-
-/// One test at a time: the recorder sees the whole process.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn counter(name: &str, labels: &[(&str, &str)]) -> u64 {
-    recorder().counters.lock().unwrap().get(&key_text(name, labels)).map_or(0, |c| c.load(Ordering::Acquire))
-}
-
-/// The sum of a counter over every value of its other labels, given `labels`.
-fn counter_sum(name: &str, labels: &[(&str, &str)]) -> u64 {
-    let prefix = format!("{name}{{");
-    let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    recorder()
-        .counters
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(k, _)| k.starts_with(&prefix))
-        .filter(|(k, _)| {
-            let have: Vec<&str> = k[prefix.len()..k.len() - 1].split(',').collect();
-            wanted.iter().all(|w| have.contains(&w.as_str()))
-        })
-        .map(|(_, c)| c.load(Ordering::Acquire))
-        .sum()
-}
-
-fn gauge(name: &str) -> f64 {
-    let bits = recorder().gauges.lock().unwrap().get(&key_text(name, &[])).map(|g| g.load(Ordering::Acquire));
-    bits.map_or(f64::NAN, f64::from_bits)
-}
-
-fn samples(name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
-    let histograms = recorder().histograms.lock().unwrap();
-    histograms.get(&key_text(name, labels)).map(|h| h.0.lock().unwrap().clone()).unwrap_or_default()
-}
-
-/// Polls `check` until it holds, within the test deadline: a hook may run just after the event
-/// it records was handed over.
-async fn settles(what: &str, check: impl Fn() -> bool) {
-    let ok = eventually(Timing::new().deadline(), || {
-        let ok = check();
-        async move { ok }
-    })
-    .await;
-    assert!(ok, "{what}");
-}
 
 /// A lock cycle records one wait and one hold of the mutex, the hold no longer than the cycle;
 /// the release is one `delete` operation, without error; a read of a missing node counts one
@@ -193,7 +85,7 @@ async fn a_forced_expiry_moves_the_session_metrics() {
     fw.start().unwrap();
     wait_for(&mut states, ConnectionState::Connected, |_| true).await;
     assert_eq!(counter(m::SESSIONS, &[]), sessions + 1, "the first session");
-    assert_eq!(gauge(m::CONNECTION_STATE), 1.0);
+    assert_eq!(gauge(m::CONNECTION_STATE, &[("framework", fw.metrics_name())]), 1.0);
 
     let expired = [("reason", "expired")];
     let (expirations, all_expirations) =
@@ -207,9 +99,9 @@ async fn a_forced_expiry_moves_the_session_metrics() {
     assert_eq!(counter_sum(m::SESSION_EXPIRATIONS, &[]), all_expirations + 1, "one expiration in all");
     assert_eq!(counter(m::CONNECTION_STATE_CHANGES, &[("state", "lost")]), lost + 1);
     assert_eq!(counter(m::SESSIONS, &[]), sessions + 2, "the session after the expiry");
-    assert_eq!(gauge(m::CONNECTION_STATE), 3.0);
+    assert_eq!(gauge(m::CONNECTION_STATE, &[("framework", fw.metrics_name())]), 3.0);
     fw.close().await;
-    assert_eq!(gauge(m::CONNECTION_STATE), 6.0);
+    assert_eq!(gauge(m::CONNECTION_STATE, &[("framework", fw.metrics_name())]), 6.0);
 }
 
 /// A `PathChildrenCache`'s first load counts one load; a child created afterwards is one
@@ -322,7 +214,7 @@ async fn a_short_cut_counts_one_reconnection() {
     assert_eq!(counter(m::RECONNECTIONS, &[]), reconnections + 1);
     assert_eq!(counter(m::SESSIONS, &[]), sessions, "the same session");
     assert_eq!(counter_sum(m::SESSION_EXPIRATIONS, &[]), expirations);
-    assert_eq!(gauge(m::CONNECTION_STATE), 3.0);
+    assert_eq!(gauge(m::CONNECTION_STATE, &[("framework", fw.metrics_name())]), 3.0);
     fw.close().await;
 }
 

@@ -309,6 +309,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         tracing::debug!(path = ?existing.node.actual_path(), id = %instance.id, "updating a service instance");
         existing.node.set_data(bytes)?;
         existing.instance = instance;
+        curator_core::metrics::discovery_registration("update");
         Ok(())
     }
 
@@ -326,6 +327,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         let registration = self.inner.lock().registrations.remove(id);
         if let Some(registration) = registration {
             tracing::debug!(path = ?registration.node.actual_path(), %id, "unregistering a service instance");
+            curator_core::metrics::discovery_registration("unregister");
             close_node(registration.node).await;
         }
     }

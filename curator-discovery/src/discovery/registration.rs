@@ -31,6 +31,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
             check_same_registration(&existing.instance, &instance)?;
             existing.node.set_data(bytes)?;
             existing.instance = instance;
+            curator_core::metrics::discovery_registration("update");
             return Ok(Prepared::Updated);
         }
         let mode = match instance.service_type {
@@ -43,6 +44,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         node.start()?;
         let instance_id = instance.id.clone();
         state.registrations.insert(instance.id.clone(), Registration { instance, node: node.clone() });
+        curator_core::metrics::discovery_registration("register");
         Ok(Prepared::Created(Pending { path, instance_id, node }))
     }
 }

@@ -151,6 +151,9 @@ impl<T: PartialEq> DownInstanceManager<T> {
             status.errors = 0;
         }
         status.errors = status.errors.saturating_add(1);
+        let down = status.errors == self.policy.error_threshold;
+        drop(state);
+        curator_core::metrics::discovery_error_noted(down);
     }
 
     /// How many instances have errors noted that are not yet purged (for tests and

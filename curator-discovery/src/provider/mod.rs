@@ -109,7 +109,9 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> ServiceProvider<T> {
     /// filters; `None` when none does (Curator returns `null`).
     pub fn instance(&self) -> Option<ServiceInstance<T>> {
         let instances = self.all_instances();
-        self.strategy.pick(&instances).cloned()
+        let picked = self.strategy.pick(&instances).cloned();
+        curator_core::metrics::discovery_picked(picked.is_some());
+        picked
     }
 
     /// Every instance that passes the filters (the user's, not down, enabled), in the order of

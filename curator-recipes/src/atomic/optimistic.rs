@@ -381,8 +381,9 @@ impl Engine {
         }
     }
 
-    /// Tries under `policy` until written, out of tries (`Ok(None)`) or failed (`Err`). With
-    /// `first`, the first try may start from the basis left by the previous operation's write.
+    /// Tries under `policy` until written, out of tries (`Ok(None)`) or failed (`Err`). `first`
+    /// is the optimistic phase, the operation's first: its first try may start from the basis
+    /// left by the previous operation's write (the promoted phase's tries are counted as such).
     async fn tries<F>(
         &self,
         own: &mut Own,
@@ -403,6 +404,7 @@ impl Engine {
         }
         loop {
             *count += 1;
+            curator_core::metrics::atomic_try(!first);
             let err = match self.try_once(own, make, last_pre, speculative).await {
                 Ok(Some(done)) => return Ok(Some(done)),
                 Ok(None) => CuratorError::BadVersion { path: self.path.clone() },
@@ -434,6 +436,7 @@ impl Engine {
             (Some(done), _) => Some(done),
             (None, None) => None,
             (None, Some((promoted, mutex))) => {
+                curator_core::metrics::atomic_promoted();
                 let started = Instant::now();
                 let guard = match promoted.max_lock_time {
                     Some(max) => mutex.acquire_timeout(max).await?,
@@ -483,6 +486,7 @@ impl Engine {
         let started = Instant::now();
         loop {
             stats.optimistic_tries += 1;
+            curator_core::metrics::atomic_try(false);
             let attempt = async {
                 let Some((data, stat)) = self.read().await? else { return Ok((false, Vec::new())) };
                 if !matches(&data)? {

@@ -130,7 +130,9 @@ impl DistributedBarrier {
     /// # Ok(()) }
     /// ```
     pub async fn wait_on_barrier(&self) -> Result<()> {
-        self.wait().await
+        let ended = self.wait().await.map(|()| true);
+        super::record_wait("wait", &ended);
+        ended.map(drop)
     }
 
     /// Waits at most `max_wait` until the barrier is not set: `true` if it was seen gone,
@@ -151,11 +153,13 @@ impl DistributedBarrier {
     pub async fn wait_on_barrier_timeout(&self, max_wait: Duration) -> Result<bool> {
         // A wait too long to count (`Duration::MAX`) is a wait without end.
         let at = deadline::deadline_after(tokio::time::Instant::now(), max_wait);
-        match deadline::with_deadline(at, self.wait()).await {
+        let ended = match deadline::with_deadline(at, self.wait()).await {
             Ok(()) => Ok(true),
             Err(CuratorError::Timeout { .. }) => Ok(false),
             Err(err) => Err(err),
-        }
+        };
+        super::record_wait("wait", &ended);
+        ended
     }
 
     /// Check, then wait for a wake-up and check again, until the node is gone.

@@ -288,19 +288,26 @@ impl DistributedDoubleBarrier {
         self.leave_within(Some(max_wait)).await
     }
 
-    /// Runs `call` under a deadline `max_wait` from now (none if absent; one too long to count
-    /// is a wait without end): `Ok(false)` when the deadline ends it.
-    async fn within<F: std::future::Future<Output = Result<()>>>(max_wait: Option<Duration>, call: F) -> Result<bool> {
+    /// Runs `call` (`enter` or `leave`, for the metrics) under a deadline `max_wait` from now
+    /// (none if absent; one too long to count is a wait without end): `Ok(false)` when the
+    /// deadline ends it.
+    async fn within<F: std::future::Future<Output = Result<()>>>(
+        name: &'static str,
+        max_wait: Option<Duration>,
+        call: F,
+    ) -> Result<bool> {
         let at = max_wait.map(|d| deadline::deadline_after(tokio::time::Instant::now(), d));
         let result = match at {
             Some(at) => deadline::with_deadline(at, call).await,
             None => call.await,
         };
-        match result {
+        let ended = match result {
             Ok(()) => Ok(true),
             Err(CuratorError::Timeout { .. }) if at.is_some() => Ok(false),
             Err(err) => Err(err),
-        }
+        };
+        super::record_wait(name, &ended);
+        ended
     }
 
     async fn enter_within(&mut self, max_wait: Option<Duration>) -> Result<bool> {
@@ -322,7 +329,7 @@ impl DistributedDoubleBarrier {
             parent_attempts: 0,
         };
         let mut generation = 0;
-        let entered = Self::within(max_wait, async {
+        let entered = Self::within("enter", max_wait, async {
             generation = entering.run().await?;
             Ok(())
         })
@@ -357,7 +364,7 @@ impl DistributedDoubleBarrier {
             own: own.as_ref().map_or(Own::Gone, |(_, generation, _)| Own::Present(*generation)),
             cleanup: own.map(|(_, _, cleanup)| cleanup),
         };
-        let left = Self::within(max_wait, leaving.run()).await?;
+        let left = Self::within("leave", max_wait, leaving.run()).await?;
         if left {
             self.member = Member::Out;
         }

@@ -9,6 +9,19 @@ pub use double_barrier::DistributedDoubleBarrier;
 use curator_core::{ConnectionState, ConnectionStateEvent, CuratorError, CuratorFramework, ErrorPolicy, Result};
 use tokio::sync::watch;
 
+/// Records how the barrier call `call` (`wait`, `enter`, `leave`) ended:
+/// `Ok(true)` passed, `Ok(false)` timed out, `Err` failed
+/// ([`BARRIER_WAITS`](curator_core::metrics::BARRIER_WAITS)).
+fn record_wait(call: &'static str, ended: &Result<bool>) {
+    use curator_core::metrics::{barrier_waited, BarrierOutcome};
+    let outcome = match ended {
+        Ok(true) => BarrierOutcome::Passed,
+        Ok(false) => BarrierOutcome::TimedOut,
+        Err(_) => BarrierOutcome::Failed,
+    };
+    barrier_waited(call, outcome);
+}
+
 /// What a connection-state transition means to a barrier call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Transition {

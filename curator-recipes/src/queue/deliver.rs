@@ -40,6 +40,7 @@ pub(crate) async fn consume<T: Send + 'static>(q: &Shared<T>, name: &str, item_p
     };
     let mut outcome = Consumed::Done;
     for item in items {
+        curator_core::metrics::queue_taken(q.metrics_kind());
         if let Err(error) = consumer(item).await {
             let mode = q.error_mode();
             tracing::warn!(path = %item_path, %error, ?mode, "queue: the consumer failed on an item");

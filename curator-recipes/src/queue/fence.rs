@@ -69,6 +69,7 @@ pub(crate) async fn finish<T: Send + 'static>(
         };
         if !session.is_generation(generation) {
             tracing::info!(path = %item, "queue: the session of our lock ended: leaving the item");
+            curator_core::metrics::queue_fence_failed(true);
             return Outcome::LockLost;
         }
         tracing::debug!(path = %item, lock, ?how, "queue: fenced final multi");
@@ -78,7 +79,11 @@ pub(crate) async fn finish<T: Send + 'static>(
             Err(Failed::Lock) if how == Finish::Release || unknown => {
                 return if item_gone { Outcome::ItemGone } else { Outcome::Finished }
             }
-            Err(Failed::Lock) => return Outcome::LockLost,
+            Err(Failed::Lock) => {
+                tracing::info!(path = %item, lock, "queue: our lock node is gone: the fence refused the finish");
+                curator_core::metrics::queue_fence_failed(false);
+                return Outcome::LockLost;
+            }
             Err(Failed::Item) => (how, item_gone) = (Finish::Release, true),
             Err(Failed::Other(err)) if err.is_retryable() => {
                 unknown = true;

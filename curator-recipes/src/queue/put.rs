@@ -47,6 +47,7 @@ pub(crate) async fn put<T: Send + 'static>(
         .with_mode(CreateMode::PersistentSequential)
         .for_path(&prefix, data)
         .await?;
+    curator_core::metrics::queue_put(q.metrics_kind(), items.len());
     Ok(true)
 }
 

@@ -74,6 +74,14 @@ pub(crate) struct Shared<T> {
 }
 
 impl<T> Shared<T> {
+    /// The `queue` label of the queue's metrics: lock-safe with a lock path, else plain.
+    pub(crate) fn metrics_kind(&self) -> &'static str {
+        match self.lock_path {
+            Some(_) => curator_core::metrics::queue::LOCK_SAFE,
+            None => curator_core::metrics::queue::DISTRIBUTED,
+        }
+    }
+
     pub(crate) fn error_mode(&self) -> ErrorMode {
         *self.error_mode.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -139,6 +139,13 @@ impl SimpleDistributedQueue {
     /// # Ok(()) }
     /// ```
     pub async fn offer(&self, data: impl Into<Vec<u8>>) -> Result<String> {
+        let node = self.create_item(data.into()).await?;
+        curator_core::metrics::queue_put(curator_core::metrics::queue::SIMPLE, 1);
+        Ok(node)
+    }
+
+    /// Creates the node of an item: an offer's, or a dropped take's offered again (not a put).
+    async fn create_item(&self, data: Vec<u8>) -> Result<String> {
         let prefix = path::make_path(&self.path, QUEUE_NODE_PREFIX);
         tracing::debug!(path = %prefix, "queue offer: create (persistent sequential, parents as containers)");
         let create =
@@ -385,7 +392,10 @@ impl SimpleDistributedQueue {
             .await;
         let unknown = unknown.load(Ordering::Relaxed);
         match claimed {
-            Ok(data) => Ok(Some(data)),
+            Ok(data) => {
+                curator_core::metrics::queue_taken(curator_core::metrics::queue::SIMPLE);
+                Ok(Some(data))
+            }
             Err(CuratorError::NoNode { .. }) if !unknown => Ok(None),
             Err(err) => {
                 if unknown && (err.outcome_unknown() || matches!(err, CuratorError::NoNode { .. })) {
@@ -484,8 +494,11 @@ impl Drop for InFlight {
                 }
             };
             tracing::info!(path = %node, "dropped queue take had deleted its item: offering it again");
-            match queue.offer(data).await {
-                Ok(again) => tracing::info!(path = %node, again = %again, "item offered again after a dropped take"),
+            match queue.create_item(data).await {
+                Ok(again) => {
+                    curator_core::metrics::queue_reoffered();
+                    tracing::info!(path = %node, again = %again, "item offered again after a dropped take")
+                }
                 Err(err) => tracing::error!(path = %node, error = %err, "item of a dropped take could not be offered again: lost"),
             }
         });

@@ -81,8 +81,10 @@ async fn take_locked<T: Send + 'static>(
     let item_path = path::make_path(&q.path, name);
     tracing::debug!(path = %item_path, "queue: getData (locked)");
     let mut lost = None;
+    let mut read = false;
     let (how, consumed, data) = match q.fw.get_data().for_path(&item_path).await {
         Ok(data) => {
+            read = true;
             let consumed = tokio::select! {
                 biased;
                 reason = may_be_lost(&q.fw, generation, &at_lock) => {
@@ -107,6 +109,14 @@ async fn take_locked<T: Send + 'static>(
         }
     };
     let outcome = fence::finish(q, name, lock, generation, how, &data).await;
+    // The node stays for the next consumer when the fence refused the finish, or when a take
+    // that read it let it go (its lock may be lost, the queue closed).
+    let left = outcome == Outcome::LockLost || (read && how == Finish::Release && outcome != Outcome::ItemGone);
+    if how == Finish::Requeue && outcome == Outcome::Finished {
+        curator_core::metrics::queue_requeued();
+    } else if left {
+        curator_core::metrics::queue_released();
+    }
     match outcome {
         Outcome::Finished if matches!(consumed, Some(Consumed::Done)) => {
             q.events.publish(QueueEvent::Consumed { node: name.to_string() });

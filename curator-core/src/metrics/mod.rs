@@ -7,7 +7,7 @@
 //!
 //! | name | kind | unit | labels |
 //! |---|---|---|---|
-//! | [`CONNECTION_STATE`] | gauge | state number (0..=6) | |
+//! | [`CONNECTION_STATE`] | gauge | state number (0..=6) | `framework` |
 //! | [`CONNECTION_STATE_CHANGES`] | counter | transitions | `state` |
 //! | [`SESSIONS`] | counter | sessions | |
 //! | [`SESSION_EXPIRATIONS`] | counter | sessions | `reason` |
@@ -25,10 +25,23 @@
 //! | [`CACHE_LOAD_FAILURES`] | counter | loads | `cache` |
 //! | [`CACHE_LOAD_DURATION`] | histogram | seconds | `cache` |
 //! | [`CACHE_EVENT_LAG`] | histogram | seconds | `cache` |
+//! | [`QUEUE_PUTS`] | counter | items | `queue` |
+//! | [`QUEUE_TAKES`] | counter | items | `queue` |
+//! | [`QUEUE_REDELIVERIES`] | counter | item nodes | `queue`, `reason` |
+//! | [`QUEUE_FENCE_FAILURES`] | counter | finishes | `reason` |
+//! | [`ATOMIC_TRIES`] | counter | tries | `phase` |
+//! | [`ATOMIC_PROMOTIONS`] | counter | operations | |
+//! | [`BARRIER_WAITS`] | counter | calls | `call`, `outcome` |
+//! | [`DISCOVERY_REGISTRATIONS`] | counter | calls | `op` |
+//! | [`DISCOVERY_CACHE_INSTANCES`] | gauge | instances | `service` |
+//! | [`DISCOVERY_PICKS`] | counter | picks | `outcome` |
+//! | [`DISCOVERY_INSTANCE_ERRORS`] | counter | errors | |
+//! | [`DISCOVERY_INSTANCES_DOWN`] | counter | instances | |
 //!
 //! Every label value is one of a fixed set written in the code (an operation kind, an error
-//! kind, a recipe or cache kind, a state or reason): never a path, a session id or anything
-//! else that grows with use, so the number of series stays small.
+//! kind, a recipe, cache or queue kind, a state, reason or outcome), or one of the few names
+//! the application chose (a framework's `metrics_name`, a service's name): never a path, a
+//! session id or anything else that grows with use, so the number of series stays small.
 //!
 //! # What it costs
 //!
@@ -50,7 +63,10 @@
 //! lock waits and holds in `curator-recipes`' sequential-node core (behind every lock,
 //! semaphore and leader election), terms of leadership in its `Leadership` (and failed terms in
 //! the `LeaderSelector`'s run loop), and cache loads
-//! and events in `curator-cache`'s engine. The recipes and caches call the `pub` functions
+//! and events in `curator-cache`'s engine; queue puts, takes and redeliveries where the
+//! queues make, hand over and finish their items (`curator-recipes`' `queue` module), atomic
+//! tries in the optimistic loop, barrier waits where each call ends, and registrations, cache
+//! sizes, picks and noted errors in `curator-discovery`. The recipes and caches call the `pub` functions
 //! below; applications have no need to.
 //!
 //! # Without the `metrics` feature
@@ -63,6 +79,7 @@
 //! client (a lock's create and listing, a cache's multi-reads); the lock, leader and cache
 //! metrics cover them.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "metrics")]
@@ -73,10 +90,15 @@ use off::{counter, gauge, histogram};
 use crate::connection_state::{ConnectionState, ConnectionStateEvent};
 use crate::error::CuratorError;
 
-/// Gauge: the framework's latest connection state as a number: 0 `Latent`, 1 `Connected`,
+mod recipes;
+pub use recipes::*;
+
+/// Gauge: a framework's latest connection state as a number: 0 `Latent`, 1 `Connected`,
 /// 2 `Suspended`, 3 `Reconnected`, 4 `Lost`, 5 `ReadOnly`, 6 `Closed` (see
-/// [`state_number`]). No labels. Set at every transition; with several frameworks in one
-/// process it shows the latest transition of any of them.
+/// [`state_number`]). Label `framework`: the framework's
+/// [`metrics_name`](crate::CuratorFramework::metrics_name) (the builder's, or its connect string
+/// followed by its namespace), one series per framework. Set at every transition; it stays at
+/// 6 after the close.
 pub const CONNECTION_STATE: &str = "curator_connection_state";
 
 /// Counter: connection-state transitions, by the state entered. Label `state`: `connected`,
@@ -224,6 +246,7 @@ fn describe_all() {
     describe_counter!(CACHE_LOAD_FAILURES, Unit::Count, "failed cache loads, by cache");
     describe_histogram!(CACHE_LOAD_DURATION, Unit::Seconds, "full cache load time, by cache");
     describe_histogram!(CACHE_EVENT_LAG, Unit::Seconds, "watch event to listener queue, by cache");
+    recipes::describe_recipes();
 }
 
 /// The number [`CONNECTION_STATE`] shows for `state`.
@@ -277,9 +300,11 @@ pub fn error_kind(err: &CuratorError) -> &'static str {
 
 // --- hooks: the core's ---
 
-/// A connection-state transition published after `previous_generation` (the state hub).
-pub(crate) fn state_published(event: &ConnectionStateEvent, previous_generation: u64) {
-    gauge!(CONNECTION_STATE).set(f64::from(state_number(event.state)));
+/// A connection-state transition of the framework labelled `framework`, published after
+/// `previous_generation` (the state hub).
+pub(crate) fn state_published(framework: &Arc<str>, event: &ConnectionStateEvent, previous_generation: u64) {
+    // An `Arc` clone: the label is shared, not copied.
+    gauge!(CONNECTION_STATE, "framework" => framework.clone()).set(f64::from(state_number(event.state)));
     // Literal labels: static keys, nothing built per call.
     match event.state {
         ConnectionState::Latent => {}
@@ -385,7 +410,7 @@ mod off {
     pub(super) struct Nothing;
 
     impl Nothing {
-        pub(super) fn increment(&self, _: u64) {}
+        pub(super) fn increment<T>(&self, _: T) {}
         pub(super) fn set(&self, _: f64) {}
         pub(super) fn record<T>(&self, _: T) {}
     }
@@ -426,10 +451,22 @@ mod tests {
             CACHE_LOAD_FAILURES,
             CACHE_LOAD_DURATION,
             CACHE_EVENT_LAG,
+            QUEUE_PUTS,
+            QUEUE_TAKES,
+            QUEUE_REDELIVERIES,
+            QUEUE_FENCE_FAILURES,
+            ATOMIC_TRIES,
+            ATOMIC_PROMOTIONS,
+            BARRIER_WAITS,
+            DISCOVERY_REGISTRATIONS,
+            DISCOVERY_CACHE_INSTANCES,
+            DISCOVERY_PICKS,
+            DISCOVERY_INSTANCE_ERRORS,
+            DISCOVERY_INSTANCES_DOWN,
         ];
         for name in all {
             assert!(name.starts_with("curator_"), "{name}");
-            let gauge = name == CONNECTION_STATE;
+            let gauge = name == CONNECTION_STATE || name == DISCOVERY_CACHE_INSTANCES;
             assert!(gauge || name.ends_with("_total") || name.ends_with("_seconds"), "{name}");
         }
         assert_eq!(state_number(ConnectionState::Closed), 6);
