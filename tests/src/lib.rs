@@ -34,3 +34,9 @@ pub use zk::{children, packets_received, wait_children};
 #[doc = include_str!("../../docs/from-curator.md")]
 #[cfg(doctest)]
 pub struct FromCuratorGuide;
+
+/// The README: its quick start is compiled (not run: it names a server at 127.0.0.1:2181) as one
+/// of this crate's doc tests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct Readme;
