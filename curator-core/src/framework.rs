@@ -321,6 +321,24 @@ impl CuratorFramework {
     /// Calls `listener` with every connection-state transition, in order, on the blocking pool
     /// (a slow listener delays only itself; one that panics keeps receiving). It stops when the
     /// framework closes.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// use curator_core::{ConnectionState, CuratorFramework};
+    ///
+    /// let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    /// let id = fw.add_connection_state_listener(move |_fw, event| {
+    ///     let _ = tx.send(event.state); // may block: this runs on the blocking pool
+    /// });
+    /// fw.start()?;
+    /// assert_eq!(rx.recv().await, Some(ConnectionState::Connected));
+    /// assert!(fw.remove_connection_state_listener(id));
+    /// # fw.close().await;
+    /// # Ok(()) }
+    /// ```
     pub fn add_connection_state_listener<F>(&self, listener: F) -> ListenerId
     where
         F: Fn(&CuratorFramework, &ConnectionStateEvent) + Send + Sync + 'static,
