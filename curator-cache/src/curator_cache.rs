@@ -260,6 +260,38 @@ impl CuratorCacheBuilder {
 /// and after the connection was lost.
 ///
 /// The path need not exist: the cache fills when it appears. Dropping the cache closes it.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// # fw.block_until_connected(std::time::Duration::from_secs(10)).await?;
+/// use curator_cache::{CuratorCache, CuratorCacheEvent, CuratorCacheListenerBuilder, CuratorCacheOption};
+///
+/// fw.create().creating_parents_if_needed().for_path("/config/limits", b"10".to_vec()).await?;
+/// let cache = CuratorCache::build(&fw, "/config", &[CuratorCacheOption::DoNotClearOnClose])?;
+/// let listener = CuratorCacheListenerBuilder::new()
+///     .for_changes(|old, new| tracing::info!(path = new.path(), old = ?old.data(), new = ?new.data(), "changed"))
+///     .build();
+/// cache.add_listener(listener); // runs on the blocking pool, in order
+/// let mut events = cache.events();
+/// cache.start()?;
+/// cache.wait_initialized().await?; // the first load is in
+/// assert_eq!(cache.size(), 2); // /config and /config/limits
+/// fw.set_data().for_path("/config/limits", b"20".to_vec()).await?;
+/// while let Some(event) = events.next().await {
+///     // The first load's Created events and Initialized come first.
+///     if let CuratorCacheEvent::Changed { new, .. } = event {
+///         assert_eq!(new.data(), Some(&b"20"[..]));
+///         break;
+///     }
+/// }
+/// cache.close().await;
+/// assert_eq!(cache.get("/config/limits").and_then(|n| n.data.clone()), Some(b"20".to_vec()));
+/// # Ok(()) }
+/// ```
 pub struct CuratorCache {
     shell: CacheShell<CuratorCacheEvent>,
 }

@@ -3,6 +3,9 @@
 //! ZooKeeper caches with the ideas and APIs of Apache Curator's, on persistent watches
 //! (ZooKeeper 3.6+): [`CuratorCache`], [`PathChildrenCache`], [`NodeCache`] and [`TreeCache`].
 //!
+//! Coming from Java Curator? `docs/from-curator.md` in the repository maps each idiom, Java
+//! then Rust.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {

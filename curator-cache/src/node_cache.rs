@@ -44,6 +44,33 @@ pub enum NodeCacheEvent {
 
 /// A cache of one node, on a persistent (non-recursive) watch: one getData per change. The
 /// node need not exist. Dropping the cache closes it.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// # fw.block_until_connected(std::time::Duration::from_secs(10)).await?;
+/// use curator_cache::{NodeCache, NodeCacheEvent};
+///
+/// let cache = NodeCache::new(&fw, "/config/limits")?;
+/// let mut events = cache.events();
+/// cache.start(true)?; // true: read the node before start's outcome is reported
+/// cache.wait_initialized().await?;
+/// assert!(cache.current_data().is_none()); // not there yet
+///
+/// fw.create().creating_parents_if_needed().for_path("/config/limits", b"10".to_vec()).await?;
+/// while let Some(event) = events.next().await {
+///     if let NodeCacheEvent::NodeChanged(Some(node)) = event {
+///         assert_eq!(node.data(), Some(&b"10"[..]));
+///         break;
+///     }
+/// }
+/// assert!(cache.current_data().is_some());
+/// cache.close().await;
+/// # Ok(()) }
+/// ```
 pub struct NodeCache {
     shell: CacheShell<NodeCacheEvent>,
 }

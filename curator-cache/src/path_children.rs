@@ -119,6 +119,33 @@ impl PathChildrenCacheEvent {
 /// multi-read load at start and after reconnecting. The parent need not exist: the cache makes
 /// it, as a container, when it starts (see
 /// [`PathChildrenCacheBuilder::create_parent_containers`]). Dropping the cache closes it.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// # fw.block_until_connected(std::time::Duration::from_secs(10)).await?;
+/// use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
+///
+/// let cache = PathChildrenCache::builder(&fw, "/members").cache_data(true).build()?;
+/// cache.add_listener(|event: &PathChildrenCacheEvent| tracing::info!(kind = ?event.kind(), "members"));
+/// let mut events = cache.events();
+/// cache.start(StartMode::PostInitializedEvent)?; // makes /members (a container) if missing
+/// let Some(PathChildrenCacheEvent::Initialized(initial)) = events.next().await else { panic!("no Initialized") };
+/// assert!(initial.is_empty());
+///
+/// fw.create().for_path("/members/a", b"10.0.0.1".to_vec()).await?;
+/// let Some(PathChildrenCacheEvent::ChildAdded(child)) = events.next().await else { panic!("no ChildAdded") };
+/// assert_eq!((child.name(), child.data()), ("a", Some(&b"10.0.0.1"[..])));
+/// assert!(cache.current_data_for("/members/a").is_some());
+/// fw.delete().for_path("/members/a").await?;
+/// assert!(matches!(events.next().await, Some(PathChildrenCacheEvent::ChildRemoved(_))));
+/// assert!(cache.current_data().is_empty());
+/// cache.close().await;
+/// # Ok(()) }
+/// ```
 pub struct PathChildrenCache {
     shell: CacheShell<PathChildrenCacheEvent>,
 }

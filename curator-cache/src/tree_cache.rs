@@ -126,6 +126,35 @@ impl TreeCacheBuilder {
 /// A cache of a node and its descendants (to a depth, as a selector chooses) with Curator's
 /// `TreeCache` events, on one persistent recursive watch. The root need not exist. Dropping
 /// the cache closes it.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// # fw.block_until_connected(std::time::Duration::from_secs(10)).await?;
+/// use curator_cache::{TreeCache, TreeCacheEvent};
+///
+/// fw.create().creating_parents_if_needed().for_path("/app/a/deep", Vec::new()).await?;
+/// let cache = TreeCache::builder(&fw, "/app").max_depth(1).build()?; // /app and its children
+/// let mut events = cache.events();
+/// cache.start()?;
+/// cache.wait_initialized().await?;
+/// assert!(cache.current_data("/app/a").is_some());
+/// assert!(cache.current_data("/app/a/deep").is_none()); // deeper than max_depth
+///
+/// fw.create().for_path("/app/b", Vec::new()).await?;
+/// while let Some(event) = events.next().await {
+///     // NodeAdded for each node of the first load, then Initialized, then the new node.
+///     if matches!(&event, TreeCacheEvent::NodeAdded(node) if node.path() == "/app/b") {
+///         break;
+///     }
+/// }
+/// assert_eq!(cache.current_children("/app").map(|children| children.len()), Some(2));
+/// cache.close().await;
+/// # Ok(()) }
+/// ```
 pub struct TreeCache {
     shell: CacheShell<TreeCacheEvent>,
 }

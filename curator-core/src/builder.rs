@@ -25,19 +25,22 @@ pub const DEFAULT_MAX_DATA_LEN: usize = 1024 * 1024 - 1024;
 
 /// Builds a [`CuratorFramework`] with Curator's options.
 ///
-/// ```no_run
-/// # async fn f() -> curator_core::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
 /// use std::time::Duration;
 /// use curator_core::{CuratorFramework, ExponentialBackoffRetry};
 ///
 /// let client = CuratorFramework::builder()
-///     .connect_string("127.0.0.1:2181")
+///     .connect_string(server.connect_string())
 ///     .session_timeout(Duration::from_secs(30))
 ///     .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
 ///     .namespace("my-app")
 ///     .build()?;
 /// client.start()?;
 /// client.block_until_connected(Duration::from_secs(10)).await?;
+/// client.close().await;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -91,6 +94,15 @@ impl CuratorFrameworkBuilder {
     /// The ensemble: `host[:port][,host[:port]...][/chroot]` (the port defaults to 2181; an
     /// IPv6 address goes in brackets). Checked at [`build`](Self::build); a host that does not
     /// resolve is not an error there, only a server that cannot be reached.
+    ///
+    /// ```
+    /// use curator_core::{CuratorError, CuratorFramework};
+    ///
+    /// let fw = CuratorFramework::builder().connect_string("zk1:2181,zk2:2181,[::1]:2181/my-app").build()?;
+    /// let bad = CuratorFramework::builder().connect_string("zk1:99999").build(); // no such port
+    /// assert!(matches!(bad, Err(CuratorError::InvalidArgument { .. })));
+    /// # Ok::<(), curator_core::CuratorError>(())
+    /// ```
     pub fn connect_string(mut self, connect_string: impl Into<String>) -> Self {
         self.connect_string = connect_string.into();
         self
@@ -104,6 +116,16 @@ impl CuratorFrameworkBuilder {
     /// from it (docs/architecture.md section 3.2); each attempt to open a session (one pass
     /// over the servers); and how long an operation made while a session is being opened is
     /// held for it (see [`connection_timeout`](Self::connection_timeout)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_core::CuratorFramework;
+    ///
+    /// let builder = CuratorFramework::builder().connect_string("127.0.0.1:2181");
+    /// let fw = builder.clone().session_timeout(Duration::from_secs(10)).build()?;
+    /// assert!(builder.session_timeout(Duration::ZERO).build().is_err()); // 1 ms at least
+    /// # Ok::<(), curator_core::CuratorError>(())
+    /// ```
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
@@ -121,16 +143,52 @@ impl CuratorFrameworkBuilder {
     /// create issued right after `start()` with a 1 ms connection timeout succeeds. It does
     /// not bound the attempts to connect: those are the session manager's
     /// (docs/architecture.md section 3.1).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_core::CuratorFramework;
+    ///
+    /// let fw = CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .connection_timeout(Duration::from_secs(3))
+    ///     .build()?;
+    /// assert_eq!(fw.connection_timeout(), Duration::from_secs(3));
+    /// # Ok::<(), curator_core::CuratorError>(())
+    /// ```
     pub fn connection_timeout(mut self, timeout: Duration) -> Self {
         self.connection_timeout = timeout;
         self
     }
-    /// The retry policy of every operation.
+    /// The retry policy of every operation (Curator's default is
+    /// [`ExponentialBackoffRetry`](crate::ExponentialBackoffRetry)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_core::{CuratorFramework, RetryNTimes, RetryPolicy};
+    ///
+    /// let fw = CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
+    ///     .build()?;
+    /// assert_eq!(fw.retry_policy().allow_retry(0, Duration::ZERO), Some(Duration::from_millis(100)));
+    /// assert_eq!(fw.retry_policy().allow_retry(3, Duration::ZERO), None); // three retries, no more
+    /// # Ok::<(), curator_core::CuratorError>(())
+    /// ```
     pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
         self.retry_policy = Arc::new(policy);
         self
     }
     /// Prefix every path with this namespace (`"app"` or `"/app"`); created on first use.
+    ///
+    /// ```
+    /// use curator_core::CuratorFramework;
+    ///
+    /// let fw = CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("my-app").build()?;
+    /// assert_eq!(fw.namespace(), Some("/my-app")); // "/config" is "/my-app/config" on the server
+    /// let root = fw.using_namespace(None)?; // the same connection, without the prefix
+    /// assert_eq!(root.namespace(), None);
+    /// # Ok::<(), curator_core::CuratorError>(())
+    /// ```
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = Some(namespace.into());
         self
@@ -163,7 +221,19 @@ impl CuratorFrameworkBuilder {
         self.use_container_parents = enabled;
         self
     }
-    /// Which connection states count as errors for locks and leaders.
+    /// Which connection states count as errors for locks and leaders (Curator's
+    /// `connectionStateErrorPolicy`; default [`ErrorPolicy::Standard`]).
+    ///
+    /// ```
+    /// use curator_core::{ConnectionState, CuratorFramework, ErrorPolicy};
+    ///
+    /// let fw = CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .connection_state_error_policy(ErrorPolicy::Session) // hold on through a suspension
+    ///     .build()?;
+    /// assert!(!fw.error_policy().is_error_state(ConnectionState::Suspended));
+    /// # Ok::<(), curator_core::CuratorError>(())
+    /// ```
     pub fn connection_state_error_policy(mut self, policy: ErrorPolicy) -> Self {
         self.error_policy = policy;
         self

@@ -82,11 +82,13 @@ impl std::fmt::Debug for Inner {
 /// One logical ZooKeeper client: connection states, retries, new sessions after expiry, and
 /// Curator's fluent operations. Cheap to clone; clones share everything.
 ///
-/// ```no_run
-/// # async fn f() -> curator_core::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
 /// use curator_core::{CuratorFramework, CreateMode};
 ///
-/// let client = CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let client = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// client.start()?;
 /// let path = client
 ///     .create()
@@ -128,6 +130,23 @@ impl CuratorFramework {
 
     /// Starts the session manager on the current tokio runtime. Connecting happens in the
     /// background; see [`block_until_connected`](Self::block_until_connected).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// use std::time::Duration;
+    /// use curator_core::{ConnectionState, CuratorError, CuratorFramework};
+    ///
+    /// let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// fw.start()?; // sync: no I/O is awaited
+    /// assert!(matches!(fw.start(), Err(CuratorError::AlreadyStarted { .. })));
+    /// fw.block_until_connected(Duration::from_secs(10)).await?;
+    /// assert_eq!(fw.connection_state(), ConnectionState::Connected);
+    /// fw.close().await; // ends the session: its ephemeral nodes go
+    /// assert!(matches!(fw.start(), Err(CuratorError::Closed)));
+    /// # Ok(()) }
+    /// ```
     pub fn start(&self) -> Result<()> {
         let mut lifecycle = self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
         match *lifecycle {
@@ -279,6 +298,22 @@ impl CuratorFramework {
     }
 
     /// An ordered stream of every connection-state transition from now on. None is dropped.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// use curator_core::{ConnectionState, CuratorFramework};
+    ///
+    /// let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// let mut states = fw.connection_state_stream(); // before start: sees the first connection
+    /// fw.start()?;
+    /// assert_eq!(states.next().await.map(|e| e.state), Some(ConnectionState::Connected));
+    /// fw.close().await;
+    /// assert_eq!(states.next().await.map(|e| e.state), Some(ConnectionState::Closed));
+    /// assert!(states.next().await.is_none(), "the stream ends with the framework");
+    /// # Ok(()) }
+    /// ```
     pub fn connection_state_stream(&self) -> ConnectionStateStream {
         self.inner.shared.hub.listeners().stream()
     }
@@ -286,6 +321,24 @@ impl CuratorFramework {
     /// Calls `listener` with every connection-state transition, in order, on the blocking pool
     /// (a slow listener delays only itself; one that panics keeps receiving). It stops when the
     /// framework closes.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// use curator_core::{ConnectionState, CuratorFramework};
+    ///
+    /// let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    /// let id = fw.add_connection_state_listener(move |_fw, event| {
+    ///     let _ = tx.send(event.state); // may block: this runs on the blocking pool
+    /// });
+    /// fw.start()?;
+    /// assert_eq!(rx.recv().await, Some(ConnectionState::Connected));
+    /// assert!(fw.remove_connection_state_listener(id));
+    /// # fw.close().await;
+    /// # Ok(()) }
+    /// ```
     pub fn add_connection_state_listener<F>(&self, listener: F) -> ListenerId
     where
         F: Fn(&CuratorFramework, &ConnectionStateEvent) + Send + Sync + 'static,
@@ -494,6 +547,19 @@ impl CuratorFrameworkBuilder {
     /// Checks the options and builds a framework that is not started yet. Bad options are an
     /// [`InvalidArgument`](CuratorError::InvalidArgument) saying which; TLS certificates or keys
     /// that cannot be read are a `CuratorError::Tls` error (with the `tls` feature).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_core::{CuratorError, CuratorFramework};
+    ///
+    /// let fw = CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?; // no I/O
+    /// assert!(!fw.is_closed());
+    /// match CuratorFramework::builder().connect_string("127.0.0.1:2181").connection_timeout(Duration::ZERO).build() {
+    ///     Err(CuratorError::InvalidArgument { reason, .. }) => assert!(reason.contains("connection timeout")),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok::<(), CuratorError>(())
+    /// ```
     pub fn build(self) -> Result<CuratorFramework> {
         let (config, namespace) = self.into_config()?;
         CuratorFramework::new(config, namespace.as_deref())

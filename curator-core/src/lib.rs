@@ -6,6 +6,9 @@
 //! whose outcome is unknown under a [`RetryPolicy`], and offers Curator's
 //! fluent operations, each ending in something to `.await` or to send to the background.
 //!
+//! Coming from Java Curator? `docs/from-curator.md` in the repository maps each idiom, Java
+//! then Rust.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {

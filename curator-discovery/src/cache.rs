@@ -54,8 +54,17 @@ pub enum ServiceCacheEvent<T> {
 /// type) is left out with a warning and counted in [`skipped_nodes`](Self::skipped_nodes);
 /// Curator's cache threw from its event thread (CURATOR-452/453).
 ///
-/// ```no_run
-/// # async fn f(discovery: curator_discovery::ServiceDiscovery) -> Result<(), curator_discovery::DiscoveryError> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// # use curator_discovery::{ServiceDiscovery, ServiceInstance};
+/// # let me: ServiceInstance = ServiceInstance::builder("search").port(8080).build();
+/// # let discovery = ServiceDiscovery::builder(&fw, "/services").this_instance(me).build()?;
+/// # discovery.start()?;
+/// # discovery.ready().await?;
 /// use curator_discovery::ServiceCacheEvent;
 ///
 /// let cache = discovery.service_cache_builder("search").build()?;
@@ -69,6 +78,7 @@ pub enum ServiceCacheEvent<T> {
 /// for instance in cache.instances() {
 ///     tracing::info!(id = %instance.id, address = ?instance.address, "instance");
 /// }
+/// assert_eq!(cache.instances().len(), 1); // the instance registered above
 /// cache.close().await;
 /// # Ok(()) }
 /// ```

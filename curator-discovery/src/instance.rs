@@ -65,6 +65,28 @@ impl fmt::Display for ServiceType {
 /// [`JsonInstanceSerializer`] (field order `name, id, address, port, sslPort, payload,
 /// registrationTimeUTC, serviceType, uriSpec`; `enabled` only when asked for, as Curator; see
 /// [`JsonInstanceSerializer`] for the payload's `"@class"`).
+///
+/// ```
+/// use curator_discovery::{ServiceInstance, ServiceType};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// struct Zone {
+///     zone: String,
+/// }
+///
+/// let instance = ServiceInstance::builder("search")
+///     .address("10.0.0.7")
+///     .port(8080)
+///     .payload(Zone { zone: "eu-1".into() })
+///     .build();
+/// assert_eq!(instance.service_type, ServiceType::Dynamic); // Curator's default
+/// assert!(!instance.id.is_empty()); // a random UUID unless `.id(..)` names one
+/// let json = instance.to_json()?; // what ServiceDiscovery writes in the instance's node
+/// let read: ServiceInstance<Zone> = ServiceInstance::from_json(&json)?;
+/// assert_eq!(read, instance);
+/// # Ok::<(), curator_discovery::DiscoveryError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceInstance<T = serde_json::Value> {
     /// The service's name: instances of one service share it.

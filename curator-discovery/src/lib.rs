@@ -1,5 +1,8 @@
 //! # curator-discovery
 //!
+//! Coming from Java Curator? `docs/from-curator.md` in the repository maps each idiom, Java
+//! then Rust.
+//!
 //! Apache Curator's service discovery (`curator-x-discovery` 5.x), with the
 //! JSON Curator 5.4 reads and writes, byte for byte, so that a Rust service and a Java service
 //! using Curator can find each other:

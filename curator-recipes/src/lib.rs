@@ -3,6 +3,9 @@
 //! ZooKeeper recipes with the ideas of Apache Curator, over [`curator_core`], wire compatible
 //! with Curator 5.x (same node names, modes and data).
 //!
+//! Coming from Java Curator? `docs/from-curator.md` in the repository maps each idiom, Java
+//! then Rust.
+//!
 //! Every recipe is at the crate's root; each family has its section below:
 //! [Locks](#locks) (`InterProcessMutex`, `InterProcessReadWriteLock`, `InterProcessSemaphoreV2`,
 //! `InterProcessSemaphoreMutex`, `InterProcessMultiLock`, `QueuedMutex`),

@@ -16,7 +16,7 @@ use crate::timing::eventually;
 /// Members are numbered from 0; member `i` has ZooKeeper id `i + 1`. Dropping the cluster kills
 /// every member.
 ///
-/// ```no_run
+/// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), curator_test::TestingError> {
 /// use std::time::Duration;
 /// let mut cluster = curator_test::TestingCluster::start(3).await?;

@@ -1,6 +1,9 @@
 //! Real ZooKeeper servers for tests, in the spirit of Apache Curator's `curator-test`, async on
 //! tokio.
 //!
+//! Coming from Java Curator? `docs/from-curator.md` in the repository maps each idiom, Java
+//! then Rust.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use curator_test::{TestingServer, Timing};

@@ -30,3 +30,15 @@ pub mod zk;
 
 pub use fixture::{builder, client, connected, init_tracing, proxied_with_states, unique_path, wait_for, Fixture};
 pub use zk::{children, packets_received, wait_children};
+
+/// The guide for Curator users, docs/from-curator.md: each of its Rust blocks runs as one of this
+/// crate's doc tests (`cargo test --doc -p tests`), so that the guide cannot drift from the API.
+#[doc = include_str!("../../docs/from-curator.md")]
+#[cfg(doctest)]
+pub struct FromCuratorGuide;
+
+/// The README: its quick start is compiled (not run: it names a server at 127.0.0.1:2181) as one
+/// of this crate's doc tests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct Readme;

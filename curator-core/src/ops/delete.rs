@@ -29,6 +29,20 @@ pub struct DeleteBuilder {
 
 impl CuratorFramework {
     /// Starts a delete.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// fw.create().creating_parents_if_needed().for_path("/app/jobs/1", Vec::new()).await?;
+    /// fw.delete().deleting_children_if_needed().for_path("/app").await?;
+    /// assert!(fw.check_exists().for_path("/app").await?.is_none());
+    /// fw.delete().quietly().for_path("/app").await?; // no NoNode error for a node already gone
+    /// // guaranteed(): Curator's guaranteed delete, retried in the background until it is done.
+    /// # Ok(()) }
+    /// ```
     pub fn delete(&self) -> DeleteBuilder {
         DeleteBuilder { fw: self.clone(), version: None, guaranteed: false, children: false, quietly: false }
     }

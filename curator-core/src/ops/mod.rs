@@ -104,6 +104,22 @@ impl<T: Send + 'static> Pending<T> {
 impl<T: EventData + Send + 'static> Pending<T> {
     /// Runs the operation in the background and calls `callback` with its event (success or
     /// failure) on the blocking pool.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::CuratorEventType;
+    ///
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    /// fw.create().for_path("/jobs", Vec::new()).in_background(move |_fw, event| {
+    ///     let _ = tx.send((event.event_type, event.path, event.error.is_none()));
+    /// });
+    /// assert_eq!(rx.recv().await, Some((CuratorEventType::Create, "/jobs".to_string(), true)));
+    /// # Ok(()) }
+    /// ```
     pub fn in_background(self, callback: impl Fn(&CuratorFramework, CuratorEvent) + Send + Sync + 'static) {
         self.spawn(Some(Arc::new(callback)));
     }

@@ -109,6 +109,19 @@ pub struct GetAclBuilder {
 
 impl CuratorFramework {
     /// Starts an exists check: the node's stat, or `None`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// assert!(fw.check_exists().for_path("/app").await?.is_none());
+    /// fw.create().for_path("/app", Vec::new()).await?;
+    /// let stat = fw.check_exists().for_path("/app").await?.expect("created");
+    /// assert_eq!(stat.version, 0);
+    /// # Ok(()) }
+    /// ```
     pub fn check_exists(&self) -> ExistsBuilder {
         ExistsBuilder { fw: self.clone(), watch: WatchTarget::None, parent_containers: false }
     }
@@ -140,10 +153,44 @@ impl CuratorFramework {
         .await
     }
     /// Starts a data read.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::CuratorError;
+    ///
+    /// fw.create().for_path("/limits", b"10".to_vec()).await?;
+    /// assert_eq!(fw.get_data().for_path("/limits").await?, b"10");
+    /// // Curator's usingWatcher/watched: a one-shot watch, here a future to await.
+    /// let (data, stat, watch) = fw.get_data().for_path_and_watch("/limits").await?;
+    /// assert_eq!((data.as_slice(), stat.version), (&b"10"[..], 0));
+    /// fw.set_data().for_path("/limits", b"20".to_vec()).await?;
+    /// assert_eq!(watch.changed().await.path, "/limits");
+    /// assert!(matches!(fw.get_data().for_path("/missing").await, Err(CuratorError::NoNode { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn get_data(&self) -> GetDataBuilder {
         GetDataBuilder { fw: self.clone(), watch: WatchTarget::None, decompressed: false }
     }
     /// Starts a children listing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// for name in ["b", "a"] {
+    ///     fw.create().creating_parents_if_needed().for_path(&format!("/jobs/{name}"), Vec::new()).await?;
+    /// }
+    /// let mut children = fw.get_children().for_path("/jobs").await?; // names, in no set order
+    /// children.sort();
+    /// assert_eq!(children, ["a", "b"]);
+    /// # Ok(()) }
+    /// ```
     pub fn get_children(&self) -> GetChildrenBuilder {
         GetChildrenBuilder { fw: self.clone(), watch: WatchTarget::None }
     }

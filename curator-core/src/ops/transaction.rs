@@ -49,7 +49,27 @@ pub struct TransactionBuilder {
 }
 
 impl CuratorFramework {
-    /// Starts a transaction.
+    /// Starts a transaction: every operation is applied, or none (one ZooKeeper multi).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::{CreateMode, TransactionResult};
+    ///
+    /// fw.create().for_path("/from", b"job".to_vec()).await?;
+    /// let results = fw
+    ///     .transaction()
+    ///     .create("/to", b"job".to_vec(), CreateMode::Persistent)
+    ///     .delete("/from", None)
+    ///     .commit()
+    ///     .await?;
+    /// assert!(matches!(&results[0], TransactionResult::Create { path } if path == "/to"));
+    /// assert!(fw.check_exists().for_path("/from").await?.is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn transaction(&self) -> TransactionBuilder {
         TransactionBuilder { fw: self.clone(), ops: Vec::new() }
     }

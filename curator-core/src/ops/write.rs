@@ -40,6 +40,24 @@ pub struct SyncBuilder {
 
 impl CuratorFramework {
     /// Starts a data write.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::CuratorError;
+    ///
+    /// fw.create().for_path("/limits", b"10".to_vec()).await?;
+    /// let (_, stat) = fw.get_data().for_path_with_stat("/limits").await?;
+    /// // Compare and set: only if nobody wrote since our read.
+    /// let stat = fw.set_data().with_version(stat.version).for_path("/limits", b"20".to_vec()).await?;
+    /// assert_eq!(stat.version, 1);
+    /// let stale = fw.set_data().with_version(0).for_path("/limits", b"30".to_vec()).await;
+    /// assert!(matches!(stale, Err(CuratorError::BadVersion { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn set_data(&self) -> SetDataBuilder {
         SetDataBuilder { fw: self.clone(), version: None, idempotent: false, compressed: false }
     }

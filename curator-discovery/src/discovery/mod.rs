@@ -53,8 +53,12 @@ type Result<T> = std::result::Result<T, DiscoveryError>;
 /// delete and create). [`unregister`](Self::unregister) and [`close`](Self::close) delete the
 /// nodes with a guaranteed delete, which goes on in the background when the connection is down.
 ///
-/// ```no_run
-/// # async fn f(fw: curator_core::CuratorFramework) -> Result<(), curator_discovery::DiscoveryError> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
 /// use curator_discovery::{ServiceDiscovery, ServiceInstance};
 /// use serde_json::json;
 ///

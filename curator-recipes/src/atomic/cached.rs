@@ -10,6 +10,27 @@ use super::result::{AtomicStats, AtomicValue};
 /// on a [`DistributedAtomicLong`] (Curator's `CachedAtomicLong`): one write per block instead
 /// of one per number. Numbers are unique across every process sharing the counter, but not
 /// in global order, and the unused rest of a block is lost when the handle goes.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use std::time::Duration;
+/// use curator_core::RetryNTimes;
+/// use curator_recipes::{CachedAtomicLong, DistributedAtomicLong};
+///
+/// let counter = DistributedAtomicLong::new(&fw, "/app/ids", RetryNTimes::new(10, Duration::from_millis(10)))?;
+/// let ids = CachedAtomicLong::new(counter, 100)?; // one write reserves 100 ids
+/// let first = ids.next().await?;
+/// let second = ids.next().await?;
+/// assert!(first.succeeded() && second.succeeded());
+/// assert_eq!((first.pre_value, second.pre_value), (0, 1)); // pre_value is the id handed out
+/// let reader = DistributedAtomicLong::new(&fw, "/app/ids", RetryNTimes::new(1, Duration::ZERO))?;
+/// assert_eq!(reader.get().await?.post_value, 100); // the block is reserved
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct CachedAtomicLong {
     number: DistributedAtomicLong,

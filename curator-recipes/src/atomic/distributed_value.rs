@@ -20,6 +20,26 @@ use super::result::AtomicValue;
 /// dropping theirs are deleted by the next handle to make its tag, once older than the reap
 /// age ([`write_tag_reap_age`](Self::write_tag_reap_age)). Operations on one handle run one at
 /// a time.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use std::time::Duration;
+/// use curator_core::RetryNTimes;
+/// use curator_recipes::DistributedAtomicValue;
+///
+/// let retry = RetryNTimes::new(3, Duration::from_millis(10));
+/// let config = DistributedAtomicValue::new(&fw, "/app/config", retry)?;
+/// assert!(config.get().await?.post_value.is_empty()); // a missing node reads as empty
+/// assert!(config.initialize(b"v1").await?);
+/// assert!(config.compare_and_set(b"v1", b"v2").await?.succeeded());
+/// assert!(!config.compare_and_set(b"v1", b"v3").await?.succeeded()); // not v1 any more
+/// assert_eq!(config.get().await?.post_value, b"v2");
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct DistributedAtomicValue {
     engine: Engine,

@@ -62,6 +62,26 @@ pub(crate) fn decode<N: AtomicNumber>(path: &str, bytes: &[u8]) -> Result<N> {
 /// A number in one node, changed atomically (Curator's `DistributedAtomicNumber`); see
 /// [`DistributedAtomicLong`](super::DistributedAtomicLong) for an example and
 /// [`DistributedAtomicValue`] for how it is changed.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use std::time::Duration;
+/// use curator_core::RetryNTimes;
+/// use curator_recipes::DistributedAtomicNumber;
+///
+/// let retry = RetryNTimes::new(10, Duration::from_millis(10));
+/// let bytes: DistributedAtomicNumber<i64> = DistributedAtomicNumber::new(&fw, "/app/bytes", retry)?;
+/// bytes.force_set(100).await?; // whatever was there
+/// assert_eq!(bytes.subtract(30).await?.post_value, 70);
+/// let set = bytes.try_set(5).await?; // one optimistic attempt at most
+/// assert!(set.succeeded(), "no other writer came between the read and the write");
+/// assert_eq!(bytes.get().await?.post_value, 5);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct DistributedAtomicNumber<N: AtomicNumber> {
     value: DistributedAtomicValue,

@@ -43,8 +43,12 @@ pub enum MemberEvent {
 /// Java clients using Curator's `GroupMember` on the same path see the same members, with the
 /// same payloads.
 ///
-/// ```no_run
-/// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
 /// use curator_recipes::{GroupMember, MemberEvent};
 ///
 /// let member = GroupMember::builder(&fw, "/cluster/members", "node-3")

@@ -16,8 +16,12 @@ use super::shared::{lock, Config, DataSlot, Shared};
 /// and deleted when the node is closed or dropped. The data given with
 /// [`set_data`](Self::set_data) is kept across re-creates.
 ///
-/// ```no_run
-/// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
 /// use std::time::Duration;
 /// use curator_core::CreateMode;
 /// use curator_recipes::PersistentNode;

@@ -24,8 +24,12 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// Needs a server with `extendedTypesEnabled=true` (`curator_test::TestingServer` enables
 /// it); otherwise creates fail and [`last_error`](Self::last_error) says why.
 ///
-/// ```no_run
-/// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
 /// use std::time::Duration;
 /// use curator_recipes::PersistentTtlNode;
 ///

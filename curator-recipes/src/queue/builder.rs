@@ -30,6 +30,32 @@ use super::shared::Shared;
 /// function run by one tokio task), `putInBackground` (`put` returns once the node is created;
 /// spawn it to put in the background), `finalFlushTime` (nothing is pending after `put`
 /// returns).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::{BytesSerializer, DistributedQueue, ErrorMode};
+///
+/// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+/// let queue = DistributedQueue::builder(&fw, "/jobs/urgent", BytesSerializer)
+///     .consumer(move |job: Vec<u8>| {
+///         let tx = tx.clone();
+///         async move { tx.send(job).map_err(|e| e.to_string()) }
+///     })
+///     .lock_path("/jobs/urgent-locks") // lock-safe: removed once consumed
+///     .error_mode(ErrorMode::Delete) // a consumer error drops the item (default: Requeue)
+///     .max_items(1000) // put waits while 1000 nodes are queued
+///     .build_priority_queue(10)?; // Curator's buildPriorityQueue(minItemsBeforeRefresh)
+/// queue.start()?;
+/// queue.ready().await?;
+/// queue.put(&b"rebuild index".to_vec(), 5).await?; // priority 5: lower is sooner
+/// assert_eq!(rx.recv().await.as_deref(), Some(&b"rebuild index"[..]));
+/// queue.close().await;
+/// # Ok(()) }
+/// ```
 pub struct QueueBuilder<T> {
     fw: CuratorFramework,
     path: String,

@@ -89,7 +89,33 @@ impl Inner {
 /// the value ([`set`](Self::set)) or compare and set it by version
 /// ([`try_set`](Self::try_set)).
 ///
-/// See [`SharedCount`](super::SharedCount) for an example; dropping the value closes it.
+/// Dropping the value closes it.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_recipes::{SharedValue, SharedValueEvent};
+///
+/// let value = SharedValue::new(&fw, "/app/motd", b"hello".to_vec())?; // the seed, if the node is new
+/// let mut events = value.events();
+/// value.start()?;
+/// value.ready().await?; // created if missing, and read
+/// assert_eq!(value.value(), b"hello");
+/// let seen = value.versioned_value();
+/// assert!(value.try_set(&seen, b"bye".to_vec()).await?); // nobody wrote since we read
+/// assert!(!value.try_set(&seen, b"again".to_vec()).await?); // that version is gone
+/// while let Some(event) = events.next().await {
+///     if let SharedValueEvent::Changed(v) = event {
+///         assert_eq!(v.value, b"bye");
+///         break;
+///     }
+/// }
+/// value.close().await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct SharedValue {
     inner: Arc<Inner>,
