@@ -100,6 +100,7 @@ use left_out::sasl;
 #[cfg(not(feature = "tls"))]
 use left_out::tls;
 mod watcher;
+mod zpath;
 
 // The public surface, flat (docs/architecture.md section 1.1): every item is reached from the
 // crate's root, whatever module it lives in; `path` and `metrics` stay namespaces (Curator's
@@ -145,6 +146,7 @@ pub use state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, Er
 pub use tls::TlsConfig;
 /// The raw client crate, for its types (`Stat`, `Acl`, `WatchedEvent`...).
 pub use zookeeper_client as zk;
+pub use zpath::{ZPath, DEFAULT_PARAMETER};
 
 /// This host's address as text, as Curator's default node data: the address the host name
 /// resolves to, or `127.0.0.1`.
