@@ -1,5 +1,5 @@
 //! Guarded transactions: a transaction that the server applies only while a hold (a lock, a
-//! lease, a leadership) still holds (docs/architecture.md section 5.5).
+//! lease, a leadership) still holds (docs/architecture.md section 8.7).
 //!
 //! A hold is an ephemeral node whose name is unique to it. A [`TransactionGuard`] names that
 //! node; [`TransactionBuilder::guarded_by`](crate::TransactionBuilder::guarded_by) puts a

@@ -101,7 +101,7 @@ impl TransactionBuilder {
     /// A guard of another framework or namespace is
     /// [`InvalidArgument`](CuratorError::InvalidArgument) (nothing sent). Most callers use the
     /// hold's own `transaction()` (curator-recipes' `HeldNode`), which is this on the hold's
-    /// framework. Design: docs/architecture.md section 5.5.
+    /// framework. Design: docs/architecture.md section 8.7.
     pub fn guarded_by(mut self, guard: Arc<dyn TransactionGuard>) -> Self {
         self.guard = Some(Guard(guard));
         self

@@ -1,6 +1,6 @@
 //! Guarded writes: a [`HeldNode`] guards a transaction (curator-core's [`TransactionGuard`]),
 //! so that its writes commit only while the hold's node exists (docs/architecture.md
-//! section 5.5).
+//! section 8.7).
 
 use std::sync::Arc;
 
