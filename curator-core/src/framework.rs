@@ -424,6 +424,12 @@ impl CuratorFramework {
         &self.inner.shared.config.metrics_name
     }
 
+    /// Whether `other` is a handle on the same framework (the same connection and sessions),
+    /// whatever its namespace.
+    pub(crate) fn same_connection(&self, other: &CuratorFramework) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The namespace (`/app`), if any.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_ref().map(|n| n.path.as_str())

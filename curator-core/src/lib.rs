@@ -123,6 +123,7 @@ pub use listeners::{Callback, EventStream, ListenerId, Listeners};
 pub use liveness::{is_later, SessionEnd, SessionLiveness};
 pub use ops::create::{make_parents, CreateBuilder};
 pub use ops::delete::DeleteBuilder;
+pub use ops::guarded::TransactionGuard;
 pub use ops::read::{ExistsBuilder, GetAclBuilder, GetChildrenBuilder, GetConfigBuilder, GetDataBuilder};
 pub use ops::transaction::{TransactionBuilder, TransactionResult};
 pub use ops::watch::{

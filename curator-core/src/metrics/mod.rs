@@ -127,7 +127,8 @@ pub const CONNECT_FAILURES: &str = "curator_connect_failures_total";
 /// Histogram, seconds: one framework operation, from the call to its result, retries and waits
 /// for a connection included (the fluent operations, and recipes' calls through
 /// `call_with_retry`). Label `op`: the operation kind (`create`, `delete`, `get_data`,
-/// `set_data`, `get_children`, `exists`, `transaction`, ..., and the recipes' own such as
+/// `set_data`, `get_children`, `exists`, `transaction`, `guarded_transaction` (a transaction
+/// guarded by a hold, `TransactionBuilder::guarded_by`), ..., and the recipes' own such as
 /// `lock-participants`). Recorded once per call, whether it succeeded or failed.
 pub const OPERATION_DURATION: &str = "curator_operation_duration_seconds";
 

@@ -3,6 +3,7 @@
 
 pub mod create;
 pub mod delete;
+pub(crate) mod guarded;
 pub(crate) mod ordered;
 pub mod read;
 pub mod transaction;

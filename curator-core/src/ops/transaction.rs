@@ -13,6 +13,12 @@
 //!     .await?;
 //! # Ok(()) }
 //! ```
+//!
+//! A transaction can be guarded by a hold (a lock, a lease, a leadership): see
+//! [`TransactionBuilder::guarded_by`] and module `guarded`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use zookeeper_client as zk;
 
@@ -20,6 +26,7 @@ use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 pub use crate::event::TransactionResult;
 use crate::framework::CuratorFramework;
+use crate::ops::guarded::{maybe_applied, Guard, TransactionGuard};
 use crate::ops::{check_acl, check_request_len, check_version, op_len, CreateMode, Pending};
 use crate::path;
 
@@ -46,6 +53,7 @@ impl Op {
 pub struct TransactionBuilder {
     fw: CuratorFramework,
     ops: Vec<Op>,
+    guard: Option<Guard>,
 }
 
 impl CuratorFramework {
@@ -71,7 +79,7 @@ impl CuratorFramework {
     /// # Ok(()) }
     /// ```
     pub fn transaction(&self) -> TransactionBuilder {
-        TransactionBuilder { fw: self.clone(), ops: Vec::new() }
+        TransactionBuilder { fw: self.clone(), ops: Vec::new(), guard: None }
     }
 }
 
@@ -94,6 +102,28 @@ impl TransactionBuilder {
     /// Adds a version check.
     pub fn check(mut self, path: &str, version: i32) -> Self {
         self.ops.push(Op::Check { path: path.into(), version });
+        self
+    }
+
+    /// Guards the transaction by a hold: it commits only while the hold's node exists, on the
+    /// session that made it (replaces an earlier guard). The check (`check(node, -1)`: the
+    /// node's existence, whatever its version, since its name is unique to the hold and its
+    /// data may change, as a revocation request changes it) goes first in the same multi, so
+    /// it costs no extra round trip, and is not among the results.
+    ///
+    /// Nothing is sent, and the commit fails with the guard's error, when the hold already
+    /// knows it may be lost, or when the session is no longer the one its node was made on.
+    /// When the server refuses the check, the guard marks the hold lost and the commit fails
+    /// with the guard's error (for curator-recipes' holds,
+    /// [`OwnNodeLost`](CuratorError::OwnNodeLost) with the hold's node path; nothing was
+    /// written) unless an earlier attempt's reply was lost: that attempt may have been applied
+    /// while the hold held, and the error is then [`OutcomeUnknown`](CuratorError::OutcomeUnknown).
+    /// A guard of another framework or namespace is
+    /// [`InvalidArgument`](CuratorError::InvalidArgument) (nothing sent). Most callers use the
+    /// hold's own `transaction()` (curator-recipes' `HeldNode`), which is this on the hold's
+    /// framework. Design: docs/architecture.md section 8.7.
+    pub fn guarded_by(mut self, guard: Arc<dyn TransactionGuard>) -> Self {
+        self.guard = Some(Guard(guard));
         self
     }
 
@@ -138,12 +168,18 @@ impl TransactionBuilder {
                 }
             }
         }
+        if let Some(guard) = &self.guard {
+            guard.check_framework(&self.fw)?;
+            path::validate(guard.path())?;
+            len += op_len(&self.fw, guard.path(), 0, &[]);
+        }
         let first = self.ops.first().map_or("/", Op::path);
         check_request_len(&self.fw, first, len)
     }
 
     /// Commits the operations atomically; resolves to one result per operation. A failed
-    /// operation fails the whole transaction with that operation's error (and path).
+    /// operation fails the whole transaction with that operation's error (and path); a guarded
+    /// transaction's refused check fails it as [`guarded_by`](Self::guarded_by) says.
     pub fn commit(self) -> Pending<Vec<TransactionResult>> {
         let first = self.ops.first().map(|o| o.path().to_string()).unwrap_or_else(|| "/".into());
         // The provider is asked once per create, with the full path, namespace included.
@@ -158,24 +194,62 @@ impl TransactionBuilder {
         if let Err(err) = self.validate(&acls) {
             return Pending::failed(&self.fw, CuratorEventType::Transaction, &first, err);
         }
-        let Self { fw, ops } = self;
+        let Self { fw, ops, guard } = self;
         let fw2 = fw.clone();
         let path = first.clone();
         Pending::new(&fw, CuratorEventType::Transaction, &path, async move {
             if ops.is_empty() {
                 return Ok(Vec::new());
             }
-            fw2.call_with_retry("transaction", &first, |session, _| {
-                let (ops, acls) = (&ops, &acls);
-                async move { commit_once(session.client(), ops, acls).await }
+            let Some(guard) = guard else {
+                return fw2
+                    .call_with_retry("transaction", &first, |session, _| {
+                        let (ops, acls) = (&ops, &acls);
+                        async move { commit_once(session.client(), None, ops, acls).await }
+                    })
+                    .await;
+            };
+            // Whether an attempt's reply was lost (it may have been applied).
+            let lost_reply = AtomicBool::new(false);
+            fw2.call_with_retry("guarded_transaction", &first, |session, _| {
+                let (ops, acls, guard, lost_reply) = (&ops, &acls, &guard, &lost_reply);
+                async move {
+                    let earlier = lost_reply.load(Ordering::Relaxed);
+                    let result = match guard.before_attempt(&session) {
+                        Ok(()) => commit_once(session.client(), Some(guard), ops, acls).await,
+                        Err(err) => Err(err),
+                    };
+                    match result {
+                        Err(err @ CuratorError::ConnectionLoss { .. }) => {
+                            lost_reply.store(true, Ordering::Relaxed);
+                            Err(err)
+                        }
+                        // The guard refused this attempt: an earlier one may have been applied.
+                        Err(err) if earlier && err.path() == Some(guard.path()) && !err.is_retryable() => {
+                            Err(maybe_applied(guard.path(), err))
+                        }
+                        other => other,
+                    }
+                }
             })
             .await
         })
     }
 }
 
-async fn commit_once(client: &zk::Client, ops: &[Op], acls: &[Vec<zk::Acl>]) -> Result<Vec<TransactionResult>> {
+/// One attempt: the multi of `ops`, after `guard`'s check if there is one.
+async fn commit_once(
+    client: &zk::Client,
+    guard: Option<&Guard>,
+    ops: &[Op],
+    acls: &[Vec<zk::Acl>],
+) -> Result<Vec<TransactionResult>> {
+    let paths: Vec<&str> = ops.iter().map(Op::path).collect();
+    tracing::debug!(guard = guard.map(Guard::path), ?paths, "multi");
     let mut writer = client.new_multi_writer();
+    if let Some(guard) = guard {
+        writer.add_check_version(guard.path(), -1).map_err(|e| CuratorError::from_zk(guard.path(), e))?;
+    }
     for (op, acl) in ops.iter().zip(acls) {
         let added = match op {
             Op::Create { path, data, mode } => {
@@ -187,17 +261,25 @@ async fn commit_once(client: &zk::Client, ops: &[Op], acls: &[Vec<zk::Acl>]) -> 
         };
         added.map_err(|e| CuratorError::from_zk(op.path(), e))?;
     }
+    // The guard's check, if any, is operation 0.
+    let skip = usize::from(guard.is_some());
     let results = match writer.commit().await {
         Ok(results) => results,
         Err(zk::MultiWriteError::OperationFailed { index, source }) => {
-            let path = ops.get(index).map(Op::path).unwrap_or("/");
+            if let (Some(guard), true) = (guard, index < skip) {
+                return Err(match source {
+                    zk::Error::NoNode | zk::Error::BadVersion => guard.refused(),
+                    other => CuratorError::from_zk(guard.path(), other),
+                });
+            }
+            let path = ops.get(index - skip).map(Op::path).unwrap_or("/");
             return Err(CuratorError::from_zk(path, source));
         }
         Err(zk::MultiWriteError::RequestFailed { source }) => return Err(CuratorError::from_zk(ops[0].path(), source)),
     };
     Ok(ops
         .iter()
-        .zip(results)
+        .zip(results.into_iter().skip(skip))
         .map(|(op, result)| match result {
             zk::MultiWriteResult::Create { path, .. } => TransactionResult::Create { path },
             zk::MultiWriteResult::SetData { stat } => TransactionResult::SetData { path: op.path().to_string(), stat },

@@ -449,4 +449,11 @@ impl InterProcessSemaphoreMutex {
     pub fn fencing_token(&self) -> Option<i64> {
         self.slot().as_ref().map(|(_, lease)| lease.fencing_token())
     }
+
+    /// The held lease's node, while this handle holds the mutex: for guarded writes
+    /// ([`HeldNode::transaction`], [`HeldNode::set_data`]) and to watch for its loss. The lease
+    /// stays with the handle; its [`release`](Self::release) ends the hold for this copy too.
+    pub fn held(&self) -> Option<HeldNode> {
+        self.slot().as_ref().map(|(_, lease)| HeldNode::clone(lease))
+    }
 }

@@ -47,6 +47,14 @@ use super::node::LockNode;
 /// first disconnection; [`ErrorPolicy::Session`](curator_core::ErrorPolicy::Session) spares it
 /// the alarm for disconnections shorter than that. A forced expiry (an administrator closing the
 /// session) cannot be told first. Design: docs/architecture.md sections 3.2 and 8.5.
+///
+/// # Guarded writes
+/// A hold guards writes to ZooKeeper: [`transaction`](Self::transaction),
+/// [`set_data`](Self::set_data), [`create`](Self::create) and [`delete`](Self::delete) commit
+/// only while the hold's node exists (a server-side check in the same multi, no extra round
+/// trip), so a holder whose session was closed from outside cannot write even before it is
+/// told. A refused write is [`OwnNodeLost`](curator_core::CuratorError::OwnNodeLost), and the
+/// hold then reports lost. Design: docs/architecture.md section 8.7.
 #[derive(Debug, Clone)]
 pub struct HeldNode {
     hold: Arc<Hold>,
@@ -106,7 +114,9 @@ impl HeldNode {
     /// [`ErrorPolicy`](curator_core::ErrorPolicy) (before, up to 2.8 s under
     /// [`ErrorPolicy::Session`](curator_core::ErrorPolicy::Session)). That window cannot be
     /// closed from the client: pass the [`fencing_token`](Self::fencing_token) to what the grant
-    /// protects, so that it refuses the old holder (docs/operations.md section 2).
+    /// protects, so that it refuses the old holder, and write ZooKeeper data under the hold
+    /// ([`transaction`](Self::transaction), [`set_data`](Self::set_data)), which the server
+    /// refuses once the hold's node is gone (docs/operations.md section 2).
     pub async fn lost(&self) -> LockLost {
         self.hold.lost().await
     }

@@ -175,6 +175,22 @@ impl Hold {
         *self.lost.borrow()
     }
 
+    /// A guarded write found the hold gone: the server refused its check (our node no longer
+    /// exists), or the session is no longer the node's (`session_changed`). Marks the hold lost
+    /// as the monitor would, and returns why it ended (the first reason marked wins).
+    pub(crate) fn refused(&self, session_changed: bool) -> LockLost {
+        self.check_connection();
+        let reason = if self.fw.is_closed() {
+            LockLost::Closed
+        } else if session_changed {
+            LockLost::SessionLost
+        } else {
+            LockLost::NodeDeleted
+        };
+        self.mark(reason);
+        (*self.lost.borrow()).unwrap_or(reason)
+    }
+
     /// Whether the hold still holds.
     pub(crate) fn is_held(&self) -> bool {
         self.lost_reason().is_none()

@@ -23,6 +23,8 @@
 //!   it made, even when the create's reply was lost.
 //! - [`Hold`] (module `hold`) follows a node once it holds and says when the hold may be lost
 //!   ([`LockLost`]): from the connection state, and on demand from a watch on the node.
+//! - Module `guarded` lets a [`HeldNode`] guard a transaction: its writes commit only while the
+//!   hold's node exists (curator-core's `TransactionGuard`).
 //! - Module `revoke` lets someone ask a holder to give its hold up (Curator's `Revoker` protocol).
 //!
 //! Requests that may be retried go through the framework's one retry loop; work that `close()`
@@ -32,6 +34,7 @@
 pub(crate) mod acquire;
 pub(crate) mod cleanup;
 pub(crate) mod group;
+pub(crate) mod guarded;
 pub(crate) mod held;
 pub(crate) mod hold;
 pub(crate) mod names;

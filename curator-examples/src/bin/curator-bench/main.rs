@@ -16,7 +16,9 @@
 //! `--seconds D`: a `DistributedAtomicLong` incremented by S sessions in optimistic mode; see
 //! atomic.rs) and `queue` (`--consumers C --items N --item-size B --mode plain|lock-safe`: one
 //! producer and C consumer sessions on one `DistributedQueue`, items per second put and taken;
-//! see queue.rs). Not a scenario: `--scenario serve [--force-sync no]`
+//! see queue.rs) and `guarded_set` (`--cycles N`: one session writes a node N times with a
+//! plain `set_data`, then N times with a mutex guard's guarded `set_data`; latency and requests
+//! per write of each; see guarded.rs). Not a scenario: `--scenario serve [--force-sync no]`
 //! starts a throwaway ZooKeeper (curator-test's `TestingServer`), prints its connect string and
 //! stops it when stdin closes (scripts/bench-group, scripts/bench-discovery, scripts/bench-leader,
 //! scripts/bench-atomic and scripts/bench-queue use it).
@@ -26,6 +28,7 @@ mod atomic;
 mod cache;
 mod discovery;
 mod group;
+mod guarded;
 mod leader;
 mod locks;
 mod queue;
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
             "leader_failover" => leader::leader_failover(&args).await.map(Some),
             "atomic_increments" => atomic::atomic_increments(&args).await.map(Some),
             "queue" => queue::queue(&args).await.map(Some),
+            "guarded_set" => guarded::guarded_set(&args).await.map(Some),
             "serve" => serve(&args).await.map(|()| Some(Vec::new())),
             _ => Ok(None),
         }
