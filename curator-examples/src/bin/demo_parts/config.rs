@@ -1,5 +1,7 @@
 //! Part 3: a read/write lock guards a config node; readers read it concurrently, a writer
-//! updates it, and a NodeCache shows every reader the new value.
+//! updates it with a write guarded by its hold, and a NodeCache shows every reader the new
+//! value. Then a second writer takes the write lock, its session is expired on purpose, and its
+//! guarded write is refused: nothing is written by a writer that no longer holds the lock.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -87,8 +89,9 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
     let lock = InterProcessReadWriteLock::new(&writer, LOCK)?;
     let guard = lock.write_lock().acquire().await?;
     occupancy.overlaps_with_writer.fetch_add(occupancy.readers.load(Ordering::SeqCst), Ordering::SeqCst);
-    writer.set_data().for_path(CONFIG, b"timeout=45s".to_vec()).await?;
-    tracing::info!("  writer (fencing token {:#x}) set \"timeout=45s\"", guard.fencing_token());
+    // Guarded: the server applies it only while the write lock's node exists.
+    guard.set_data(CONFIG, b"timeout=45s".to_vec()).await?;
+    tracing::info!("  writer (fencing token {:#x}) set \"timeout=45s\" under its write lock", guard.fencing_token());
     guard.release().await?;
     written.wait().await;
 
@@ -108,6 +111,38 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
         "no reader inside while writing",
     );
     checks.record("every reader's NodeCache showed the new value", seen_ok, "timeout=45s");
+    let (refused, kept) = stale_writer(connect, namespace).await?;
+    checks.record("a writer whose lock was lost is refused", refused.is_some(), refused.unwrap_or_default());
+    checks.record(
+        "and nothing it wrote reached the node",
+        kept.as_deref() == Some("timeout=45s"),
+        kept.unwrap_or_default(),
+    );
     writer.close().await;
     Ok(())
+}
+
+/// A writer takes the write lock, then its session is expired from outside (as a long pause or
+/// a partition would end it); its guarded write must be refused. Returns the refusal, if any,
+/// and what the config node holds after.
+async fn stale_writer(connect: &str, namespace: &str) -> Result<(Option<String>, Option<String>)> {
+    let fw = crate::framework(connect, namespace, Duration::from_secs(10)).await?;
+    let lock = InterProcessReadWriteLock::new(&fw, LOCK)?;
+    let guard = lock.write_lock().acquire().await?;
+    let session = fw.session().await?;
+    tracing::info!("  a second writer holds the write lock; expiring its session {:#x} on purpose", session.id());
+    curator_test::expire_session(connect, session.client().session())
+        .await
+        .map_err(|e| CuratorError::IllegalState(format!("expire_session: {e}")))?;
+    drop(session);
+    let refused = match guard.set_data(CONFIG, b"timeout=99s".to_vec()).await {
+        Err(err @ CuratorError::OwnNodeLost { .. }) => Some(err.to_string()),
+        Err(other) => return Err(other),
+        Ok(_) => None,
+    };
+    tracing::info!("  its guarded write: {}", refused.as_deref().unwrap_or("committed (it should not have)"));
+    let kept = fw.get_data().for_path(CONFIG).await.ok().map(|b| String::from_utf8_lossy(&b).into_owned());
+    drop(guard);
+    fw.close().await;
+    Ok((refused, kept))
 }
