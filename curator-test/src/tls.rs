@@ -197,11 +197,14 @@ impl TlsFiles {
     }
 }
 
-/// The files (name, contents) of the set this process generated, once it has.
-static GENERATED: Mutex<Option<Vec<(PathBuf, Vec<u8>)>>> = Mutex::new(None);
+/// Files by name, with their contents.
+type Contents = Vec<(PathBuf, Vec<u8>)>;
+
+/// The files of the set this process generated, once it has.
+static GENERATED: Mutex<Option<Contents>> = Mutex::new(None);
 
 /// Every regular file directly in `dir`, by name, with its contents.
-fn read_dir_files(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, TestingError> {
+fn read_dir_files(dir: &Path) -> Result<Contents, TestingError> {
     let what = || format!("read {}", dir.display());
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| TestingError::io(what(), e))? {
