@@ -16,9 +16,14 @@
 //! `keytool` cannot export a private key, so the client key is written by a small Java program
 //! run from source (`java KeyExport.java`, a JDK feature since 11). Without a JDK the start fails
 //! with an error naming the missing tool: a TLS test never skips.
+//!
+//! The set is generated once per process (fifteen JVM starts, over ten seconds of CPU) and each
+//! TLS server gets its own copy of the same files in its directory: servers of one test binary
+//! share the CA and the certificates, which no test tells apart.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 use crate::error::TestingError;
 
@@ -118,10 +123,38 @@ impl TlsFiles {
         std::fs::read_to_string(path).map_err(|e| TestingError::io(format!("read {}", path.display()), e))
     }
 
-    /// Generates every file in `dir` (created if needed) with `keytool` and `java`.
+    /// Puts every file in `dir` (created if needed): a copy of the set this process generated
+    /// with `keytool` and `java`, generating it first if none was yet.
     pub(crate) fn generate(dir: &Path) -> Result<TlsFiles, TestingError> {
+        let contents = {
+            // Held while generating: a second server waits for the first set instead of making
+            // its own. A poisoned lock only means a generation panicked; the slot is still None.
+            let mut slot = GENERATED.lock().unwrap_or_else(|e| e.into_inner());
+            match &*slot {
+                Some(contents) => contents.clone(),
+                None => {
+                    let scratch = tempfile::Builder::new()
+                        .prefix("curator-test-tls-")
+                        .tempdir()
+                        .map_err(|e| TestingError::io("create a temporary directory", e))?;
+                    TlsFiles::make(scratch.path())?;
+                    let contents = read_dir_files(scratch.path())?;
+                    *slot = Some(contents.clone());
+                    contents
+                }
+            }
+        };
         std::fs::create_dir_all(dir).map_err(|e| TestingError::io(format!("create {}", dir.display()), e))?;
-        let files = TlsFiles {
+        for (name, bytes) in &contents {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).map_err(|e| TestingError::io(format!("write {}", path.display()), e))?;
+        }
+        Ok(TlsFiles::named(dir))
+    }
+
+    /// The files' paths in `dir`.
+    fn named(dir: &Path) -> TlsFiles {
+        TlsFiles {
             dir: dir.to_path_buf(),
             ca_pem: dir.join("ca.pem"),
             other_ca_pem: dir.join("other-ca.pem"),
@@ -129,7 +162,12 @@ impl TlsFiles {
             client_key_pem: dir.join("client-key.pem"),
             server_keystore: dir.join("server.p12"),
             trust_store: dir.join("trust.p12"),
-        };
+        }
+    }
+
+    /// Generates every file in `dir` (which exists) with `keytool` and `java`.
+    fn make(dir: &Path) -> Result<(), TestingError> {
+        let files = TlsFiles::named(dir);
         let ca = dir.join("ca.p12");
         let other_ca = dir.join("other-ca.p12");
         let client = dir.join("client.p12");
@@ -155,9 +193,28 @@ impl TlsFiles {
             &files.client_cert_pem,
         )?;
         keytool(&["-importcert", "-noprompt", "-alias", "ca", "-file"], &[&files.ca_pem], &files.trust_store)?;
-        export_key(&client, "client", &files.client_key_pem)?;
-        Ok(files)
+        export_key(&client, "client", &files.client_key_pem)
     }
+}
+
+/// Files by name, with their contents.
+type Contents = Vec<(PathBuf, Vec<u8>)>;
+
+/// The files of the set this process generated, once it has.
+static GENERATED: Mutex<Option<Contents>> = Mutex::new(None);
+
+/// Every regular file directly in `dir`, by name, with its contents.
+fn read_dir_files(dir: &Path) -> Result<Contents, TestingError> {
+    let what = || format!("read {}", dir.display());
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| TestingError::io(what(), e))? {
+        let entry = entry.map_err(|e| TestingError::io(what(), e))?;
+        if entry.file_type().map_err(|e| TestingError::io(what(), e))?.is_file() {
+            let bytes = std::fs::read(entry.path()).map_err(|e| TestingError::io(what(), e))?;
+            out.push((PathBuf::from(entry.file_name()), bytes));
+        }
+    }
+    Ok(out)
 }
 
 /// A JDK tool: `$JAVA_HOME/bin/NAME`, else `NAME` on `PATH`.

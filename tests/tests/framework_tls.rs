@@ -1,19 +1,22 @@
 //! TLS to ZooKeeper's secure client port (issue 18), against real servers in the TLS mode of
-//! `TestingServer` (keystores made by `keytool` at start): connecting with the CA, with a client
-//! certificate, a recipe over TLS, and the faults (a wrong CA, a plain client on the secure port,
-//! a missing client certificate) that must give a typed error quickly and no reconnect storm.
+//! `TestingServer` (keystores made by `keytool`, once per test binary): connecting with the CA,
+//! with a client certificate, a recipe over TLS, and the faults (a wrong CA, a plain client on
+//! the secure port, a missing client certificate) that must give a typed error quickly and no
+//! reconnect storm. Each fault is tried with every policy combination at once, one thread each
+//! (the attempt counter counts one thread's events), so that their 3 s windows overlap.
 //!
 //! Curator has no TLS test of its own (its TLS is ZooKeeper's client configuration); these
 //! follow the issue's list. Without a JDK (`keytool`) the servers do not start and every test
 //! here fails: none skips.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
-use curator_core::{CuratorError, CuratorFramework, CuratorFrameworkBuilder, TlsConfig};
+use curator_core::{CuratorError, CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy, TlsConfig};
 use curator_recipes::InterProcessMutex;
 use curator_test::{TestingServer, TestingTls, Timing, TlsFiles};
 use tests::attempts::count_attempts;
-use tests::policies::{with_policies, COMBINATIONS};
+use tests::policies::{with_policies, Retry, COMBINATIONS};
 use tests::{builder, connected, unique_path};
 
 /// How soon a fatal connection error must reach the caller.
@@ -62,6 +65,35 @@ async fn fails_with_tls_quickly(b: CuratorFrameworkBuilder, what: &str) -> Curat
     err
 }
 
+/// Runs `check` for every combination of [`COMBINATIONS`] at the same time, each on its own
+/// thread with a current-thread runtime (what [`count_attempts`] needs), and panics with the
+/// first failure once all have ended.
+async fn each_combination<F, Fut>(check: F)
+where
+    F: Fn(ErrorPolicy, Retry) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()>,
+{
+    let all = tokio::task::spawn_blocking(move || {
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = COMBINATIONS
+                .iter()
+                .map(|&(policy, retry)| {
+                    let check = &check;
+                    scope.spawn(move || {
+                        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                        runtime.block_on(check(policy, retry))
+                    })
+                })
+                .collect();
+            let results: Vec<_> = threads.into_iter().map(|t| t.join()).collect();
+            results.into_iter().collect::<Result<Vec<()>, _>>()
+        })
+    });
+    if let Err(panic) = all.await.expect("the combinations' threads") {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// The CA's certificate is all a client needs when the server asks for no client certificate.
 #[tokio::test(flavor = "current_thread")]
 async fn connects_over_tls_with_the_ca() {
@@ -93,11 +125,15 @@ async fn connects_with_a_client_certificate_when_the_server_requires_one() {
     fw.close().await;
 
     // Without one, the server refuses the client: a typed error, quickly.
-    for (policy, retry) in COMBINATIONS {
-        let b = with_policies(builder(&secure(&server)).tls(ca(&server)), policy, retry);
-        let err = fails_with_tls_quickly(b, &format!("no client certificate, {policy:?}/{retry:?}")).await;
-        assert!(err.to_string().contains("certificate"), "{err}");
-    }
+    let (connect, ca) = (secure(&server), ca(&server));
+    each_combination(move |policy, retry| {
+        let b = with_policies(builder(&connect).tls(ca.clone()), policy, retry);
+        async move {
+            let err = fails_with_tls_quickly(b, &format!("no client certificate, {policy:?}/{retry:?}")).await;
+            assert!(err.to_string().contains("certificate"), "{err}");
+        }
+    })
+    .await;
 }
 
 /// A client that trusts a CA that did not sign the server's certificate.
@@ -109,13 +145,18 @@ async fn wrong_ca_is_a_tls_error_quickly() {
     tests::init_tracing();
     let server = tls_server(TestingTls::new()).await;
     let other = TlsConfig::from_ca_file(files(&server).other_ca_pem()).unwrap();
-    for (policy, retry) in COMBINATIONS {
-        let b = with_policies(builder(&secure(&server)).tls(other.clone()), policy, retry);
-        let err = fails_with_tls_quickly(b, &format!("wrong CA, {policy:?}/{retry:?}")).await;
-        let text = err.to_string();
-        assert!(text.contains("not signed by a CA this client trusts"), "{text}");
-        assert!(text.contains(&secure(&server)), "names the server: {text}");
-    }
+    let connect = secure(&server);
+    each_combination(move |policy, retry| {
+        let b = with_policies(builder(&connect).tls(other.clone()), policy, retry);
+        let connect = connect.clone();
+        async move {
+            let err = fails_with_tls_quickly(b, &format!("wrong CA, {policy:?}/{retry:?}")).await;
+            let text = err.to_string();
+            assert!(text.contains("not signed by a CA this client trusts"), "{text}");
+            assert!(text.contains(&connect), "names the server: {text}");
+        }
+    })
+    .await;
 }
 
 /// A client without TLS on the secure port.
@@ -126,11 +167,15 @@ async fn wrong_ca_is_a_tls_error_quickly() {
 async fn plain_client_on_the_secure_port_is_a_tls_error_quickly() {
     tests::init_tracing();
     let server = tls_server(TestingTls::new()).await;
-    for (policy, retry) in COMBINATIONS {
-        let b = with_policies(builder(&secure(&server)), policy, retry);
-        let err = fails_with_tls_quickly(b, &format!("plain client, {policy:?}/{retry:?}")).await;
-        assert!(err.to_string().contains("speaks TLS"), "{err}");
-    }
+    let connect = secure(&server);
+    each_combination(move |policy, retry| {
+        let b = with_policies(builder(&connect), policy, retry);
+        async move {
+            let err = fails_with_tls_quickly(b, &format!("plain client, {policy:?}/{retry:?}")).await;
+            assert!(err.to_string().contains("speaks TLS"), "{err}");
+        }
+    })
+    .await;
 }
 
 /// A TLS client on the plain port.
@@ -141,11 +186,34 @@ async fn plain_client_on_the_secure_port_is_a_tls_error_quickly() {
 async fn tls_client_on_the_plain_port_is_a_tls_error_quickly() {
     tests::init_tracing();
     let server = tls_server(TestingTls::new()).await;
-    for (policy, retry) in COMBINATIONS {
-        let b = with_policies(builder(&server.connect_string()).tls(ca(&server)), policy, retry);
-        let err = fails_with_tls_quickly(b, &format!("TLS client on the plain port, {policy:?}/{retry:?}")).await;
-        assert!(err.to_string().contains("plain client port"), "{err}");
+    let (connect, ca) = (server.connect_string(), ca(&server));
+    each_combination(move |policy, retry| {
+        let b = with_policies(builder(&connect).tls(ca.clone()), policy, retry);
+        async move {
+            let err = fails_with_tls_quickly(b, &format!("TLS client on the plain port, {policy:?}/{retry:?}")).await;
+            assert!(err.to_string().contains("plain client port"), "{err}");
+        }
+    })
+    .await;
+}
+
+/// The TLS servers of one test binary get copies of one generated set of keystores (made once:
+/// `keytool` and `java` take over ten seconds a set), each in its own directory.
+#[tokio::test(flavor = "current_thread")]
+async fn tls_servers_share_one_generated_set_of_keystores() {
+    tests::init_tracing();
+    let (a, b) = tokio::join!(tls_server(TestingTls::new()), tls_server(TestingTls::new().need_client_auth(true)));
+    let (fa, fb) = (files(&a), files(&b));
+    assert_ne!(fa.dir(), fb.dir(), "each server has its own copy");
+    for (x, y) in [(fa.ca_pem(), fb.ca_pem()), (fa.server_keystore(), fb.server_keystore())] {
+        assert_eq!(std::fs::read(x).unwrap(), std::fs::read(y).unwrap(), "{} and {}", x.display(), y.display());
     }
+    // And each copy works: a client trusting the CA of `a` reaches `b`'s secure port.
+    let f = fa;
+    let tls = TlsConfig::from_ca_file(f.ca_pem()).unwrap().with_identity_files(f.client_cert_pem(), f.client_key_pem());
+    let fw = connected(builder(&secure(&b)).tls(tls.expect("client PEM"))).await;
+    assert!(fw.check_exists().for_path("/").await.unwrap().is_some());
+    fw.close().await;
 }
 
 /// A recipe over TLS: two sessions take turns on an `InterProcessMutex`.

@@ -331,7 +331,9 @@ async fn session_error_policy() {
 
 /// TestLeaderLatch.testErrorPolicies: the server goes away for good. Under `Standard` the
 /// leader hears `NotLeader(Suspended)` at the suspension, before `Lost`; under `Session` only
-/// with the loss of the session (`NotLeader(SessionLost)`).
+/// with the loss of the session (`NotLeader(SessionLost)`). Curator's retry policy (one retry
+/// after 1 ms): with the test builder's 20 retries, closing the latch with no server waited
+/// ~20 s for the delete of its node to give up (before it goes on in the background).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_policies() {
     init_tracing();
@@ -340,6 +342,7 @@ async fn error_policies() {
         let fw = connected(
             builder(&server.connect_string())
                 .connection_timeout(Duration::from_secs(1))
+                .retry_policy(RetryNTimes::new(1, Duration::from_millis(1)))
                 .connection_state_error_policy(policy),
         )
         .await;
@@ -728,14 +731,20 @@ async fn callback_dont_notify() {
 
 /// TestLeaderLatch.testNoServerAtStart: the latch starts while no server runs (its start
 /// returns after the first attempt fails); once the server is up it is elected, once, and
-/// never unelected.
+/// never unelected. A connection timeout of 500 ms (the test builder's is 2 s): each of the
+/// first attempt's 6 tries waits that long for a connection, and the server restarts only
+/// once that attempt has failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_server_at_start() {
     init_tracing();
     let mut server = TestingServer::start().await.unwrap();
     let connect = server.connect_string();
     server.stop().await.unwrap();
-    let fw = builder(&connect).retry_policy(RetryNTimes::new(5, Duration::from_millis(100))).build().unwrap();
+    let fw = builder(&connect)
+        .connection_timeout(Duration::from_millis(500))
+        .retry_policy(RetryNTimes::new(5, Duration::from_millis(100)))
+        .build()
+        .unwrap();
     fw.start().unwrap();
     let latch = LeaderLatch::builder(&fw, "/one/two/me").build().unwrap();
     let mut events = latch.events();

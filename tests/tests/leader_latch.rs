@@ -559,7 +559,11 @@ async fn observer_follows_close_step_down_and_expiry() {
     let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "a")).await.unwrap();
     assert_eq!(seen, Leader { id: "a".into(), token: term_a.fencing_token(), path: term_a.path().to_string() });
 
-    // Step down: b leads, then a again after b's expiry.
+    // Step down: b leads, then a again after b's expiry. a's term is recorded (its listener
+    // runs a little after the event) and its end noted before it steps down: a full parallel
+    // run once recorded a's start late, just before b's, and the checker saw an overlap.
+    assert!(checker.recorded("a", deadline()).await, "a's term is recorded before it steps down");
+    checker.stopping("a", "step_down()");
     a.step_down().await.unwrap();
     let term_b = b.await_leadership_timeout(deadline()).await.unwrap().expect("b leads");
     let seen = observed(&mut observer, |l| l.as_ref().is_some_and(|l| l.id == "b")).await.unwrap();

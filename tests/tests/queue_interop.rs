@@ -263,6 +263,10 @@ async fn curator_written_broken_framing_is_skipped_by_rust() {
     assert_eq!(wait_rust_items(&log, 2).await, ["before-0", "after-0"]);
     drained(&f.fw, &path).await;
     queue.close().await;
+    // The BadItem listener runs a little after the node is dropped (the listener queue): wait
+    // for it to have seen as many as there are, then compare.
+    let reported = || bad.lock().unwrap_or_else(|e| e.into_inner()).len();
+    eventually(deadline(), || async { reported() >= broken.len() }).await;
     assert_eq!(*bad.lock().unwrap(), broken, "each broken node reported once, in queue order");
     assert_eq!(rust_items(&log), ["before-0", "after-0"], "nothing of the broken nodes consumed");
     java.quit().await;
