@@ -231,6 +231,7 @@ mod atomic;
 mod barriers;
 mod leader;
 mod locks;
+mod migrations;
 mod nodes;
 mod queue;
 mod sequential;
@@ -254,6 +255,9 @@ pub use locks::{
     InterProcessSemaphoreV2, Lease, LockGuard, LockLost, LockNode, MultiLockGuard, QueuedGuard, QueuedMutex, ReadLock,
     Revoker, WriteLock, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT,
     SEMAPHORE_LOCK_PARENT, WATCH_ALL_LIMIT, WRITE_LOCK_NAME,
+};
+pub use migrations::{
+    AppliedMigrations, Migration, MigrationManager, MigrationOp, MigrationReport, MigrationSet, MIGRATION_META_NAME,
 };
 pub use nodes::{
     GroupMember, GroupMemberBuilder, MemberEvent, PersistentNode, PersistentNodeBuilder, PersistentTtlNode,
