@@ -15,7 +15,8 @@
 //! (`DistributedAtomicLong`, `DistributedAtomicInteger`, `DistributedAtomicValue`,
 //! `CachedAtomicLong`), [Barriers](#barriers) (`DistributedBarrier`, `DistributedDoubleBarrier`),
 //! [Queues](#queues) (`DistributedQueue` and the id, priority and delay queues over it,
-//! `SimpleDistributedQueue`) and [Persistent watches](#persistent-watches) (`PersistentWatcher`).
+//! `SimpleDistributedQueue`), [Persistent watches](#persistent-watches) (`PersistentWatcher`)
+//! and [Migrations](#migrations) (`MigrationManager`).
 //!
 //! # Locks
 //!
@@ -225,12 +226,21 @@
 //!
 //! [`PersistentWatcher`]: a persistent watch that outlives reconnections and sessions, as
 //! Curator's `org.apache.curator.framework.recipes.watch.PersistentWatcher`.
+//!
+//! # Migrations
+//!
+//! [`MigrationManager`] applies a [`MigrationSet`] (an ordered list of [`Migration`]s, each a
+//! list of [`MigrationOp`]s) once across every process, as Curator's x-async
+//! `MigrationManager`: under the set's [`InterProcessSemaphoreMutex`], the pending migrations go
+//! in one transaction guarded by its lease, each with a `meta-<seq>` node holding its hash. A set
+//! that grew is resumed; an applied migration that changed is refused. See the type's example.
 #![warn(missing_docs)]
 
 mod atomic;
 mod barriers;
 mod leader;
 mod locks;
+mod migrations;
 mod nodes;
 mod queue;
 mod sequential;
@@ -254,6 +264,9 @@ pub use locks::{
     InterProcessSemaphoreV2, Lease, LockGuard, LockLost, LockNode, MultiLockGuard, QueuedGuard, QueuedMutex, ReadLock,
     Revoker, WriteLock, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT,
     SEMAPHORE_LOCK_PARENT, WATCH_ALL_LIMIT, WRITE_LOCK_NAME,
+};
+pub use migrations::{
+    AppliedMigrations, Migration, MigrationManager, MigrationOp, MigrationReport, MigrationSet, MIGRATION_META_NAME,
 };
 pub use nodes::{
     GroupMember, GroupMemberBuilder, MemberEvent, PersistentNode, PersistentNodeBuilder, PersistentTtlNode,
