@@ -43,7 +43,7 @@ pub const DEFAULT_SCHEMA_NAME: &str = "__default__";
 /// assert!(fw.check_exists().for_path("/config").await?.is_some());
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SchemaSet {
     schemas: Vec<Arc<Schema>>,
     by_path: HashMap<String, Arc<Schema>>,
@@ -152,6 +152,15 @@ impl SchemaSet {
             SchemaOp::Delete => schema.validate_delete(path),
             SchemaOp::Watch(watching) => schema.validate_watch(path, watching),
         }
+    }
+}
+
+impl std::fmt::Debug for SchemaSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaSet")
+            .field("schemas", &self.schemas)
+            .field("use_default_schema", &self.default.is_some())
+            .finish()
     }
 }
 
