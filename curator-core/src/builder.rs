@@ -8,6 +8,7 @@ use crate::error::{CuratorError, Result};
 pub use crate::limits::{DEFAULT_MAX_REQUEST_LEN, SERVER_MAX_PACKET_LEN};
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
 use crate::sasl::SaslConfig;
+use crate::schema_set::SchemaSet;
 use crate::state::ErrorPolicy;
 use crate::tls::TlsConfig;
 #[cfg(doc)]
@@ -63,6 +64,7 @@ pub struct CuratorFrameworkBuilder {
     sasl: Option<SaslConfig>,
     ensemble_tracker: bool,
     metrics_name: Option<String>,
+    schema_set: Option<Arc<SchemaSet>>,
 }
 
 impl Default for CuratorFrameworkBuilder {
@@ -86,6 +88,7 @@ impl Default for CuratorFrameworkBuilder {
             sasl: None,
             ensemble_tracker: true,
             metrics_name: None,
+            schema_set: None,
         }
     }
 }
@@ -248,6 +251,14 @@ impl CuratorFrameworkBuilder {
         self.max_data_len = len;
         self
     }
+    /// Check every operation against `set` before sending it (Curator's `schemaSet`): one that
+    /// breaks the schema of its path fails with [`CuratorError::SchemaViolation`] and sends
+    /// nothing. See [`SchemaSet`] for which schema a path gets and what is checked. None by
+    /// default: everything is allowed.
+    pub fn schema_set(mut self, set: SchemaSet) -> Self {
+        self.schema_set = Some(Arc::new(set));
+        self
+    }
     /// Largest request sent (default [`DEFAULT_MAX_REQUEST_LEN`]), measured by its paths
     /// (namespace included), data and ACLs: a larger one fails with
     /// [`CuratorError::DataTooLarge`] before it is sent, where the server would close the
@@ -356,6 +367,7 @@ impl CuratorFrameworkBuilder {
             tls: self.tls,
             sasl: self.sasl,
             metrics_name,
+            schema_set: self.schema_set,
         };
         Ok((config, self.namespace))
     }
@@ -426,6 +438,8 @@ pub(crate) struct Config {
     /// The `framework` label of the connection-state gauge
     /// ([`CuratorFrameworkBuilder::metrics_name`]).
     pub(crate) metrics_name: Arc<str>,
+    /// The schemas operations are checked against ([`CuratorFrameworkBuilder::schema_set`]).
+    pub(crate) schema_set: Option<Arc<SchemaSet>>,
 }
 
 impl Config {

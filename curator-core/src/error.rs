@@ -84,6 +84,18 @@ pub enum CuratorError {
         /// The limit it is over.
         max: usize,
     },
+    /// The operation breaks the framework's [`SchemaSet`](crate::SchemaSet) (or no schema of a
+    /// set without a default schema matches its path). Nothing was sent. Curator's
+    /// `SchemaViolation`.
+    #[error("schema violation at {}: {reason} (schema {schema:?})", ShortPath(.path))]
+    SchemaViolation {
+        /// The path of the operation, as the caller gave it (relative to the namespace).
+        path: String,
+        /// The name of the schema broken ("" where no schema matches).
+        schema: String,
+        /// What is wrong ("must be ephemeral", "cannot be deleted", "data is not valid: ...").
+        reason: String,
+    },
     /// The node does not exist.
     #[error("no node {}", ShortPath(.path))]
     NoNode {
@@ -346,6 +358,7 @@ impl CuratorError {
     /// ([`NoAuth`](Self::NoAuth), [`AuthFailed`](Self::AuthFailed)), an ACL the server refuses
     /// ([`InvalidAcl`](Self::InvalidAcl)), or bad input ([`InvalidPath`](Self::InvalidPath),
     /// [`InvalidArgument`](Self::InvalidArgument), [`DataTooLarge`](Self::DataTooLarge),
+    /// [`SchemaViolation`](Self::SchemaViolation),
     /// [`NoChildrenForEphemerals`](Self::NoChildrenForEphemerals)), or a call the caller's own
     /// holds forbid ([`NotHeld`](Self::NotHeld), [`AlreadyHeld`](Self::AlreadyHeld)). A recipe
     /// whose first attempt meets one reports it from `start` instead of retrying for ever.
@@ -358,6 +371,7 @@ impl CuratorError {
                 | Self::InvalidPath { .. }
                 | Self::InvalidArgument { .. }
                 | Self::DataTooLarge { .. }
+                | Self::SchemaViolation { .. }
                 | Self::NoChildrenForEphemerals { .. }
                 | Self::NotHeld { .. }
                 | Self::AlreadyHeld { .. }
@@ -380,6 +394,7 @@ impl CuratorError {
             Self::InvalidPath { path, .. }
             | Self::InvalidArgument { path, .. }
             | Self::DataTooLarge { path, .. }
+            | Self::SchemaViolation { path, .. }
             | Self::NoNode { path }
             | Self::NodeExists { path }
             | Self::BadVersion { path }
@@ -428,7 +443,10 @@ impl CuratorError {
             Self::AuthFailed { .. } => -115,
             Self::SessionExpired { .. } | Self::Closed => -112,
             Self::Timeout { .. } => -7,
-            Self::InvalidPath { .. } | Self::InvalidArgument { .. } | Self::DataTooLarge { .. } => -8,
+            Self::InvalidPath { .. }
+            | Self::InvalidArgument { .. }
+            | Self::DataTooLarge { .. }
+            | Self::SchemaViolation { .. } => -8,
             Self::NotStarted { .. }
             | Self::AlreadyStarted { .. }
             | Self::AlreadyClosed { .. }

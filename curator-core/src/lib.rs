@@ -89,6 +89,9 @@ pub mod path;
 mod retry;
 #[cfg(feature = "sasl")]
 mod sasl;
+mod schema;
+mod schema_loader;
+mod schema_set;
 mod session;
 mod shared;
 mod state;
@@ -140,6 +143,9 @@ pub use retry::{
 #[cfg(feature = "sasl")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sasl")))]
 pub use sasl::SaslConfig;
+pub use schema::{Allowance, DataValidator, Schema, SchemaBuilder};
+pub use schema_loader::SchemaSetLoader;
+pub use schema_set::{SchemaSet, DEFAULT_SCHEMA_NAME};
 pub use session::SESSION_EVENTS_PATH;
 pub use state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
 #[cfg(feature = "tls")]

@@ -269,6 +269,7 @@ pub fn error_kind(err: &CuratorError) -> &'static str {
         CuratorError::InvalidPath { .. } => "invalid_path",
         CuratorError::InvalidArgument { .. } => "invalid_argument",
         CuratorError::DataTooLarge { .. } => "data_too_large",
+        CuratorError::SchemaViolation { .. } => "schema_violation",
         CuratorError::NoNode { .. } => "no_node",
         CuratorError::NodeExists { .. } => "node_exists",
         CuratorError::BadVersion { .. } => "bad_version",

@@ -18,6 +18,7 @@ use crate::error::{CuratorError, Result};
 use crate::framework::{CuratorFramework, Session};
 use crate::ops::{check_acl, check_request_len, check_ttl, compress, op_len, CreateMode, Pending};
 use crate::path;
+use crate::schema_set::SchemaOp;
 
 /// How missing parents are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +160,7 @@ impl CreateBuilder {
         check_ttl(path, self.mode, self.ttl)?;
         let data = if self.compressed { compress(path, data)? } else { data };
         self.fw.check_data(path, &data)?;
+        self.fw.check_schema(path, SchemaOp::Create(self.mode, &data))?;
         let (parent, node) = path::parent_and_node(path);
         let protection = self.protected.then(uuid::Uuid::new_v4);
         let full_path = match &protection {

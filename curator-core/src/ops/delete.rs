@@ -16,6 +16,7 @@ use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
 use crate::ops::{check_version, Pending};
 use crate::path;
+use crate::schema_set::SchemaOp;
 
 /// Builder of a delete. See [`CuratorFramework::delete`].
 #[derive(Debug, Clone)]
@@ -72,7 +73,10 @@ impl DeleteBuilder {
 
     /// Deletes `path`.
     pub fn for_path(self, path: &str) -> Pending<()> {
-        if let Err(err) = path::validate(path).and_then(|_| check_version(path, self.version)) {
+        let checked = path::validate(path)
+            .and_then(|_| check_version(path, self.version))
+            .and_then(|_| self.fw.check_schema(path, SchemaOp::Delete));
+        if let Err(err) = checked {
             return Pending::failed(&self.fw, CuratorEventType::Delete, path, err);
         }
         if path == "/" {

@@ -12,13 +12,16 @@ use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
 use crate::ops::{check_compression, decompress, Pending, Watch, WatchTarget};
 use crate::path;
+use crate::schema_set::SchemaOp;
 
-/// Validates `path`, then runs `read` under the retry policy with the session's client.
+/// Validates `path` (and, for a read of a node, whether it sets a watch against the schema of
+/// the path: `watching`), then runs `read` under the retry policy with the session's client.
 fn read_op<T, F, Fut>(
     fw: &CuratorFramework,
     kind: CuratorEventType,
     op: &'static str,
     path: &str,
+    watching: Option<bool>,
     read: F,
 ) -> Pending<T>
 where
@@ -26,7 +29,7 @@ where
     F: Fn(zk::Client, String) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = std::result::Result<T, zk::Error>> + Send,
 {
-    read_op_with(fw, kind, op, path, move |client, path| {
+    read_op_with(fw, kind, op, path, watching, move |client, path| {
         let fut = read(client, path.clone());
         async move { fut.await.map_err(|e| CuratorError::from_zk(&path, e)) }
     })
@@ -39,6 +42,7 @@ fn read_op_with<T, F, Fut>(
     kind: CuratorEventType,
     op: &'static str,
     path: &str,
+    watching: Option<bool>,
     read: F,
 ) -> Pending<T>
 where
@@ -46,7 +50,8 @@ where
     F: Fn(zk::Client, String) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = crate::Result<T>> + Send,
 {
-    if let Err(err) = path::validate(path) {
+    let schema = |()| watching.map_or(Ok(()), |w| fw.check_schema(path, SchemaOp::Watch(w)));
+    if let Err(err) = path::validate(path).and_then(schema) {
         return Pending::failed(fw, kind, path, err);
     }
     let (fw2, owned) = (fw.clone(), path.to_string());
@@ -214,7 +219,7 @@ impl ExistsBuilder {
     pub fn for_path(self, path: &str) -> Pending<Option<zk::Stat>> {
         let Self { fw, watch, parent_containers } = self;
         let fw2 = fw.clone();
-        read_op_with(&fw, CuratorEventType::Exists, "exists", path, move |client, path| {
+        read_op_with(&fw, CuratorEventType::Exists, "exists", path, Some(watch.is_some()), move |client, path| {
             let (fw, watch) = (fw2.clone(), watch.clone());
             async move {
                 if parent_containers {
@@ -233,7 +238,7 @@ impl ExistsBuilder {
 
     /// The stat of `path` (or `None`) and a watch for its creation, deletion or change.
     pub fn for_path_and_watch(self, path: &str) -> Pending<(Option<zk::Stat>, Watch)> {
-        read_op(&self.fw, CuratorEventType::Exists, "exists", path, |client, path| async move {
+        read_op(&self.fw, CuratorEventType::Exists, "exists", path, Some(true), |client, path| async move {
             let (stat, watcher) = client.check_and_watch_stat(&path).await?;
             Ok((stat, Watch { inner: watcher }))
         })
@@ -264,17 +269,18 @@ impl GetDataBuilder {
             return Pending::failed(&fw, CuratorEventType::GetData, path, err);
         }
         let fw2 = fw.clone();
-        let pending = read_op(&fw, CuratorEventType::GetData, "get_data", path, move |client, path| {
-            let (fw, watch) = (fw2.clone(), watch.clone());
-            async move {
-                if !watch.is_some() {
-                    return client.get_data(&path).await;
+        let pending =
+            read_op(&fw, CuratorEventType::GetData, "get_data", path, Some(watch.is_some()), move |client, path| {
+                let (fw, watch) = (fw2.clone(), watch.clone());
+                async move {
+                    if !watch.is_some() {
+                        return client.get_data(&path).await;
+                    }
+                    let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
+                    watch.deliver(&fw, &path, watcher);
+                    Ok((data, stat))
                 }
-                let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
-                watch.deliver(&fw, &path, watcher);
-                Ok((data, stat))
-            }
-        });
+            });
         if !decompressed {
             return pending;
         }
@@ -291,7 +297,7 @@ impl GetDataBuilder {
         if let (true, Err(err)) = (decompressed, check_compression(path)) {
             return Pending::failed(&self.fw, CuratorEventType::GetData, path, err);
         }
-        read_op(&self.fw, CuratorEventType::GetData, "get_data", path, move |client, path| async move {
+        read_op(&self.fw, CuratorEventType::GetData, "get_data", path, Some(true), move |client, path| async move {
             let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
             let data = if decompressed {
                 decompress(&path, &data).map_err(|_| zk::Error::UnexpectedError(format!("{path}: data is not gzip")))?
@@ -317,7 +323,7 @@ impl GetChildrenBuilder {
     pub fn for_path_with_stat(self, path: &str) -> Pending<(Vec<String>, zk::Stat)> {
         let Self { fw, watch } = self;
         let fw2 = fw.clone();
-        read_op(&fw, CuratorEventType::Children, "get_children", path, move |client, path| {
+        read_op(&fw, CuratorEventType::Children, "get_children", path, Some(watch.is_some()), move |client, path| {
             let (fw, watch) = (fw2.clone(), watch.clone());
             async move {
                 if !watch.is_some() {
@@ -332,7 +338,7 @@ impl GetChildrenBuilder {
 
     /// The children of `path`, its stat, and a watch for a change of children or deletion.
     pub fn for_path_and_watch(self, path: &str) -> Pending<(Vec<String>, zk::Stat, Watch)> {
-        read_op(&self.fw, CuratorEventType::Children, "get_children", path, |client, path| async move {
+        read_op(&self.fw, CuratorEventType::Children, "get_children", path, Some(true), |client, path| async move {
             let (children, stat, watcher) = client.get_and_watch_children(&path).await?;
             Ok((children, stat, Watch { inner: watcher }))
         })
@@ -342,7 +348,7 @@ impl GetChildrenBuilder {
 impl GetAclBuilder {
     /// The ACLs and stat of `path`.
     pub fn for_path(self, path: &str) -> Pending<(Vec<zk::Acl>, zk::Stat)> {
-        read_op(&self.fw, CuratorEventType::GetAcl, "get_acl", path, |client, path| async move {
+        read_op(&self.fw, CuratorEventType::GetAcl, "get_acl", path, None, |client, path| async move {
             client.get_acl(&path).await
         })
     }
@@ -357,7 +363,7 @@ impl GetConfigBuilder {
     pub fn for_ensemble(self) -> Pending<(Vec<u8>, zk::Stat)> {
         let Self { fw, watch } = self;
         let fw2 = fw.clone();
-        read_op(&fw, CuratorEventType::GetConfig, "getConfig", CONFIG_NODE, move |client, path| {
+        read_op(&fw, CuratorEventType::GetConfig, "getConfig", CONFIG_NODE, None, move |client, path| {
             let (fw, watch) = (fw2.clone(), watch.clone());
             async move {
                 if !watch.is_some() {

@@ -29,6 +29,7 @@ use crate::framework::CuratorFramework;
 use crate::ops::guarded::{maybe_applied, Guard, TransactionGuard};
 use crate::ops::{check_acl, check_request_len, check_version, op_len, CreateMode, Pending};
 use crate::path;
+use crate::schema_set::SchemaOp;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -152,15 +153,18 @@ impl TransactionBuilder {
                     }
                     self.fw.check_data(path, data)?;
                     check_acl(path, acl)?;
+                    self.fw.check_schema(path, SchemaOp::Create(*mode, data))?;
                 }
                 Op::Delete { path, version } => {
                     path::validate(path)?;
                     check_version(path, *version)?;
+                    self.fw.check_schema(path, SchemaOp::Delete)?;
                 }
                 Op::SetData { path, data, version } => {
                     path::validate(path)?;
                     check_version(path, *version)?;
                     self.fw.check_data(path, data)?;
+                    self.fw.check_schema(path, SchemaOp::SetData(data))?;
                 }
                 Op::Check { path, version } => {
                     path::validate(path)?;

@@ -43,6 +43,7 @@ use crate::listeners::Listeners;
 use crate::ops::Pending;
 use crate::path;
 use crate::retry::RetryLoop;
+use crate::schema_set::SchemaOp;
 use crate::task::BoxFuture;
 use crate::watcher::Fused;
 
@@ -129,7 +130,7 @@ impl AddWatchBuilder {
 
     /// Adds the watch on `path`.
     pub fn for_path(self, path: &str) -> Pending<PersistentWatch> {
-        if let Err(err) = path::validate(path) {
+        if let Err(err) = path::validate(path).and_then(|_| self.fw.check_schema(path, SchemaOp::Watch(true))) {
             return Pending::failed(&self.fw, CuratorEventType::AddWatch, path, err);
         }
         let (fw, owned, mode, watcher) = (self.fw.clone(), path.to_string(), self.mode, self.watcher);

@@ -7,6 +7,7 @@ use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
 use crate::ops::{check_acl, check_request_len, check_version, compress, op_len, Pending};
 use crate::path;
+use crate::schema_set::SchemaOp;
 
 /// Builder of a data write. See [`CuratorFramework::set_data`].
 #[derive(Debug, Clone)]
@@ -112,6 +113,7 @@ impl SetDataBuilder {
         let checked = path::validate(path)
             .and_then(|_| check_version(path, self.version))
             .and_then(|_| self.fw.check_data(path, &data))
+            .and_then(|_| self.fw.check_schema(path, SchemaOp::SetData(&data)))
             .and_then(|_| check_request_len(&self.fw, path, op_len(&self.fw, path, data.len(), &[])));
         if let Err(err) = checked {
             return Pending::failed(&self.fw, CuratorEventType::SetData, path, err);
