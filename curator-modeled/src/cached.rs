@@ -1,6 +1,6 @@
 //! [`CachedModeledFramework`]: a [`ModeledFramework`] whose reads are answered from a
 //! [`CuratorCache`] of its subtree, with typed events (Curator's `CachedModeledFramework`).
-//! Design: docs/architecture.md section 20.
+//! Design: docs/architecture.md section 18.
 
 use std::fmt;
 use std::ops::Deref;
@@ -126,7 +126,11 @@ impl<T: Send + Sync + 'static> CachedModeledFramework<T> {
                 reason: format!("outside the cache's subtree {}", self.root),
             });
         }
-        Ok(CachedModeledFramework { modeled: self.modeled.with_path(path), root: self.root.clone(), cache: self.cache.clone() })
+        Ok(CachedModeledFramework {
+            modeled: self.modeled.with_path(path),
+            root: self.root.clone(),
+            cache: self.cache.clone(),
+        })
     }
     /// The cached client at the child `name` of this one's path, sharing the cache.
     pub fn child(&self, name: &str) -> Result<Self> {

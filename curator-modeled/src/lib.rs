@@ -40,7 +40,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Every item is at the crate's root. Design: docs/architecture.md section 20.
+//! Every item is at the crate's root. Design: docs/architecture.md section 18.
 
 #![warn(missing_docs)]
 

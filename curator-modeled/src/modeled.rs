@@ -1,5 +1,5 @@
 //! [`ModeledFramework`]: typed reads and writes of the nodes a [`ModelSpec`] describes
-//! (Curator's x-async `ModeledFramework`). Design: docs/architecture.md section 20.
+//! (Curator's x-async `ModeledFramework`). Design: docs/architecture.md section 18.
 
 use std::fmt;
 
@@ -117,7 +117,10 @@ impl<T: Send + Sync + 'static> ModeledFramework<T> {
 
     /// The model in the data of node `path`; data that does not deserialize is `BadData`.
     pub(crate) fn decode(&self, path: &str, bytes: &[u8]) -> Result<T> {
-        self.spec.serializer().deserialize(bytes).map_err(|reason| CuratorError::BadData { path: path.to_string(), reason })
+        self.spec
+            .serializer()
+            .deserialize(bytes)
+            .map_err(|reason| CuratorError::BadData { path: path.to_string(), reason })
     }
 
     /// Writes `model` to the node: creates it with the spec's mode, ACL, TTL and options, or

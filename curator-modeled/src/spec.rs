@@ -42,10 +42,11 @@ pub enum DeleteOption {
 /// [`ModelSerializer`], and the create mode, ACL, TTL and create and delete options of its
 /// writes. Cheap to clone.
 ///
-/// The default options are [`CreateOption::CreateParentsAsContainers`] and
+/// The default options are Curator's: [`CreateOption::CreateParentsAsContainers`] and
 /// [`CreateOption::SetDataIfExists`] (so that `set` writes whether or not the node exists and
-/// makes its parents) and no delete option; [`ModelSpecBuilder::with_create_options`] replaces
-/// them. Curator's builder starts with no option.
+/// makes its parents), and [`DeleteOption::Guaranteed`];
+/// [`ModelSpecBuilder::with_create_options`] and [`ModelSpecBuilder::with_delete_options`]
+/// replace them.
 ///
 /// ```
 /// use curator_core::{CreateMode, ZPath};
@@ -115,7 +116,7 @@ impl<T> ModelSpec<T> {
                 acl: None,
                 ttl: None,
                 create_options: vec![CreateOption::CreateParentsAsContainers, CreateOption::SetDataIfExists],
-                delete_options: Vec::new(),
+                delete_options: vec![DeleteOption::Guaranteed],
             },
         }
     }
@@ -196,7 +197,7 @@ impl<T> ModelSpecBuilder<T> {
         self.spec.create_options = options.into_iter().collect();
         self
     }
-    /// The delete options (replacing the defaults, none).
+    /// The delete options (replacing the default, [`DeleteOption::Guaranteed`]).
     pub fn with_delete_options(mut self, options: impl IntoIterator<Item = DeleteOption>) -> Self {
         self.spec.delete_options = options.into_iter().collect();
         self

@@ -169,10 +169,9 @@ async fn acl() {
     let denied = client.set_existing(&model("John", "Galt", "Galt's Gulch", 54, 88)).await;
     assert!(matches!(denied, Err(CuratorError::NoAuth { .. })), "{denied:?}");
 
-    let authed = connected(
-        builder(&TestingServer::shared().connect_string()).authorization("digest", b"test:test".to_vec()),
-    )
-    .await;
+    let authed =
+        connected(builder(&TestingServer::shared().connect_string()).authorization("digest", b"test:test".to_vec()))
+            .await;
     ModeledFramework::new(&authed, spec).set_existing(&model("John", "Galt", "Galt's Gulch", 42, 66)).await.unwrap();
     authed.close().await;
     fw.close().await;
@@ -355,7 +354,8 @@ async fn bad_input() {
     ));
     // A transaction's create cannot take the spec's ACL.
     let acl = vec![Acl::new(Permission::ALL, AuthId::anyone())];
-    let with_acl = ModeledFramework::new(&fw, ModelSpec::<TestModel>::json(path.clone()).with_acl(acl).build().unwrap());
+    let with_acl =
+        ModeledFramework::new(&fw, ModelSpec::<TestModel>::json(path.clone()).with_acl(acl).build().unwrap());
     assert!(matches!(
         with_acl.create_in(fw.transaction(), &TestModel::default()),
         Err(CuratorError::InvalidArgument { .. })

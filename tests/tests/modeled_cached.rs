@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ZPath};
 use curator_modeled::{
-    CachedModeledFramework, ModelSpec, ModeledCacheEvent, ModeledCacheEvents, ModeledFramework,
-    RawModelSerializer,
+    CachedModeledFramework, ModelSpec, ModeledCacheEvent, ModeledCacheEvents, ModeledFramework, RawModelSerializer,
 };
 use curator_test::{ChaosProxy, TestingServer, Timing};
 use serde::{Deserialize, Serialize};
