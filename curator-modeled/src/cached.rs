@@ -146,7 +146,7 @@ impl<T: Send + Sync + 'static> CachedModeledFramework<T> {
 
     fn decode_bytes(&self, data: &ChildData, bytes: &[u8]) -> Result<ZNode<T>> {
         let model = self.modeled.decode(data.path(), bytes)?;
-        Ok(ZNode { path: ZPath::parse(data.path())?, stat: data.stat().clone(), model })
+        Ok(ZNode { path: ZPath::parse(data.path())?, stat: *data.stat(), model })
     }
 
     /// The cached model at this client's path: `None` if the cache holds no model there.
