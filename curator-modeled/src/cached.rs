@@ -21,8 +21,10 @@ use crate::znode::ZNode;
 /// and the events leave it out, as Curator does since CURATOR-609; a node whose data does not
 /// deserialize is `BadData` in a read and left out of the events, with a warning.
 ///
-/// [`child`](Self::child) gives a client below, sharing the cache; the cache is closed when
-/// [`close`](Self::close) is called or the last of them is dropped.
+/// [`child`](Self::child) and [`with_path`](Self::with_path) give clients below, sharing the
+/// cache; the cache is closed when [`close`](Self::close) is called or the last of them is
+/// dropped. The modeled client's `resolved` and `parent` (through `Deref`) give uncached
+/// clients: a parameter's value or a parent may lie outside the cached subtree.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -216,6 +218,8 @@ pub enum ModeledCacheEvent<T> {
 }
 
 /// An ordered stream of [`ModeledCacheEvent`]s; see [`CachedModeledFramework::events`].
+/// Connection changes are not among them (the framework's `connection_state_stream` has them;
+/// the cache loads again after a reconnection and reports what changed meanwhile).
 pub struct ModeledCacheEvents<T> {
     client: CachedModeledFramework<T>,
     inner: EventStream<CuratorCacheEvent>,

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::{CreateMode, CuratorError, CuratorFramework, ZPath};
-use curator_modeled::{CachedModeledFramework, ModelSpec, ModeledFramework, RawModelSerializer};
+use curator_modeled::{CachedModeledFramework, CreateOption, ModelSpec, ModeledFramework, RawModelSerializer};
 use curator_recipes::{HeldNode, InterProcessMutex};
 use curator_test::{ChaosProxy, TestingServer, Timing};
 use serde::{Deserialize, Serialize};
@@ -384,5 +384,31 @@ async fn raw_serializer() {
     client.set(&vec![1, 2, 3]).await.unwrap();
     assert_eq!(fw.get_data().for_path(&client.full_path().unwrap()).await.unwrap(), [1, 2, 3]);
     assert_eq!(client.read().await.unwrap(), [1, 2, 3]);
+    fw.close().await;
+}
+
+/// A spec with `Compress`: the node holds gzip, not JSON, and reads give the model back; a
+/// transaction, which does not compress, refuses the spec.
+#[tokio::test]
+async fn compressed() {
+    let fw = shared_client().await;
+    let path = ZPath::parse(&format!("{}/test/path", unique_path("modeled-compressed"))).unwrap();
+    let options = [CreateOption::CreateParentsIfNeeded, CreateOption::SetDataIfExists, CreateOption::Compress];
+    let spec = ModelSpec::<TestModel>::json(path).with_create_options(options).build().unwrap();
+    let client = ModeledFramework::new(&fw, spec);
+    let value = model("John", "Galt", "1 Galt's Gulch", 42, 1);
+    client.set(&value).await.unwrap();
+    let raw = fw.get_data().for_path(&client.full_path().unwrap()).await.unwrap();
+    assert_eq!(&raw[..2], [0x1f, 0x8b], "gzip's magic number");
+    assert_eq!(client.read().await.unwrap(), value);
+    client
+        .update(|mut m| {
+            m.age += 1;
+            m
+        })
+        .await
+        .unwrap();
+    assert_eq!(client.read().await.unwrap().age, 43);
+    assert!(matches!(client.set_in(fw.transaction(), &value, None), Err(CuratorError::InvalidArgument { .. })));
     fw.close().await;
 }
