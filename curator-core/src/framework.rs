@@ -19,15 +19,16 @@ use crate::builder::Config;
 use crate::builder::CuratorFrameworkBuilder;
 use crate::error::{CuratorError, Result};
 use crate::event::{CuratorEvent, UnhandledError};
-use crate::listeners::{ListenerId, Listeners};
+use crate::listeners::Listeners;
 use crate::ops::ordered::Queue;
 use crate::path;
 use crate::retry::RetryPolicy;
 pub use crate::shared::Session;
 use crate::shared::{SessionSlot, Shared};
-use crate::state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
+use crate::state::{ConnectionState, ConnectionStateEvent, ErrorPolicy};
 
 mod retry;
+mod states;
 mod wait;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,83 +279,6 @@ impl CuratorFramework {
     /// True once [`close`](Self::close) has begun.
     pub fn is_closed(&self) -> bool {
         *self.inner.lifecycle.lock().unwrap_or_else(|e| e.into_inner()) == Lifecycle::Closed
-    }
-
-    /// The latest connection state.
-    pub fn connection_state(&self) -> ConnectionState {
-        self.inner.shared.hub.current().state
-    }
-
-    /// A `watch` of the latest connection-state transition.
-    pub fn connection_state_watch(&self) -> watch::Receiver<ConnectionStateEvent> {
-        self.inner.shared.hub.watch()
-    }
-
-    /// The session of `generation` (see [`Session::generation`]) watched for its end: the one
-    /// reading of session liveness for everything held on a session (module
-    /// [`SessionLiveness`](crate::SessionLiveness)).
-    pub fn liveness(&self, generation: u64) -> crate::liveness::SessionLiveness {
-        crate::liveness::SessionLiveness::new(generation, self.inner.shared.hub.watch())
-    }
-
-    /// An ordered stream of every connection-state transition from now on. None is dropped.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let server = curator_test::TestingServer::start().await?;
-    /// use curator_core::{ConnectionState, CuratorFramework};
-    ///
-    /// let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let mut states = fw.connection_state_stream(); // before start: sees the first connection
-    /// fw.start()?;
-    /// assert_eq!(states.next().await.map(|e| e.state), Some(ConnectionState::Connected));
-    /// fw.close().await;
-    /// assert_eq!(states.next().await.map(|e| e.state), Some(ConnectionState::Closed));
-    /// assert!(states.next().await.is_none(), "the stream ends with the framework");
-    /// # Ok(()) }
-    /// ```
-    pub fn connection_state_stream(&self) -> ConnectionStateStream {
-        self.inner.shared.hub.listeners().stream()
-    }
-
-    /// Calls `listener` with every connection-state transition, in order, on the blocking pool
-    /// (a slow listener delays only itself; one that panics keeps receiving). It stops when the
-    /// framework closes.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let server = curator_test::TestingServer::start().await?;
-    /// use curator_core::{ConnectionState, CuratorFramework};
-    ///
-    /// let fw = CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    /// let id = fw.add_connection_state_listener(move |_fw, event| {
-    ///     let _ = tx.send(event.state); // may block: this runs on the blocking pool
-    /// });
-    /// fw.start()?;
-    /// assert_eq!(rx.recv().await, Some(ConnectionState::Connected));
-    /// assert!(fw.remove_connection_state_listener(id));
-    /// # fw.close().await;
-    /// # Ok(()) }
-    /// ```
-    pub fn add_connection_state_listener<F>(&self, listener: F) -> ListenerId
-    where
-        F: Fn(&CuratorFramework, &ConnectionStateEvent) + Send + Sync + 'static,
-    {
-        let this = self.downgrade();
-        self.inner.shared.hub.listeners().add_callback(Arc::new(move |event: &ConnectionStateEvent| {
-            if let Some(fw) = this.upgrade() {
-                listener(&fw, event);
-            }
-        }))
-    }
-
-    /// Removes a connection-state listener; the transitions already queued for it are still
-    /// delivered. False if it was not there.
-    pub fn remove_connection_state_listener(&self, id: ListenerId) -> bool {
-        self.inner.shared.hub.listeners().remove(id)
     }
 
     /// A handle that does not keep the framework alive (for listeners the framework owns).
