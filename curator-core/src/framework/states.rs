@@ -21,7 +21,7 @@ impl CuratorFramework {
         self.inner.shared.hub.watch()
     }
 
-    /// The session of `generation` (see [`Session::generation`]) watched for its end: the one
+    /// The session of `generation` (see [`Session::generation`](crate::Session::generation)) watched for its end: the one
     /// reading of session liveness for everything held on a session (module
     /// [`SessionLiveness`](crate::SessionLiveness)).
     pub fn liveness(&self, generation: u64) -> crate::liveness::SessionLiveness {
