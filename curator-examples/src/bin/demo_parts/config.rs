@@ -1,15 +1,18 @@
-//! Part 3: a read/write lock guards a config node; readers read it concurrently, a writer
-//! updates it with a write guarded by its hold, and a NodeCache shows every reader the new
-//! value. Then a second writer takes the write lock, its session is expired on purpose, and its
-//! guarded write is refused: nothing is written by a writer that no longer holds the lock.
+//! Part 3: typed configuration guarded by a read/write lock. The config is a model
+//! (`AppConfig`, JSON as Curator's `JacksonModelSerializer` writes it); readers hold the read
+//! lock together and read it through a cached model; a writer updates it with a transaction
+//! guarded by its write lock, and every reader's cache shows the new value. Then a second
+//! writer takes the write lock, its session is expired on purpose, and its guarded write is
+//! refused: a writer that no longer holds the lock writes nothing.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use curator_cache::{NodeCache, NodeCacheEvent};
-use curator_core::{CuratorError, Result};
+use curator_core::{CuratorError, CuratorFramework, Result, ZPath};
+use curator_modeled::{CachedModeledFramework, ModelSpec, ModeledCacheEvent, ModeledFramework};
 use curator_recipes::InterProcessReadWriteLock;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Barrier;
 
 use super::Checks;
@@ -17,6 +20,21 @@ use super::Checks;
 const CONFIG: &str = "/config/app";
 const LOCK: &str = "/config/lock";
 const READERS: usize = 4;
+
+/// The application's configuration, as every process reads and writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct AppConfig {
+    timeout_secs: u32,
+    retries: u32,
+}
+
+const OLD: AppConfig = AppConfig { timeout_secs: 30, retries: 3 };
+const NEW: AppConfig = AppConfig { timeout_secs: 45, retries: 3 };
+const STALE: AppConfig = AppConfig { timeout_secs: 99, retries: 0 };
+
+fn model(fw: &CuratorFramework) -> Result<ModeledFramework<AppConfig>> {
+    Ok(ModeledFramework::new(fw, ModelSpec::json(ZPath::parse(CONFIG)?).build()?))
+}
 
 /// Readers holding the read lock now, and the most at once.
 #[derive(Default)]
@@ -28,8 +46,9 @@ struct Occupancy {
 
 pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> Result<()> {
     let writer = crate::framework(connect, namespace, Duration::from_secs(10)).await?;
-    writer.create().creating_parents_if_needed().for_path(CONFIG, b"timeout=30s".to_vec()).await?;
-    tracing::info!("{CONFIG} = \"timeout=30s\"; {READERS} readers, one writer, lock {LOCK}");
+    let config = model(&writer)?;
+    config.set(&OLD).await?;
+    tracing::info!("{CONFIG} = {OLD:?}; {READERS} readers, one writer, lock {LOCK}");
 
     let occupancy = Arc::new(Occupancy::default());
     let all_in = Arc::new(Barrier::new(READERS));
@@ -42,10 +61,10 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
             (occupancy.clone(), all_in.clone(), read_done.clone(), written.clone());
         readers.push(tokio::spawn(async move {
             let fw = crate::framework(&connect, &namespace, Duration::from_secs(10)).await?;
-            let cache = NodeCache::new(&fw, CONFIG)?;
-            let mut events = cache.events();
-            cache.start(true)?;
-            cache.wait_initialized().await?;
+            let cached = CachedModeledFramework::new(model(&fw)?)?;
+            let mut events = cached.events();
+            cached.start()?;
+            cached.wait_initialized().await?;
             let lock = InterProcessReadWriteLock::new(&fw, LOCK)?;
 
             // All readers hold the read lock at the same time.
@@ -53,22 +72,21 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
             let now = occupancy.readers.fetch_add(1, Ordering::SeqCst) + 1;
             occupancy.most.fetch_max(now, Ordering::SeqCst);
             all_in.wait().await;
-            let before = cache.current_data().and_then(|d| d.data().map(|b| String::from_utf8_lossy(b).into_owned()));
+            let before = cached.current()?.map(|node| node.model);
             tracing::info!("  reader {r} ({now} holding the read lock so far) sees {before:?}");
             occupancy.readers.fetch_sub(1, Ordering::SeqCst);
             guard.release().await?;
             read_done.wait().await;
 
-            // The writer's update reaches this reader's NodeCache.
+            // The writer's update reaches this reader's cached model, typed.
             written.wait().await;
-            let new_value = |c: &NodeCache| c.current_data().is_some_and(|d| d.data() == Some(&b"timeout=45s"[..]));
             let update = async {
-                if new_value(&cache) {
+                if cached.current().ok().flatten().is_some_and(|node| node.model == NEW) {
                     return true;
                 }
                 while let Some(event) = events.next().await {
-                    if let NodeCacheEvent::NodeChanged(Some(d)) = event {
-                        if d.data() == Some(&b"timeout=45s"[..]) {
+                    if let ModeledCacheEvent::Updated { new, .. } | ModeledCacheEvent::Added(new) = event {
+                        if new.model == NEW {
                             return true;
                         }
                     }
@@ -76,22 +94,22 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
                 false
             };
             let seen = tokio::time::timeout(Duration::from_secs(30), update).await.unwrap_or(false);
-            let after = cache.current_data().and_then(|d| d.data().map(|b| String::from_utf8_lossy(b).into_owned()));
-            tracing::info!("  reader {r}'s NodeCache now shows {after:?}");
-            cache.close().await;
+            let after = cached.current()?.map(|node| node.model);
+            tracing::info!("  reader {r}'s cached model now shows {after:?}");
+            cached.close().await;
             fw.close().await;
             Ok::<_, CuratorError>((before, seen))
         }));
     }
 
-    // The writer waits for the readers to be done, then updates under the write lock.
+    // The writer waits for the readers to be done, then updates under the write lock, in a
+    // transaction guarded by it: the server applies it only while the lock's node exists.
     read_done.wait().await;
     let lock = InterProcessReadWriteLock::new(&writer, LOCK)?;
     let guard = lock.write_lock().acquire().await?;
     occupancy.overlaps_with_writer.fetch_add(occupancy.readers.load(Ordering::SeqCst), Ordering::SeqCst);
-    // Guarded: the server applies it only while the write lock's node exists.
-    guard.set_data(CONFIG, b"timeout=45s".to_vec()).await?;
-    tracing::info!("  writer (fencing token {:#x}) set \"timeout=45s\" under its write lock", guard.fencing_token());
+    config.set_in(guard.transaction(), &NEW, None)?.commit().await?;
+    tracing::info!("  writer (fencing token {:#x}) set {NEW:?} under its write lock", guard.fencing_token());
     guard.release().await?;
     written.wait().await;
 
@@ -99,34 +117,31 @@ pub(crate) async fn run(connect: &str, namespace: &str, checks: &mut Checks) -> 
     let mut seen_ok = true;
     for r in readers {
         let (before, seen) = r.await.map_err(|e| CuratorError::IllegalState(e.to_string()))??;
-        before_ok &= before.as_deref() == Some("timeout=30s");
+        before_ok &= before.as_ref() == Some(&OLD);
         seen_ok &= seen;
     }
     let most = occupancy.most.load(Ordering::SeqCst);
     checks.record("readers held the read lock concurrently", most == READERS, format!("{most} at once"));
-    checks.record("every reader read the old value under its lock", before_ok, "timeout=30s");
+    checks.record("every reader read the old config under its lock", before_ok, format!("{OLD:?}"));
     checks.record(
         "the writer held the lock alone",
         occupancy.overlaps_with_writer.load(Ordering::SeqCst) == 0,
         "no reader inside while writing",
     );
-    checks.record("every reader's NodeCache showed the new value", seen_ok, "timeout=45s");
+    checks.record("every reader's cached model showed the new config", seen_ok, format!("{NEW:?}"));
     let (refused, kept) = stale_writer(connect, namespace).await?;
     checks.record("a writer whose lock was lost is refused", refused.is_some(), refused.unwrap_or_default());
-    checks.record(
-        "and nothing it wrote reached the node",
-        kept.as_deref() == Some("timeout=45s"),
-        kept.unwrap_or_default(),
-    );
+    checks.record("and nothing it wrote reached the config", kept.as_ref() == Some(&NEW), format!("{kept:?}"));
     writer.close().await;
     Ok(())
 }
 
 /// A writer takes the write lock, then its session is expired from outside (as a long pause or
 /// a partition would end it); its guarded write must be refused. Returns the refusal, if any,
-/// and what the config node holds after.
-async fn stale_writer(connect: &str, namespace: &str) -> Result<(Option<String>, Option<String>)> {
+/// and the config after.
+async fn stale_writer(connect: &str, namespace: &str) -> Result<(Option<String>, Option<AppConfig>)> {
     let fw = crate::framework(connect, namespace, Duration::from_secs(10)).await?;
+    let config = model(&fw)?;
     let lock = InterProcessReadWriteLock::new(&fw, LOCK)?;
     let guard = lock.write_lock().acquire().await?;
     let session = fw.session().await?;
@@ -135,13 +150,13 @@ async fn stale_writer(connect: &str, namespace: &str) -> Result<(Option<String>,
         .await
         .map_err(|e| CuratorError::IllegalState(format!("expire_session: {e}")))?;
     drop(session);
-    let refused = match guard.set_data(CONFIG, b"timeout=99s".to_vec()).await {
+    let refused = match config.set_in(guard.transaction(), &STALE, None)?.commit().await {
         Err(err @ CuratorError::OwnNodeLost { .. }) => Some(err.to_string()),
         Err(other) => return Err(other),
         Ok(_) => None,
     };
     tracing::info!("  its guarded write: {}", refused.as_deref().unwrap_or("committed (it should not have)"));
-    let kept = fw.get_data().for_path(CONFIG).await.ok().map(|b| String::from_utf8_lossy(&b).into_owned());
+    let kept = config.read().await.ok();
     drop(guard);
     fw.close().await;
     Ok((refused, kept))
