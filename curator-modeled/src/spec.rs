@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::zk::Acl;
-use curator_core::{CreateMode, CuratorError, Result, ZPath};
+use curator_core::{Allowance, CreateMode, CuratorError, Result, Schema, ZPath};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -162,6 +162,49 @@ impl<T> ModelSpec<T> {
     pub fn with_path(&self, path: ZPath) -> ModelSpec<T> {
         ModelSpec { path, ..self.clone() }
     }
+
+    /// The [`Schema`] of the nodes this spec writes (Curator's `ModelSpec.schema()`): every path
+    /// of the spec's [`ZPath`] (a parameter matches any one node name), ephemeral and
+    /// sequential exactly as the create mode says, deletable, watched or not, and data that
+    /// must deserialize as the model: the "must deserialize as `T`" validator. Give it to a
+    /// framework's [`SchemaSet`](curator_core::SchemaSet) so that no one writes data the
+    /// model cannot read.
+    pub fn schema(&self) -> Result<Schema>
+    where
+        T: 'static,
+    {
+        let pattern = self
+            .path
+            .schema_pattern()
+            .split('/')
+            .map(|node| if node == ".*" { "[^/]+".to_string() } else { regex_escaped(node) })
+            .collect::<Vec<_>>()
+            .join("/");
+        let must = |yes: bool| if yes { Allowance::Must } else { Allowance::Cannot };
+        let serializer = self.serializer.clone();
+        Schema::builder_for_pattern(&pattern)
+            .name(self.path.to_string())
+            .ephemeral(must(self.mode.is_ephemeral()))
+            .sequential(must(self.mode.is_sequential()))
+            .watched(Allowance::Can)
+            .can_be_deleted(true)
+            .data_validator(move |_path, data| {
+                serializer.deserialize(data).map(drop).map_err(|e| format!("data cannot be read as the model: {e}"))
+            })
+            .build()
+    }
+}
+
+/// `text` with the characters a regular expression gives a meaning written as themselves.
+fn regex_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Builder of a [`ModelSpec`]; see [`ModelSpec::json`] and [`ModelSpec::builder`].

@@ -412,3 +412,36 @@ async fn compressed() {
     assert!(matches!(client.set_in(fw.transaction(), &value, None), Err(CuratorError::InvalidArgument { .. })));
     fw.close().await;
 }
+
+/// Curator's `ModelSpec.schema()` (used by `TestModeledFramework.testSchema` with a framework's
+/// schema set): the spec's schema refuses, before sending, data the model cannot read and a
+/// create mode the spec does not use, and accepts what the modeled client writes.
+#[tokio::test]
+async fn spec_schema_refuses_data_the_model_cannot_read() {
+    init_tracing();
+    let base = unique_path("modeled-schema");
+    let spec = ModelSpec::<TestModel>::json(ZPath::parse_with_ids(&format!("{base}/{{id}}")).unwrap()).build().unwrap();
+    let schema = spec.schema().unwrap();
+    let set = curator_core::SchemaSet::new(vec![schema], true).unwrap();
+    let fw = connected(builder(&TestingServer::shared().connect_string()).schema_set(set)).await;
+    let people = ModeledFramework::new(&fw, spec);
+    let john = people.resolved(["john"]).unwrap();
+    john.set(&model("John", "Galt", "1 Galt's Gulch", 42, 1)).await.unwrap();
+    assert_eq!(john.read().await.unwrap().age, 42);
+
+    let path = format!("{base}/john");
+    let refused = fw.set_data().for_path(&path, b"not json".to_vec()).await;
+    assert!(matches!(refused, Err(CuratorError::SchemaViolation { .. })), "{refused:?}");
+    let ephemeral =
+        fw.create().with_mode(CreateMode::Ephemeral).for_path(&format!("{base}/jane"), b"{}".to_vec()).await;
+    assert!(matches!(ephemeral, Err(CuratorError::SchemaViolation { .. })), "{ephemeral:?}");
+    assert!(fw.check_exists().for_path(&format!("{base}/jane")).await.unwrap().is_none(), "nothing was sent");
+    assert_eq!(john.read().await.unwrap().first_name, "John", "the model is unchanged");
+    // A path outside the spec's pattern (one more level) falls to the default schema.
+    fw.create()
+        .creating_parents_if_needed()
+        .for_path(&format!("{base}/john/extra"), b"anything".to_vec())
+        .await
+        .unwrap();
+    fw.close().await;
+}
