@@ -150,10 +150,21 @@ async fn stale_writer(connect: &str, namespace: &str) -> Result<(Option<String>,
         .await
         .map_err(|e| CuratorError::IllegalState(format!("expire_session: {e}")))?;
     drop(session);
-    let refused = match config.set_in(guard.transaction(), &STALE, None)?.commit().await {
-        Err(err @ CuratorError::OwnNodeLost { .. }) => Some(err.to_string()),
-        Err(other) => return Err(other),
-        Ok(_) => None,
+    // The write may race the expiry: a reply lost with the connection leaves its outcome
+    // unknown, and the writer asks again, as a careful writer would, until it is decided.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let refused = loop {
+        match config.set_in(guard.transaction(), &STALE, None)?.commit().await {
+            Err(err @ CuratorError::OwnNodeLost { .. }) => break Some(err.to_string()),
+            Err(err)
+                if (err.is_retryable() || matches!(err, CuratorError::OutcomeUnknown { .. }))
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tracing::info!("  its guarded write is undecided ({err}); asking again");
+            }
+            Err(other) => return Err(other),
+            Ok(_) => break None,
+        }
     };
     tracing::info!("  its guarded write: {}", refused.as_deref().unwrap_or("committed (it should not have)"));
     let kept = config.read().await.ok();
