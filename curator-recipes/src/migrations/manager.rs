@@ -19,6 +19,7 @@ pub const MIGRATION_META_NAME: &str = "meta-";
 /// already applied, in the order they were applied. See [`MigrationManager::with_filter`].
 #[derive(Debug, Clone)]
 pub struct AppliedMigrations {
+    fw: CuratorFramework,
     set: MigrationSet,
     meta_path: String,
     hashes: Vec<Vec<u8>>,
@@ -54,7 +55,7 @@ impl AppliedMigrations {
             )));
         }
         for (i, (migration, recorded)) in migrations.iter().zip(&self.hashes).enumerate() {
-            if migration.hash() != *recorded {
+            if migration.hash(&self.fw) != *recorded {
                 return Err(self.bad(format!("migration {i} ({:?}) changed since it was applied", migration.id())));
             }
         }
@@ -196,7 +197,12 @@ impl MigrationManager {
     async fn migrate_locked(&self, lock: &InterProcessSemaphoreMutex, set: &MigrationSet) -> Result<MigrationReport> {
         let held = lock.held().ok_or_else(|| CuratorError::IllegalState("the migration lock is not held".into()))?;
         let meta_path = path::make_path(&self.meta_path, set.id());
-        let applied = AppliedMigrations { set: set.clone(), hashes: self.read_hashes(&meta_path).await?, meta_path };
+        let applied = AppliedMigrations {
+            fw: self.fw.clone(),
+            set: set.clone(),
+            hashes: self.read_hashes(&meta_path).await?,
+            meta_path,
+        };
         let already_applied = applied.hashes.len();
         let meta_path = applied.meta_path.clone();
         let to_apply = match &self.filter {
@@ -214,7 +220,7 @@ impl MigrationManager {
             for op in migration.ops() {
                 tx = op.add_to(tx);
             }
-            tx = tx.create(&meta_node, migration.hash(), CreateMode::PersistentSequential);
+            tx = tx.create(&meta_node, migration.hash(&self.fw), CreateMode::PersistentSequential);
         }
         tx.commit().await?;
         let applied: Vec<String> = to_apply.iter().map(|m| m.id().to_string()).collect();
