@@ -9,12 +9,13 @@ import org.apache.zookeeper.CreateMode;
 /**
  * Prints the SHA-256 that Curator's MigrationManager records for each of a fixed list of
  * transaction operations (one line each, in hex), then for all of them as one migration
- * ("all <hex>"). Argument: the namespace, or "-" for none. Nothing is sent to a server.
+ * ("all <hex>"). Arguments: the namespace, or "-" for none, and a connect string (a namespace
+ * makes Curator ensure its node before it builds an operation; the operations are not sent).
  */
 public class MigrationHashPeer {
     public static void main(String[] args) throws Exception {
         String namespace = args[0].equals("-") ? null : args[0];
-        CuratorFramework client = CuratorFrameworkFactory.builder().connectString("127.0.0.1:1")
+        CuratorFramework client = CuratorFrameworkFactory.builder().connectString(args[1])
             .namespace(namespace).retryPolicy(new RetryOneTime(1)).build();
         client.start();
         CuratorOp[] ops = {

@@ -100,9 +100,10 @@ impl MigrationOp {
     /// path with the framework's namespace, ZooKeeper's operation code in decimal, then the text
     /// jute gives the request record (`Record.toString()`: its CSV form, ending in a newline).
     fn digest(&self, fw: &CuratorFramework, digest: &mut Sha256) {
-        let full = match fw.namespace() {
-            Some(ns) if self.path() == "/" => format!("/{ns}"),
-            Some(ns) => format!("/{ns}{}", self.path()),
+        // The namespace as the framework keeps it (`/ns`), before the operation's path.
+        let full = match fw.namespace().map(|ns| format!("/{}", ns.trim_start_matches('/'))) {
+            Some(ns) if self.path() == "/" => ns,
+            Some(ns) => format!("{ns}{}", self.path()),
             None => self.path().to_string(),
         };
         let at = csv_string(&full);
@@ -220,8 +221,7 @@ impl Migration {
     /// recorded in the migration's meta node once applied: the bytes Curator's
     /// `MigrationManager` computes for the same operations, so Rust and Java agree on which
     /// migrations of a set were applied (checked against Curator 5.4 in
-    /// `tests/tests/migrations_interop.rs` for a framework without a namespace; under a
-    /// namespace the two still differ, so a namespaced set applied by Java reads as changed).
+    /// `tests/tests/migrations_interop.rs`, with and without a namespace).
     pub fn hash(&self, fw: &CuratorFramework) -> Vec<u8> {
         let mut digest = Sha256::new();
         for op in self.ops.iter() {
