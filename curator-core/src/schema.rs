@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::error::{CuratorError, Result};
 use crate::ops::CreateMode;
+use crate::zpath::ZPath;
 
 /// Whether a schema allows, requires or forbids a property of a node (ephemeral, sequential,
 /// watched). Curator's `Schema.Allowance`.
@@ -131,6 +132,14 @@ impl Schema {
                 reason: format!("schema pattern does not compile: {e}"),
             });
         SchemaBuilder { schema }
+    }
+
+    /// A schema for every concrete path of `path` (a model's paths): its fixed nodes as
+    /// written, each parameter any one node name. The pattern is Curator's
+    /// `ZPath.toSchemaPathPattern` with the fixed nodes quoted, so a node name holding `.` or
+    /// `+` matches only itself.
+    pub fn builder_for_zpath(path: &ZPath) -> SchemaBuilder {
+        Self::builder_for_pattern(&path.schema_regex(regex_lite::escape, "[^/]+"))
     }
 
     /// A schema for the parent node of a typical recipe (Curator's `builderForRecipeParent`):

@@ -180,14 +180,20 @@ impl ZPath {
     /// Curator's schema pattern of this path: each parameter written `.*` (`/one/.*/two`), the
     /// form Curator's schema sets use.
     pub fn schema_pattern(&self) -> String {
+        self.schema_regex(str::to_string, ".*")
+    }
+
+    /// A regular expression of this path: each fixed node written by `fixed`, each parameter
+    /// as `parameter` ([`Schema::builder_for_zpath`](crate::Schema::builder_for_zpath)).
+    pub(crate) fn schema_regex(&self, fixed: impl Fn(&str) -> String, parameter: &str) -> String {
         if self.nodes.is_empty() {
             return "/".to_string();
         }
         self.nodes
             .iter()
             .map(|node| match node {
-                Node::Fixed(name) => format!("/{name}"),
-                Node::Parameter(_) => "/.*".to_string(),
+                Node::Fixed(name) => format!("/{}", fixed(name)),
+                Node::Parameter(_) => format!("/{parameter}"),
             })
             .collect()
     }

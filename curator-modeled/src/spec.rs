@@ -173,16 +173,9 @@ impl<T> ModelSpec<T> {
     where
         T: 'static,
     {
-        let pattern = self
-            .path
-            .schema_pattern()
-            .split('/')
-            .map(|node| if node == ".*" { "[^/]+".to_string() } else { regex_escaped(node) })
-            .collect::<Vec<_>>()
-            .join("/");
         let must = |yes: bool| if yes { Allowance::Must } else { Allowance::Cannot };
         let serializer = self.serializer.clone();
-        Schema::builder_for_pattern(&pattern)
+        Schema::builder_for_zpath(&self.path)
             .name(self.path.to_string())
             .ephemeral(must(self.mode.is_ephemeral()))
             .sequential(must(self.mode.is_sequential()))
@@ -193,18 +186,6 @@ impl<T> ModelSpec<T> {
             })
             .build()
     }
-}
-
-/// `text` with the characters a regular expression gives a meaning written as themselves.
-fn regex_escaped(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if "\\.+*?()|[]{}^$#&-~".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Builder of a [`ModelSpec`]; see [`ModelSpec::json`] and [`ModelSpec::builder`].
