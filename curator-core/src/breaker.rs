@@ -149,7 +149,9 @@ impl Circuit {
                     self.last = Some(event.clone());
                     check = Some((self.opening, wait));
                 }
-                None => tracing::debug!(state = ?event.state, "connection-state circuit cannot open: the policy allows no wait"),
+                None => {
+                    tracing::debug!(state = ?event.state, "connection-state circuit cannot open: the policy allows no wait")
+                }
             }
         }
         Step { forward: Some(self.pass(event)), check }

@@ -122,13 +122,17 @@ impl CircuitBreakingConnectionStateListener {
     ///
     /// # Errors
     /// [`CuratorError::NoRuntime`] outside a tokio runtime.
-    pub fn stream(policy: impl RetryPolicy + 'static, mut source: ConnectionStateStream) -> Result<ConnectionStateStream> {
+    pub fn stream(
+        policy: impl RetryPolicy + 'static,
+        mut source: ConnectionStateStream,
+    ) -> Result<ConnectionStateStream> {
         let runtime = Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: WHAT })?;
         let out = Arc::new(Listeners::new());
         out.start(runtime.clone());
         let stream = out.stream();
         let publish = out.clone();
-        let breaker = Self::unstarted(Arc::new(policy), Arc::new(move |e: &ConnectionStateEvent| publish.publish(e.clone())));
+        let breaker =
+            Self::unstarted(Arc::new(policy), Arc::new(move |e: &ConnectionStateEvent| publish.publish(e.clone())));
         breaker.start(runtime.clone());
         runtime.spawn(async move {
             while let Some(event) = source.next().await {
@@ -142,7 +146,9 @@ impl CircuitBreakingConnectionStateListener {
     /// A closed circuit in front of `listener` whose checks wait for [`start`](Self::start)
     /// (the framework's, built before its runtime is known).
     pub(crate) fn unstarted(policy: Arc<dyn RetryPolicy>, listener: Callback<ConnectionStateEvent>) -> Self {
-        Self { inner: Arc::new(Inner { circuit: Mutex::new(Circuit::new(policy)), listener, runtime: OnceLock::new() }) }
+        Self {
+            inner: Arc::new(Inner { circuit: Mutex::new(Circuit::new(policy)), listener, runtime: OnceLock::new() }),
+        }
     }
 
     /// Runs the checks on `runtime` from now on (the first runtime given is kept).

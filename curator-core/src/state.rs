@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-pub use crate::connection_state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
 use crate::breaking_listener::CircuitBreakingConnectionStateListener;
+pub use crate::connection_state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
 use crate::listeners::Listeners;
 use crate::retry::RetryPolicy;
 

@@ -29,7 +29,9 @@ fn deadline() -> Duration {
 
 /// Builds `b`, subscribes a stream and a recording listener (both before the start, so that
 /// they see `Connected`), starts it and waits for the connection.
-async fn started(b: CuratorFrameworkBuilder) -> (CuratorFramework, ConnectionStateStream, Arc<Mutex<Vec<ConnectionStateEvent>>>) {
+async fn started(
+    b: CuratorFrameworkBuilder,
+) -> (CuratorFramework, ConnectionStateStream, Arc<Mutex<Vec<ConnectionStateEvent>>>) {
     let fw = b.build().expect("valid options");
     let stream = fw.connection_state_stream();
     let heard = Arc::new(Mutex::new(Vec::new()));
@@ -43,9 +45,8 @@ async fn started(b: CuratorFrameworkBuilder) -> (CuratorFramework, ConnectionSta
 /// Waits on the framework's watch (the session's truth) until `pred` holds.
 async fn truth_until(fw: &CuratorFramework, pred: impl FnMut(&ConnectionStateEvent) -> bool) -> ConnectionStateEvent {
     let mut truth = fw.connection_state_watch();
-    let seen = tokio::time::timeout(deadline(), truth.wait_for(pred)).await;
-    let event = seen.expect("within the deadline").expect("framework alive").clone();
-    event
+    let seen = tokio::time::timeout(deadline(), async { truth.wait_for(pred).await.map(|now| now.clone()) }).await;
+    seen.expect("within the deadline").expect("framework alive")
 }
 
 /// Reads `stream` until an event passes `until`, within the deadline; all read so far.
@@ -97,7 +98,8 @@ async fn leader_latches_ride_out_a_flapping_session() {
 
 async fn flapping_latches(connect_string: String, policy: ErrorPolicy, retry: Retry) {
     const LOOPS: usize = 3;
-    let b = with_policies(builder(&connect_string), policy, retry).connection_state_circuit_breaker(RetryForever::new(HOLD));
+    let b = with_policies(builder(&connect_string), policy, retry)
+        .connection_state_circuit_breaker(RetryForever::new(HOLD));
     let (fw, mut stream, heard) = started(b).await;
     let base = unique_path("breaker-latches");
     let mut latches = Vec::new();
@@ -119,7 +121,10 @@ async fn flapping_latches(connect_string: String, policy: ErrorPolicy, retry: Re
     let told: Vec<_> = states(&seen).into_iter().filter(|s| *s != Suspended).collect();
     assert_eq!(told[..3], [Connected, Lost, Reconnected], "{policy:?}/{retry:?}: {:?}", states(&seen));
     let recovered = seen.iter().find(|e| e.state == Reconnected).expect("a reconnection");
-    assert!(recovered.new_session, "{policy:?}/{retry:?}: the recovery is a new session to the listener: {recovered:?}");
+    assert!(
+        recovered.new_session,
+        "{policy:?}/{retry:?}: the recovery is a new session to the listener: {recovered:?}"
+    );
     assert!(
         seen.len() < now.seq as usize,
         "{policy:?}/{retry:?}: the circuit held transitions back: told {:?} of {} transitions",
