@@ -1,6 +1,6 @@
 //! Circuit-breaking connection-state listeners (docs/architecture.md section 3.9) against a
-//! real ZooKeeper: a flapping connection reaches the framework's streams and listeners as one
-//! disconnection and one recovery, while locks and leaders, which read the session itself, are
+//! real ZooKeeper: a flapping connection reaches the framework's streams and listeners (and the
+//! caches, which follow the stream) as one disconnection and one recovery, while locks and leaders, which read the session itself, are
 //! told of every suspension and loss as they happen. Every fault is tried under each
 //! combination of error policy and retry policy (`tests::policies::COMBINATIONS`), the four at
 //! once. The state machine's own tests (Curator's TestCircuitBreaker and
@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
 use curator_core::{
     CircuitBreakingConnectionStateListener, ConnectionState, ConnectionStateEvent, ConnectionStateStream, CuratorError,
     CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy, RetryForever,
@@ -17,7 +18,7 @@ use curator_recipes::{InterProcessMutex, LeaderLatch, LockLost};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
 use tests::policies::{with_policies, Retry, COMBINATIONS};
-use tests::{builder, init_tracing, unique_path};
+use tests::{builder, client, init_tracing, unique_path};
 use ConnectionState::{Connected, Lost, Reconnected, Suspended};
 
 /// How long the circuit holds transitions back at a time in the flapping tests.
@@ -245,6 +246,65 @@ async fn lock_under_flaps(
     drop(guard);
     fw.close().await;
     (name, told)
+}
+
+/// A cache follows the framework's stream, so behind the circuit it is told of a flapping
+/// connection once (one suspension, one reconnection) and still converges: a child added
+/// during the flaps is in it once the circuit closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_is_told_one_suspension_and_still_converges() {
+    init_tracing();
+    let runs = COMBINATIONS.map(|(policy, retry)| cache_under_flaps(policy, retry));
+    join_all(runs).await;
+}
+
+async fn cache_under_flaps(policy: ErrorPolicy, retry: Retry) {
+    use PathChildrenCacheEvent::{ChildAdded, ConnectionLost, ConnectionReconnected, ConnectionSuspended};
+    let name = format!("{policy:?}/{retry:?}");
+    let shared = TestingServer::shared().connect_string();
+    let observer = client(&shared).await;
+    let proxy = ChaosProxy::start(&shared).await.expect("proxy");
+    let b = with_policies(builder(&proxy.connect_string()), policy, retry)
+        .connection_state_circuit_breaker(RetryForever::new(HOLD));
+    let (fw, _, _) = started(b).await;
+    let base = unique_path("breaker-cache");
+    observer.create().creating_parents_if_needed().for_path(&format!("{base}/a"), b"a".to_vec()).await.expect("a");
+    let cache = PathChildrenCache::new(&fw, &base, true).expect("cache");
+    let mut events = cache.events();
+    cache.start(StartMode::BuildInitialCache).expect("start");
+    cache.wait_initialized().await.expect("initialized");
+
+    for i in 0..2 {
+        let before = fw.connection_state_watch().borrow().seq;
+        proxy.cut();
+        if i == 0 {
+            observer.create().for_path(&format!("{base}/b"), b"b".to_vec()).await.expect("b");
+        }
+        truth_until(&fw, |e| e.seq > before && e.state.is_connected()).await;
+    }
+    let mut seen = Vec::new();
+    let done = tokio::time::timeout(deadline(), async {
+        while let Some(event) = events.next().await {
+            seen.push(event);
+            let added = seen.iter().any(|e| matches!(e, ChildAdded(d) if d.path.ends_with("/b")));
+            if added && seen.iter().any(|e| matches!(e, ConnectionReconnected)) {
+                return;
+            }
+        }
+    })
+    .await;
+    let kinds: Vec<_> = seen.iter().map(|e| format!("{:?}", e.kind())).collect();
+    assert!(done.is_ok(), "{name}: never saw b and the reconnection: {kinds:?}");
+    let suspended = seen.iter().filter(|e| matches!(e, ConnectionSuspended)).count();
+    let reconnected = seen.iter().filter(|e| matches!(e, ConnectionReconnected)).count();
+    assert_eq!((suspended, reconnected), (1, 1), "{name}: one flap told: {kinds:?}");
+    assert!(!seen.iter().any(|e| matches!(e, ConnectionLost)), "{name}: {kinds:?}");
+    let mut paths: Vec<_> = cache.current_data().iter().map(|d| d.path.clone()).collect();
+    paths.sort();
+    assert_eq!(paths, [format!("{base}/a"), format!("{base}/b")], "{name}");
+    cache.close().await;
+    fw.close().await;
+    observer.close().await;
 }
 
 /// What a lock was told, as far as the comparison goes: at an expiry the lock may hear of its
