@@ -78,7 +78,9 @@ struct Inner {
 
 impl std::fmt::Debug for CircuitBreakingConnectionStateListener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct(WHAT).field("open", &self.is_open()).finish_non_exhaustive()
+        // `try_lock`: the listener, which runs with the circuit locked, may print its breaker.
+        let open = self.inner.circuit.try_lock().map(|circuit| circuit.is_open()).ok();
+        f.debug_struct(WHAT).field("open", &open).finish_non_exhaustive()
     }
 }
 
@@ -124,22 +126,17 @@ impl CircuitBreakingConnectionStateListener {
     /// [`CuratorError::NoRuntime`] outside a tokio runtime.
     pub fn stream(
         policy: impl RetryPolicy + 'static,
-        mut source: ConnectionStateStream,
+        source: ConnectionStateStream,
     ) -> Result<ConnectionStateStream> {
         let runtime = Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: WHAT })?;
-        let out = Arc::new(Listeners::new());
-        out.start(runtime.clone());
+        let out = Listeners::new();
         let stream = out.stream();
-        let publish = out.clone();
+        // The relay owns the breaker, which owns `out`: when `source` ends, they go, and the
+        // stream ends after what was passed on.
         let breaker =
-            Self::unstarted(Arc::new(policy), Arc::new(move |e: &ConnectionStateEvent| publish.publish(e.clone())));
+            Self::unstarted(Arc::new(policy), Arc::new(move |e: &ConnectionStateEvent| out.publish(e.clone())));
         breaker.start(runtime.clone());
-        runtime.spawn(async move {
-            while let Some(event) = source.next().await {
-                breaker.state_changed(&event);
-            }
-            out.close();
-        });
+        source.relay(&runtime, move |event| breaker.state_changed(&event));
         Ok(stream)
     }
 
