@@ -124,10 +124,7 @@ impl CircuitBreakingConnectionStateListener {
     ///
     /// # Errors
     /// [`CuratorError::NoRuntime`] outside a tokio runtime.
-    pub fn stream(
-        policy: impl RetryPolicy + 'static,
-        source: ConnectionStateStream,
-    ) -> Result<ConnectionStateStream> {
+    pub fn stream(policy: impl RetryPolicy + 'static, source: ConnectionStateStream) -> Result<ConnectionStateStream> {
         let runtime = Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: WHAT })?;
         let out = Listeners::new();
         let stream = out.stream();
