@@ -57,6 +57,7 @@ pub struct CuratorFrameworkBuilder {
     can_be_read_only: bool,
     use_container_parents: bool,
     error_policy: ErrorPolicy,
+    circuit_breaker: Option<Arc<dyn RetryPolicy>>,
     max_close_wait: Duration,
     max_data_len: usize,
     max_request_len: usize,
@@ -81,6 +82,7 @@ impl Default for CuratorFrameworkBuilder {
             can_be_read_only: false,
             use_container_parents: true,
             error_policy: ErrorPolicy::Standard,
+            circuit_breaker: None,
             max_close_wait: DEFAULT_MAX_CLOSE_WAIT,
             max_data_len: DEFAULT_MAX_DATA_LEN,
             max_request_len: DEFAULT_MAX_REQUEST_LEN,
@@ -241,6 +243,43 @@ impl CuratorFrameworkBuilder {
         self.error_policy = policy;
         self
     }
+    /// Puts every connection-state stream and listener of the framework behind one circuit
+    /// timed by `policy` (Curator's `connectionStateListenerManagerFactory(
+    /// ConnectionStateListenerManagerFactory.circuitBreaking(policy))`): after a disconnection,
+    /// further transitions are held back for the policy's sleeps, so that a flapping connection
+    /// reaches them, and the recipes that follow them (the caches), as one disconnection and one
+    /// recovery ([`CircuitBreakingConnectionStateListener`] says exactly how).
+    ///
+    /// Only those views are shaped: [`connection_state_watch`](crate::CuratorFramework::connection_state_watch),
+    /// [`connection_state`](crate::CuratorFramework::connection_state),
+    /// [`liveness`](crate::CuratorFramework::liveness), and through them locks' `lost()` and
+    /// leaders' leadership, still see every transition when it happens (docs/architecture.md
+    /// section 3.9). Without this option (the default) nothing is held back.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// use std::time::Duration;
+    /// use curator_core::{ConnectionState, CuratorFramework, RetryForever};
+    ///
+    /// let fw = CuratorFramework::builder()
+    ///     .connect_string(server.connect_string())
+    ///     .connection_state_circuit_breaker(RetryForever::new(Duration::from_secs(5)))
+    ///     .build()?;
+    /// let mut states = fw.connection_state_stream(); // behind the circuit
+    /// fw.start()?;
+    /// assert_eq!(states.next().await.map(|e| e.state), Some(ConnectionState::Connected));
+    /// fw.close().await;
+    /// assert_eq!(states.next().await.map(|e| e.state), Some(ConnectionState::Closed));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// [`CircuitBreakingConnectionStateListener`]: crate::CircuitBreakingConnectionStateListener
+    pub fn connection_state_circuit_breaker(mut self, policy: impl RetryPolicy + 'static) -> Self {
+        self.circuit_breaker = Some(Arc::new(policy));
+        self
+    }
     /// How long `close()` waits for guaranteed deletes still pending.
     pub fn max_close_wait(mut self, wait: Duration) -> Self {
         self.max_close_wait = wait;
@@ -361,6 +400,7 @@ impl CuratorFrameworkBuilder {
             can_be_read_only: self.can_be_read_only,
             use_container_parents: self.use_container_parents,
             error_policy: self.error_policy,
+            circuit_breaker: self.circuit_breaker,
             max_close_wait: self.max_close_wait,
             max_data_len: self.max_data_len,
             max_request_len: self.max_request_len,
@@ -430,6 +470,9 @@ pub(crate) struct Config {
     pub(crate) can_be_read_only: bool,
     pub(crate) use_container_parents: bool,
     pub(crate) error_policy: ErrorPolicy,
+    /// The policy timing the circuit in front of the connection-state streams and listeners
+    /// (docs/architecture.md section 3.9), if any.
+    pub(crate) circuit_breaker: Option<Arc<dyn RetryPolicy>>,
     pub(crate) max_close_wait: Duration,
     pub(crate) max_data_len: usize,
     pub(crate) max_request_len: usize,

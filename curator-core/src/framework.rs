@@ -158,7 +158,7 @@ impl CuratorFramework {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| CuratorError::NoRuntime { what: FRAMEWORK })?;
         let shared = Arc::downgrade(&self.inner.shared);
         let shutdown = self.inner.shared.shutdown();
-        self.inner.shared.hub.listeners().start(handle.clone());
+        self.inner.shared.hub.start(handle.clone());
         self.inner.listeners.start(handle.clone());
         self.inner.unhandled.start(handle.clone());
         let task = handle.spawn(crate::session::run(shared, shutdown));

@@ -70,6 +70,8 @@
 
 mod acl;
 mod background;
+mod breaker;
+mod breaking_listener;
 mod builder;
 mod connect_string;
 mod connection_state;
@@ -114,6 +116,7 @@ pub use background::{
     spawn_detached, BackgroundCallback, CuratorEvent, CuratorEventType, CuratorListener, EventData,
     UnhandledErrorListener,
 };
+pub use breaking_listener::CircuitBreakingConnectionStateListener;
 pub use builder::{
     CuratorFrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_CLOSE_WAIT, DEFAULT_MAX_DATA_LEN,
     DEFAULT_MAX_REQUEST_LEN, DEFAULT_SESSION_TIMEOUT, SERVER_MAX_PACKET_LEN,

@@ -92,7 +92,7 @@ impl Shared {
     /// The shared state of a framework not started yet: an empty slot, `Latent`.
     pub(crate) fn new(config: Config) -> Self {
         Self {
-            hub: StateHub::new(config.metrics_name.clone()),
+            hub: StateHub::new(config.metrics_name.clone(), config.circuit_breaker.clone()),
             config,
             session: watch::channel(SessionSlot::Empty).0,
             shutdown: watch::channel(false).0,

@@ -14,14 +14,19 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use crate::breaking_listener::CircuitBreakingConnectionStateListener;
 pub use crate::connection_state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
 use crate::listeners::Listeners;
+use crate::retry::RetryPolicy;
 
 /// Fans each transition out to the `watch`, the streams and the listeners.
 #[derive(Debug)]
 pub(crate) struct StateHub {
     latest: watch::Sender<ConnectionStateEvent>,
-    listeners: Listeners<ConnectionStateEvent>,
+    listeners: Arc<Listeners<ConnectionStateEvent>>,
+    /// With a circuit breaker (docs/architecture.md section 3.9): the streams and listeners are
+    /// given what it passes on; the `watch` is still given every transition.
+    breaker: Option<CircuitBreakingConnectionStateListener>,
     /// Numbers and publishes one transition at a time, so that concurrent publishers cannot
     /// reorder them.
     order: Mutex<()>,
@@ -30,8 +35,9 @@ pub(crate) struct StateHub {
 }
 
 impl StateHub {
-    /// A hub at `Latent`, whose transitions the gauge shows under `metrics_name`.
-    pub(crate) fn new(metrics_name: Arc<str>) -> Self {
+    /// A hub at `Latent`, whose transitions the gauge shows under `metrics_name`; its streams
+    /// and listeners behind a circuit timed by `breaker`, if given.
+    pub(crate) fn new(metrics_name: Arc<str>, breaker: Option<Arc<dyn RetryPolicy>>) -> Self {
         let initial = ConnectionStateEvent {
             state: ConnectionState::Latent,
             session_id: 0,
@@ -40,7 +46,23 @@ impl StateHub {
             at: Instant::now(),
             seq: 0,
         };
-        Self { latest: watch::channel(initial).0, listeners: Listeners::new(), order: Mutex::new(()), metrics_name }
+        let listeners = Arc::new(Listeners::new());
+        let breaker = breaker.map(|policy| {
+            let out = listeners.clone();
+            CircuitBreakingConnectionStateListener::unstarted(
+                policy,
+                Arc::new(move |event: &ConnectionStateEvent| out.publish(event.clone())),
+            )
+        });
+        Self { latest: watch::channel(initial).0, listeners, breaker, order: Mutex::new(()), metrics_name }
+    }
+
+    /// Starts the listeners' drain tasks, and the circuit's checks, on `handle`.
+    pub(crate) fn start(&self, handle: tokio::runtime::Handle) {
+        if let Some(breaker) = &self.breaker {
+            breaker.start(handle.clone());
+        }
+        self.listeners.start(handle);
     }
 
     pub(crate) fn publish(&self, mut event: ConnectionStateEvent) {
@@ -49,7 +71,11 @@ impl StateHub {
         let previous_generation = self.latest.borrow().generation;
         event.seq = self.latest.borrow().seq + 1;
         crate::metrics::state_published(&self.metrics_name, &event, previous_generation);
-        self.listeners.publish(event.clone());
+        match &self.breaker {
+            Some(breaker) => breaker.state_changed(&event),
+            None => self.listeners.publish(event.clone()),
+        }
+        // The session's truth, never held back: locks, leaders and liveness read it.
         self.latest.send_replace(event);
     }
 
