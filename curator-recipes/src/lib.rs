@@ -13,7 +13,7 @@
 //! [Nodes that stay](#nodes-that-stay) (`PersistentNode`, `PersistentTtlNode`, `GroupMember`),
 //! [Shared values](#shared-values) (`SharedValue`, `SharedCount`), [Atomics](#atomics)
 //! (`DistributedAtomicLong`, `DistributedAtomicInteger`, `DistributedAtomicValue`,
-//! `CachedAtomicLong`), [Barriers](#barriers) (`DistributedBarrier`, `DistributedDoubleBarrier`),
+//! `CachedAtomicLong`, `CachedAtomicInteger`), [Barriers](#barriers) (`DistributedBarrier`, `DistributedDoubleBarrier`),
 //! [Queues](#queues) (`DistributedQueue` and the id, priority and delay queues over it,
 //! `SimpleDistributedQueue`), [Persistent watches](#persistent-watches) (`PersistentWatcher`)
 //! and [Migrations](#migrations) (`MigrationManager`).
@@ -145,7 +145,7 @@
 //!
 //! Atomic values in one node, Curator 5.x compatible (Curator's `recipes.atomic`):
 //! [`DistributedAtomicLong`] (8 bytes big-endian), [`DistributedAtomicInteger`] (4 bytes),
-//! [`DistributedAtomicValue`] (bytes), and [`CachedAtomicLong`] for ids from reserved blocks.
+//! [`DistributedAtomicValue`] (bytes), and [`CachedAtomicLong`] / [`CachedAtomicInteger`] for ids from reserved blocks.
 //!
 //! Every change runs an optimistic loop under the recipe's own retry policy, then, when
 //! configured, promotes to an [`InterProcessMutex`]
@@ -251,8 +251,9 @@ mod watch;
 // crate's root; `framing` stays a namespace (Curator's queue item framing). api/curator-recipes.txt
 // lists it all, and scripts/check fails when it changes unrecorded.
 pub use atomic::{
-    AtomicNumber, AtomicStats, AtomicValue, CachedAtomicLong, DistributedAtomicInteger, DistributedAtomicLong,
-    DistributedAtomicNumber, DistributedAtomicValue, PromotedToLock, WRITE_TAG_PREFIX, WRITE_TAG_REAP_AGE,
+    AtomicNumber, AtomicStats, AtomicValue, CachedAtomicInteger, CachedAtomicLong, CachedAtomicNumber,
+    DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicNumber, DistributedAtomicValue, PromotedToLock,
+    WRITE_TAG_PREFIX, WRITE_TAG_REAP_AGE,
 };
 pub use barriers::{DistributedBarrier, DistributedDoubleBarrier};
 pub use leader::{
