@@ -239,6 +239,7 @@
 mod atomic;
 mod barriers;
 mod leader;
+mod lease;
 mod locks;
 mod migrations;
 mod nodes;
@@ -260,6 +261,7 @@ pub use leader::{
     CloseMode, LatchEvent, LatchState, Leader, LeaderLatch, LeaderLatchBuilder, LeaderObserver, LeaderSelector,
     LeaderSelectorBuilder, Leadership, Participant, SelectorEvent, TermEnd, LEADER_LATCH_NAME,
 };
+pub use lease::{LeaseGrant, LeaseLost, MultiTimedLease, TimedLease};
 pub use locks::{
     HeldNode, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, Lease, LockGuard, LockLost, LockNode, MultiLockGuard, QueuedGuard, QueuedMutex, ReadLock,
