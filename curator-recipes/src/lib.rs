@@ -16,7 +16,8 @@
 //! `CachedAtomicLong`, `CachedAtomicInteger`), [Barriers](#barriers) (`DistributedBarrier`, `DistributedDoubleBarrier`),
 //! [Queues](#queues) (`DistributedQueue` and the id, priority and delay queues over it,
 //! `SimpleDistributedQueue`), [Persistent watches](#persistent-watches) (`PersistentWatcher`)
-//! and [Migrations](#migrations) (`MigrationManager`).
+//! [Migrations](#migrations) (`MigrationManager`) and [Timed leases](#timed-leases)
+//! (`TimedLease`, `MultiTimedLease`).
 //!
 //! # Locks
 //!
@@ -234,6 +235,15 @@
 //! `MigrationManager`: under the set's [`InterProcessSemaphoreMutex`], the pending migrations go
 //! in one transaction guarded by its lease, each with a `meta-<seq>` node holding its hash. A set
 //! that grew is resumed; an applied migration that changed is refused. See the type's example.
+//!
+//! # Timed leases
+//!
+//! [`TimedLease`] (kazoo's `NonBlockingLease`) is held for a duration with no session tie,
+//! renewed by its holder ([`LeaseGrant::renew`]) and taken by another once it ran out;
+//! [`MultiTimedLease`] allows `count` holders. No clock agreement is needed: the holder's end
+//! comes before any takeover as long as clock rates agree within 1% (docs/architecture.md
+//! section 20). A [`LeaseGrant`] has a fencing token and a [`lost`](LeaseGrant::lost) notice
+//! at its end.
 #![warn(missing_docs)]
 
 mod atomic;

@@ -7,8 +7,12 @@ use std::time::Duration;
 use curator_core::{path, CuratorError, CuratorFramework, Result, TransactionBuilder};
 use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
+use uuid::Uuid;
 
 use super::record::{check_duration, check_holder, Record};
+
+/// The most unconfirmed renewals a grant remembers (the oldest are forgotten).
+const MAX_UNCONFIRMED: usize = 16;
 
 /// How much longer than the holder's duration a contender waits before taking a lease over:
 /// 1% (the clock-rate assumption of docs/architecture.md section 20).
@@ -22,8 +26,8 @@ fn takeover_wait(duration: Duration) -> Duration {
 pub enum LeaseLost {
     /// Its time ran out without a renewal: from now on a contender may take it over.
     Expired,
-    /// A renewal found the node changed (deleted, or written by someone else: the same holder
-    /// id from another handle, or an operator).
+    /// The node was written by another grant of the same holder id (this handle's next grant,
+    /// or another handle's), or a renewal found it changed by someone else (an operator).
     Superseded,
     /// It was given back ([`LeaseGrant::release`]).
     Released,
@@ -45,7 +49,9 @@ pub enum LeaseLost {
 /// says when).
 ///
 /// A handle whose holder id is the one in the node takes the lease at once (kazoo's renewal by
-/// identity): the id must be unique to its holder.
+/// identity): the id must be unique to its holder. A handle's new grant supersedes its
+/// earlier one ([`LeaseLost::Superseded`], told before the new write is sent); to extend a
+/// grant, [`renew`](LeaseGrant::renew) it.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -78,6 +84,8 @@ pub struct TimedLease {
     duration: Duration,
     /// The node as last read, and when (this handle's clock): serialises attempts.
     seen: Mutex<Option<Seen>>,
+    /// This handle's last grant: superseded by its next one.
+    last: StdMutex<Weak<Grant>>,
 }
 
 /// A version of the node a contender has seen.
@@ -110,6 +118,7 @@ impl TimedLease {
             holder: holder.to_string(),
             duration,
             seen: Mutex::new(None),
+            last: StdMutex::new(Weak::new()),
         })
     }
 
@@ -152,6 +161,7 @@ impl TimedLease {
             tracing::debug!(path = %self.path, holder = %record.holder, "timed lease held by another");
             return Ok(None);
         }
+        self.supersede_last();
         let record = Record::new(&self.holder, self.duration);
         let sent = Instant::now();
         let written =
@@ -169,8 +179,18 @@ impl TimedLease {
         self.seen.lock().await.map(|s| s.at + takeover_wait(s.duration))
     }
 
+    /// Marks this handle's last grant [`LeaseLost::Superseded`] before a write that would
+    /// replace it: one handle holds one grant at a time.
+    fn supersede_last(&self) {
+        let last = self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).upgrade();
+        if let Some(grant) = last {
+            grant.mark_lost(LeaseLost::Superseded);
+        }
+    }
+
     /// Creates the missing node: a grant, or `None` when another create came first.
     async fn create(&self) -> Result<Option<LeaseGrant>> {
+        self.supersede_last();
         let record = Record::new(&self.holder, self.duration);
         let sent = Instant::now();
         let created = self
@@ -182,7 +202,9 @@ impl TimedLease {
             .await;
         match created {
             Ok((_, stat)) => Ok(Some(self.granted(stat.mzxid, stat.version, sent))),
-            Err(CuratorError::NodeExists { .. }) => Ok(None),
+            // Another create came first (and, for NoNode, that node went again while ours
+            // was being told apart from it).
+            Err(CuratorError::NodeExists { .. } | CuratorError::NoNode { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -191,17 +213,19 @@ impl TimedLease {
     fn granted(&self, mzxid: i64, version: i32, sent: Instant) -> LeaseGrant {
         let expires_at = sent + self.duration;
         tracing::info!(path = %self.path, holder = %self.holder, fencing_token = mzxid, "timed lease granted");
-        LeaseGrant::new(Grant {
+        let grant = LeaseGrant::new(Grant {
             fw: self.fw.clone(),
             path: self.path.clone(),
             holder: self.holder.clone(),
             duration: self.duration,
             token: mzxid,
-            state: StdMutex::new(GrantState { version, expires_at, lost: None }),
+            state: StdMutex::new(GrantState { version, expires_at, lost: None, unconfirmed: Vec::new() }),
             ends: watch::channel(expires_at).0,
             lost: watch::channel(None).0,
             writes: Mutex::new(()),
-        })
+        });
+        *self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::downgrade(&grant.grant);
+        grant
     }
 }
 
@@ -213,6 +237,9 @@ struct GrantState {
     /// Our clock's time when the last confirmed write was sent, plus the duration.
     expires_at: Instant,
     lost: Option<LeaseLost>,
+    /// The write ids of our renewals that failed without a verdict (a lost reply): the node
+    /// may hold one of them. Cleared by a confirmed write.
+    unconfirmed: Vec<Uuid>,
 }
 
 #[derive(Debug)]
@@ -371,33 +398,74 @@ impl LeaseGrant {
     pub async fn renew(&self) -> Result<()> {
         let grant = &self.grant;
         let _writes = grant.writes.lock().await;
-        let version = grant.held_version()?;
-        let record = Record::new(&grant.holder, grant.duration);
-        let sent = Instant::now();
-        let written =
-            grant.fw.set_data().with_version(version).idempotent().for_path(&grant.path, record.encode()).await;
-        match written {
-            Ok(stat) => {
+        let mut version = grant.held_version()?;
+        let mut resolved = false;
+        loop {
+            let record = Record::new(&grant.holder, grant.duration);
+            // Unconfirmed until a verdict: a renewal dropped on its way (cancelled) or whose
+            // reply is lost may still have been applied.
+            {
                 let mut state = grant.state();
-                if state.lost.is_some() {
-                    // The time ran out while the write was on its way: lost is final.
-                    return Err(CuratorError::NotHeld { path: grant.path.clone(), what: "the timed lease" });
+                if state.unconfirmed.len() >= MAX_UNCONFIRMED {
+                    state.unconfirmed.remove(0);
                 }
-                state.version = stat.version;
-                state.expires_at = sent + grant.duration;
-                grant.ends.send_replace(state.expires_at);
-                tracing::debug!(path = %grant.path, holder = %grant.holder, "timed lease renewed");
-                Ok(())
+                state.unconfirmed.push(record.write);
             }
-            Err(CuratorError::BadVersion { .. } | CuratorError::NoNode { .. }) => {
-                grant.mark_lost(LeaseLost::Superseded);
-                Err(CuratorError::OwnNodeLost {
-                    path: grant.path.clone(),
-                    reason: "the timed lease's node was changed by someone else".into(),
-                })
+            let sent = Instant::now();
+            let written =
+                grant.fw.set_data().with_version(version).idempotent().for_path(&grant.path, record.encode()).await;
+            match written {
+                Ok(stat) => {
+                    let mut state = grant.state();
+                    state.unconfirmed.clear();
+                    state.version = stat.version;
+                    if state.lost.is_some() {
+                        // The time ran out while the write was on its way: lost is final.
+                        return Err(CuratorError::NotHeld { path: grant.path.clone(), what: "the timed lease" });
+                    }
+                    state.expires_at = sent + grant.duration;
+                    grant.ends.send_replace(state.expires_at);
+                    tracing::debug!(path = %grant.path, holder = %grant.holder, "timed lease renewed");
+                    return Ok(());
+                }
+                Err(CuratorError::BadVersion { .. } | CuratorError::NoNode { .. }) => {
+                    // An earlier renewal whose reply was lost may have moved the version on.
+                    if !resolved {
+                        if let Some(own) = self.own_unconfirmed_version().await? {
+                            (version, resolved) = (own, true);
+                            continue;
+                        }
+                    }
+                    grant.mark_lost(LeaseLost::Superseded);
+                    return Err(CuratorError::OwnNodeLost {
+                        path: grant.path.clone(),
+                        reason: "the timed lease's node was changed by someone else".into(),
+                    });
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => Err(e),
         }
+    }
+
+    /// The node's version when it holds one of our unconfirmed writes (adopted as ours).
+    async fn own_unconfirmed_version(&self) -> Result<Option<i32>> {
+        let grant = &self.grant;
+        if grant.state().unconfirmed.is_empty() {
+            return Ok(None);
+        }
+        let (data, stat) = match grant.fw.get_data().for_path_with_stat(&grant.path).await {
+            Ok(found) => found,
+            Err(CuratorError::NoNode { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Ok(record) = Record::decode(&grant.path, &data) else { return Ok(None) };
+        let mut state = grant.state();
+        if !state.unconfirmed.contains(&record.write) {
+            return Ok(None);
+        }
+        state.unconfirmed.clear();
+        state.version = stat.version;
+        Ok(Some(stat.version))
     }
 
     /// Gives the lease back: deletes the node at the version of our last write, so that
@@ -414,12 +482,16 @@ impl LeaseGrant {
         if lost == Some(LeaseLost::Superseded) || lost == Some(LeaseLost::Released) {
             return Ok(());
         }
-        let deleted = grant.fw.delete().with_version(version).for_path(&grant.path).await;
-        match deleted {
-            Ok(()) | Err(CuratorError::BadVersion { .. } | CuratorError::NoNode { .. }) => {
-                grant.mark_lost(LeaseLost::Released);
-                Ok(())
+        // Given up before the delete can commit: nobody is granted it while we think we hold.
+        grant.mark_lost(LeaseLost::Released);
+        let mut deleted = grant.fw.delete().with_version(version).for_path(&grant.path).await;
+        if matches!(deleted, Err(CuratorError::BadVersion { .. })) {
+            if let Some(own) = self.own_unconfirmed_version().await? {
+                deleted = grant.fw.delete().with_version(own).for_path(&grant.path).await;
             }
+        }
+        match deleted {
+            Ok(()) | Err(CuratorError::BadVersion { .. } | CuratorError::NoNode { .. }) => Ok(()),
             Err(e) => Err(e),
         }
     }
