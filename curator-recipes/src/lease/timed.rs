@@ -174,7 +174,8 @@ impl TimedLease {
     }
 
     /// When this handle could take over the lease as last seen, if its holder does not renew
-    /// it: `None` before a read, or when the node was missing or this holder's.
+    /// it: `None` before a read, or when the node was missing. (A node holding this handle's
+    /// own holder id is taken at once, whatever this says.)
     pub async fn takeover_at(&self) -> Option<Instant> {
         self.seen.lock().await.map(|s| s.at + takeover_wait(s.duration))
     }
@@ -345,7 +346,8 @@ impl LeaseGrant {
 
     /// When the lease ends on this process's clock unless renewed: the time the granting (or
     /// last renewing) write was sent, plus the duration. No contender can be granted it
-    /// before then (docs/architecture.md section 20).
+    /// before then (docs/architecture.md section 20). A `tokio::time::Instant`: leases follow
+    /// tokio's clock.
     pub fn expires_at(&self) -> Instant {
         self.grant.state().expires_at
     }
