@@ -322,7 +322,9 @@ async fn stalled_holder_is_told_before_takeover() {
         };
         let renewing = tokio::time::timeout(SHORT, grant.renew()).await;
         assert!(!matches!(renewing, Ok(Ok(()))), "{case}: renewed through a cut proxy");
-        let contender = lease(&other_fw, &path, SHORT, "contender");
+        // The contender waits the holder's duration (the node's); its own grant lasts long
+        // enough to outlive the holder's reconnection below.
+        let contender = lease(&other_fw, &path, Duration::from_secs(30), "contender");
         let (taken, taken_at) = poll_grant(&case, || contender.try_acquire()).await;
         let (reason, told_at) = notice.await.expect("notice");
         assert_eq!(reason, LeaseLost::Expired, "{case}");
@@ -355,7 +357,9 @@ async fn session_expiry_and_lost_reply_keep_the_lease() {
         let holder_fw = framework(&proxy.connect_string(), policy, retry).await;
         let other_fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
         let path = unique_path("lease-expired-session");
-        let duration = Duration::from_secs(2);
+        // Longer than a new session can take to open under any policy: the renewal below must
+        // come before the end (no contender waits it out here).
+        let duration = Duration::from_secs(10);
         let grant = lease(&holder_fw, &path, duration, "holder").try_acquire().await.expect("try").expect("granted");
         let info = holder_fw.session().await.expect("session").client().session().clone();
         expire_session(&server.connect_string(), &info).await.expect("expire");
