@@ -13,10 +13,11 @@
 //! [Nodes that stay](#nodes-that-stay) (`PersistentNode`, `PersistentTtlNode`, `GroupMember`),
 //! [Shared values](#shared-values) (`SharedValue`, `SharedCount`), [Atomics](#atomics)
 //! (`DistributedAtomicLong`, `DistributedAtomicInteger`, `DistributedAtomicValue`,
-//! `CachedAtomicLong`), [Barriers](#barriers) (`DistributedBarrier`, `DistributedDoubleBarrier`),
+//! `CachedAtomicLong`, `CachedAtomicInteger`), [Barriers](#barriers) (`DistributedBarrier`, `DistributedDoubleBarrier`),
 //! [Queues](#queues) (`DistributedQueue` and the id, priority and delay queues over it,
 //! `SimpleDistributedQueue`), [Persistent watches](#persistent-watches) (`PersistentWatcher`)
-//! and [Migrations](#migrations) (`MigrationManager`).
+//! [Migrations](#migrations) (`MigrationManager`) and [Timed leases](#timed-leases)
+//! (`TimedLease`, `MultiTimedLease`).
 //!
 //! # Locks
 //!
@@ -145,7 +146,7 @@
 //!
 //! Atomic values in one node, Curator 5.x compatible (Curator's `recipes.atomic`):
 //! [`DistributedAtomicLong`] (8 bytes big-endian), [`DistributedAtomicInteger`] (4 bytes),
-//! [`DistributedAtomicValue`] (bytes), and [`CachedAtomicLong`] for ids from reserved blocks.
+//! [`DistributedAtomicValue`] (bytes), and [`CachedAtomicLong`] / [`CachedAtomicInteger`] for ids from reserved blocks.
 //!
 //! Every change runs an optimistic loop under the recipe's own retry policy, then, when
 //! configured, promotes to an [`InterProcessMutex`]
@@ -234,11 +235,21 @@
 //! `MigrationManager`: under the set's [`InterProcessSemaphoreMutex`], the pending migrations go
 //! in one transaction guarded by its lease, each with a `meta-<seq>` node holding its hash. A set
 //! that grew is resumed; an applied migration that changed is refused. See the type's example.
+//!
+//! # Timed leases
+//!
+//! [`TimedLease`] (kazoo's `NonBlockingLease`) is held for a duration with no session tie,
+//! renewed by its holder ([`LeaseGrant::renew`]) and taken by another once it ran out;
+//! [`MultiTimedLease`] allows `count` holders. No clock agreement is needed: the holder's end
+//! comes before any takeover as long as clock rates agree within 1% (docs/architecture.md
+//! section 20). A [`LeaseGrant`] has a fencing token and a [`lost`](LeaseGrant::lost) notice
+//! at its end.
 #![warn(missing_docs)]
 
 mod atomic;
 mod barriers;
 mod leader;
+mod lease;
 mod locks;
 mod migrations;
 mod nodes;
@@ -251,14 +262,16 @@ mod watch;
 // crate's root; `framing` stays a namespace (Curator's queue item framing). api/curator-recipes.txt
 // lists it all, and scripts/check fails when it changes unrecorded.
 pub use atomic::{
-    AtomicNumber, AtomicStats, AtomicValue, CachedAtomicLong, DistributedAtomicInteger, DistributedAtomicLong,
-    DistributedAtomicNumber, DistributedAtomicValue, PromotedToLock, WRITE_TAG_PREFIX, WRITE_TAG_REAP_AGE,
+    AtomicNumber, AtomicStats, AtomicValue, CachedAtomicInteger, CachedAtomicLong, CachedAtomicNumber,
+    DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicNumber, DistributedAtomicValue, PromotedToLock,
+    WRITE_TAG_PREFIX, WRITE_TAG_REAP_AGE,
 };
 pub use barriers::{DistributedBarrier, DistributedDoubleBarrier};
 pub use leader::{
     CloseMode, LatchEvent, LatchState, Leader, LeaderLatch, LeaderLatchBuilder, LeaderObserver, LeaderSelector,
     LeaderSelectorBuilder, Leadership, Participant, SelectorEvent, TermEnd, LEADER_LATCH_NAME,
 };
+pub use lease::{LeaseGrant, LeaseLost, MultiTimedLease, TimedLease};
 pub use locks::{
     HeldNode, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, Lease, LockGuard, LockLost, LockNode, MultiLockGuard, QueuedGuard, QueuedMutex, ReadLock,

@@ -1,4 +1,5 @@
-//! Apache Curator's `TestDistributedAtomicLong` and `TestCachedAtomicCounter`, in Rust, with
+//! Apache Curator's `TestDistributedAtomicLong` and `TestCachedAtomicCounter` (whose scenarios
+//! we run on `CachedAtomicInteger` too, as Curator's covers the long only), in Rust, with
 //! our own tests of bad input and corrupted nodes.
 //!
 //! Not ported: `TestCachedAtomicCounter.testWithError` overrides `DistributedAtomicLong`'s
@@ -12,8 +13,8 @@ use std::time::Duration;
 use curator_core::CuratorError;
 use curator_core::{ExponentialBackoffRetry, RetryNTimes, RetryOneTime};
 use curator_recipes::{
-    CachedAtomicLong, DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue, PromotedToLock,
-    WRITE_TAG_PREFIX,
+    CachedAtomicInteger, CachedAtomicLong, DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue,
+    PromotedToLock, WRITE_TAG_PREFIX,
 };
 use curator_test::{eventually, Timing};
 use tests::fixture::{init_tracing, unique_path, Fixture};
@@ -186,6 +187,50 @@ async fn cached_basic() {
     }
     let check = DistributedAtomicLong::new(&f.fw, &path, one_time()).expect("counter");
     assert_eq!(check.get().await.expect("get").post_value, 200, "two blocks reserved");
+    f.close().await;
+}
+
+/// Follows `TestCachedAtomicCounter.testBasic` on Curator's `CachedAtomicInteger`: 200
+/// numbers from blocks of 100, in order, the counter holding 4 bytes (Curator's integer).
+#[tokio::test]
+async fn cached_integer_basic() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let path = unique_path("cached-int");
+    let dai = DistributedAtomicInteger::new(&f.fw, &path, one_time()).expect("counter");
+    let cached = CachedAtomicInteger::new(dai, 100).expect("cached");
+    for i in 0..200 {
+        let value = cached.next().await.expect("next");
+        assert!(value.succeeded());
+        assert_eq!((value.pre_value, value.post_value), (i, i + 1));
+    }
+    assert_eq!(f.fw.get_data().for_path(&path).await.expect("read"), 200i32.to_be_bytes(), "two blocks of 4 bytes");
+    f.close().await;
+}
+
+/// Ours: an integer block reserved at the top of `i32` wraps as Java's `int` (and Curator's
+/// `CachedAtomicInteger`) does, and a cache factor below 1 is a typed error.
+#[tokio::test]
+async fn cached_integer_wraps_and_refuses_bad_factor() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let path = unique_path("cached-int-wrap");
+    let dai = DistributedAtomicInteger::new(&f.fw, &path, one_time()).expect("counter");
+    dai.force_set(i32::MAX - 1).await.expect("set");
+    let cached = CachedAtomicInteger::new(dai, 3).expect("cached");
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let value = cached.next().await.expect("next");
+        assert!(value.succeeded());
+        got.push((value.pre_value, value.post_value));
+    }
+    assert_eq!(got, [(i32::MAX - 1, i32::MAX), (i32::MAX, i32::MIN), (i32::MIN, i32::MIN + 1)]);
+    let check = DistributedAtomicInteger::new(&f.fw, &path, one_time()).expect("counter");
+    assert_eq!(check.get().await.expect("get").post_value, i32::MIN + 1, "the block's end, wrapped");
+    let dai = DistributedAtomicInteger::new(&f.fw, &path, one_time()).expect("counter");
+    assert!(matches!(CachedAtomicInteger::new(dai, 0), Err(CuratorError::InvalidArgument { .. })));
+    let dai = DistributedAtomicInteger::new(&f.fw, &path, one_time()).expect("counter");
+    assert!(matches!(CachedAtomicInteger::new(dai, -5), Err(CuratorError::InvalidArgument { .. })));
     f.close().await;
 }
 

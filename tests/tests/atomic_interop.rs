@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use curator_core::RetryNTimes;
 use curator_core::{CuratorError, CuratorFramework};
-use curator_recipes::{AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock, WRITE_TAG_PREFIX};
+use curator_recipes::{
+    AtomicValue, CachedAtomicInteger, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock, WRITE_TAG_PREFIX,
+};
 use curator_recipes::{SharedCount, SharedCountEvent, VersionedValue};
 use curator_test::{eventually, Timing};
 use tests::fixture::{init_tracing, unique_path, Fixture};
@@ -309,7 +311,8 @@ async fn curator_and_rust_increment_exactly_when_promoted_to_a_shared_mutex() {
 /// Java's wrapping past `i32::MAX` included (4 bytes big-endian). A node holding 3 bytes is
 /// rejected by both: Curator's "Corrupted data" exception, our `BadData`, for reads and
 /// increments, and the node is left as it was. A longer node is where the sides differ: Curator
-/// reads the first 4 bytes, ours is `BadData`.
+/// reads the first 4 bytes, ours is `BadData`. A `CachedAtomicInteger`'s block reservation is
+/// a 4-byte add Curator reads, and a block reserved after Java's add starts past it.
 #[tokio::test]
 async fn integers_written_by_one_side_are_read_by_the_other() {
     init_tracing();
@@ -374,7 +377,22 @@ async fn integers_written_by_one_side_are_read_by_the_other() {
         DistributedAtomicInteger::new(&f.fw, &long, RetryNTimes::new(3, Duration::from_millis(10))).expect("counter");
     assert!(matches!(as_int.get().await, Err(CuratorError::BadData { .. })));
 
-    drop((int, other, bad, as_int));
+    // CachedAtomicInteger: each block is one add of the factor, in Curator's 4 bytes.
+    let ids_path = unique_path("interop-int-cached");
+    let counter = DistributedAtomicInteger::new(&f.fw, &ids_path, RetryNTimes::new(3, Duration::from_millis(10)))
+        .expect("counter");
+    let ids = CachedAtomicInteger::new(counter, 3).expect("cached");
+    let mut handed = Vec::new();
+    for _ in 0..3 {
+        handed.push(ids.next().await.expect("next").pre_value);
+    }
+    assert_eq!(handed, [0, 1, 2]);
+    assert_eq!(java.get("int", &ids_path).await, 3, "Curator reads the reserved block's end");
+    assert_eq!(java.add("int", &ids_path, 10).await, (true, 3, 13));
+    assert_eq!(ids.next().await.expect("next").pre_value, 13, "the next block starts after Java's add");
+    assert_eq!(java.get("int", &ids_path).await, 16);
+
+    drop((int, other, bad, as_int, ids));
     java.quit().await;
     f.close().await;
 }

@@ -11,7 +11,7 @@ mod reap;
 mod result;
 mod tag;
 
-pub use cached::CachedAtomicLong;
+pub use cached::{CachedAtomicInteger, CachedAtomicLong, CachedAtomicNumber};
 pub use distributed_value::DistributedAtomicValue;
 pub use integer::DistributedAtomicInteger;
 pub use long::DistributedAtomicLong;

@@ -21,7 +21,7 @@ mod sealed {
 
 /// A number kept in a node as Curator keeps it: big-endian, fixed length; a missing or empty
 /// node is 0, any other length is corrupted data. Arithmetic wraps, as Java's.
-pub trait AtomicNumber: sealed::Sealed + Copy + Eq + std::fmt::Debug + Send + Sync + 'static {
+pub trait AtomicNumber: sealed::Sealed + Copy + Ord + std::fmt::Debug + Send + Sync + 'static {
     /// Bytes in the node.
     const LEN: usize;
     /// Big-endian bytes.
