@@ -103,7 +103,13 @@ pub(crate) async fn sessions(args: &Args) -> Result<Vec<String>> {
     let node = format!("{}/node", args.path);
     {
         let setup = crate::client(args).await?;
-        match setup.create().creating_parents_if_needed().with_mode(CreateMode::Persistent).for_path(&node, b"x".to_vec()).await {
+        match setup
+            .create()
+            .creating_parents_if_needed()
+            .with_mode(CreateMode::Persistent)
+            .for_path(&node, b"x".to_vec())
+            .await
+        {
             Ok(_) | Err(CuratorError::NodeExists { .. }) => {}
             Err(e) => return Err(e),
         }
