@@ -14,10 +14,18 @@
 //! I/O and timers are tasks on the caller's runtime, and listener callbacks run on that
 //! runtime's blocking pool, which is shared (see docs/architecture.md). Everything is closed
 //! cleanly at the end (locks released, caches and frameworks closed).
+//!
+//! Ours, `--mode listeners`: each cache also gets a callback listener; after the readings the
+//! node is written once, and the line adds how long until every listener heard the change
+//! (`listeners_all_us`) and the most threads the process had meanwhile
+//! (`listeners_threads_peak`): callbacks run on the runtime's blocking pool, which grows with
+//! the callbacks waiting at once.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use curator_cache::NodeCache;
+use curator_cache::{NodeCache, NodeCacheEvent};
 use curator_core::{CreateMode, CuratorError, CuratorFramework, ExponentialBackoffRetry, Result};
 use curator_recipes::{InterProcessMutex, LockGuard};
 use futures::stream::{StreamExt, TryStreamExt};
@@ -42,6 +50,9 @@ struct Held {
     cache: NodeCache,
     connect_us: f64,
 }
+
+/// How long every listener may take to hear the change (`--mode listeners`).
+const LISTEN_DEADLINE: Duration = Duration::from_secs(30);
 
 /// `VmRSS` in bytes and `Threads` of this process.
 fn rss_and_threads() -> (u64, u64) {
@@ -79,7 +90,7 @@ async fn settle() -> (u64, u64) {
 }
 
 /// Framework `i`: connects, takes its lock, starts its cache.
-async fn up(args: &Args, i: usize, node: &str) -> Result<Held> {
+async fn up(args: &Args, i: usize, node: &str, heard: Option<Arc<AtomicUsize>>) -> Result<Held> {
     let fw = CuratorFramework::builder()
         .connect_string(&args.connect)
         .session_timeout(Duration::from_secs(30))
@@ -93,6 +104,15 @@ async fn up(args: &Args, i: usize, node: &str) -> Result<Held> {
     let mutex = InterProcessMutex::new(&fw, &format!("{}/locks/{i:05}", args.path))?;
     let guard = mutex.acquire().await?;
     let cache = NodeCache::new(&fw, node)?;
+    if let Some(heard) = heard {
+        cache.add_listener(move |event: &NodeCacheEvent| {
+            if let NodeCacheEvent::NodeChanged(Some(data)) = event {
+                if data.data() == Some(&b"changed"[..]) {
+                    heard.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+    }
     cache.start(true)?;
     cache.wait_initialized().await?;
     Ok(Held { fw, guard, cache, connect_us })
@@ -116,12 +136,13 @@ pub(crate) async fn sessions(args: &Args) -> Result<Vec<String>> {
         setup.close().await;
     }
     let (rss0, threads0) = settle().await;
+    let heard = (args.mode == "listeners").then(|| Arc::new(AtomicUsize::new(0)));
 
     let started = Instant::now();
     let held: Vec<Held> = futures::stream::iter(0..n)
         .map(|i| {
-            let node = &node;
-            async move { up(args, i, node).await }
+            let (node, heard) = (&node, heard.clone());
+            async move { up(args, i, node, heard).await }
         })
         .buffer_unordered(CONNECT_WINDOW)
         .try_collect()
@@ -129,11 +150,16 @@ pub(crate) async fn sessions(args: &Args) -> Result<Vec<String>> {
     let connect_all = started.elapsed();
     let (rss1, threads1) = settle().await;
 
+    let listened = match &heard {
+        Some(heard) => Some(listen(&held[0].fw, &node, heard, n).await?),
+        None => None,
+    };
+
     let mut connects: Vec<f64> = held.iter().map(|h| h.connect_us).collect();
     let rss_per = rss1.saturating_sub(rss0) as f64 / n as f64;
     let threads_per = (threads1 as f64 - threads0 as f64) / n as f64;
     let (p50, p99) = (round(percentile(&mut connects, 50.0)), round(percentile(&mut connects, 99.0)));
-    let extra = json!({
+    let mut extra = json!({
         "connect_p50_us": p50,
         "connect_p99_us": p99,
         "connect_all_us": round(micros(connect_all)),
@@ -145,6 +171,10 @@ pub(crate) async fn sessions(args: &Args) -> Result<Vec<String>> {
         "threads_before": threads0,
         "threads_per_client": (threads_per * 1000.0).round() / 1000.0,
     });
+    if let (Some((all, peak)), Some(obj)) = (listened, extra.as_object_mut()) {
+        obj.insert("listeners_all_us".into(), json!(round(micros(all))));
+        obj.insert("listeners_threads_peak".into(), json!(peak));
+    }
     let result = line("sessions", n, n, connect_all, &mut connects, extra);
 
     futures::stream::iter(held)
@@ -157,4 +187,21 @@ pub(crate) async fn sessions(args: &Args) -> Result<Vec<String>> {
         })
         .await;
     Ok(vec![result])
+}
+
+/// Writes the node once and waits until all `n` listeners heard it; returns how long that took
+/// and the most threads the process had meanwhile (read every millisecond).
+async fn listen(fw: &CuratorFramework, node: &str, heard: &AtomicUsize, n: usize) -> Result<(Duration, u64)> {
+    let t0 = Instant::now();
+    fw.set_data().for_path(node, b"changed".to_vec()).await?;
+    let mut peak = rss_and_threads().1;
+    while heard.load(Ordering::Relaxed) < n {
+        if t0.elapsed() > LISTEN_DEADLINE {
+            let got = heard.load(Ordering::Relaxed);
+            return Err(CuratorError::IllegalState(format!("{got} of {n} listeners heard the change")));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await; // the poll interval
+        peak = peak.max(rss_and_threads().1);
+    }
+    Ok((t0.elapsed(), peak))
 }
