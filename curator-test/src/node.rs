@@ -98,6 +98,12 @@ fn millis(d: Duration) -> u128 {
     d.as_millis().max(1)
 }
 
+/// The client port's listen backlog. ZooKeeper's default (50) overflows when many clients
+/// connect at once (a benchmark connects 64 sessions at a time): the kernel drops the SYNs,
+/// and each such connect waits out the 1 s SYN retransmission. The kernel caps it at
+/// `net.core.somaxconn`.
+const LISTEN_BACKLOG: u32 = 1024;
+
 impl Node {
     /// Creates `base/name/{data, zoo.cfg}` (and `myid` for ensemble members). Does not start.
     pub(crate) fn create(
@@ -127,6 +133,7 @@ impl Node {
             let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
         }
         let _ = writeln!(cfg, "maxClientCnxns=0");
+        let _ = writeln!(cfg, "clientPortListenBacklog={LISTEN_BACKLOG}");
         let _ = writeln!(cfg, "admin.enableServer=false");
         let _ = writeln!(cfg, "4lw.commands.whitelist=*");
         let _ = writeln!(cfg, "extendedTypesEnabled=true");

@@ -168,6 +168,23 @@ async fn builder_options_reach_the_server() {
     assert_eq!(client.session_timeout(), Duration::from_secs(3), "max session timeout not applied");
 }
 
+/// The server's listen backlog takes a burst of connections: ZooKeeper's default (50) made the
+/// kernel drop SYNs when 64 frameworks connected at once (issue 30's `sessions` benchmark: 13 of
+/// 1,000 connects counted in `TcpExtListenOverflows`, each then waiting out the 1 s SYN
+/// retransmission, which was the connect time's p99).
+#[tokio::test]
+async fn the_listen_backlog_takes_a_burst_of_connections() {
+    init_tracing();
+    let server = TestingServer::start().await.unwrap();
+    let conf = four_letter_word(&server.connect_string(), "conf").await.unwrap();
+    let backlog = conf
+        .lines()
+        .find_map(|l| l.strip_prefix("clientPortListenBacklog="))
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or_else(|| panic!("no clientPortListenBacklog in\n{conf}"));
+    assert!(backlog >= 1024, "listen backlog {backlog}, not at least 1024");
+}
+
 /// Every server curator-test starts carries `-Dcurator.test.run=<the CURATOR_TEST_RUN
 /// environment variable, or "none">` on its command line, so that `scripts/test` checks for
 /// leftovers among the servers its own run started only, not a ZooKeeper the tests did not

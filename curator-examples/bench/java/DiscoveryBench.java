@@ -4,6 +4,7 @@
 //
 // Usage: java DiscoveryBench --connect HOST:PORT --path /bench/x [--instances 1000] [--caches 5]
 //                            [--adds 200]
+//        java DiscoveryBench --scenario discovery_scale --connect HOST:PORT --path /bench/x [--instances 1000]
 //
 // A registrar client registers N instances of the service "bench" under <path>/services with
 // Curator's ServiceDiscovery (JsonInstanceSerializer, a HashMap payload, DYNAMIC, ids i-<n>),
@@ -15,6 +16,12 @@
 // must; the moment is taken when cacheChanged() is called (before the lookup, in Curator's
 // favour). An event sample runs from just before registerService() to the last cache's moment;
 // the next registration starts only then. Prints two JSON lines.
+//
+// discovery_scale (issue 30): the registrar registers N instances the same way (not timed); then,
+// after System.gc(), the process reads its resident memory (VmRSS) and used heap, one more client
+// starts a ServiceCache of "bench" (the sample runs from just before start() to its return, the
+// instances loaded), and after another System.gc() reads them again. Prints one JSON line: the
+// load time and the growth of resident memory and of used heap over N.
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -51,6 +58,10 @@ public class DiscoveryBench {
             args.put(argv[i].replaceFirst("^--", ""), argv[i + 1]);
         }
         String scenario = args.getOrDefault("scenario", "discovery_cache");
+        if (scenario.equals("discovery_scale")) {
+            discoveryScale(args);
+            return;
+        }
         if (!scenario.equals("discovery_cache")) {
             System.err.println("DiscoveryBench: unsupported scenario " + scenario);
             System.exit(3);
@@ -64,14 +75,7 @@ public class DiscoveryBench {
         // The registrar and its N instances, registered up front (not timed).
         CuratorFramework registrarClient = client(connect);
         ServiceDiscovery<Map> registrar = discovery(registrarClient, base);
-        ExecutorService pool = Executors.newFixedThreadPool(16);
-        List<Future<?>> pending = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            ServiceInstance<Map> inst = instance(i);
-            pending.add(pool.submit(() -> { registrar.registerService(inst); return null; }));
-        }
-        for (Future<?> f : pending) f.get();
-        pool.shutdown();
+        registerAll(registrar, n);
 
         // The caches: each on its own client, started one after the other.
         final long[][] addedAt = new long[c][adds];
@@ -187,6 +191,66 @@ public class DiscoveryBench {
         for (ServiceDiscovery<Map> d : discoveries) d.close();
         for (CuratorFramework client : cacheClients) client.close();
         registrarClient.close(); // the session ends; the server deletes the instances
+    }
+
+    /** Registers instances 0..n-1 from a few threads. */
+    static void registerAll(ServiceDiscovery<Map> registrar, int n) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(16);
+        List<Future<?>> pending = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            ServiceInstance<Map> inst = instance(i);
+            pending.add(pool.submit(() -> { registrar.registerService(inst); return null; }));
+        }
+        for (Future<?> f : pending) f.get();
+        pool.shutdown();
+        if (!pool.awaitTermination(30, TimeUnit.SECONDS)) throw new IllegalStateException("the registering pool did not end");
+    }
+
+    /** discovery_scale: one ServiceCache's load of N instances, its time and memory. */
+    static void discoveryScale(Map<String, String> args) throws Exception {
+        String connect = args.getOrDefault("connect", "127.0.0.1:2181");
+        String base = args.getOrDefault("path", "/bench/java-" + Long.toString(System.nanoTime(), 36)) + "/services";
+        int n = Math.max(1, Integer.parseInt(args.getOrDefault("instances", "1000")));
+        CuratorFramework registrarClient = client(connect);
+        ServiceDiscovery<Map> registrar = discovery(registrarClient, base);
+        registerAll(registrar, n);
+
+        long[] before = memory();
+        CuratorFramework client = client(connect);
+        ServiceDiscovery<Map> d = discovery(client, base);
+        ServiceCache<Map> cache = d.serviceCacheBuilder().name(SERVICE).build();
+        long t0 = System.nanoTime();
+        cache.start();
+        long load = System.nanoTime() - t0;
+        long[] after = memory();
+        int loaded = cache.getInstances().size();
+        if (loaded != n) throw new IllegalStateException("the cache loaded " + loaded + " instances, not " + n);
+        String us = BenchStats.us(load);
+        System.out.println(String.format(Locale.ROOT,
+                "{\"impl\":\"%s\",\"scenario\":\"discovery_scale\",\"clients\":1,\"ops\":%d,\"ops_per_s\":%.1f,"
+                        + "\"p50_us\":%s,\"p99_us\":%s,\"instances\":%d,\"init_us\":%s,\"rss_bytes_per_instance\":%.0f,"
+                        + "\"rss_before_bytes\":%d,\"rss_after_bytes\":%d,\"heap_bytes_per_instance\":%.0f}",
+                IMPL, n, n / (load / 1e9), us, us, n, us, (after[0] - before[0]) / (double) n, before[0], after[0],
+                (after[1] - before[1]) / (double) n));
+        System.out.flush();
+
+        cache.close();
+        d.close();
+        registrar.close();
+        client.close();
+        registrarClient.close();
+    }
+
+    /** {VmRSS bytes, used heap bytes} after a System.gc(). */
+    static long[] memory() throws Exception {
+        System.gc();
+        Runtime rt = Runtime.getRuntime();
+        long heap = rt.totalMemory() - rt.freeMemory();
+        long rss = 0;
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Paths.get("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) rss = Long.parseLong(line.split("\\s+")[1]) * 1024;
+        }
+        return new long[] {rss, heap};
     }
 
     static ServiceInstance<Map> instance(int n) throws Exception {

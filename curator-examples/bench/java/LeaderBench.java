@@ -11,7 +11,9 @@
 // Server requests per handoff: the server's zk_packets_received (the mntr four-letter word) once
 // the server has been quiet for 10 ms before the close, and again once it is quiet after the
 // new leader's callback (less the mntr readings, which the server counts too); the rejoin falls
-// outside. Prints one JSON line.
+// outside. Requests per cycle count the rejoin too: from the same reading to one once the server is
+// quiet after the rejoin (which also keeps the rejoin's requests out of the next handoff's count).
+// Prints one JSON line.
 
 import java.util.Arrays;
 import java.util.HashMap;
@@ -58,7 +60,7 @@ public class LeaderBench {
         if (awaitElected(-1)[0] != 0) throw new IllegalStateException("p-000 should lead first");
         int leader = 0;
 
-        long[] samples = new long[h], closes = new long[h], requests = new long[h];
+        long[] samples = new long[h], closes = new long[h], requests = new long[h], cycles = new long[h];
         for (int k = 0; k < h; k++) {
             long p0 = BenchStats.quietPackets(connect);
             long t0 = System.nanoTime();
@@ -68,21 +70,25 @@ public class LeaderBench {
             samples[k] = next[1] - t0;
             requests[k] = BenchStats.quietPackets(connect) - p0;
             latches[leader] = join(clients[leader], dir, leader); // rejoins at the end of the line
+            cycles[k] = BenchStats.quietPackets(connect) - p0;
             leader = (int) next[0];
         }
 
         double seconds = Arrays.stream(samples).sum() / 1e9;
         double meanRequests = Arrays.stream(requests).sum() / (double) h;
+        double meanCycle = Arrays.stream(cycles).sum() / (double) h;
         Arrays.sort(samples);
         Arrays.sort(closes);
         Arrays.sort(requests);
+        Arrays.sort(cycles);
         System.out.println(String.format(Locale.ROOT,
                 "{\"impl\":\"%s\",\"scenario\":\"leader_failover\",\"clients\":%d,\"ops\":%d,\"ops_per_s\":%.1f,"
                         + "\"p50_us\":%s,\"p99_us\":%s,\"participants\":%d,\"handoffs\":%d,"
                         + "\"requests_per_handoff_p50\":%d,\"requests_per_handoff_mean\":%.2f,"
+                        + "\"requests_per_cycle_p50\":%d,\"requests_per_cycle_mean\":%.2f,"
                         + "\"close_p50_us\":%s,\"close_p99_us\":%s}",
                 IMPL, n, h, h / seconds, BenchStats.us(BenchStats.pct(samples, 50)), BenchStats.us(BenchStats.pct(samples, 99)),
-                n, h, BenchStats.pct(requests, 50), meanRequests,
+                n, h, BenchStats.pct(requests, 50), meanRequests, BenchStats.pct(cycles, 50), meanCycle,
                 BenchStats.us(BenchStats.pct(closes, 50)), BenchStats.us(BenchStats.pct(closes, 99))));
         System.out.flush();
 

@@ -212,3 +212,68 @@ pub(crate) async fn discovery_cache(args: &Args) -> Result<Vec<String>> {
     }
     Ok(vec![init_line, event_line])
 }
+
+/// Scenario `discovery_scale` (issue 30): one `ServiceCache`'s first load of a service with
+/// `--instances N` instances, and what the loaded instances cost in resident memory.
+///
+/// A registrar framework registers the N instances up front, [`REGISTER_WINDOW`] at a time (not
+/// timed). Then the process reads its resident memory (`VmRSS`), one more framework starts a
+/// `ServiceCache` of the service, and the sample runs from just before `ServiceCache::start()` to
+/// the return of its `ready()`; the memory is read again once the load is done. The line's p50,
+/// p99 and `init_us` are that one load; `rss_bytes_per_instance` is the memory's growth over N
+/// (the cache's framework and its session included, as Curator's side counts them too).
+pub(crate) async fn discovery_scale(args: &Args) -> Result<Vec<String>> {
+    let n = args.instances.max(1);
+    let base = format!("{}/services", args.path);
+
+    let registrar_fw = crate::client(args).await?;
+    let registrar = discovery(&registrar_fw, &base)?;
+    {
+        use futures::stream::TryStreamExt;
+        futures::stream::iter((0..n).map(|i| Ok::<_, CuratorError>(instance(i))))
+            .map_ok(|inst| {
+                let registrar = &registrar;
+                async move { registrar.register(inst).await.map_err(into_curator) }
+            })
+            .try_buffer_unordered(REGISTER_WINDOW)
+            .try_collect::<Vec<()>>()
+            .await?;
+    }
+
+    let before = crate::report::memory_kib().0;
+    let fw = crate::client(args).await?;
+    let d = discovery(&fw, &base)?;
+    let cache = d.service_cache_builder(SERVICE).build().map_err(into_curator)?;
+    let t0 = Instant::now();
+    cache.start().map_err(into_curator)?;
+    cache.ready().await.map_err(into_curator)?;
+    let load = t0.elapsed();
+    let after = crate::report::memory_kib().0;
+    let loaded = cache.instances().len();
+    if loaded != n {
+        return Err(CuratorError::IllegalState(format!("the cache loaded {loaded} instances, not {n}")));
+    }
+    let load_us = round(micros(load));
+    let rss_per = after.saturating_sub(before) as f64 * 1024.0 / n as f64;
+    let result = line(
+        "discovery_scale",
+        1,
+        n,
+        load,
+        &mut [load_us],
+        json!({
+            "instances": n,
+            "init_us": load_us,
+            "rss_bytes_per_instance": rss_per.round(),
+            "rss_before_bytes": before * 1024,
+            "rss_after_bytes": after * 1024,
+        }),
+    );
+
+    cache.close().await;
+    d.close().await;
+    registrar.close().await;
+    fw.close().await;
+    registrar_fw.close().await;
+    Ok(vec![result])
+}

@@ -11,7 +11,11 @@
 //! Server requests per handoff: the server's `zk_packets_received` (the `mntr` four-letter
 //! word, less the `mntr` readings themselves, which the server counts too), read once the
 //! server has been quiet for 10 ms before the close and again once it is quiet after the new
-//! leader's event; the rejoin falls outside. The Java side (`bench/java/LeaderBench.java`) does
+//! leader's event; the rejoin falls outside. Requests per cycle count the rejoin too: from the
+//! same reading before the close to one once the server is quiet after the rejoin (a latch's
+//! join costs more than its handoff when it watches every node ahead, docs/architecture.md
+//! section 8.3); that reading also keeps the rejoin's requests out of the next handoff's count.
+//! The Java side (`bench/java/LeaderBench.java`) does
 //! the same with Curator's `LeaderLatch`. Besides the contract's keys the line carries the
 //! median and mean requests per handoff and how long `close()` took.
 
@@ -88,6 +92,7 @@ pub(crate) async fn leader_failover(args: &Args) -> Result<Vec<String>> {
     let mut samples = Vec::with_capacity(h);
     let mut closes = Vec::with_capacity(h);
     let mut requests = Vec::with_capacity(h);
+    let mut cycles = Vec::with_capacity(h);
     for _ in 0..h {
         let p0 = counter.quiet().await?;
         let t0 = Instant::now();
@@ -97,16 +102,20 @@ pub(crate) async fn leader_failover(args: &Args) -> Result<Vec<String>> {
         samples.push(micros(at.saturating_duration_since(t0)));
         requests.push(counter.quiet().await?.saturating_sub(p0) as f64);
         latches[leader] = join(&fws[leader], &dir, leader, &tx).await?; // at the end of the line
+        cycles.push(counter.quiet().await?.saturating_sub(p0) as f64);
         leader = next;
     }
 
     let wall = Duration::from_secs_f64(samples.iter().sum::<f64>() / 1e6);
     let mean_requests = requests.iter().sum::<f64>() / h as f64;
+    let mean_cycle = cycles.iter().sum::<f64>() / h as f64;
     let extra = json!({
         "participants": n,
         "handoffs": h,
         "requests_per_handoff_p50": percentile(&mut requests, 50.0),
         "requests_per_handoff_mean": (mean_requests * 100.0).round() / 100.0,
+        "requests_per_cycle_p50": percentile(&mut cycles, 50.0),
+        "requests_per_cycle_mean": (mean_cycle * 100.0).round() / 100.0,
         "close_p50_us": round(percentile(&mut closes, 50.0)),
         "close_p99_us": round(percentile(&mut closes, 99.0)),
     });

@@ -18,7 +18,10 @@
 //! producer and C consumer sessions on one `DistributedQueue`, items per second put and taken;
 //! see queue.rs) and `guarded_set` (`--cycles N`: one session writes a node N times with a
 //! plain `set_data`, then N times with a mutex guard's guarded `set_data`; latency and requests
-//! per write of each; see guarded.rs). Not a scenario: `--scenario serve [--force-sync no]`
+//! per write of each; see guarded.rs) and `discovery_scale` (`--instances N`: one `ServiceCache`'s
+//! load time and resident memory per instance; see discovery.rs) and `sessions` (`--clients N`
+//! frameworks in one process, each holding a lock node and a `NodeCache`: connect time, resident
+//! memory and threads per framework; see sessions.rs). Not a scenario: `--scenario serve [--force-sync no]`
 //! starts a throwaway ZooKeeper (curator-test's `TestingServer`), prints its connect string and
 //! stops it when stdin closes (scripts/bench-group, scripts/bench-discovery, scripts/bench-leader,
 //! scripts/bench-atomic and scripts/bench-queue use it).
@@ -34,6 +37,7 @@ mod locks;
 mod queue;
 mod raw;
 mod report;
+mod sessions;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -84,6 +88,8 @@ fn main() -> ExitCode {
             "cache_memory" => cache::cache_memory(&args).await.map(Some),
             "group_leave" => group::group_leave(&args).await.map(Some),
             "discovery_cache" => discovery::discovery_cache(&args).await.map(Some),
+            "discovery_scale" => discovery::discovery_scale(&args).await.map(Some),
+            "sessions" => sessions::sessions(&args).await.map(Some),
             "leader_failover" => leader::leader_failover(&args).await.map(Some),
             "atomic_increments" => atomic::atomic_increments(&args).await.map(Some),
             "queue" => queue::queue(&args).await.map(Some),
