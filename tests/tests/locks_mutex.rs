@@ -650,13 +650,18 @@ async fn a_contended_cycle_costs_five_requests() {
     let mut fws = Vec::new();
     let mut sessions = Vec::new();
     for _ in 0..4 {
-        let fw =
-            tests::locks::framework_with(&connect, curator_core::ErrorPolicy::Standard, long).await;
+        let fw = tests::locks::framework_with(&connect, curator_core::ErrorPolicy::Standard, long).await;
         sessions.push(fw.session().await.expect("session").id());
         fws.push(fw);
     }
     let path = unique_path("contended-requests");
     observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
+    // A session's first probe goes out as the framework starts following it, after it is
+    // published as connected: an uncontended cycle on each (3 requests, 2 round trips) lets it
+    // arrive before the count starts.
+    for fw in &fws {
+        InterProcessMutex::new(fw, &path).unwrap().acquire().await.unwrap().release().await.unwrap();
+    }
     let before = session_requests(&connect, &sessions).await;
 
     let holder = InterProcessMutex::new(&fws[0], &path).unwrap().acquire().await.unwrap();
