@@ -615,3 +615,76 @@ async fn a_release_costs_one_request() {
     fw1.close().await;
     fw2.close().await;
 }
+
+/// Requests the server received on the connections of `sessions`, from `cons` (pings and the
+/// framework's session probes included: the sessions here have a 10-minute timeout, so that
+/// these come once a minute, not within a test this short).
+async fn session_requests(connect_string: &str, sessions: &[i64]) -> u64 {
+    let cons = curator_test::four_letter_word(connect_string, "cons").await.expect("cons");
+    let sids: Vec<String> = sessions.iter().map(|id| format!("sid=0x{id:x},")).collect();
+    cons.lines()
+        .filter(|line| sids.iter().any(|sid| line.contains(sid.as_str())))
+        .map(|line| {
+            let recved = line.split("recved=").nth(1).and_then(|rest| rest.split(',').next());
+            recved.and_then(|n| n.parse::<u64>().ok()).expect("recved in cons")
+        })
+        .sum()
+}
+
+/// A contended cycle costs what Curator's does: 5 requests (issue 30). A holder and three
+/// waiters that join one after another: the next in line watches the holder and its own node
+/// (2; it then holds on the holder's deletion without listing again), each one further back
+/// watches its predecessor (1) and lists again when it goes (1); with create + getChildren and
+/// the delete, 3 + 5 + 5 + 5 = 18. Before, a waiter with at most 8 nodes ahead watched all of
+/// them plus its own node: 3 + 5 + 6 + 7 = 21, and 9 to 10 requests per cycle with 8
+/// contenders. (Curator's `TestInterProcessMutexBase` has no request count; the scenario is
+/// its contended mutex, counted on the server.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contended_cycle_costs_five_requests() {
+    init_tracing();
+    // Long sessions: the framework probes its session every tenth of the timeout.
+    let long = Duration::from_secs(600);
+    let server = TestingServer::builder().max_session_timeout(long).start().await.expect("server");
+    let connect = server.connect_string();
+    let observer = framework(&connect).await;
+    let mut fws = Vec::new();
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        let fw = tests::locks::framework_with(&connect, curator_core::ErrorPolicy::Standard, long).await;
+        sessions.push(fw.session().await.expect("session").id());
+        fws.push(fw);
+    }
+    let path = unique_path("contended-requests");
+    observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
+    // A session's first probe goes out as the framework starts following it, after it is
+    // published as connected: an uncontended cycle on each (3 requests, 2 round trips) lets it
+    // arrive before the count starts.
+    for fw in &fws {
+        InterProcessMutex::new(fw, &path).unwrap().acquire().await.unwrap().release().await.unwrap();
+    }
+    let before = session_requests(&connect, &sessions).await;
+
+    let holder = InterProcessMutex::new(&fws[0], &path).unwrap().acquire().await.unwrap();
+    let mut waiters = Vec::new();
+    for (i, fw) in fws.iter().enumerate().skip(1) {
+        let mutex = InterProcessMutex::new(fw, &path).unwrap();
+        waiters.push(tokio::spawn(async move { mutex.acquire().await?.release().await }));
+        // Each joins behind the ones before it.
+        let queued =
+            eventually(Timing::new().deadline(), || async { children(&observer, &path).await.len() == i + 1 }).await;
+        assert!(queued, "waiter {i} never queued");
+    }
+    // The next in line watches two nodes, the others one each.
+    let watching = eventually(Timing::new().deadline(), || async { server_watches(&connect).await >= 4 }).await;
+    assert!(watching, "the waiters never watched");
+    holder.release().await.unwrap();
+    for waiter in waiters {
+        waiter.await.unwrap().unwrap();
+    }
+    let requests = session_requests(&connect, &sessions).await - before;
+    assert_eq!(requests, 18, "requests for 4 contended cycles (3 waits)");
+    for fw in fws {
+        fw.close().await;
+    }
+    observer.close().await;
+}

@@ -1,7 +1,7 @@
 //! [`LeaderLatch`]: Curator's leader latch, on the sequential-node core.
 //!
 //! A latch that is started runs one task (module `run`, one function per phase) that goes
-//! through the phases of `run::Phase`: join the line (the core's acquire, with `Predicate::Leases(1)`), lead
+//! through the phases of `run::Phase`: join the line (the core's acquire, with `Predicate::Leader`), lead
 //! (until the term may be lost, the latch steps down or closes), wait for the connection with
 //! our node kept (after a suspension), wait after a failed join, done.
 //! The handle talks to it through commands and reads what it publishes: its [`Status`], our

@@ -18,7 +18,7 @@
 //! ```
 //!
 //! - **Queued**: acquire through the sequential-node core as a mutex (`P/_c_<uuid>-lock-<seq>`,
-//!   data = the participant id, `Predicate::Leases(1)`). An acquire the framework's retry policy
+//!   data = the participant id, `Predicate::Leader`). An acquire the framework's retry policy
 //!   gave up on a connection error is tried again (the latch's wait, `rejoin.rs`: the cleanup
 //!   loop's backoff, or the next connection change): a selector in line stays in line while the session is down. A
 //!   refusal for good ([`CuratorError::is_permanent`]) of the very first attempt ends the task

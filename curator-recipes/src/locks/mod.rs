@@ -16,7 +16,7 @@ pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
 // Defined by the sequential-node core; public here, where users have always found them.
 pub use crate::sequential::{
     HeldNode, LockLost, LockNode, LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, REVOKE_MESSAGE, SEMAPHORE_LEASE_PARENT,
-    SEMAPHORE_LOCK_PARENT, WATCH_ALL_LIMIT, WRITE_LOCK_NAME,
+    SEMAPHORE_LOCK_PARENT, WRITE_LOCK_NAME,
 };
 
 /// Runs an acquire for at most `timeout`: `Ok(None)` when the time ran out first. Every lock's

@@ -20,7 +20,7 @@ use crate::shared::{CountReader, SharedCount};
 /// ```text
 ///  acquire ─► hold the mutex P/locks (the lock algorithm: create ephemeral sequential
 ///             P/locks/_c_<uuid>-lock-<seq> + getChildren(P/locks) pipelined; wait on
-///             getData+watch of the nodes ahead)
+///             getData+watch of one node ahead)
 ///          ─► create P/leases/_c_<uuid>-lease-<seq> (ephemeral sequential, protected,
 ///             container parents), on the mutex node's session
 ///          ─► getChildren(P/leases)+watch ─► ours listed, at most max_leases children: granted

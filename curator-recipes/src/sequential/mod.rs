@@ -54,5 +54,4 @@ pub use names::{
 pub use node::LockNode;
 pub(crate) use node::NodeKind;
 pub(crate) use order::Predicate;
-pub use order::WATCH_ALL_LIMIT;
 pub(crate) use revoke::{watch_revocation, RevokeHook};

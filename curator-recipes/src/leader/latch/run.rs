@@ -84,7 +84,7 @@ async fn join(
     shared.status.send_replace(Status::Joining);
     let granted = {
         let data = shared.id.as_bytes();
-        let predicate = Predicate::Leases(1);
+        let predicate = Predicate::Leader;
         // Boxed, not pinned on the stack, so that dropping it (on a close) runs its cleanup now.
         let acquire: std::pin::Pin<Box<dyn std::future::Future<Output = Result<_>> + Send + '_>> = match kept {
             Some(node) => Box::pin(shared.group.resume(node, data, predicate, shared.ours.clone())),

@@ -36,7 +36,7 @@ impl Shared {
             let acquire = self.group.acquire_reporting(
                 self.id.as_bytes(),
                 NodeKind::Sequential,
-                Predicate::Leases(1),
+                Predicate::Leader,
                 self.ours.clone(),
             );
             let acquire = ready_once_in_line(acquire, &self.ours, readiness);
