@@ -1,8 +1,10 @@
 //! Cache scenarios: `children_cache` (PathChildrenCache with data), `tree_cache` (CuratorCache,
 //! recursive), and ours, `cache_memory` (resident memory with `--children C` cached).
 //!
-//! A writer session creates C children of 100 bytes before the cache starts; the init time
-//! runs from `start()` to the initialized event. Then the writer creates M children one at a
+//! A writer session creates C children of 100 bytes before the cache starts (`tree_cache`
+//! spreads them over `--parents P` children of the cached node); the init time runs from
+//! `start()` to the initialized event, and the init line carries the resident memory the cache
+//! grew by, per node (`rss_bytes_per_node`). Then the writer creates M children one at a
 //! time; each event latency runs from just before its `create()` to the cache's add callback.
 
 use std::collections::HashMap;
@@ -84,21 +86,32 @@ async fn start(
     Ok((running, rx))
 }
 
-/// Creates `n` children of `dir` with 100-byte data, pipelined.
-async fn fill(writer: &CuratorFramework, dir: &str, n: usize) -> Result<()> {
+/// Creates `n` nodes of 100 bytes under `dir`, pipelined: children of `dir` itself when
+/// `parents` is 1, else spread evenly over `parents` children of `dir` (`p-000`, ...), so no
+/// listing comes near the server's packet limit at 50,000 nodes.
+async fn fill(writer: &CuratorFramework, dir: &str, n: usize, parents: usize) -> Result<()> {
     let session = writer.session().await?;
     let client = session.client();
     let data = vec![b'x'; DATA_LEN];
     let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
-    let paths: Vec<String> = (0..n).map(|i| format!("{dir}/pre-{i:06}")).collect();
+    let parent_dirs: Vec<String> = if parents > 1 {
+        (0..parents).map(|p| format!("{dir}/p-{p:03}")).collect()
+    } else {
+        vec![dir.to_string()]
+    };
+    let mut paths: Vec<(String, Vec<u8>)> = Vec::with_capacity(parents + n);
+    if parents > 1 {
+        paths.extend(parent_dirs.iter().map(|p| (p.clone(), Vec::new())));
+    }
+    paths.extend((0..n).map(|i| (format!("{}/pre-{i:06}", parent_dirs[i % parent_dirs.len()]), data.clone())));
     let mut in_flight = FuturesUnordered::new();
-    for path in &paths {
+    for (path, data) in &paths {
         if in_flight.len() >= FILL_WINDOW {
             if let Some(r) = in_flight.next().await {
                 r?;
             }
         }
-        let create = client.create(path, &data, &options);
+        let create = client.create(path, data, &options);
         in_flight.push(async move { create.await.map(drop).map_err(|e| CuratorError::from_zk(path, e)) });
     }
     while let Some(r) = in_flight.next().await {
@@ -128,14 +141,22 @@ async fn cache_scenario(args: &Args, kind: Kind, scenario: &str) -> Result<Vec<S
     let fw = crate::client(args).await?;
     let dir = format!("{}/cache", args.path);
     crate::ensure_path(&writer, &dir).await?;
-    fill(&writer, &dir, args.children).await?;
+    let parents = if kind == Kind::Tree { args.parents } else { 1 };
+    fill(&writer, &dir, args.children, parents).await?;
 
+    let (before, _) = memory_kib();
     let started = Instant::now();
     let (cache, mut rx) = start(&fw, kind, &dir).await?;
     let initialized = wait_init(&mut rx).await?;
     let init = initialized - started;
+    let (after, peak) = memory_kib();
+    let per_node = after.saturating_sub(before) as f64 * 1024.0 / args.children.max(1) as f64;
     let mut init_samples = vec![micros(init)];
-    let init_line = line(&format!("{scenario}_init"), 1, args.children, init, &mut init_samples, json!({}));
+    let extra = json!({
+        "children": args.children, "parents": parents, "rss_bytes_per_node": per_node.round(),
+        "rss_before_kib": before, "rss_after_kib": after, "peak_rss_kib": peak,
+    });
+    let init_line = line(&format!("{scenario}_init"), 1, args.children, init, &mut init_samples, extra);
 
     // Adds, one at a time; the events are matched by name.
     let sent: Arc<Mutex<HashMap<String, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
@@ -183,7 +204,7 @@ pub(crate) async fn cache_memory(args: &Args) -> Result<Vec<String>> {
     let writer = crate::client(args).await?;
     let dir = format!("{}/cache", args.path);
     crate::ensure_path(&writer, &dir).await?;
-    fill(&writer, &dir, args.children).await?;
+    fill(&writer, &dir, args.children, 1).await?;
     let mut lines = Vec::new();
     for (kind, name) in [(Kind::Children, "children_cache"), (Kind::Tree, "tree_cache")] {
         let fw = crate::client(args).await?;
