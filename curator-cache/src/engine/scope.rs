@@ -103,12 +103,12 @@ pub(crate) fn is_descendant(path: &str, ancestor: &str) -> bool {
 pub(crate) fn descendants<'a>(
     map: &'a NodeMap,
     path: &str,
-) -> impl DoubleEndedIterator<Item = (&'a String, &'a Arc<ChildData>)> {
+) -> impl DoubleEndedIterator<Item = (&'a str, &'a Arc<ChildData>)> {
     // Keys starting with "path/" sort in ["path/", "path0"): '0' follows '/'.
     let (lo, hi) =
         if path == "/" { ("/".to_string(), "0".to_string()) } else { (format!("{path}/"), format!("{path}0")) };
     let root_too = path == "/";
-    map.range(lo..hi).filter(move |(k, _)| !(root_too && k.as_str() == "/"))
+    map.range(&lo, &hi).filter(move |(k, _)| !(root_too && *k == "/"))
 }
 
 #[cfg(test)]
@@ -170,9 +170,9 @@ mod tests {
                 data_length: 0,
                 num_children: 0,
             };
-            map.insert(p.to_string(), Arc::new(ChildData::new(p, stat, None)));
+            map.insert(Arc::new(ChildData::new(p, stat, None)));
         }
-        let below: Vec<&str> = descendants(&map, "/a").map(|(k, _)| k.as_str()).collect();
+        let below: Vec<&str> = descendants(&map, "/a").map(|(k, _)| k).collect();
         assert_eq!(below, vec!["/a/b", "/a/b/c"]);
         assert_eq!(descendants(&map, "/").count(), 6);
         assert!(is_descendant("/a/b", "/a"));

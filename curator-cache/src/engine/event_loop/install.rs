@@ -23,9 +23,7 @@ impl Engine {
                 }
                 // Level by level, as Curator's TreeCache reports its first load: a node's
                 // parent before it, and all nodes of one depth before the next.
-                let mut level_order: Vec<(&String, &Arc<ChildData>)> = loaded.iter().collect();
-                level_order.sort_by(|(a, _), (b, _)| level_cmp(a, b));
-                for (path, new) in level_order {
+                for (path, new) in level_order(&loaded) {
                     match nodes.get(path) {
                         None => events.push(EngineEvent::Created(new.clone())),
                         Some(old) if old.stat.czxid != new.stat.czxid => {
@@ -68,13 +66,40 @@ impl Engine {
     }
 }
 
-/// Breadth-first order of full paths: by depth, then segment by segment (so the children of
-/// one parent stay together and in name order, as their parents are).
+/// The nodes of `loaded` in breadth-first order: by depth, then segment by segment (so the
+/// children of one parent stay together and in name order, as their parents are).
+///
+/// Each node's depth is counted once, and paths of one depth compare as bytes with `/` below
+/// every other byte, which is the segment-by-segment order; the map's own order is nearly this
+/// one, which the stable sort finds in runs. (Counting segments inside the comparison made a
+/// first load of 50,000 nodes spend 150 ms here.)
+fn level_order(loaded: &NodeMap) -> Vec<(&str, &Arc<ChildData>)> {
+    let mut order: Vec<(usize, &str, &Arc<ChildData>)> =
+        loaded.iter().map(|(path, node)| (depth(path), path, node)).collect();
+    order.sort_by(|(da, a, _), (db, b, _)| da.cmp(db).then_with(|| segment_cmp(a, b)));
+    order.into_iter().map(|(_, path, node)| (path, node)).collect()
+}
+
+/// The number of segments of a full path (`/` has none).
+fn depth(path: &str) -> usize {
+    path.split('/').filter(|s| !s.is_empty()).count()
+}
+
+/// Segment-by-segment order of two normalized paths: bytes, with `/` first (at the first byte
+/// that differs; a path that is a prefix of the other comes first).
+fn segment_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let key = |c: u8| if c == b'/' { 0 } else { c };
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => key(a[i]).cmp(&key(b[i])),
+        None => a.len().cmp(&b.len()),
+    }
+}
+
+/// The order `level_order` gives, for two paths (tests).
+#[cfg(test)]
 fn level_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    let segments = |p: &str| p.split('/').filter(|s| !s.is_empty()).count();
-    segments(a)
-        .cmp(&segments(b))
-        .then_with(|| a.split('/').filter(|s| !s.is_empty()).cmp(b.split('/').filter(|s| !s.is_empty())))
+    depth(a).cmp(&depth(b)).then_with(|| segment_cmp(a, b))
 }
 
 #[cfg(test)]
