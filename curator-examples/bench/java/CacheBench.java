@@ -14,6 +14,7 @@
 // the initialized event). The `<scenario>_event` line: the writer creates M nodes add-NNNNNN
 // under <path>/cache one at a time; a sample runs from just before create() to the cache's
 // callback for that node; create_p50_us is the writer's create() alone (the server's share).
+// Then everything under <path>/cache is deleted, so a series of runs does not grow the server.
 
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -140,8 +141,35 @@ public class CacheBench {
         System.out.flush();
         cache.close();
         reader.close();
+        clear(writer.getZookeeperClient().getZooKeeper(), dir);
         writer.close();
         if (!complete) System.exit(1);
+    }
+
+    /** Deletes dir and everything below it (two levels at most, as fill makes them), WINDOW deletes in flight. */
+    static void clear(ZooKeeper zk, String dir) throws Exception {
+        java.util.List<java.util.List<String>> levels = new java.util.ArrayList<>();
+        levels.add(java.util.Collections.singletonList(dir));
+        for (int depth = 0; depth < 2; depth++) {
+            java.util.List<String> below = new java.util.ArrayList<>();
+            for (String parent : levels.get(depth)) {
+                for (String name : zk.getChildren(parent, false)) below.add(parent + "/" + name);
+            }
+            levels.add(below);
+        }
+        for (int l = levels.size() - 1; l >= 0; l--) {
+            java.util.List<String> paths = levels.get(l);
+            Semaphore window = new Semaphore(WINDOW);
+            CountDownLatch done = new CountDownLatch(paths.size());
+            for (String path : paths) {
+                window.acquire();
+                zk.delete(path, -1, (rc, p, ctx) -> {
+                    window.release();
+                    done.countDown();
+                }, null);
+            }
+            done.await();
+        }
     }
 
     /** C nodes of 100 bytes under dir (spread over `parents` children of it when > 1), WINDOW in flight. */

@@ -5,8 +5,10 @@
 //! spreads them over `--parents P` children of the cached node); the init time runs from
 //! `start()` to the initialized event, and the init line carries the memory the cache grew by,
 //! per node: resident (`rss_bytes_per_node`) and live heap (`heap_bytes_per_node`, counted by
-//! alloc.rs: the counterpart of the Java peer's used heap after a collection). Then the writer creates M children one at a
-//! time; each event latency runs from just before its `create()` to the cache's add callback.
+//! alloc.rs: the counterpart of the Java peer's used heap after a collection). Then the writer
+//! creates M children one at a time; each event latency runs from just before its `create()`
+//! to the cache's add callback. Everything the scenario made is deleted at the end, so that a
+//! series of runs does not grow the server.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -119,6 +121,39 @@ async fn fill(writer: &CuratorFramework, dir: &str, n: usize, parents: usize) ->
     Ok(())
 }
 
+/// Deletes `dir` and everything below it (two levels at most, as `fill` makes them), deletes
+/// pipelined, so that a series of runs leaves the server no bigger than one run does.
+async fn clear(writer: &CuratorFramework, dir: &str) -> Result<()> {
+    let session = writer.session().await?;
+    let client = session.client();
+    let zk = |path: &str, e| CuratorError::from_zk(path, e);
+    let mut levels = vec![vec![dir.to_string()]];
+    for depth in 0..2 {
+        let mut below = Vec::new();
+        for parent in &levels[depth] {
+            let names = client.list_children(parent).await.map_err(|e| zk(parent, e))?;
+            below.extend(names.into_iter().map(|n| format!("{parent}/{n}")));
+        }
+        levels.push(below);
+    }
+    for paths in levels.iter().rev() {
+        let mut in_flight = FuturesUnordered::new();
+        for path in paths {
+            if in_flight.len() >= FILL_WINDOW {
+                if let Some(r) = in_flight.next().await {
+                    r?;
+                }
+            }
+            let client = &client;
+            in_flight.push(async move { client.delete(path, None).await.map_err(|e| zk(path, e)) });
+        }
+        while let Some(r) = in_flight.next().await {
+            r?;
+        }
+    }
+    Ok(())
+}
+
 async fn wait_init(rx: &mut mpsc::UnboundedReceiver<(Option<String>, Instant)>) -> Result<Instant> {
     let wait = async {
         while let Some((name, at)) = rx.recv().await {
@@ -193,6 +228,7 @@ async fn cache_scenario(args: &Args, kind: Kind, scenario: &str) -> Result<Vec<S
     let event_line = line(&format!("{scenario}_event"), 1, args.adds, span, &mut latencies, extra);
     cache.close().await;
     fw.close().await;
+    clear(&writer, &dir).await?;
     writer.close().await;
     Ok(vec![init_line, event_line])
 }
@@ -235,6 +271,7 @@ pub(crate) async fn cache_memory(args: &Args) -> Result<Vec<String>> {
         cache.close().await;
         fw.close().await;
     }
+    clear(&writer, &dir).await?;
     writer.close().await;
     Ok(lines)
 }
