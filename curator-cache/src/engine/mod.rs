@@ -61,7 +61,6 @@ pub(crate) use handle::CacheCore;
 pub(crate) use node_map::NodeMap;
 pub(crate) use scope::{descendants, Scope};
 
-
 /// What the engine tells its cache.
 #[derive(Debug, Clone)]
 pub(crate) enum EngineEvent {

@@ -101,9 +101,7 @@ impl NodeMap {
         from: &str,
         to: &str,
     ) -> impl DoubleEndedIterator<Item = (&'a str, &'a Arc<ChildData>)> {
-        self.nodes
-            .range::<str, _>((Bound::Included(from), Bound::Excluded(to)))
-            .map(|n| (n.0.path.as_str(), &n.0))
+        self.nodes.range::<str, _>((Bound::Included(from), Bound::Excluded(to))).map(|n| (n.0.path.as_str(), &n.0))
     }
 }
 

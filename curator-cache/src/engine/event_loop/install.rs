@@ -100,7 +100,6 @@ fn segment_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -108,8 +108,11 @@ async fn fill(writer: &CuratorFramework, dir: &str, n: usize, parents: usize) ->
                 r?;
             }
         }
-        let (path, bytes) =
-            if i < dirs { (parent_of(i), &[][..]) } else { (format!("{}/pre-{:06}", parent_of(i - dirs), i - dirs), &data[..]) };
+        let (path, bytes) = if i < dirs {
+            (parent_of(i), &[][..])
+        } else {
+            (format!("{}/pre-{:06}", parent_of(i - dirs), i - dirs), &data[..])
+        };
         let (client, options) = (&client, &options);
         in_flight.push(async move {
             client.create(&path, bytes, options).await.map(drop).map_err(|e| CuratorError::from_zk(&path, e))
