@@ -146,19 +146,17 @@ public class CacheBench {
         if (!complete) System.exit(1);
     }
 
-    /** Deletes dir and everything below it (two levels at most, as fill makes them), WINDOW deletes in flight. */
+    /** Deletes dir and everything below it (the p- parents' children too, as fill makes them), WINDOW deletes
+     *  in flight; only the parents are listed. */
     static void clear(ZooKeeper zk, String dir) throws Exception {
-        java.util.List<java.util.List<String>> levels = new java.util.ArrayList<>();
-        levels.add(java.util.Collections.singletonList(dir));
-        for (int depth = 0; depth < 2; depth++) {
-            java.util.List<String> below = new java.util.ArrayList<>();
-            for (String parent : levels.get(depth)) {
-                for (String name : zk.getChildren(parent, false)) below.add(parent + "/" + name);
+        java.util.List<String> children = new java.util.ArrayList<>(), leaves = new java.util.ArrayList<>();
+        for (String name : zk.getChildren(dir, false)) {
+            children.add(dir + "/" + name);
+            if (name.startsWith("p-")) {
+                for (String leaf : zk.getChildren(dir + "/" + name, false)) leaves.add(dir + "/" + name + "/" + leaf);
             }
-            levels.add(below);
         }
-        for (int l = levels.size() - 1; l >= 0; l--) {
-            java.util.List<String> paths = levels.get(l);
+        for (java.util.List<String> paths : java.util.Arrays.asList(leaves, children, java.util.Collections.singletonList(dir))) {
             Semaphore window = new Semaphore(WINDOW);
             CountDownLatch done = new CountDownLatch(paths.size());
             for (String path : paths) {

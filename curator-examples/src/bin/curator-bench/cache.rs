@@ -124,24 +124,25 @@ async fn fill(writer: &CuratorFramework, dir: &str, n: usize, parents: usize) ->
     Ok(())
 }
 
-/// Deletes `dir` and everything below it (two levels at most, as `fill` makes them), deletes
-/// pipelined, so that a series of runs leaves the server no bigger than one run does.
+/// Deletes `dir` and everything below it (the `p-` parents' children too, as `fill` makes
+/// them), deletes pipelined, so that a series of runs leaves the server no bigger than one run
+/// does. Only the parents are listed: a listing of every leaf would double the requests.
 async fn clear(writer: &CuratorFramework, dir: &str) -> Result<()> {
     let session = writer.session().await?;
     let client = session.client();
     let zk = |path: &str, e| CuratorError::from_zk(path, e);
-    let mut levels = vec![vec![dir.to_string()]];
-    for depth in 0..2 {
-        let mut below = Vec::new();
-        for parent in &levels[depth] {
-            let names = client.list_children(parent).await.map_err(|e| zk(parent, e))?;
-            below.extend(names.into_iter().map(|n| format!("{parent}/{n}")));
+    let names = client.list_children(dir).await.map_err(|e| zk(dir, e))?;
+    let children: Vec<String> = names.iter().map(|n| format!("{dir}/{n}")).collect();
+    let mut leaves = Vec::new();
+    for (name, path) in names.iter().zip(&children) {
+        if name.starts_with("p-") {
+            let below = client.list_children(path).await.map_err(|e| zk(path, e))?;
+            leaves.extend(below.into_iter().map(|n| format!("{path}/{n}")));
         }
-        levels.push(below);
     }
-    for paths in levels.iter().rev() {
+    for paths in [leaves, children, vec![dir.to_string()]] {
         let mut in_flight = FuturesUnordered::new();
-        for path in paths {
+        for path in &paths {
             if in_flight.len() >= FILL_WINDOW {
                 if let Some(r) = in_flight.next().await {
                     r?;
