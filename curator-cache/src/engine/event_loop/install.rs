@@ -124,7 +124,7 @@ mod tests {
         };
         let mut map = NodeMap::new();
         for p in paths {
-            map.insert(Arc::new(ChildData::new(*p, stat.clone(), None)));
+            map.insert(Arc::new(ChildData::new(*p, stat, None)));
         }
         level_order(&map).into_iter().map(|(p, _)| p.to_string()).collect()
     }

@@ -97,7 +97,7 @@ async fn start(
 async fn fill(writer: &CuratorFramework, dir: &str, n: usize, parents: usize) -> Result<()> {
     let session = writer.session().await?;
     let client = session.client();
-    let data = vec![b'x'; DATA_LEN];
+    let data = [b'x'; DATA_LEN];
     let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
     let parent_of = |i: usize| if parents > 1 { format!("{dir}/p-{:03}", i % parents) } else { dir.to_string() };
     let dirs = if parents > 1 { parents } else { 0 };
