@@ -97,8 +97,8 @@ pub(super) async fn load(
                     if depth > 0 && stat.num_children > 0 && scope.lists(&path, depth) {
                         queue.push_back(Op::Children(path.clone()));
                     }
-                    let node = ChildData { path: path.clone(), stat, data: config.cache_data.then_some(data) };
-                    map.insert(path, Arc::new(node));
+                    let node = ChildData { path, stat, data: config.cache_data.then_some(data) };
+                    map.insert(Arc::new(node));
                 }
                 (Op::Children(path), zk::MultiReadResult::Children { children }) => {
                     for name in children {

@@ -41,7 +41,6 @@
 //! multi-read load). Failed loads are retried after pauses timed by core's one re-add schedule
 //! ([`readd_pause`](curator_core::readd_pause)), 50 ms doubling to 2 s.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use curator_core::Readiness;
@@ -54,14 +53,13 @@ mod command;
 mod event_loop;
 mod handle;
 mod loader;
+mod node_map;
 mod scope;
 mod state;
 
 pub(crate) use handle::CacheCore;
+pub(crate) use node_map::NodeMap;
 pub(crate) use scope::{descendants, Scope};
-
-/// The nodes of a cache by full path.
-pub(crate) type NodeMap = BTreeMap<String, Arc<ChildData>>;
 
 /// What the engine tells its cache.
 #[derive(Debug, Clone)]

@@ -39,14 +39,14 @@ impl Engine {
                 let newer =
                     nodes.get(&path).is_none_or(|old| stat.czxid != old.stat.czxid || stat.mzxid > old.stat.mzxid);
                 if newer {
-                    let node = ChildData { path: path.clone(), stat, data: self.config.cache_data.then_some(data) };
-                    nodes.insert(path, Arc::new(node));
+                    let node = ChildData { path, stat, data: self.config.cache_data.then_some(data) };
+                    nodes.insert(Arc::new(node));
                 }
                 Ok(())
             }
             Err(zk::Error::NoNode) => {
                 let mut nodes = self.shared.nodes_mut();
-                let below: Vec<String> = descendants(&nodes, &path).map(|(k, _)| k.clone()).collect();
+                let below: Vec<String> = descendants(&nodes, &path).map(|(k, _)| k.to_string()).collect();
                 for key in below {
                     nodes.remove(&key);
                 }
@@ -63,14 +63,14 @@ impl Engine {
     }
 
     fn apply_read(&mut self, path: String, data: Vec<u8>, stat: zk::Stat, received: std::time::Instant) {
-        let new = Arc::new(ChildData { path: path.clone(), stat, data: self.config.cache_data.then_some(data) });
+        let new = Arc::new(ChildData { path, stat, data: self.config.cache_data.then_some(data) });
         let mut events = Vec::with_capacity(1);
         {
             let mut nodes = self.shared.nodes_mut();
-            match nodes.get(&path) {
+            match nodes.get(new.path()) {
                 None => events.push(EngineEvent::Created(new.clone())),
                 Some(old) if stat.mzxid <= old.stat.mzxid => {
-                    tracing::trace!(path = %path, "read brings nothing new");
+                    tracing::trace!(path = %new.path, "read brings nothing new");
                     return;
                 }
                 Some(old) if stat.czxid != old.stat.czxid => {
@@ -79,7 +79,7 @@ impl Engine {
                 }
                 Some(old) => events.push(EngineEvent::Changed(old.clone(), new.clone())),
             }
-            nodes.insert(path, new);
+            nodes.insert(new);
         }
         for event in events {
             self.emit(event);
@@ -96,7 +96,7 @@ impl Engine {
                 tracing::trace!(path = %path, "deletion of an older incarnation");
                 return;
             }
-            let below: Vec<String> = descendants(&nodes, path).rev().map(|(k, _)| k.clone()).collect();
+            let below: Vec<String> = descendants(&nodes, path).rev().map(|(k, _)| k.to_string()).collect();
             for key in below {
                 if let Some(node) = nodes.remove(&key) {
                     removed.push(node);

@@ -23,9 +23,7 @@ impl Engine {
                 }
                 // Level by level, as Curator's TreeCache reports its first load: a node's
                 // parent before it, and all nodes of one depth before the next.
-                let mut level_order: Vec<(&String, &Arc<ChildData>)> = loaded.iter().collect();
-                level_order.sort_by(|(a, _), (b, _)| level_cmp(a, b));
-                for (path, new) in level_order {
+                for (path, new) in level_order(&loaded) {
                     match nodes.get(path) {
                         None => events.push(EngineEvent::Created(new.clone())),
                         Some(old) if old.stat.czxid != new.stat.czxid => {
@@ -68,27 +66,74 @@ impl Engine {
     }
 }
 
-/// Breadth-first order of full paths: by depth, then segment by segment (so the children of
-/// one parent stay together and in name order, as their parents are).
-fn level_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    let segments = |p: &str| p.split('/').filter(|s| !s.is_empty()).count();
-    segments(a)
-        .cmp(&segments(b))
-        .then_with(|| a.split('/').filter(|s| !s.is_empty()).cmp(b.split('/').filter(|s| !s.is_empty())))
+/// The nodes of `loaded` in breadth-first order: by depth, then segment by segment (so the
+/// children of one parent stay together and in name order, as their parents are).
+///
+/// Each node's depth is counted once; a stable sort by depth keeps the map's path order within
+/// a depth, which is already the segment order unless a name holds a byte below `/` where
+/// another has its separator (`a-b` and `a/…`), so the second sort of each depth mostly finds
+/// one sorted run. (Counting segments inside every comparison of one sort made a first load of
+/// 50,000 nodes spend 150 ms here.)
+fn level_order(loaded: &NodeMap) -> Vec<(&str, &Arc<ChildData>)> {
+    let mut order: Vec<(usize, &str, &Arc<ChildData>)> =
+        loaded.iter().map(|(path, node)| (depth(path), path, node)).collect();
+    order.sort_by_key(|&(depth, _, _)| depth);
+    for level in order.chunk_by_mut(|a, b| a.0 == b.0) {
+        level.sort_by(|(_, a, _), (_, b, _)| segment_cmp(a, b));
+    }
+    order.into_iter().map(|(_, path, node)| (path, node)).collect()
+}
+
+/// The number of segments of a full path (`/` has none).
+fn depth(path: &str) -> usize {
+    path.split('/').filter(|s| !s.is_empty()).count()
+}
+
+/// Segment-by-segment order of two normalized paths: bytes, with `/` first (at the first byte
+/// that differs; a path that is a prefix of the other comes first).
+fn segment_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let key = |c: u8| if c == b'/' { 0 } else { c };
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => key(a[i]).cmp(&key(b[i])),
+        None => a.len().cmp(&b.len()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::level_cmp;
+    use std::sync::Arc;
+
+    use curator_core::zk::Stat;
+
+    use super::{level_order, ChildData, NodeMap};
+
+    fn order(paths: &[&str]) -> Vec<String> {
+        let stat = Stat {
+            czxid: 1,
+            mzxid: 1,
+            pzxid: 1,
+            ctime: 0,
+            mtime: 0,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner: 0,
+            data_length: 0,
+            num_children: 0,
+        };
+        let mut map = NodeMap::new();
+        for p in paths {
+            map.insert(Arc::new(ChildData::new(*p, stat, None)));
+        }
+        level_order(&map).into_iter().map(|(p, _)| p.to_string()).collect()
+    }
 
     #[test]
     fn level_order_is_breadth_first_with_siblings_by_name() {
-        let mut paths = vec!["/t/2/sub", "/t/3", "/t", "/t/b-c/y", "/t/1", "/t/b/x", "/t/b", "/t/b-c", "/t/2"];
-        paths.sort_by(|a, b| level_cmp(a, b));
+        let paths = order(&["/t/2/sub", "/t/3", "/t", "/t/b-c/y", "/t/1", "/t/b/x", "/t/b", "/t/b-c", "/t/2"]);
         // "/t/b-c/y" sorts before "/t/b/x" as a string ('-' < '/'), but its parent comes after.
-        assert_eq!(paths, vec!["/t", "/t/1", "/t/2", "/t/3", "/t/b", "/t/b-c", "/t/2/sub", "/t/b/x", "/t/b-c/y"]);
-        let mut from_root = vec!["/a", "/", "/a/b"];
-        from_root.sort_by(|a, b| level_cmp(a, b));
-        assert_eq!(from_root, vec!["/", "/a", "/a/b"]);
+        assert_eq!(paths, ["/t", "/t/1", "/t/2", "/t/3", "/t/b", "/t/b-c", "/t/2/sub", "/t/b/x", "/t/b-c/y"]);
+        assert_eq!(order(&["/a", "/", "/a/b"]), ["/", "/a", "/a/b"]);
     }
 }

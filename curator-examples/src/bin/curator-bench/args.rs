@@ -13,6 +13,9 @@ pub(crate) struct Args {
     pub read_pct: u32,
     pub children: usize,
     pub adds: usize,
+    /// Ours: `tree_cache`'s parents the `--children` are spread over (`--parents`, 1 by
+    /// default: all children of the cached node itself).
+    pub parents: usize,
     /// Ours: run on tokio's current-thread runtime (`--runtime current`).
     pub current_thread: bool,
     /// Ours: `waiters` with `--mode queued` uses a QueuedMutex; `queue`'s mode, `plain` (the
@@ -74,6 +77,7 @@ impl Args {
             read_pct: 90,
             children: 1000,
             adds: 1000,
+            parents: 1,
             current_thread: false,
             mode: String::new(),
             members: 100,
@@ -110,6 +114,7 @@ impl Args {
                 "--read-pct" => a.read_pct = num(&value)?.min(100) as u32,
                 "--children" => a.children = num(&value)?,
                 "--adds" => a.adds = num(&value)?,
+                "--parents" => a.parents = num(&value)?.max(1),
                 "--runtime" => a.current_thread = value == "current",
                 "--mode" => a.mode = value,
                 "--members" => a.members = num(&value)?.max(1),

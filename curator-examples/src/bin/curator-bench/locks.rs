@@ -10,7 +10,7 @@ use serde_json::json;
 use tokio::sync::Barrier;
 
 use crate::args::Args;
-use crate::report::{line, memory_kib, micros, percentile, round};
+use crate::report::{cpu_seconds, line, memory_kib, micros, percentile, round};
 
 /// One timed hold: when `acquire` returned and when `release` was called.
 struct Hold {
@@ -37,8 +37,9 @@ fn handoffs(mut holds: Vec<Hold>) -> Vec<f64> {
         .collect()
 }
 
-/// Runs `clients` sessions through warm-up, a barrier, and the timed cycles of `cycle`.
-async fn contend<F, Fut>(args: &Args, cycle: F) -> Result<(Duration, Vec<ClientRun>)>
+/// Runs `clients` sessions through warm-up, a barrier, and the timed cycles of `cycle`; returns
+/// the timed wall time, the process's CPU seconds over it, and each client's results.
+async fn contend<F, Fut>(args: &Args, cycle: F) -> Result<(Duration, f64, Vec<ClientRun>)>
 where
     F: Fn(usize, curator_core::CuratorFramework, bool, usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(f64, Option<bool>, Instant, Instant)>> + Send,
@@ -72,21 +73,23 @@ where
     }
     barrier.wait().await;
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     let mut runs = Vec::new();
     for t in tasks {
         runs.push(t.await.map_err(|e| curator_core::CuratorError::IllegalState(format!("client task: {e}")))??);
     }
     let wall = started.elapsed();
+    let cpu = cpu_seconds() - cpu_before;
     for fw in fws {
         fw.close().await;
     }
-    Ok((wall, runs))
+    Ok((wall, cpu, runs))
 }
 
 pub(crate) async fn lock(args: &Args) -> Result<Vec<String>> {
     let lock_path = format!("{}/lock", args.path);
     let path = Arc::new(lock_path);
-    let (wall, runs) = contend(args, move |_, fw, _, _| {
+    let (wall, cpu, runs) = contend(args, move |_, fw, _, _| {
         let path = path.clone();
         async move {
             let mutex = InterProcessMutex::new(&fw, &path)?;
@@ -102,10 +105,14 @@ pub(crate) async fn lock(args: &Args) -> Result<Vec<String>> {
     .await?;
     let mut latencies: Vec<f64> = runs.iter().flat_map(|r| r.latencies.iter().copied()).collect();
     let mut gaps = handoffs(runs.into_iter().flat_map(|r| r.holds).collect());
+    let ops = (args.clients * args.cycles).max(1) as f64;
     let extra = if args.clients > 1 {
-        json!({"handoff_p50_us": round(percentile(&mut gaps, 50.0)), "handoff_p99_us": round(percentile(&mut gaps, 99.0))})
+        json!({
+            "handoff_p50_us": round(percentile(&mut gaps, 50.0)), "handoff_p99_us": round(percentile(&mut gaps, 99.0)),
+            "cpu_us_per_op": round(cpu * 1e6 / ops),
+        })
     } else {
-        json!({})
+        json!({"cpu_us_per_op": round(cpu * 1e6 / ops)})
     };
     Ok(vec![line("lock", args.clients, args.clients * args.cycles, wall, &mut latencies, extra)])
 }
@@ -113,7 +120,7 @@ pub(crate) async fn lock(args: &Args) -> Result<Vec<String>> {
 pub(crate) async fn rwlock(args: &Args) -> Result<Vec<String>> {
     let path = Arc::new(format!("{}/rwlock", args.path));
     let read_pct = args.read_pct;
-    let (wall, runs) = contend(args, move |client, fw, _, n| {
+    let (wall, cpu, runs) = contend(args, move |client, fw, _, n| {
         let path = path.clone();
         async move {
             let rw = InterProcessReadWriteLock::new(&fw, &path)?;
@@ -135,6 +142,7 @@ pub(crate) async fn rwlock(args: &Args) -> Result<Vec<String>> {
         "write_p50_us": round(percentile(&mut writes, 50.0)),
         "reads": reads.len(),
         "writes": writes.len(),
+        "cpu_us_per_op": round(cpu * 1e6 / (args.clients * args.cycles).max(1) as f64),
     });
     Ok(vec![line("rwlock", args.clients, args.clients * args.cycles, wall, &mut latencies, extra)])
 }

@@ -26,6 +26,7 @@
 //! stops it when stdin closes (scripts/bench-group, scripts/bench-discovery, scripts/bench-leader,
 //! scripts/bench-atomic and scripts/bench-queue use it).
 
+mod alloc;
 mod args;
 mod atomic;
 mod cache;
@@ -45,6 +46,10 @@ use std::time::Duration;
 use args::Args;
 use curator_core::ExponentialBackoffRetry;
 use curator_core::{CreateMode, CuratorFramework, Result};
+
+/// Counts live heap bytes for the cache scenarios' memory per node (alloc.rs).
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 /// Exit code for a scenario we do not know.
 const UNSUPPORTED: u8 = 3;

@@ -111,3 +111,14 @@ pub(crate) fn memory_kib() -> (u64, u64) {
     };
     (field("VmRSS:"), field("VmHWM:"))
 }
+
+/// User plus system CPU seconds this process has used so far (Linux `/proc/self/stat`, in the
+/// kernel's fixed 100 Hz user ticks); 0 where it cannot be read.
+pub(crate) fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
