@@ -10,6 +10,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
+use crate::ops::remove_watch::WatcherType;
 use crate::ops::{check_compression, decompress, Pending, Watch, WatchTarget};
 use crate::path;
 use crate::schema_set::SchemaOp;
@@ -240,7 +241,7 @@ impl ExistsBuilder {
     pub fn for_path_and_watch(self, path: &str) -> Pending<(Option<zk::Stat>, Watch)> {
         read_op(&self.fw, CuratorEventType::Exists, "exists", path, Some(true), |client, path| async move {
             let (stat, watcher) = client.check_and_watch_stat(&path).await?;
-            Ok((stat, Watch { inner: watcher }))
+            Ok((stat, Watch::new(watcher, &path, WatcherType::Data)))
         })
     }
 }
@@ -304,7 +305,7 @@ impl GetDataBuilder {
             } else {
                 data
             };
-            Ok((data, stat, Watch { inner: watcher }))
+            Ok((data, stat, Watch::new(watcher, &path, WatcherType::Data)))
         })
     }
 }
@@ -340,7 +341,7 @@ impl GetChildrenBuilder {
     pub fn for_path_and_watch(self, path: &str) -> Pending<(Vec<String>, zk::Stat, Watch)> {
         read_op(&self.fw, CuratorEventType::Children, "get_children", path, Some(true), |client, path| async move {
             let (children, stat, watcher) = client.get_and_watch_children(&path).await?;
-            Ok((children, stat, Watch { inner: watcher }))
+            Ok((children, stat, Watch::new(watcher, &path, WatcherType::Children)))
         })
     }
 }

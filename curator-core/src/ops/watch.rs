@@ -40,6 +40,7 @@ use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
 use crate::framework::Session;
 use crate::listeners::Listeners;
+use crate::ops::remove_watch::{RemovableWatch, RemoveWatchesBuilder};
 use crate::ops::Pending;
 use crate::path;
 use crate::retry::RetryLoop;
@@ -96,7 +97,8 @@ pub struct AddWatchBuilder {
 }
 
 impl CuratorFramework {
-    /// Watch management: persistent watches.
+    /// Watch management: adding persistent watches, and removing watches (one-shot or
+    /// persistent) with the server's answer.
     pub fn watches(&self) -> WatchesBuilder {
         WatchesBuilder { fw: self.clone() }
     }
@@ -108,9 +110,11 @@ impl WatchesBuilder {
         AddWatchBuilder { fw: self.fw, mode: AddWatchMode::PersistentRecursive, watcher: None }
     }
 
-    /// Removes a persistent watch from the server.
-    pub fn remove(self, watch: PersistentWatch) {
-        drop(watch);
+    /// Removes a watch: a one-shot [`Watch`](crate::Watch) or a [`PersistentWatch`], with
+    /// Curator's options (`of_type`, `locally`, `guaranteed`, `quietly`); see
+    /// [`RemoveWatchesBuilder`].
+    pub fn remove(self, watch: impl Into<RemovableWatch>) -> RemoveWatchesBuilder {
+        RemoveWatchesBuilder::new(self.fw, watch.into())
     }
 }
 
@@ -343,6 +347,22 @@ impl PersistentWatch {
     /// The framework's session generation the watch was added on.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The path the watch was added on (relative to the framework's namespace); empty for a
+    /// watch handed to a watcher callback.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The mode the watch was added with.
+    pub fn mode(&self) -> AddWatchMode {
+        self.mode
+    }
+
+    /// The raw watcher, for `watches().remove()`; the watch has ended after.
+    pub(crate) fn take_raw(&mut self) -> Option<zk::PersistentWatcher> {
+        self.inner.take()
     }
 
     /// True once the session of this watch has ended.
