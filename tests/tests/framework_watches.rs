@@ -6,7 +6,7 @@
 //! Where we differ from Curator on purpose: the watch is given by value (the removal takes it,
 //! so no `DataWatchRemoved` event is delivered: there is no one left to hear it); the path given
 //! must be the watch's own. `removeAll()` has no port (zookeeper-client 0.11 can only remove
-//! a watch through the watcher it handed out; docs/architecture.md section 6.4).
+//! a watch through the watcher it handed out; docs/architecture.md section 6.3.1).
 
 use std::future::IntoFuture;
 use std::time::Duration;
@@ -106,7 +106,10 @@ async fn removal_in_background_calls_back() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     fw.watches().remove(watch).of_type(WatcherType::Any).for_path(&path).in_background(move |_, e| drop(tx.send(e)));
     let event = tokio::time::timeout(Timing::new().deadline(), rx.recv()).await.expect("in time").expect("event");
-    assert_eq!((event.event_type, event.path.as_str(), event.result_code), (CuratorEventType::RemoveWatches, path.as_str(), 0));
+    assert_eq!(
+        (event.event_type, event.path.as_str(), event.result_code),
+        (CuratorEventType::RemoveWatches, path.as_str(), 0)
+    );
     assert!(!server_watches(&path).await);
     fw.close().await;
 }
@@ -203,8 +206,9 @@ async fn removal_after_close_fails_typed() {
     let path = unique_path("rw-closed");
     let (_, watch) = fw.check_exists().for_path_and_watch(&path).await.expect("exists");
     fw.close().await;
-    let outcome = tokio::time::timeout(Duration::from_secs(5), fw.watches().remove(watch).for_path(&path).into_future())
-        .await
-        .expect("no hang");
+    let outcome =
+        tokio::time::timeout(Duration::from_secs(5), fw.watches().remove(watch).for_path(&path).into_future())
+            .await
+            .expect("no hang");
     assert!(outcome.is_err(), "{outcome:?}");
 }

@@ -1,6 +1,6 @@
 //! `watches().remove(watch)`: Curator's watch removal (`RemoveWatchesBuilder`) on the watches
 //! this crate hands out, a one-shot [`Watch`] or a [`PersistentWatch`]
-//! (docs/architecture.md section 6.4).
+//! (docs/architecture.md section 6.3.1).
 //!
 //! zookeeper-client removes a watch only through the watcher it handed out (dropping it, or
 //! its deprecated `remove()`, the one way to hear the server's answer), and only while it is
@@ -239,7 +239,12 @@ fn take(slot: &Mutex<Option<Raw>>) -> Option<Raw> {
 
 /// One attempt, on a connected session: hands the watcher to the client and waits (at most
 /// `limit`) for the server's answer.
-async fn attempt(slot: &Mutex<Option<Raw>>, path: &str, of_type: WatcherType, limit: std::time::Duration) -> Result<()> {
+async fn attempt(
+    slot: &Mutex<Option<Raw>>,
+    path: &str,
+    of_type: WatcherType,
+    limit: std::time::Duration,
+) -> Result<()> {
     let Some(raw) = take(slot) else {
         // An earlier attempt handed the watcher to the client and lost its connection: the
         // client has forgotten the watch, or will before any later request of ours, and does
@@ -250,7 +255,10 @@ async fn attempt(slot: &Mutex<Option<Raw>>, path: &str, of_type: WatcherType, li
     tracing::debug!(path, ?of_type, "removeWatches");
     match tokio::time::timeout(limit, raw.remove()).await {
         Ok(answer) => answer.map_err(|e| CuratorError::from_zk(path, e)),
-        Err(_) => Err(CuratorError::ConnectionLoss { path: path.to_string(), detail: "no answer to removeWatches in time".into() }),
+        Err(_) => Err(CuratorError::ConnectionLoss {
+            path: path.to_string(),
+            detail: "no answer to removeWatches in time".into(),
+        }),
     }
 }
 
