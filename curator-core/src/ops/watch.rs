@@ -112,7 +112,23 @@ impl WatchesBuilder {
 
     /// Removes a watch: a one-shot [`Watch`](crate::Watch) or a [`PersistentWatch`], with
     /// Curator's options (`of_type`, `locally`, `guaranteed`, `quietly`); see
-    /// [`RemoveWatchesBuilder`].
+    /// [`RemoveWatchesBuilder`]. The removal takes the watch: nothing more is heard from it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::WatcherType;
+    ///
+    /// let (_, _, watch) = fw.get_data().for_path_and_watch("/zookeeper").await?;
+    /// fw.watches().remove(watch).of_type(WatcherType::Data).for_path("/zookeeper").await?;
+    /// // locally(): no wait for the server, which may be out of reach.
+    /// let (_, watch) = fw.check_exists().for_path_and_watch("/jobs").await?;
+    /// fw.watches().remove(watch).locally().for_path("/jobs").await?;
+    /// # Ok(()) }
+    /// ```
     pub fn remove(self, watch: impl Into<RemovableWatch>) -> RemoveWatchesBuilder {
         RemoveWatchesBuilder::new(self.fw, watch.into())
     }
