@@ -5,8 +5,9 @@
 //!
 //! Where we differ from Curator on purpose: the watch is given by value (the removal takes it,
 //! so no `DataWatchRemoved` event is delivered: there is no one left to hear it); the path given
-//! must be the watch's own. `removeAll()` has no port (zookeeper-client 0.11 can only remove
-//! a watch through the watcher it handed out; docs/architecture.md section 6.3.1).
+//! must be the watch's own. `remove_all()` ends the watches the framework holds for `watched()`
+//! and `using_watcher()` (zookeeper-client 0.11 can only remove a watch through the watcher it
+//! handed out; docs/architecture.md section 6.3.1), and delivers no removal event either.
 
 use std::future::IntoFuture;
 use std::time::Duration;
@@ -133,11 +134,11 @@ async fn removes_a_persistent_watch() {
 }
 
 /// Curator's `testRemoveLocalWatch` and `testGuaranteedRemoveWatch`, under every error/retry
-/// policy combination: with the server out of reach (the proxy refuses connections),
-/// `locally()` succeeds at once; a plain and a guaranteed removal either fail with an
+/// policy combination, for `remove(watch)` and `remove_all()`: with the server out of reach
+/// (the proxy refuses connections), `locally()` succeeds at once; a plain and a guaranteed removal either fail with an
 /// outcome-unknown error (the short retry policy gives up while the server is away) or finish
 /// after the reconnection (the patient one outlasts it). After the reconnection the server
-/// holds none of the three watches, while a watch that was kept was set again.
+/// holds none of the removed watches, while a watch that was kept was set again.
 #[tokio::test]
 async fn removal_while_disconnected() {
     init_tracing();
@@ -152,10 +153,15 @@ async fn disconnected(policy: ErrorPolicy, retry: Retry) {
     let fw = framework_with(&proxy.connect_string(), policy, retry, Duration::from_secs(12)).await;
     let mut states = fw.connection_state_stream();
     let base = unique_path("rw-offline");
-    let [kept, local, plain, guaranteed] = ["kept", "local", "plain", "guaranteed"].map(|n| format!("{base}-{n}"));
+    let [kept, local, plain, guaranteed, all_local, all_plain] =
+        ["kept", "local", "plain", "guaranteed", "all-local", "all-plain"].map(|n| format!("{base}-{n}"));
     let mut watches = Vec::new();
     for path in [&kept, &local, &plain, &guaranteed] {
         watches.push(fw.check_exists().for_path_and_watch(path).await.expect("exists").1);
+        until_server_watches(path, true).await;
+    }
+    for path in [&all_local, &all_plain] {
+        fw.check_exists().using_watcher(|_| {}).for_path(path).await.expect("exists");
         until_server_watches(path, true).await;
     }
     let [keep, w_local, w_plain, w_guaranteed] = <[_; 4]>::try_from(watches).expect("four watches");
@@ -166,14 +172,16 @@ async fn disconnected(policy: ErrorPolicy, retry: Retry) {
 
     let started = tokio::time::Instant::now();
     fw.watches().remove(w_local).locally().for_path(&local).await.expect("locally() needs no server");
+    fw.watches().remove_all().locally().for_path(&all_local).await.expect("locally() needs no server");
     assert!(started.elapsed() < fw.connection_timeout(), "locally() did not wait for a connection");
 
     let plain_removal = tokio::spawn(fw.watches().remove(w_plain).for_path(&plain).into_future());
     let guaranteed_removal =
         tokio::spawn(fw.watches().remove(w_guaranteed).guaranteed().for_path(&guaranteed).into_future());
+    let all_removal = tokio::spawn(fw.watches().remove_all().for_path(&all_plain).into_future());
     let deadline = Timing::new().deadline() * 3;
     if retry == Retry::Short {
-        for removal in [plain_removal, guaranteed_removal] {
+        for removal in [plain_removal, guaranteed_removal, all_removal] {
             let outcome = tokio::time::timeout(deadline, removal).await.expect("no hang").expect("task");
             let err = outcome.expect_err("no server: the removal cannot be confirmed");
             assert!(err.outcome_unknown(), "{policy:?}/{retry:?}: {err:?}");
@@ -181,7 +189,7 @@ async fn disconnected(policy: ErrorPolicy, retry: Retry) {
         proxy.set_reject(false);
     } else {
         proxy.set_reject(false);
-        for removal in [plain_removal, guaranteed_removal] {
+        for removal in [plain_removal, guaranteed_removal, all_removal] {
             let outcome = tokio::time::timeout(deadline, removal).await.expect("no hang").expect("task");
             if let Err(err) = outcome {
                 assert!(err.outcome_unknown(), "{policy:?}/{retry:?}: {err:?}");
@@ -191,7 +199,7 @@ async fn disconnected(policy: ErrorPolicy, retry: Retry) {
     wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
     fw.sync().for_path("/").await.expect("sync after the reconnection");
     until_server_watches(&kept, true).await;
-    for path in [&local, &plain, &guaranteed] {
+    for path in [&local, &plain, &guaranteed, &all_local, &all_plain] {
         until_server_watches(path, false).await;
     }
     drop(keep);
@@ -211,4 +219,73 @@ async fn removal_after_close_fails_typed() {
             .await
             .expect("no hang");
     assert!(outcome.is_err(), "{outcome:?}");
+}
+
+/// Curator's `testRemoveAllWatches`, `testRemoveAllDataWatches` and
+/// `testRemoveAllChildWatches`: of a data and a children watch held for `using_watcher`
+/// callbacks, `remove_all().of_type(Data)` ends the data watch only (the children watch still
+/// fires, after which the server holds nothing on the path); with nothing left, `NoWatcher`
+/// unless `quietly()`.
+#[tokio::test]
+async fn remove_all_of_type_removes_only_that_type() {
+    init_tracing();
+    let fw = client(&server()).await;
+    let path = unique_path("rw-all-type");
+    fw.create().for_path(&path, Vec::new()).await.expect("create");
+    let (tx, mut fired) = tokio::sync::mpsc::unbounded_channel();
+    let (data_tx, kids_tx) = (tx.clone(), tx);
+    fw.check_exists()
+        .using_watcher(move |e| {
+            let _ = data_tx.send(("data", e.event_type));
+        })
+        .for_path(&path)
+        .await
+        .expect("exists");
+    fw.get_children()
+        .using_watcher(move |e| {
+            let _ = kids_tx.send(("children", e.event_type));
+        })
+        .for_path(&path)
+        .await
+        .expect("ls");
+    until_server_watches(&path, true).await;
+
+    fw.watches().remove_all().of_type(WatcherType::Data).for_path(&path).await.expect("data watch removed");
+    fw.create().for_path(&format!("{path}/kid"), Vec::new()).await.expect("child");
+    let first = tokio::time::timeout(Timing::new().deadline(), fired.recv()).await.expect("in time");
+    assert_eq!(first, Some(("children", zk::EventType::NodeChildrenChanged)));
+    assert!(!server_watches(&path).await, "the data watch was removed from the server");
+    fw.set_data().for_path(&path, b"x".to_vec()).await.expect("set");
+
+    let err = fw.watches().remove_all().for_path(&path).await.unwrap_err();
+    assert!(matches!(err, CuratorError::NoWatcher { .. }), "{err:?}");
+    fw.watches().remove_all().quietly().for_path(&path).await.expect("quietly");
+    // The data watcher heard nothing: its set_data came after its removal.
+    assert!(fired.try_recv().is_err(), "a removed watcher was called");
+    fw.close().await;
+}
+
+/// Curator's `testRemoveCuratorDefaultWatcher` and `testRemoveWatchInBackgroundWithNoCallback`:
+/// a `watched()` watch (whose event would go to the framework's listeners) removed with
+/// `remove_all()` in the background; and a persistent watch given a watcher, removed by its type.
+#[tokio::test]
+async fn remove_all_in_background_and_persistent() {
+    init_tracing();
+    let fw = client(&server()).await;
+    let path = unique_path("rw-all-bg");
+    fw.check_exists().watched().for_path(&path).await.expect("exists");
+    until_server_watches(&path, true).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    fw.watches().remove_all().for_path(&path).in_background(move |_, e| drop(tx.send(e)));
+    let event = tokio::time::timeout(Timing::new().deadline(), rx.recv()).await.expect("in time").expect("event");
+    assert_eq!((event.event_type, event.result_code), (CuratorEventType::RemoveWatches, 0));
+    assert!(!server_watches(&path).await);
+
+    fw.watches().add().using_watcher(|_| {}).for_path(&path).await.expect("add");
+    until_server_watches(&path, true).await;
+    let err = fw.watches().remove_all().of_type(WatcherType::Persistent).for_path(&path).await.unwrap_err();
+    assert!(matches!(err, CuratorError::NoWatcher { .. }), "recursive, not persistent: {err:?}");
+    fw.watches().remove_all().of_type(WatcherType::PersistentRecursive).for_path(&path).await.expect("removed");
+    until_server_watches(&path, false).await;
+    fw.close().await;
 }

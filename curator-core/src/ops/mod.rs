@@ -203,11 +203,23 @@ impl WatchTarget {
         !matches!(self, Self::None)
     }
 
-    /// Waits for the watch in a task of its own and tells whoever asked.
-    pub(crate) fn deliver(&self, fw: &CuratorFramework, path: &str, watcher: zk::OneshotWatcher) {
+    /// Waits for the watch in a task of its own and tells whoever asked, unless
+    /// [`remove_all`](crate::WatchesBuilder::remove_all) ends it first (then the watcher is
+    /// dropped, which removes it, and nobody is told).
+    pub(crate) fn deliver(
+        &self,
+        fw: &CuratorFramework,
+        path: &str,
+        kind: remove_watch::WatcherType,
+        watcher: zk::OneshotWatcher,
+    ) {
         let (fw, path, target) = (fw.clone(), path.to_string(), self.clone());
+        let mut held = fw.hold_watch(&path, kind);
         crate::task::spawn_detached(async move {
-            let event = watcher.changed().await;
+            // Ended by `remove_all`: the watcher went with the future; the `Ack` goes now.
+            let Ok(event) = held.until_removed(watcher.changed()).await else { return };
+            // Fired: no longer there for `remove_all` to find.
+            drop(held);
             tracing::debug!(path = %path, event = ?event.event_type, state = ?event.session_state, "watch fired");
             match target {
                 WatchTarget::None => {}

@@ -231,7 +231,7 @@ impl ExistsBuilder {
                     return client.check_stat(&path).await.map_err(from_zk);
                 }
                 let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(from_zk)?;
-                watch.deliver(&fw, &path, watcher);
+                watch.deliver(&fw, &path, WatcherType::Data, watcher);
                 Ok(stat)
             }
         })
@@ -278,7 +278,7 @@ impl GetDataBuilder {
                         return client.get_data(&path).await;
                     }
                     let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
-                    watch.deliver(&fw, &path, watcher);
+                    watch.deliver(&fw, &path, WatcherType::Data, watcher);
                     Ok((data, stat))
                 }
             });
@@ -331,7 +331,7 @@ impl GetChildrenBuilder {
                     return client.get_children(&path).await;
                 }
                 let (children, stat, watcher) = client.get_and_watch_children(&path).await?;
-                watch.deliver(&fw, &path, watcher);
+                watch.deliver(&fw, &path, WatcherType::Children, watcher);
                 Ok((children, stat))
             }
         })
@@ -371,7 +371,7 @@ impl GetConfigBuilder {
                     return client.get_config().await;
                 }
                 let (data, stat, watcher) = client.get_and_watch_config().await?;
-                watch.deliver(&fw, &path, watcher);
+                watch.deliver(&fw, &path, WatcherType::Data, watcher);
                 Ok((data, stat))
             }
         })

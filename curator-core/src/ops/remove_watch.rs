@@ -7,8 +7,16 @@
 //! connected: a removal asked for while disconnected waits in its queue until it connects
 //! again. So the removal takes the watch by value; what Curator does with a watcher object and
 //! a path, this does with the watch itself, and checks that the path and type given match it.
+//!
+//! `remove_all()` ends the watches the framework holds for its callers (`watched()`,
+//! `using_watcher()`), found in a registry of them (`HeldWatches`).
 
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::oneshot;
 
 use zookeeper_client as zk;
 
@@ -294,5 +302,210 @@ impl CuratorFramework {
                 Err(err) => fw.report_unhandled(&format!("guaranteed removal of the watch on {path} failed"), &err),
             }
         });
+    }
+}
+
+/// The watches the framework holds for its callers (`watched()`, `using_watcher()`), by
+/// namespace and path: what [`remove_all`](crate::WatchesBuilder::remove_all) ends.
+#[derive(Debug, Default)]
+pub(crate) struct HeldWatches {
+    next_id: AtomicU64,
+    by_path: Mutex<HashMap<String, Vec<Held>>>,
+}
+
+#[derive(Debug)]
+struct Held {
+    id: u64,
+    kind: WatcherType,
+    end: oneshot::Sender<Ack>,
+}
+
+/// Told to `remove_all` when dropped: by then the held watcher is dropped (so zookeeper-client
+/// has queued its removal).
+#[derive(Debug)]
+pub(crate) struct Ack(Option<oneshot::Sender<()>>);
+
+impl Drop for Ack {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl HeldWatches {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Held>>> {
+        self.by_path.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes out the watches of `key` of type `of_type`.
+    fn take(&self, key: &str, of_type: WatcherType) -> Vec<Held> {
+        let mut by_path = self.lock();
+        let Some(held) = by_path.get_mut(key) else { return Vec::new() };
+        let (taken, kept) = held.drain(..).partition(|h| of_type == WatcherType::Any || h.kind == of_type);
+        *held = kept;
+        if held.is_empty() {
+            by_path.remove(key);
+        }
+        taken
+    }
+}
+
+/// One watch the framework holds; leaves the registry when dropped.
+#[derive(Debug)]
+pub(crate) struct HeldWatch {
+    fw: CuratorFramework,
+    key: String,
+    id: u64,
+    end: Option<oneshot::Receiver<Ack>>,
+}
+
+impl HeldWatch {
+    /// `work` (the wait for the watch's next event), or `Err` with an [`Ack`] when
+    /// `remove_all` ended the watch first. `work` is dropped before this returns; the caller
+    /// drops the watcher, then the `Ack`.
+    pub(crate) async fn until_removed<T>(&mut self, work: impl Future<Output = T>) -> std::result::Result<T, Ack> {
+        let Some(end) = self.end.as_mut() else { return Ok(work.await) };
+        let mut work = std::pin::pin!(work);
+        let ended = tokio::select! {
+            biased;
+            value = &mut work => return Ok(value),
+            ended = end => ended,
+        };
+        self.end = None;
+        match ended {
+            Ok(ack) => Err(ack),
+            // The registry forgot this watch without ending it: nothing ends it now.
+            Err(_) => Ok(work.await),
+        }
+    }
+}
+
+impl Drop for HeldWatch {
+    fn drop(&mut self) {
+        let mut by_path = self.fw.inner.held_watches.lock();
+        if let Some(held) = by_path.get_mut(&self.key) {
+            held.retain(|h| h.id != self.id);
+            if held.is_empty() {
+                by_path.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl CuratorFramework {
+    /// The registry key of `path` under this handle's namespace.
+    fn held_key(&self, path: &str) -> String {
+        format!("{}\u{0}{path}", self.namespace().unwrap_or(""))
+    }
+
+    /// Registers a watch the framework holds on `path` for a caller.
+    pub(crate) fn hold_watch(&self, path: &str, kind: WatcherType) -> HeldWatch {
+        let registry = &self.inner.held_watches;
+        let id = registry.next_id.fetch_add(1, Ordering::Relaxed);
+        let (end, rx) = oneshot::channel();
+        let key = self.held_key(path);
+        registry.lock().entry(key.clone()).or_default().push(Held { id, kind, end });
+        HeldWatch { fw: self.clone(), key, id, end: Some(rx) }
+    }
+}
+
+/// Builder of the removal of the watches of a path that the framework holds: Curator's
+/// `removeAll()`. See [`WatchesBuilder::remove_all`](crate::WatchesBuilder::remove_all).
+///
+/// It ends every watch of the path (and [type](Self::of_type)) set with `watched()` or
+/// `using_watcher()` through this framework (any namespace handle of it): nobody is told of
+/// them any more, and zookeeper-client removes each from the server. Watches handed to the
+/// caller (a [`Watch`], a [`PersistentWatch`]) are not touched: remove them with
+/// [`remove`](crate::WatchesBuilder::remove). Unlike Curator, no `DataWatchRemoved` event is
+/// delivered to the removed watchers.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use curator_core::{CuratorError, WatcherType};
+///
+/// fw.check_exists().using_watcher(|_event| {}).for_path("/job").await?;
+/// fw.get_children().watched().for_path("/").await?;
+/// fw.watches().remove_all().of_type(WatcherType::Data).for_path("/job").await?;
+/// // Nothing left of that type: NoWatcher, unless quietly().
+/// let again = fw.watches().remove_all().for_path("/job").await;
+/// assert!(matches!(again, Err(CuratorError::NoWatcher { .. })));
+/// fw.watches().remove_all().quietly().for_path("/job").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RemoveAllWatchesBuilder {
+    fw: CuratorFramework,
+    of_type: WatcherType,
+    local: bool,
+    quietly: bool,
+}
+
+impl RemoveAllWatchesBuilder {
+    pub(crate) fn new(fw: CuratorFramework) -> Self {
+        Self { fw, of_type: WatcherType::Any, local: false, quietly: false }
+    }
+
+    /// Remove only the watches of this type ([`WatcherType::Any`] by default).
+    pub fn of_type(mut self, of_type: WatcherType) -> Self {
+        self.of_type = of_type;
+        self
+    }
+
+    /// Do not wait for the server, which may be out of reach: the watches end at once, and the
+    /// client tells the server when it is connected.
+    pub fn locally(mut self) -> Self {
+        self.local = true;
+        self
+    }
+
+    /// No watch to remove ([`NoWatcher`](CuratorError::NoWatcher)) is not an error.
+    pub fn quietly(mut self) -> Self {
+        self.quietly = true;
+        self
+    }
+
+    /// Removes the held watches on `path`. Without [`locally`](Self::locally), returns once
+    /// the server has handled the removals: one request on the path after them (an exists
+    /// check, under the retry policy), which the server answers after them.
+    pub fn for_path(self, path: &str) -> Pending<()> {
+        let kind = CuratorEventType::RemoveWatches;
+        if let Err(err) = path::validate(path) {
+            return Pending::failed(&self.fw, kind, path, err);
+        }
+        let Self { fw, of_type, local, quietly } = self;
+        let owned = path.to_string();
+        Pending::new(&fw.clone(), kind, path, async move {
+            let held = fw.inner.held_watches.take(&fw.held_key(&owned), of_type);
+            if held.is_empty() {
+                tracing::debug!(path = %owned, ?of_type, "removeWatches (all): none held");
+                return if quietly { Ok(()) } else { Err(CuratorError::NoWatcher { path: owned }) };
+            }
+            tracing::debug!(path = %owned, ?of_type, count = held.len(), local, "removeWatches (all)");
+            let mut acks = Vec::new();
+            for h in held {
+                let (tx, rx) = oneshot::channel();
+                // A watch that fired meanwhile has gone already: its task is over.
+                let _ = h.end.send(Ack(Some(tx)));
+                acks.push(rx);
+            }
+            // Each task drops its watcher at once; bounded all the same, never to hang.
+            let _ = tokio::time::timeout(fw.connection_timeout(), futures::future::join_all(acks)).await;
+            if local {
+                return Ok(());
+            }
+            fw.call_with_retry("remove_watches", &owned, |session, _| {
+                let path = owned.clone();
+                async move {
+                    tracing::debug!(path = %path, "exists (after removeWatches)");
+                    session.client().check_stat(&path).await.map(drop).map_err(|e| CuratorError::from_zk(&path, e))
+                }
+            })
+            .await
+        })
     }
 }

@@ -40,7 +40,7 @@ use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
 use crate::framework::Session;
 use crate::listeners::Listeners;
-use crate::ops::remove_watch::{RemovableWatch, RemoveWatchesBuilder};
+use crate::ops::remove_watch::{RemovableWatch, RemoveAllWatchesBuilder, RemoveWatchesBuilder, WatcherType};
 use crate::ops::Pending;
 use crate::path;
 use crate::retry::RetryLoop;
@@ -132,6 +132,14 @@ impl WatchesBuilder {
     pub fn remove(self, watch: impl Into<RemovableWatch>) -> RemoveWatchesBuilder {
         RemoveWatchesBuilder::new(self.fw, watch.into())
     }
+
+    /// Removes the watches of a path that the framework holds: those set with `watched()` or
+    /// `using_watcher()` (reads, and persistent watches given a watcher); see
+    /// [`RemoveAllWatchesBuilder`]. Watches handed to the caller are removed with
+    /// [`remove`](Self::remove).
+    pub fn remove_all(self) -> RemoveAllWatchesBuilder {
+        RemoveAllWatchesBuilder::new(self.fw)
+    }
 }
 
 impl AddWatchBuilder {
@@ -168,9 +176,24 @@ impl AddWatchBuilder {
                     queue.start(handle);
                 }
                 queue.add_callback(Arc::new(move |event: &zk::WatchedEvent| watcher(event.clone())));
+                let kind = match mode {
+                    AddWatchMode::Persistent => WatcherType::Persistent,
+                    AddWatchMode::PersistentRecursive => WatcherType::PersistentRecursive,
+                };
+                let mut held = fw.hold_watch(&owned, kind);
                 crate::task::spawn_detached(async move {
-                    while let Some(event) = watch.next().await {
-                        queue.publish(event);
+                    loop {
+                        match held.until_removed(watch.next()).await {
+                            Ok(Some(event)) => queue.publish(event),
+                            Ok(None) => break,
+                            // Ended by `remove_all`: the watch is dropped (which removes it)
+                            // before `remove_all` hears so.
+                            Err(ack) => {
+                                drop(watch);
+                                drop(ack);
+                                break;
+                            }
+                        }
                     }
                     queue.close();
                 });
