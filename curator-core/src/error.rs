@@ -301,6 +301,16 @@ pub enum CuratorError {
         /// What was expected.
         reason: String,
     },
+    /// No watch of the kind asked for is there to remove: the watch given to
+    /// [`watches().remove()`](crate::WatchesBuilder::remove) is of another
+    /// [`WatcherType`](crate::WatcherType) or on another path, its session ended, or the server
+    /// answered NOWATCHER. Not retryable; `quietly()` makes it a success. Curator's
+    /// `KeeperException.NoWatcherException`.
+    #[error("no watch to remove on {}", ShortPath(.path))]
+    NoWatcher {
+        /// The path given to the removal.
+        path: String,
+    },
     /// Any other error from ZooKeeper or the client.
     #[error("ZooKeeper error on {}: {source}", ShortPath(.path))]
     Zk {
@@ -323,6 +333,7 @@ impl CuratorError {
             zk::Error::NoAuth => Self::NoAuth { path },
             zk::Error::NoChildrenForEphemerals => Self::NoChildrenForEphemerals { path },
             zk::Error::InvalidAcl => Self::InvalidAcl { path },
+            zk::Error::NoWatcher => Self::NoWatcher { path },
             zk::Error::SessionExpired => Self::SessionExpired { path },
             zk::Error::ConnectionLoss | zk::Error::Timeout => Self::ConnectionLoss { path, detail: err.to_string() },
             // zookeeper-client reports a connection that died under a request in many shapes
@@ -402,6 +413,7 @@ impl CuratorError {
             | Self::NoAuth { path }
             | Self::NoChildrenForEphemerals { path }
             | Self::InvalidAcl { path }
+            | Self::NoWatcher { path }
             | Self::ConnectionLoss { path, .. }
             | Self::SessionExpired { path }
             | Self::Timeout { path }
@@ -437,6 +449,7 @@ impl CuratorError {
             Self::NoAuth { .. } => -102,
             Self::NoChildrenForEphemerals { .. } => -108,
             Self::InvalidAcl { .. } => -114,
+            Self::NoWatcher { .. } => -121,
             Self::ConnectionLoss { .. } | Self::NotConnected { .. } => -4,
             #[cfg(feature = "tls")]
             Self::Tls { .. } => -4,

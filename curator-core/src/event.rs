@@ -36,6 +36,8 @@ pub enum CuratorEventType {
     Transaction,
     /// `watches().add()`.
     AddWatch,
+    /// `watches().remove(..)`.
+    RemoveWatches,
     /// A watch set with `.watched()` fired.
     Watched,
 }

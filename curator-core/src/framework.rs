@@ -72,6 +72,8 @@ pub(crate) struct Inner {
     pub(crate) unhandled: Listeners<UnhandledError>,
     /// Background operations, sent in the order they were submitted.
     pub(crate) background: Queue,
+    /// The watches the framework holds for `watched()` and `using_watcher()`, for `remove_all()`.
+    pub(crate) held_watches: crate::ops::remove_watch::HeldWatches,
 }
 
 impl std::fmt::Debug for Inner {
@@ -125,6 +127,7 @@ impl CuratorFramework {
             listeners: Listeners::new(),
             unhandled: Listeners::new(),
             background: Queue::default(),
+            held_watches: Default::default(),
         };
         Ok(CuratorFramework { inner: Arc::new(inner), namespace })
     }

@@ -131,6 +131,7 @@ pub use ops::create::{make_parents, CreateBuilder};
 pub use ops::delete::DeleteBuilder;
 pub use ops::guarded::TransactionGuard;
 pub use ops::read::{ExistsBuilder, GetAclBuilder, GetChildrenBuilder, GetConfigBuilder, GetDataBuilder};
+pub use ops::remove_watch::{RemovableWatch, RemoveAllWatchesBuilder, RemoveWatchesBuilder, WatcherType};
 pub use ops::transaction::{TransactionBuilder, TransactionResult};
 pub use ops::watch::{
     let_fire, readd_pause, AddWatchBuilder, AddWatchMode, PersistentWatch, WatchesBuilder, LET_FIRE_WAIT,

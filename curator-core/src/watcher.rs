@@ -29,6 +29,11 @@ impl Fused {
         Some(event)
     }
 
+    /// The raw watcher, for a removal that waits for the server's answer; it has ended after.
+    pub(crate) fn take(&mut self) -> Option<zk::PersistentWatcher> {
+        self.0.take()
+    }
+
     pub(crate) fn is_terminated(&self) -> bool {
         self.0.is_none()
     }

@@ -277,6 +277,7 @@ pub fn error_kind(err: &CuratorError) -> &'static str {
         CuratorError::NoAuth { .. } => "no_auth",
         CuratorError::NoChildrenForEphemerals { .. } => "no_children_for_ephemerals",
         CuratorError::InvalidAcl { .. } => "invalid_acl",
+        CuratorError::NoWatcher { .. } => "no_watcher",
         CuratorError::ConnectionLoss { .. } => "connection_loss",
         CuratorError::NotConnected { .. } => "not_connected",
         CuratorError::SessionExpired { .. } => "session_expired",

@@ -6,6 +6,7 @@ pub mod delete;
 pub(crate) mod guarded;
 pub(crate) mod ordered;
 pub mod read;
+pub mod remove_watch;
 pub mod transaction;
 pub mod watch;
 pub mod write;
@@ -202,11 +203,23 @@ impl WatchTarget {
         !matches!(self, Self::None)
     }
 
-    /// Waits for the watch in a task of its own and tells whoever asked.
-    pub(crate) fn deliver(&self, fw: &CuratorFramework, path: &str, watcher: zk::OneshotWatcher) {
+    /// Waits for the watch in a task of its own and tells whoever asked, unless
+    /// [`remove_all`](crate::WatchesBuilder::remove_all) ends it first (then the watcher is
+    /// dropped, which removes it, and nobody is told).
+    pub(crate) fn deliver(
+        &self,
+        fw: &CuratorFramework,
+        path: &str,
+        kind: remove_watch::WatcherType,
+        watcher: zk::OneshotWatcher,
+    ) {
         let (fw, path, target) = (fw.clone(), path.to_string(), self.clone());
+        let mut held = fw.hold_watch(&path, kind);
         crate::task::spawn_detached(async move {
-            let event = watcher.changed().await;
+            // Ended by `remove_all`: the watcher went with the future; the `Ack` goes now.
+            let Ok(event) = held.until_removed(watcher.changed()).await else { return };
+            // Fired: no longer there for `remove_all` to find.
+            drop(held);
             tracing::debug!(path = %path, event = ?event.event_type, state = ?event.session_state, "watch fired");
             match target {
                 WatchTarget::None => {}
@@ -221,13 +234,37 @@ impl WatchTarget {
     }
 }
 
-/// A one-shot watch returned by the `for_path_and_watch` reads.
+/// A one-shot watch returned by the `for_path_and_watch` reads. Removed from the server when
+/// dropped before it fired, or with [`watches().remove(watch)`](crate::WatchesBuilder::remove)
+/// to hear the server's answer.
 #[derive(Debug)]
 pub struct Watch {
     inner: zk::OneshotWatcher,
+    path: String,
+    kind: remove_watch::WatcherType,
 }
 
 impl Watch {
+    pub(crate) fn new(inner: zk::OneshotWatcher, path: &str, kind: remove_watch::WatcherType) -> Self {
+        Self { inner, path: path.to_string(), kind }
+    }
+
+    /// The path the watch was set on (relative to the framework's namespace).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// [`Data`](remove_watch::WatcherType::Data) for a watch set by `check_exists` or
+    /// `get_data`, [`Children`](remove_watch::WatcherType::Children) for one set by
+    /// `get_children`.
+    pub fn watcher_type(&self) -> remove_watch::WatcherType {
+        self.kind
+    }
+
+    pub(crate) fn into_raw(self) -> zk::OneshotWatcher {
+        self.inner
+    }
+
     /// Waits for the watch to fire: a change of the node, or a session event (disconnection or
     /// expiry), after which the watch is gone.
     pub async fn changed(self) -> zk::WatchedEvent {

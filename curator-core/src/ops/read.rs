@@ -10,6 +10,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
+use crate::ops::remove_watch::WatcherType;
 use crate::ops::{check_compression, decompress, Pending, Watch, WatchTarget};
 use crate::path;
 use crate::schema_set::SchemaOp;
@@ -230,7 +231,7 @@ impl ExistsBuilder {
                     return client.check_stat(&path).await.map_err(from_zk);
                 }
                 let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(from_zk)?;
-                watch.deliver(&fw, &path, watcher);
+                watch.deliver(&fw, &path, WatcherType::Data, watcher);
                 Ok(stat)
             }
         })
@@ -240,7 +241,7 @@ impl ExistsBuilder {
     pub fn for_path_and_watch(self, path: &str) -> Pending<(Option<zk::Stat>, Watch)> {
         read_op(&self.fw, CuratorEventType::Exists, "exists", path, Some(true), |client, path| async move {
             let (stat, watcher) = client.check_and_watch_stat(&path).await?;
-            Ok((stat, Watch { inner: watcher }))
+            Ok((stat, Watch::new(watcher, &path, WatcherType::Data)))
         })
     }
 }
@@ -277,7 +278,7 @@ impl GetDataBuilder {
                         return client.get_data(&path).await;
                     }
                     let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
-                    watch.deliver(&fw, &path, watcher);
+                    watch.deliver(&fw, &path, WatcherType::Data, watcher);
                     Ok((data, stat))
                 }
             });
@@ -304,7 +305,7 @@ impl GetDataBuilder {
             } else {
                 data
             };
-            Ok((data, stat, Watch { inner: watcher }))
+            Ok((data, stat, Watch::new(watcher, &path, WatcherType::Data)))
         })
     }
 }
@@ -330,7 +331,7 @@ impl GetChildrenBuilder {
                     return client.get_children(&path).await;
                 }
                 let (children, stat, watcher) = client.get_and_watch_children(&path).await?;
-                watch.deliver(&fw, &path, watcher);
+                watch.deliver(&fw, &path, WatcherType::Children, watcher);
                 Ok((children, stat))
             }
         })
@@ -340,7 +341,7 @@ impl GetChildrenBuilder {
     pub fn for_path_and_watch(self, path: &str) -> Pending<(Vec<String>, zk::Stat, Watch)> {
         read_op(&self.fw, CuratorEventType::Children, "get_children", path, Some(true), |client, path| async move {
             let (children, stat, watcher) = client.get_and_watch_children(&path).await?;
-            Ok((children, stat, Watch { inner: watcher }))
+            Ok((children, stat, Watch::new(watcher, &path, WatcherType::Children)))
         })
     }
 }
@@ -370,7 +371,7 @@ impl GetConfigBuilder {
                     return client.get_config().await;
                 }
                 let (data, stat, watcher) = client.get_and_watch_config().await?;
-                watch.deliver(&fw, &path, watcher);
+                watch.deliver(&fw, &path, WatcherType::Data, watcher);
                 Ok((data, stat))
             }
         })

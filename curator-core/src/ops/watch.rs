@@ -40,6 +40,7 @@ use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
 use crate::framework::Session;
 use crate::listeners::Listeners;
+use crate::ops::remove_watch::{RemovableWatch, RemoveAllWatchesBuilder, RemoveWatchesBuilder, WatcherType};
 use crate::ops::Pending;
 use crate::path;
 use crate::retry::RetryLoop;
@@ -96,7 +97,8 @@ pub struct AddWatchBuilder {
 }
 
 impl CuratorFramework {
-    /// Watch management: persistent watches.
+    /// Watch management: adding persistent watches, and removing watches (one-shot or
+    /// persistent) with the server's answer.
     pub fn watches(&self) -> WatchesBuilder {
         WatchesBuilder { fw: self.clone() }
     }
@@ -108,9 +110,35 @@ impl WatchesBuilder {
         AddWatchBuilder { fw: self.fw, mode: AddWatchMode::PersistentRecursive, watcher: None }
     }
 
-    /// Removes a persistent watch from the server.
-    pub fn remove(self, watch: PersistentWatch) {
-        drop(watch);
+    /// Removes a watch: a one-shot [`Watch`](crate::Watch) or a [`PersistentWatch`], with
+    /// Curator's options (`of_type`, `locally`, `guaranteed`, `quietly`); see
+    /// [`RemoveWatchesBuilder`]. The removal takes the watch: nothing more is heard from it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::WatcherType;
+    ///
+    /// let (_, _, watch) = fw.get_data().for_path_and_watch("/zookeeper").await?;
+    /// fw.watches().remove(watch).of_type(WatcherType::Data).for_path("/zookeeper").await?;
+    /// // locally(): no wait for the server, which may be out of reach.
+    /// let (_, watch) = fw.check_exists().for_path_and_watch("/jobs").await?;
+    /// fw.watches().remove(watch).locally().for_path("/jobs").await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn remove(self, watch: impl Into<RemovableWatch>) -> RemoveWatchesBuilder {
+        RemoveWatchesBuilder::new(self.fw, watch.into())
+    }
+
+    /// Removes the watches of a path that the framework holds: those set with `watched()` or
+    /// `using_watcher()` (reads, and persistent watches given a watcher); see
+    /// [`RemoveAllWatchesBuilder`]. Watches handed to the caller are removed with
+    /// [`remove`](Self::remove).
+    pub fn remove_all(self) -> RemoveAllWatchesBuilder {
+        RemoveAllWatchesBuilder::new(self.fw)
     }
 }
 
@@ -148,9 +176,24 @@ impl AddWatchBuilder {
                     queue.start(handle);
                 }
                 queue.add_callback(Arc::new(move |event: &zk::WatchedEvent| watcher(event.clone())));
+                let kind = match mode {
+                    AddWatchMode::Persistent => WatcherType::Persistent,
+                    AddWatchMode::PersistentRecursive => WatcherType::PersistentRecursive,
+                };
+                let mut held = fw.hold_watch(&owned, kind);
                 crate::task::spawn_detached(async move {
-                    while let Some(event) = watch.next().await {
-                        queue.publish(event);
+                    loop {
+                        match held.until_removed(watch.next()).await {
+                            Ok(Some(event)) => queue.publish(event),
+                            Ok(None) => break,
+                            // Ended by `remove_all`: the watch is dropped (which removes it)
+                            // before `remove_all` hears so.
+                            Err(ack) => {
+                                drop(watch);
+                                drop(ack);
+                                break;
+                            }
+                        }
                     }
                     queue.close();
                 });
@@ -343,6 +386,22 @@ impl PersistentWatch {
     /// The framework's session generation the watch was added on.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The path the watch was added on (relative to the framework's namespace); empty for a
+    /// watch handed to a watcher callback.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The mode the watch was added with.
+    pub fn mode(&self) -> AddWatchMode {
+        self.mode
+    }
+
+    /// The raw watcher, for `watches().remove()`; the watch has ended after.
+    pub(crate) fn take_raw(&mut self) -> Option<zk::PersistentWatcher> {
+        self.inner.take()
     }
 
     /// True once the session of this watch has ended.
