@@ -206,11 +206,9 @@ async fn deposed_leader_proclaim_refused_after_expiry() {
         let info = fw.session().await.unwrap().client().session().clone();
         expire_session(&server.connect_string(), &info).await.unwrap();
         let err = refused_proclaim(&term, b"deposed").await;
-        assert!(
-            matches!(&err, CuratorError::OwnNodeLost { path, .. } if path == term.path()),
-            "{what}: {err:?}"
-        );
-        let next = tokio::time::timeout(Timing::new().deadline(), next_latch.await_leadership()).await.unwrap().unwrap();
+        assert!(matches!(&err, CuratorError::OwnNodeLost { path, .. } if path == term.path()), "{what}: {err:?}");
+        let next =
+            tokio::time::timeout(Timing::new().deadline(), next_latch.await_leadership()).await.unwrap().unwrap();
         next.proclaim("next-value").await.unwrap();
         let seen = until(&mut stream, "next-value", |p| shows(p, &next, b"next-value")).await;
         assert!(seen.iter().all(|p| p.value.as_deref() != Some(&b"deposed"[..])), "{what}: {seen:?}");
@@ -246,7 +244,13 @@ async fn deposed_leader_proclaim_refused_after_proxy_cut() {
 }
 
 /// One combination of [`deposed_leader_proclaim_refused_after_proxy_cut`].
-async fn cut_case(server: &TestingServer, watcher: &CuratorFramework, policy: ErrorPolicy, retry: Retry, session: Duration) {
+async fn cut_case(
+    server: &TestingServer,
+    watcher: &CuratorFramework,
+    policy: ErrorPolicy,
+    retry: Retry,
+    session: Duration,
+) {
     let what = format!("{policy:?} {retry:?}");
     let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
     let b = builder(&proxy.connect_string()).session_timeout(session).connection_timeout(session / 2);

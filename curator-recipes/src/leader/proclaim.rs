@@ -1,6 +1,7 @@
 //! A leader proclaims (etcd's `Election.Proclaim`): the holder of a term publishes a value in
 //! the election's value node, `P/proclaimed`, with a guarded write; observers pair it with the
-//! term by its fencing token (docs/architecture.md section 15.3).
+//! term by its fencing token (docs/architecture.md section 15.3: why the value is not in the
+//! leader's own node, and what Apache Curator peers see of it).
 
 use curator_core::{path, CreateMode, CuratorError, Result};
 
@@ -9,8 +10,10 @@ use super::leadership::Leadership;
 /// The name of an election's value node, the child of the election's path where its leader
 /// proclaims a value ([`Leadership::proclaim`]). Its name has neither `latch-` nor `lock-` in it,
 /// so no participant, ours or Apache Curator's, takes it for a contender; Curator's
-/// `getParticipants()` lists it last, as a participant that does not lead (docs/architecture.md
-/// section 15.3).
+/// `getParticipants()` lists it last, as a participant that does not lead, with its data as id,
+/// and while it is the only child (nobody takes part) Curator's `getLeader()` names it. The value
+/// is not in the leader's own node because Curator reads that node's data as the leader's id
+/// (docs/architecture.md section 15.3).
 pub const PROCLAIMED_NODE_NAME: &str = "proclaimed";
 
 /// How many times a proclaim goes from a set to a create and back when the value node comes and
