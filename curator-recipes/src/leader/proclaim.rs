@@ -45,7 +45,7 @@ impl Leadership {
     ///
     /// let observer = LeaderObserver::new(&fw, "/services/indexer/leader")?;
     /// observer.start()?;
-    /// let mut values = observer.observe();
+    /// let mut values = std::pin::pin!(observer.observe());
     /// let latch = LeaderLatch::new(&fw, "/services/indexer/leader", "indexer-1")?;
     /// latch.start()?;
     /// let term = latch.await_leadership().await?;
