@@ -119,6 +119,11 @@
 //! leader's node) and a `lost()` future that resolves before anyone else can be made leader;
 //! [`Participant`]s are read from node data in one round trip.
 //!
+//! A leader proclaims a value for its term ([`Leadership::proclaim`], etcd's `Proclaim`: a
+//! write guarded by the term to the value node `P/proclaimed`), and a [`LeaderObserver`]'s
+//! [`observe`](LeaderObserver::observe) stream yields every new leader and value (etcd's
+//! `Observe`) as [`Proclamation`]s.
+//!
 //! # Nodes that stay
 //!
 //! Nodes that stay: [`PersistentNode`] (a node kept in place through connection loss, new
@@ -271,7 +276,8 @@ pub use atomic::{
 pub use barriers::{DistributedBarrier, DistributedDoubleBarrier};
 pub use leader::{
     CloseMode, LatchEvent, LatchState, Leader, LeaderLatch, LeaderLatchBuilder, LeaderObserver, LeaderSelector,
-    LeaderSelectorBuilder, Leadership, Participant, SelectorEvent, TermEnd, LEADER_LATCH_NAME,
+    LeaderSelectorBuilder, Leadership, Participant, Proclamation, SelectorEvent, TermEnd, LEADER_LATCH_NAME,
+    PROCLAIMED_NODE_NAME,
 };
 pub use lease::{LeaseGrant, LeaseLost, MultiTimedLease, TimedLease};
 pub use locks::{

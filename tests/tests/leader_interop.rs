@@ -412,3 +412,68 @@ async fn curator_and_rust_selectors_elect_one_leader_at_a_time() {
         fw.close().await;
     }
 }
+
+/// A Rust leader proclaims (issue 31 item 7) while a Curator `LeaderLatch` waits on the same
+/// path: Curator still names the Rust participant as leader (`getLeader()`), the value node
+/// `P/proclaimed` sorts after every contender in Curator's order, so it never leads and is never
+/// watched as a predecessor; Curator's `getParticipants()` lists it last, as a participant that
+/// does not lead, with the value node's data as its id (docs/architecture.md section 15.3).
+/// When the Rust leader closes, the Java latch leads, and our observer shows it with no value:
+/// the Rust term's value is not shown as the Java leader's. No Curator test has a value node;
+/// the election itself follows `TestLeaderLatch.testCorrectWatching`'s line of two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_latch_sees_the_right_leader_while_we_proclaim() {
+    use curator_recipes::LeaderObserver;
+    use futures::StreamExt;
+
+    init_tracing();
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let path = unique_path("interop-proclaim");
+    let log = Log::default();
+    let mut java = JavaPeer::start(&connect, "latch", &path, &["java-1"], log.clone()).await;
+    let fw = client(&connect).await;
+    let observer = LeaderObserver::new(&fw, &path).unwrap();
+    observer.start().unwrap();
+    observer.ready().await.unwrap();
+    let mut observed = Box::pin(observer.observe());
+
+    let latch = LeaderLatch::new(&fw, &path, "rust-1").unwrap();
+    latch.start().unwrap();
+    let term = latch.await_leadership().await.unwrap();
+    term.proclaim("10.0.0.1:1").await.unwrap();
+    assert_eq!(java.command("START java-1").await, "STARTED java-1");
+    for value in ["10.0.0.1:2", "10.0.0.1:3"] {
+        term.proclaim(value).await.unwrap();
+        assert_eq!(java.leader("java-1").await.as_deref(), Some("rust-1"), "Curator's leader after {value}");
+        let value_node = format!("{}:{value}", term.fencing_token());
+        let want: View = vec![("rust-1".into(), true), ("java-1".into(), false), (value_node, false)];
+        assert_eq!(java.participants("java-1").await, want, "Curator's participants after {value}");
+        assert_eq!(view(latch.participants().await), vec![("rust-1".into(), true), ("java-1".into(), false)]);
+    }
+    assert!(!log.elected("java-1"), "the Java latch led while the Rust one did");
+    let deadline = tokio::time::Instant::now() + Timing::new().deadline();
+    loop {
+        let seen = tokio::time::timeout_at(deadline, observed.next()).await.expect("observed in time").expect("open");
+        if seen.value.as_deref() == Some(&b"10.0.0.1:3"[..]) {
+            assert_eq!((seen.leader.id.as_str(), seen.leader.token), ("rust-1", term.fencing_token()));
+            break;
+        }
+    }
+
+    latch.close().await;
+    assert!(eventually(Timing::new().deadline(), || async { log.elected("java-1") }).await, "Java never led");
+    assert_eq!(java.leader("java-1").await.as_deref(), Some("java-1"));
+    let java_token = java.token("java-1").await;
+    let seen = loop {
+        let seen = tokio::time::timeout_at(deadline, observed.next()).await.expect("observed in time").expect("open");
+        if seen.leader.token == java_token {
+            break seen;
+        }
+    };
+    assert_eq!((seen.leader.id.as_str(), seen.value.as_deref()), ("java-1", None), "{seen:?}");
+    assert_eq!(java.command("CLOSE java-1").await, "CLOSED java-1");
+    java.quit().await;
+    observer.close().await;
+    fw.close().await;
+}

@@ -252,3 +252,74 @@ async fn curator_and_rust_semaphores_sized_by_one_count_exclude_each_other() {
         fw.close().await;
     }
 }
+
+/// Revocation of both halves across languages (issue 31 item 6b): Curator's `Revoker` (Java,
+/// tests/java/RevokePeer.java) asks our revocable read or write holder to give the lock up, and
+/// ours asks Curator's revocable `readLock()`/`writeLock()` holder; each side's listener is
+/// called and its holder releases, after which the other side takes the write lock. Both sides
+/// write the same `__REVOKE__` into the holder's node. Curator's revocation scenario is
+/// `TestInterProcessMutex.testRevoking`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_revoke_each_others_read_write_holders() {
+    use std::sync::{Arc, Mutex};
+
+    use curator_recipes::{ReadLock, Revoker, WriteLock};
+    use curator_test::eventually;
+    use tests::java::LinePeer;
+
+    init_tracing();
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let fw = framework(&connect).await;
+    for half in ["read", "write"] {
+        let path = unique_path("interop-revoke");
+        let events: Arc<Mutex<Vec<String>>> = Arc::default();
+        let seen = events.clone();
+        let mut java = LinePeer::with_events("RevokePeer", &[&connect, &path], move |line| {
+            let event = line.starts_with("ASKED") || line.starts_with("RELEASED") || line.starts_with("FAILED");
+            if event {
+                seen.lock().unwrap().push(line.to_string());
+            }
+            event
+        })
+        .await;
+
+        // Curator revokes our holder.
+        let rw = InterProcessReadWriteLock::new(&fw, &path).unwrap();
+        let (asked, mut revoked) = tokio::sync::mpsc::unbounded_channel();
+        let guard = if half == "read" {
+            rw.read_lock().make_revocable(move |read: &ReadLock| {
+                let _ = asked.send(read.lock_path());
+            });
+            rw.read_lock().acquire().await.unwrap()
+        } else {
+            rw.write_lock().make_revocable(move |write: &WriteLock| {
+                let _ = asked.send(write.lock_path());
+            });
+            rw.write_lock().acquire().await.unwrap()
+        };
+        let node = guard.path().to_string();
+        assert_eq!(java.command(&format!("REVOKE {node}")).await, format!("REVOKED {node}"));
+        let named = tokio::time::timeout(Timing::new().deadline(), revoked.recv()).await.expect("asked").unwrap();
+        assert_eq!(named.as_deref(), Some(node.as_str()), "{half}: Curator's Revoker reached our holder");
+        guard.release().await.unwrap();
+
+        // We revoke Curator's holder.
+        let answer = java.command(&format!("HOLD {half}")).await;
+        let java_node = answer.rsplit(' ').next().expect("a node").to_string();
+        assert!(answer.starts_with(&format!("HELD {half} {path}/")), "{answer}");
+        let other = InterProcessReadWriteLock::new(&fw, &path).unwrap();
+        Revoker::attempt_revoke(&fw, &java_node).await.unwrap();
+        let released = format!("RELEASED {half}");
+        assert!(
+            eventually(Timing::new().deadline(), || async { events.lock().unwrap().contains(&released) }).await,
+            "{half}: Curator's holder was not revoked: {:?}",
+            events.lock().unwrap()
+        );
+        assert_eq!(*events.lock().unwrap(), vec![format!("ASKED {half}"), released.clone()]);
+        let write = other.write_lock().acquire_timeout(Timing::new().deadline()).await.unwrap();
+        write.expect("the write lock is free once Curator's holder released").release().await.unwrap();
+        java.quit().await;
+    }
+    fw.close().await;
+}

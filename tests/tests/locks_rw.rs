@@ -288,3 +288,95 @@ async fn queued_writer_waits_for_a_downgraded_reader() {
     fw.close().await;
     other.close().await;
 }
+
+/// Which half of the read/write lock a revocation test holds.
+#[derive(Debug, Clone, Copy)]
+enum Half {
+    Read,
+    Write,
+}
+
+/// Revocation of one half (issue 31 item 6b), Curator's `TestInterProcessMutex.testRevoking`
+/// applied to each half of `InterProcessReadWriteLock` (Curator's `readLock()` and `writeLock()`
+/// are `InterProcessMutex`es, both `makeRevocable`): the revocable holder's node has empty data;
+/// a `Revoker` writing `__REVOKE__` into it calls the half's listener with the half, which
+/// names the node; the holder releases and a writer on another session takes the lock; no node
+/// is left. The other half stays unrevocable: its node keeps the default data and a revoke
+/// request calls nobody.
+async fn revoking(half: Half) {
+    use curator_recipes::{ReadLock, Revoker, WriteLock};
+
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string()).await;
+    let other = framework(&server.connect_string()).await;
+    let path = unique_path("rw-revoking");
+    let rw = InterProcessReadWriteLock::new(&fw, &path).unwrap();
+    let (asked, mut revoked) = tokio::sync::mpsc::unbounded_channel();
+    match half {
+        Half::Read => rw.read_lock().make_revocable(move |read: &ReadLock| {
+            let _ = asked.send(read.lock_path());
+        }),
+        Half::Write => rw.write_lock().make_revocable(move |write: &WriteLock| {
+            let _ = asked.send(write.lock_path());
+        }),
+    }
+    let guard = match half {
+        Half::Read => rw.read_lock().acquire().await.unwrap(),
+        Half::Write => rw.write_lock().acquire().await.unwrap(),
+    };
+    assert!(
+        fw.get_data().for_path(guard.path()).await.unwrap().is_empty(),
+        "{half:?}: revocable nodes have empty data"
+    );
+    let contender = InterProcessReadWriteLock::new(&other, &path).unwrap();
+    let waiting = tokio::spawn(async move {
+        let guard = contender.write_lock().acquire().await?;
+        let token = guard.fencing_token();
+        guard.release().await?;
+        Ok::<_, CuratorError>(token)
+    });
+
+    Revoker::attempt_revoke(&other, guard.path()).await.unwrap();
+    let named = tokio::time::timeout(Timing::new().deadline(), revoked.recv()).await.expect("listener called").unwrap();
+    assert_eq!(named.as_deref(), Some(guard.path()), "{half:?}");
+    let token = guard.fencing_token();
+    guard.release().await.unwrap();
+    let next = tokio::time::timeout(Timing::new().deadline(), waiting).await.unwrap().unwrap().unwrap();
+    assert!(next > token, "{half:?}");
+    assert!(
+        eventually(Timing::new().deadline(), || async { children(&fw, &path).await.is_empty() }).await,
+        "{half:?}: nodes left"
+    );
+
+    // The other half was not made revocable: default data, and nobody is called.
+    let unrevocable = match half {
+        Half::Read => rw.write_lock().acquire().await.unwrap(),
+        Half::Write => rw.read_lock().acquire().await.unwrap(),
+    };
+    assert!(!fw.get_data().for_path(unrevocable.path()).await.unwrap().is_empty(), "{half:?}");
+    Revoker::attempt_revoke(&other, unrevocable.path()).await.unwrap();
+    // A revocable half's listener runs within a few ms; nothing must come for this one. The
+    // holder's own revocable half is re-asked as a control, so the wait is an event, not a sleep.
+    unrevocable.release().await.unwrap();
+    let control = match half {
+        Half::Read => rw.read_lock().acquire().await.unwrap(),
+        Half::Write => rw.write_lock().acquire().await.unwrap(),
+    };
+    Revoker::attempt_revoke(&other, control.path()).await.unwrap();
+    let named = tokio::time::timeout(Timing::new().deadline(), revoked.recv()).await.expect("control").unwrap();
+    assert_eq!(named.as_deref(), Some(control.path()), "{half:?}: a call for the unrevocable half came first");
+    control.release().await.unwrap();
+    fw.close().await;
+    other.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_lock_revoking() {
+    revoking(Half::Read).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_lock_revoking() {
+    revoking(Half::Write).await;
+}

@@ -74,6 +74,12 @@ impl Guard {
         })
     }
 
+    /// Whether the hold still holds as far as it knows, without a session: a hold already known
+    /// lost refuses before the transaction waits for a connection (nothing is sent).
+    pub(crate) fn held(&self) -> Result<()> {
+        self.0.guard_held()
+    }
+
     /// Before an attempt on `session`: the hold must still hold, and the session must be the
     /// one its node lives on (a node of an earlier session is gone with it).
     pub(crate) fn before_attempt(&self, session: &Session) -> Result<()> {

@@ -213,6 +213,9 @@ impl TransactionBuilder {
                     })
                     .await;
             };
+            // A hold already known lost refuses at once, also while disconnected: the retry loop
+            // would first wait for a connection (up to its timeout) only to refuse then.
+            guard.held()?;
             // Whether an attempt's reply was lost (it may have been applied).
             let lost_reply = AtomicBool::new(false);
             fw2.call_with_retry("guarded_transaction", &first, |session, _| {

@@ -15,4 +15,8 @@ pub use participant::Participant;
 mod latch;
 mod observe;
 pub use latch::{CloseMode, LatchEvent, LatchState, LeaderLatch, LeaderLatchBuilder};
-pub use observe::{Leader, LeaderObserver};
+pub use observe::{Leader, LeaderObserver, Proclamation};
+
+// A leader proclaims (issue 31 item 7).
+mod proclaim;
+pub use proclaim::PROCLAIMED_NODE_NAME;

@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use curator_cache::{ChildData, PathChildrenCache, PathChildrenCacheEvent, StartMode};
 use curator_core::{path, CuratorError, CuratorFramework, Result};
 use curator_core::{Lifecycle, Readiness};
+use futures::Stream;
 use tokio::sync::{oneshot, watch};
+
+use super::proclaim::{decode, PROCLAIMED_NODE_NAME};
 
 use crate::sequential::order::contenders;
 use crate::sequential::{LEADER_LATCH_NAME, MUTEX_LOCK_NAME};
@@ -21,6 +24,22 @@ pub struct Leader {
     pub token: i64,
     /// The full path of the leader's node.
     pub path: String,
+}
+
+/// What an observer of an election shows for its current leader: who leads, and the value it
+/// proclaimed in its term ([`Leadership::proclaim`](super::Leadership::proclaim)), as
+/// [`LeaderObserver::observe`] yields it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Proclamation {
+    /// The leader; its [`token`](Leader::token) is the term's fencing token.
+    pub leader: Leader,
+    /// The value the leader proclaimed in this term; `None` until it proclaims (a value written
+    /// in an earlier term, by this leader or another, is not shown).
+    pub value: Option<Vec<u8>>,
+    /// The zxid of the write that proclaimed [`value`](Self::value) (the value node's mzxid);
+    /// 0 while there is none. It grows with every proclaim, so the same value proclaimed again
+    /// is a new `Proclamation`.
+    pub revision: i64,
 }
 
 /// Follows the leader of the election at `path` without taking part (past Curator: etcd's
@@ -71,9 +90,18 @@ pub struct LeaderObserver {
     /// that waits for the first read.
     lifecycle: Lifecycle<oneshot::Sender<()>>,
     cache: Arc<PathChildrenCache>,
-    /// The sender of the leader shown, until `start` hands it to the relay (or `close` drops it).
-    publish: Mutex<Option<watch::Sender<Option<Leader>>>>,
+    /// The senders of the leader shown and of its proclamation, until `start` hands them to the
+    /// relay (or `close` drops them).
+    publish: Mutex<Option<Publish>>,
     leader: watch::Receiver<Option<Leader>>,
+    proclaimed: watch::Receiver<Option<Proclamation>>,
+}
+
+/// Where the relay publishes: the leader, and the leader with its proclaimed value.
+#[derive(Debug)]
+struct Publish {
+    leader: watch::Sender<Option<Leader>>,
+    proclaimed: watch::Sender<Option<Proclamation>>,
 }
 
 impl LeaderObserver {
@@ -86,6 +114,8 @@ impl LeaderObserver {
         path::validate(path)?;
         let cache = PathChildrenCache::builder(fw, path).create_parent_containers(false).build()?;
         let (publish, leader) = watch::channel(None);
+        let (publish_proclaimed, proclaimed) = watch::channel(None);
+        let publish = Publish { leader: publish, proclaimed: publish_proclaimed };
         Ok(Self {
             fw: fw.clone(),
             path: path.to_string(),
@@ -93,6 +123,7 @@ impl LeaderObserver {
             cache: Arc::new(cache),
             publish: Mutex::new(Some(publish)),
             leader,
+            proclaimed,
         })
     }
 
@@ -143,6 +174,36 @@ impl LeaderObserver {
         Some(self.leader.borrow_and_update().clone())
     }
 
+    /// The leaders of the election and the values they proclaim, as a [`Stream`] (etcd's
+    /// `Election.Observe`): the current leader with its value first (once the election was
+    /// first read and someone leads), then a new [`Proclamation`] for every new leader (its
+    /// `value` `None` until it proclaims) and every value it proclaims
+    /// ([`Leadership::proclaim`](super::Leadership::proclaim)). While nobody leads nothing is
+    /// yielded; the next leader is. It ends when the observer is closed (or was never started
+    /// and is closed).
+    ///
+    /// It follows the observer's one cache of the election, so it survives disconnections and
+    /// new sessions (the cache reads the election again). ZooKeeper's notifications carry no
+    /// data: a value written over before the cache read it is never seen, and values that come
+    /// faster than the stream is polled merge into the latest; what is yielded is always in the
+    /// order written. Each call makes a stream of its own.
+    ///
+    /// The example is [`Leadership::proclaim`](super::Leadership::proclaim)'s.
+    pub fn observe(&self) -> impl Stream<Item = Proclamation> + Send + 'static {
+        let mut proclaimed = self.proclaimed.clone();
+        // The current one is yielded first, if any.
+        proclaimed.mark_changed();
+        futures::stream::unfold(proclaimed, |mut proclaimed| async move {
+            loop {
+                proclaimed.changed().await.ok()?;
+                let now = proclaimed.borrow_and_update().clone();
+                if let Some(now) = now {
+                    return Some((now, proclaimed));
+                }
+            }
+        })
+    }
+
     /// Stops following: the cache and its watch are closed, and [`changed`](Self::changed)
     /// ends. Idempotent, as every close ([`Lifecycle`](curator_core::Lifecycle)):
     /// closing again, or closing an observer never started, does nothing.
@@ -156,7 +217,7 @@ impl LeaderObserver {
 
 /// The relay's work: keeps the children by name from the cache's events and, once loaded,
 /// publishes the leader among them when it changes.
-fn follow(base: String, publish: watch::Sender<Option<Leader>>) -> impl FnMut(PathChildrenCacheEvent) + Send + 'static {
+fn follow(base: String, publish: Publish) -> impl FnMut(PathChildrenCacheEvent) + Send + 'static {
     let mut children: BTreeMap<String, Arc<ChildData>> = BTreeMap::new();
     let mut loaded = false;
     move |event| {
@@ -175,12 +236,21 @@ fn follow(base: String, publish: watch::Sender<Option<Leader>>) -> impl FnMut(Pa
         }
         if loaded {
             let now = leader_of(&children);
-            publish.send_if_modified(|shown| {
+            let proclaimed = now.clone().map(|leader| proclamation_of(leader, &children));
+            publish.leader.send_if_modified(|shown| {
                 if *shown == now {
                     return false;
                 }
                 tracing::debug!(path = %base, leader = ?now, "leader observed");
                 *shown = now;
+                true
+            });
+            publish.proclaimed.send_if_modified(|shown| {
+                if *shown == proclaimed {
+                    return false;
+                }
+                tracing::debug!(path = %base, proclaimed = ?proclaimed, "proclamation observed");
+                *shown = proclaimed;
                 true
             });
         }
@@ -206,6 +276,20 @@ async fn first_read(cache: Arc<PathChildrenCache>, path: String, readiness: Read
             }
         },
     }
+}
+
+/// `leader` with the value it proclaimed in its term, from the value node among `children`.
+fn proclamation_of(leader: Leader, children: &BTreeMap<String, Arc<ChildData>>) -> Proclamation {
+    let node = children.get(PROCLAIMED_NODE_NAME);
+    let value = node
+        .and_then(|node| decode(node.data()?))
+        .filter(|(token, _)| *token == leader.token)
+        .map(|(_, value)| value.to_vec());
+    let revision = match (&value, node) {
+        (Some(_), Some(node)) => node.stat().mzxid,
+        _ => 0,
+    };
+    Proclamation { leader, value, revision }
 }
 
 /// The leader among `children` (by name): the contender with the lowest sequence number.

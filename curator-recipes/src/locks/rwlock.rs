@@ -70,8 +70,15 @@ impl InterProcessReadWriteLock {
     }
 }
 
+/// A new node's data: the framework's default data, or nothing when the half is revocable (as
+/// [`InterProcessMutex`](super::InterProcessMutex)'s, so that only a [`Revoker`](super::Revoker)'s
+/// message is ever mistaken for one).
 fn node_data(r: &Reentrant) -> Vec<u8> {
-    r.group.framework().default_data().to_vec()
+    if r.is_revocable() {
+        Vec::new()
+    } else {
+        r.group.framework().default_data().to_vec()
+    }
 }
 
 /// The read half of an [`InterProcessReadWriteLock`].
@@ -119,6 +126,52 @@ impl ReadLock {
     /// The read nodes, in lock order, as full paths.
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
         self.read.group.participant_nodes(Some(READ_LOCK_NAME)).await
+    }
+
+    /// The path of the read node this task holds through this handle, else of any read node
+    /// held through it (as in a revocation listener, which runs outside the holder's task).
+    pub fn lock_path(&self) -> Option<String> {
+        self.read.held_node_or_any().map(|n| n.path)
+    }
+
+    /// Makes later acquisitions of the read lock revocable, as
+    /// [`InterProcessMutex::make_revocable`](super::InterProcessMutex::make_revocable) (Curator's
+    /// `readLock().makeRevocable`): their node has empty data, and `listener` is called (on the
+    /// blocking pool) each time a [`Revoker`](super::Revoker) writes `__REVOKE__` into a held
+    /// read node. The listener decides; typically it tells the task holding the guard to
+    /// release it. The write half is revocable on its own ([`WriteLock::make_revocable`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_recipes::{InterProcessReadWriteLock, ReadLock, Revoker};
+    ///
+    /// let rw = InterProcessReadWriteLock::new(&fw, "/config/lock")?;
+    /// let (asked, mut revoked) = tokio::sync::mpsc::unbounded_channel();
+    /// rw.read_lock().make_revocable(move |read: &ReadLock| {
+    ///     let _ = asked.send(read.lock_path());
+    /// });
+    /// let guard = rw.read_lock().acquire().await?;
+    /// // Another process asks the reader to give the lock up...
+    /// Revoker::attempt_revoke(&fw, guard.path()).await?;
+    /// // ...and the holder, told, releases.
+    /// assert_eq!(revoked.recv().await.flatten().as_deref(), Some(guard.path()));
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn make_revocable<F>(&self, listener: F)
+    where
+        F: Fn(&ReadLock) + Send + Sync + 'static,
+    {
+        let (read, write) = (Arc::downgrade(&self.read), Arc::downgrade(&self.write));
+        self.read.set_revoke_hook(Arc::new(move || {
+            if let (Some(read), Some(write)) = (read.upgrade(), write.upgrade()) {
+                listener(&ReadLock { read, write });
+            }
+        }));
     }
 }
 
@@ -168,5 +221,28 @@ impl WriteLock {
     /// The write nodes, in lock order, as full paths.
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
         self.write.group.participant_nodes(Some(WRITE_LOCK_NAME)).await
+    }
+
+    /// The path of the write node held through this handle.
+    pub fn lock_path(&self) -> Option<String> {
+        self.write.held_node_or_any().map(|n| n.path)
+    }
+
+    /// Makes later acquisitions of the write lock revocable, as
+    /// [`InterProcessMutex::make_revocable`](super::InterProcessMutex::make_revocable) (Curator's
+    /// `writeLock().makeRevocable`): their node has empty data, and `listener` is called (on the
+    /// blocking pool) each time a [`Revoker`](super::Revoker) writes `__REVOKE__` into the held
+    /// write node. The read half is revocable on its own ([`ReadLock::make_revocable`]); a read
+    /// node taken under the write lock (a downgrade) follows the read half's setting.
+    pub fn make_revocable<F>(&self, listener: F)
+    where
+        F: Fn(&WriteLock) + Send + Sync + 'static,
+    {
+        let (read, write) = (Arc::downgrade(&self.read), Arc::downgrade(&self.write));
+        self.write.set_revoke_hook(Arc::new(move || {
+            if let (Some(read), Some(write)) = (read.upgrade(), write.upgrade()) {
+                listener(&WriteLock { read, write });
+            }
+        }));
     }
 }
