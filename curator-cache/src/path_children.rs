@@ -300,6 +300,22 @@ impl PathChildrenCache {
         self.shell.core().shared.nodes().get(full_path).cloned()
     }
 
+    /// Drops the cached data of the child at the full path `full_path`, keeping the child and
+    /// its stat, if its version is `if_version` (or whatever it is, with `None`); whether data
+    /// was dropped (Curator's `clearDataBytes`). For a reader that keeps what it parsed from
+    /// the data and does not need the bytes any more, as [`ServiceCache`] does: a change of the
+    /// node brings its new data (and a `ChildUpdated` event), and a later load after a
+    /// reconnection or [`rebuild`](Self::rebuild) reads the data again. The version guards
+    /// against dropping a newer version than the one that was read.
+    ///
+    /// [`ServiceCache`]: https://docs.rs/curator-discovery
+    pub fn clear_data_bytes(&self, full_path: &str, if_version: Option<i32>) -> bool {
+        if full_path == self.shell.core().root() {
+            return false;
+        }
+        self.shell.core().shared.clear_data(full_path, if_version)
+    }
+
     /// Forgets every child at once, without events (Curator's `clear()`); the next load or
     /// change fills the cache again.
     pub fn clear(&self) {

@@ -217,6 +217,9 @@ struct Handler<T> {
     service: Arc<str>,
     /// The instances among `good`: what this cache adds to the gauge, taken back on drop.
     held: i64,
+    /// The children cache under this one: the data of each node read is dropped from it once
+    /// parsed (Curator's `ServiceCacheImpl` does the same), so that an instance is held once.
+    cache: Weak<PathChildrenCache>,
     /// Reports a refused first load when the relay ends.
     _end: RelayEnd,
 }
@@ -274,7 +277,12 @@ impl<T: Clone + Send + Sync + 'static> Handler<T> {
             PathChildrenCacheEvent::ChildAdded(child) | PathChildrenCacheEvent::ChildUpdated(child) => {
                 let id = child.name().to_string();
                 let was_good = self.good.get(&id).copied().unwrap_or(false);
-                match self.shared.instance(child) {
+                let parsed = self.shared.instance(child);
+                // Parsed (or refused) at this version: the bytes are not needed any more.
+                if let Some(cache) = self.cache.upgrade() {
+                    cache.clear_data_bytes(child.path(), Some(child.stat().version));
+                }
+                match parsed {
                     Some(instance) => {
                         self.good.insert(id, true);
                         if !was_good {
@@ -339,6 +347,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
                 readiness: readiness.clone(),
                 service: self.service.clone(),
                 held: 0,
+                cache: Arc::downgrade(&self.cache),
                 _end: RelayEnd {
                     readiness,
                     cache: Arc::downgrade(&self.cache),

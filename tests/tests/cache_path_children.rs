@@ -65,6 +65,37 @@ async fn path_children_cache_start_modes_and_child_events() {
     fw.close().await;
 }
 
+/// `clear_data_bytes` (Curator's `PathChildrenCache.clearDataBytes`, which Curator's
+/// `ServiceCacheImpl` calls once it has parsed an instance): the child stays with its stat and
+/// loses its data, only at the version given; a change brings the new data back.
+#[tokio::test]
+async fn path_children_cache_clear_data_bytes_at_a_version() {
+    let fw = client(&server()).await;
+    let base = unique_path("pccdb");
+    create(&fw, &format!("{base}/a"), b"1").await;
+    let cache = PathChildrenCache::new(&fw, &base, true).unwrap();
+    let mut events = cache.events();
+    cache.start(StartMode::BuildInitialCache).unwrap();
+    within("start", cache.wait_initialized()).await.unwrap();
+    let a = format!("{base}/a");
+    assert!(!cache.clear_data_bytes(&a, Some(7)), "another version keeps its data");
+    assert_eq!(cache.current_data_for(&a).and_then(|n| n.data.clone()), Some(b"1".to_vec()));
+    assert!(cache.clear_data_bytes(&a, Some(0)));
+    let node = cache.current_data_for(&a).expect("the child stays");
+    assert_eq!((node.data.clone(), node.stat.version), (None, 0));
+    assert!(!cache.clear_data_bytes(&a, None), "nothing left to drop");
+    assert!(!cache.clear_data_bytes(&format!("{base}/missing"), None));
+    assert!(!cache.clear_data_bytes(&base, None), "the root is not a child");
+    set(&fw, &a, b"2").await;
+    let got: Vec<_> = children_events_until(&mut events, 1).await.iter().map(describe).collect();
+    assert_eq!(got, vec!["updated a 2"]);
+    assert_eq!(cache.current_data_for(&a).and_then(|n| n.data.clone()), Some(b"2".to_vec()));
+    assert!(cache.clear_data_bytes(&a, None));
+    assert!(cache.current_data_for(&a).is_some_and(|n| n.data.is_none()));
+    cache.close().await;
+    fw.close().await;
+}
+
 #[tokio::test]
 async fn path_children_cache_rebuild_is_silent_and_clear_and_refresh_re_adds() {
     let fw = client(&server()).await;

@@ -150,4 +150,17 @@ impl Shared {
     pub(crate) fn clear(&self) {
         self.nodes_mut().clear();
     }
+
+    /// Drops the data of the node at `path`, keeping the node and its stat, if it has data and
+    /// (when `if_version` is given) its version is that one; whether it did.
+    pub(crate) fn clear_data(&self, path: &str, if_version: Option<i32>) -> bool {
+        let mut nodes = self.nodes_mut();
+        let Some(node) = nodes.get(path) else { return false };
+        if node.data().is_none() || if_version.is_some_and(|v| v != node.stat().version) {
+            return false;
+        }
+        let cleared = Arc::new(ChildData::new(node.path(), *node.stat(), None));
+        nodes.insert(cleared);
+        true
+    }
 }
