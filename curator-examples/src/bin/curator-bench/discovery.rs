@@ -66,6 +66,17 @@ fn into_curator(e: curator_discovery::DiscoveryError) -> CuratorError {
     }
 }
 
+/// Registers instances `0..n` with `registrar`, [`REGISTER_WINDOW`] at a time.
+async fn register_all(registrar: &ServiceDiscovery<Value>, n: usize) -> Result<()> {
+    use futures::stream::TryStreamExt;
+    futures::stream::iter((0..n).map(|i| Ok::<_, CuratorError>(instance(i))))
+        .map_ok(|inst| async move { registrar.register(inst).await.map_err(into_curator) })
+        .try_buffer_unordered(REGISTER_WINDOW)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
 pub(crate) async fn discovery_cache(args: &Args) -> Result<Vec<String>> {
     let (n, c, adds) = (args.instances.max(1), args.caches.max(1), args.adds);
     let base = format!("{}/services", args.path);
@@ -73,17 +84,7 @@ pub(crate) async fn discovery_cache(args: &Args) -> Result<Vec<String>> {
     // The registrar and its N instances, registered up front (not timed).
     let registrar_fw = crate::client(args).await?;
     let registrar = discovery(&registrar_fw, &base)?;
-    {
-        use futures::stream::TryStreamExt;
-        futures::stream::iter((0..n).map(|i| Ok::<_, CuratorError>(instance(i))))
-            .map_ok(|inst| {
-                let registrar = &registrar;
-                async move { registrar.register(inst).await.map_err(into_curator) }
-            })
-            .try_buffer_unordered(REGISTER_WINDOW)
-            .try_collect::<Vec<()>>()
-            .await?;
-    }
+    register_all(&registrar, n).await?;
 
     // The caches: each on its own framework, started one after the other.
     let cache_fws = crate::clients(args, c).await?;
@@ -228,17 +229,7 @@ pub(crate) async fn discovery_scale(args: &Args) -> Result<Vec<String>> {
 
     let registrar_fw = crate::client(args).await?;
     let registrar = discovery(&registrar_fw, &base)?;
-    {
-        use futures::stream::TryStreamExt;
-        futures::stream::iter((0..n).map(|i| Ok::<_, CuratorError>(instance(i))))
-            .map_ok(|inst| {
-                let registrar = &registrar;
-                async move { registrar.register(inst).await.map_err(into_curator) }
-            })
-            .try_buffer_unordered(REGISTER_WINDOW)
-            .try_collect::<Vec<()>>()
-            .await?;
-    }
+    register_all(&registrar, n).await?;
 
     let before = crate::report::memory_kib().0;
     let fw = crate::client(args).await?;
