@@ -137,6 +137,56 @@ async fn short_cut_is_suspended_then_reconnected_on_the_same_session() {
     fw.close().await;
 }
 
+/// Under `ErrorPolicy::Session` a disconnection makes the framework ask the servers whether
+/// the session still lives, by resuming it on a connection of its own (architecture 3.2); a
+/// server hands a resumed session to the newest connection and closes the others. Once the
+/// framework's own client is back, that question must not be asked any more: asked after the
+/// reconnection it took the connection the client had just won, a second Suspended and
+/// Reconnected nobody caused, which cost a persistent watch the events of that second gap and
+/// failed operations under a short retry policy (found as two flaky tests in CI:
+/// `keeps_watching_after_a_cut_session_policy`, `double_barrier_connection_cut_during_enter`).
+/// A proxy latency of 10 ms each way makes the reconnection (and the framework's check that it
+/// works) slower than the 20 ms after which the first question used to be asked, every time:
+/// before the fix the question and the client took the session from each other until it was
+/// presumed lost ("round 0, op 0: session expired"). Now the first question waits four of the
+/// probes' round trips, is dropped at the reconnection, and is asked again only if no probe
+/// confirms the connection in time.
+#[tokio::test]
+async fn session_policy_reconnection_is_not_taken_back_by_the_liveness_question() {
+    tests::init_tracing();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = builder(&proxy.connect_string())
+        .connection_state_error_policy(curator_core::ErrorPolicy::Session)
+        .retry_policy(RetryNTimes::new(0, Duration::ZERO))
+        .build()
+        .expect("valid options");
+    let mut states = fw.connection_state_stream();
+    fw.start().expect("start");
+    fw.block_until_connected(Timing::new().deadline()).await.expect("connected");
+    wait_for(&mut states, ConnectionState::Connected, |_| true).await;
+    proxy.set_latency(Duration::from_millis(10));
+    // Round trips for longer than the framework's probe interval (a tenth of the session
+    // timeout), so that it has measured the latency, as it would have on a real network.
+    let negotiated = fw.session().await.unwrap().client().session_timeout();
+    let measured = Instant::now() + negotiated / 5;
+    while Instant::now() < measured {
+        fw.get_children().for_path("/").await.expect("before the cuts");
+    }
+    for round in 0..3 {
+        proxy.cut();
+        wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
+        // Ten round trips of at least 20 ms each: well past the moments a question would be
+        // asked, and each would fail (no retries) if the connection were taken.
+        for op in 0..10 {
+            fw.get_children().for_path("/").await.unwrap_or_else(|e| panic!("round {round}, op {op}: {e}"));
+        }
+        let extra: Vec<_> = std::iter::from_fn(|| states.try_next()).map(|e| e.state).collect();
+        assert!(extra.is_empty(), "round {round}: after the reconnection: {extra:?}");
+    }
+    fw.close().await;
+}
+
 #[tokio::test]
 async fn long_partition_reports_lost_within_the_session_timeout() {
     let (proxy, fw, mut states) = tests::proxied_with_states().await;

@@ -38,6 +38,33 @@ const RESUME_BOUND: u32 = 20;
 /// See [`RESUME_BOUND`].
 const MIN_RESUME_BOUND: Duration = Duration::from_millis(100);
 
+/// How long after a reconnection the manager waits for a probe to confirm it before asking
+/// whether the session lives after all (architecture.md section 3.2): zookeeper-client says
+/// SyncConnected on the server's handshake reply, and a session closed from outside at that
+/// moment loses the connection right after, unreported (requests then wait for its next
+/// attempt, 100 ms and more later). Twice [`RESUME_PAUSE`], or four of the latest probe's round
+/// trips if longer.
+pub(crate) fn confirm_bound(rtt: Duration) -> Duration {
+    rtt.saturating_mul(4).max(RESUME_PAUSE * 2)
+}
+
+/// How long after a disconnection the manager first asks whether the session lives
+/// (architecture.md section 3.2). Every attempt re-establishes the session, and a server hands
+/// a session to its newest connection and closes the others: asked while the client's own
+/// reconnection is under way, the question takes that connection from it (and zookeeper-client
+/// reports the loss only when it starts its next attempt, which would ask again: a loop seen to
+/// end the session under 10 ms of latency). So it waits [`RESUME_PAUSE`], and at least four
+/// round trips of the latest probe (a reconnection is a TCP connect, the handshake and
+/// zookeeper-client's first ping), and, if a question answered that the session lives, until
+/// `quiet` after that answer.
+pub(crate) fn first_question(rtt: Duration, since_alive: Option<Duration>, quiet: Duration) -> Duration {
+    let after_rtt = rtt.saturating_mul(4).max(RESUME_PAUSE);
+    match since_alive {
+        Some(since) => after_rtt.max(quiet.saturating_sub(since)),
+        None => after_rtt,
+    }
+}
+
 /// A boxed answer: whether a session can still be resumed (see [`Closer::resumable`]).
 pub(crate) type Resumable = Pin<Box<dyn Future<Output = bool> + Send>>;
 
@@ -111,7 +138,7 @@ impl Closer {
     }
 
     /// Whether a server still takes the session of `client`, whose connection dropped: asks
-    /// after 20 ms by re-establishing the session with a detached client of its own on the current
+    /// after `first` by re-establishing the session with a detached client of its own on the current
     /// servers, and asks again every 20 ms, doubling to a tenth of the session timeout, while no
     /// attempt has answered (at most [`RESUME_ATTEMPTS`] at once, each bounded by a twentieth of
     /// the session timeout and at least 100 ms: a server busy with the session's close was seen
@@ -121,8 +148,9 @@ impl Closer {
     /// takes the session back. zookeeper-client's own reconnection learns the same, but only
     /// once it gets there: after a failed attempt it pauses 100 ms and more, and a handshake
     /// the server leaves unanswered holds it for 2/5 of the session timeout. The caller stops
-    /// asking (drops the future) once its client reconnects.
-    pub(crate) fn resumable(&self, client: &zk::Client) -> Resumable {
+    /// asking (drops the future) once its client reconnects. `first`: [`first_question`] after
+    /// a disconnection, zero when a reconnection went unconfirmed ([`confirm_bound`]).
+    pub(crate) fn resumable(&self, client: &zk::Client, first: Duration) -> Resumable {
         let (session, timeout) = (client.session().clone(), client.session_timeout());
         let bound = (timeout / RESUME_BOUND).max(MIN_RESUME_BOUND);
         let this = self.clone();
@@ -139,7 +167,7 @@ impl Closer {
             // Not before the first pause: a reconnection of the client's own within it (the
             // usual case, a few milliseconds) makes asking needless, and an attempt racing it
             // would take the session's connection from it.
-            let mut next = tokio::time::Instant::now() + RESUME_PAUSE;
+            let mut next = tokio::time::Instant::now() + first;
             loop {
                 tokio::select! {
                     _ = tokio::time::sleep_until(next), if attempts.len() < RESUME_ATTEMPTS => {

@@ -20,7 +20,8 @@
 //! without a reply, and it declares expiry itself only after 7/5 of `T`.
 //!
 //! Under `ErrorPolicy::Session`, after a disconnection the manager's [`Closer`](super::Closer)
-//! asks the servers at once whether the session still lives (section 3.2).
+//! asks the servers whether the session still lives, without taking the connection from
+//! the client's own reconnection (section 3.2).
 
 use std::time::{Duration, Instant};
 
@@ -73,6 +74,18 @@ impl Manager {
         let mut probe: Option<Probe> = None;
         // While suspended: whether a server still takes the session (module `close`).
         let mut resumable: Option<close::Resumable> = None;
+        // The question is dropped at the reconnection; if no probe confirms the connection by
+        // then, it is asked again (a loss right after the handshake goes unreported).
+        let mut confirm_by: Option<tokio::time::Instant> = None;
+        // The round trip of the latest answered probe, and when a question was last asked (its
+        // first attempt sent) or answered that the session lives: both put off the next question
+        // (`close::first_question`). `asking_from`: when the current question's first attempt
+        // goes out.
+        let mut rtt = Duration::ZERO;
+        let mut asked_at: Option<Instant> = None;
+        let mut asking_from = Instant::now();
+        let mut reconnected_at = Instant::now();
+        let quiet = negotiated / PROBES_PER_TIMEOUT;
         let Some(strong) = self.shared.upgrade() else { return End::Shutdown };
         let mut tracker = Tracker::new(strong.config.ensemble.clone(), client);
         drop(strong);
@@ -91,11 +104,18 @@ impl Manager {
                     None => std::future::pending().await,
                 }
             };
+            let unconfirmed = async {
+                match confirm_by {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             let state = tokio::select! {
                 _ = self.shutdown.changed() => return End::Shutdown,
                 alive = resumed => {
                     resumable = None;
                     if alive {
+                        asked_at = Some(Instant::now());
                         continue;
                     }
                     tracing::warn!(session = %client.session_id(), "the session was closed or expired on the server while disconnected: a server refused to resume it");
@@ -107,6 +127,14 @@ impl Manager {
                     crate::metrics::session_presumed_lost();
                     return End::Lost;
                 }
+                _ = unconfirmed => {
+                    confirm_by = None;
+                    if phase == Phase::Connected {
+                        asking_from = Instant::now();
+                        resumable = self.closer.as_ref().map(|closer| closer.resumable(client, Duration::ZERO));
+                    }
+                    continue;
+                }
                 _ = probes.tick(), if idle => {
                     probe = Some(Probe::send(client));
                     continue;
@@ -115,13 +143,19 @@ impl Manager {
                     if let Some(p) = probe.take() {
                         if ok {
                             heard = heard.max(p.sent);
-                            // The connection works: no need to ask whether the session lives. Not
-                            // at the reconnection itself: zookeeper-client says SyncConnected on
-                            // the server's handshake reply, and a session closed from outside at
-                            // that moment loses the connection again right after, unreported.
+                            rtt = p.sent.elapsed();
+                            // The connection works: no need to ask whether the session lives.
                             if phase == Phase::Connected {
                                 resumable = None;
+                                confirm_by = None;
                             }
+                        } else if confirm_by.is_some() && phase == Phase::Connected && p.sent >= reconnected_at {
+                            // zookeeper-client says SyncConnected on the server's handshake
+                            // reply; a session closed from outside at that moment loses the
+                            // connection again right after, unreported but for this failure.
+                            confirm_by = None;
+                            asking_from = Instant::now();
+                            resumable = self.closer.as_ref().map(|closer| closer.resumable(client, Duration::ZERO));
                         }
                     }
                     continue;
@@ -146,15 +180,17 @@ impl Manager {
                     if ensemble.enabled() && !same_servers(servers, &ensemble.current()) {
                         return End::Move { heard, suspended: true };
                     }
-                    // Under ErrorPolicy::Session, learn at once whether the session still lives: it
+                    // Under ErrorPolicy::Session, learn soon whether the session still lives: it
                     // may have been closed from outside, and the client's own reconnection may take
-                    // seconds to find out, while holders trust the session. A probe that reaches a
-                    // server before the client's own reconnection takes the session's connection,
-                    // and the client then reconnects once more (one more Suspended/Reconnected,
-                    // harmless under this policy). Under Standard the Suspended just published
-                    // already tells every holder, and no probe disturbs the reconnection.
+                    // seconds to find out, while holders trust the session. Asking takes the
+                    // session's connection from a reconnection under way, so not before one had
+                    // time to finish (`close::first_question`). Under Standard the Suspended just
+                    // published already tells every holder, and nobody asks.
+                    confirm_by = None;
                     if strong.config.error_policy == ErrorPolicy::Session {
-                        resumable = self.closer.as_ref().map(|closer| closer.resumable(client));
+                        let first = close::first_question(rtt, asked_at.map(|at| at.elapsed()), quiet);
+                        asking_from = Instant::now() + first;
+                        resumable = self.closer.as_ref().map(|closer| closer.resumable(client, first));
                     }
                 }
                 (zk::SessionState::SyncConnected, Phase::Suspended) => {
@@ -162,6 +198,16 @@ impl Manager {
                     // Probe again as soon as the one in flight (sent before the reconnection) is
                     // answered: the reconnection moved `heard`, and the next answer shows it.
                     probes.reset_immediately();
+                    reconnected_at = Instant::now();
+                    // Stop asking whether the session lives: an attempt now would take the
+                    // connection just won. Ask after all if no probe confirms it in time.
+                    if resumable.take().is_some() {
+                        if Instant::now() >= asking_from {
+                            // An attempt went out: it may yet take this connection.
+                            asked_at = Some(Instant::now());
+                        }
+                        confirm_by = Some(tokio::time::Instant::now() + close::confirm_bound(rtt));
+                    }
                     tracker.read(client);
                     strong.publish(ConnectionState::Reconnected, client.session_id().0, generation, false);
                 }
