@@ -150,6 +150,47 @@ async fn selector_and_level_order() {
     fw.close().await;
 }
 
+/// A first load larger than one multi-read (2,403 nodes: the loader's batches hold at most
+/// 1,000 reads) is reported as it arrives, batch by batch, and still level by level with siblings
+/// by name across batch boundaries: the root, the three parents, then every child of the first
+/// parent in name order before those of the second. Children are created in reverse name order
+/// so that the server's listing order is not the answer. `current_data` finds every reported node.
+#[tokio::test]
+async fn first_load_over_many_batches_is_level_by_level() {
+    let fw = client(&server()).await;
+    let base = unique_path("tcbatches");
+    create(&fw, &base, b"").await;
+    let parents = ["p0", "p1", "p2"];
+    let mut expected = vec!["added ".to_string()];
+    expected.extend(parents.iter().map(|p| format!("added /{p}")));
+    for parent in parents {
+        create(&fw, &format!("{base}/{parent}"), b"").await;
+        let names: Vec<String> = (0..800).map(|i| format!("c{i:04}")).collect();
+        for chunk in names.rchunks(100).map(|c| c.iter().rev().collect::<Vec<_>>()) {
+            futures::future::join_all(chunk.iter().map(|n| {
+                let path = format!("{base}/{parent}/{n}");
+                let fw = &fw;
+                async move { fw.create().for_path(&path, b"x".to_vec()).await.unwrap() }
+            }))
+            .await;
+        }
+        expected.extend(names.iter().map(|n| format!("added /{parent}/{n}")));
+    }
+    expected.push("Initialized".to_string());
+    let tree = TreeCache::new(&fw, &base).unwrap();
+    let mut events = tree.events();
+    tree.start().unwrap();
+    let got = within("initialized", until_initialized(&mut events, &base, false)).await;
+    assert_eq!(got.len(), expected.len());
+    let first_wrong = got.iter().zip(&expected).position(|(g, e)| g != e);
+    assert_eq!(first_wrong, None, "first difference: {:?}", first_wrong.map(|i| (&got[i], &expected[i])));
+    for parent in parents {
+        assert!(tree.current_data(&format!("{base}/{parent}/c0799")).is_some());
+    }
+    tree.close().await;
+    fw.close().await;
+}
+
 /// Follows Curator's `TestTreeCache.testServerNotStartedYet`, and checks what Curator's
 /// TreeCache does on the framework's first connection: nothing (it loads; "reconnected" is for
 /// reconnections). A cache started before its framework ever connected reports `Initialized`

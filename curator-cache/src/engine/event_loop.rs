@@ -18,9 +18,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::command::Command;
-use super::loader::{load, INITIAL_AVG_DATA};
+use super::loader::{load, Progress, INITIAL_AVG_DATA};
 use super::state::{Link, NextLoad, SyncState, RECONNECT_GRACE};
 use super::{EngineConfig, EngineEvent, FirstLoad, Shared, Sink};
+use crate::child_data::ChildData;
 
 /// Failed loads with a retryable error logged at debug level before warnings start.
 const QUIET_LOAD_RETRIES: u32 = 3;
@@ -488,10 +489,28 @@ impl Engine {
             }
         };
         let started = std::time::Instant::now();
-        let loaded = load(&client, &self.config, &self.shared, &mut self.avg_data_len).await?;
+        // A first load (nothing cached, events wanted) adds and reports each reply's nodes as
+        // they arrive: the same events, in the same order, as installing it whole would give
+        // (loader.rs), with the client's work overlapping the server's. A load that fails
+        // halfway leaves those nodes cached, and the next one reports the difference.
+        let progressive = !self.next_load.silent && self.shared.nodes().len() == 0;
+        let (shared, sink) = (&self.shared, &mut self.sink);
+        let mut tell = |nodes: &[Arc<ChildData>]| {
+            {
+                let mut cached = shared.nodes_mut();
+                for node in nodes {
+                    cached.insert(node.clone());
+                }
+            }
+            for node in nodes {
+                sink(EngineEvent::Created(node.clone()));
+            }
+        };
+        let progress: Option<Progress<'_>> = if progressive { Some(&mut tell) } else { None };
+        let loaded = load(&client, &self.config, &self.shared, &mut self.avg_data_len, progress).await?;
         tracing::debug!(path = %root, nodes = loaded.len(), elapsed = ?started.elapsed(), "cache loaded");
         curator_core::metrics::cache_loaded(self.config.kind, started.elapsed());
-        self.install(loaded);
+        self.install(loaded, progressive);
         Ok(())
     }
 }

@@ -5,13 +5,18 @@
 //! ([`BATCH_BYTES`], well under the server's packet limit). The estimate takes a node's data
 //! length from the map when the node was cached before, and an average otherwise; a first load
 //! learns that average from a small probe batch before it sends full ones.
+//!
+//! Replies are taken in the order sent and each child list in name order, so nodes come out of
+//! the queue breadth first, siblings by name: the order a first load reports them in. A first
+//! load hands each batch's nodes to `progress` as they arrive (the engine adds them to the cache
+//! and says so), so that the client's work overlaps the server's reading of the next batches.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use curator_core::zk;
 use curator_core::{CuratorError, Result};
-use futures::stream::FuturesUnordered;
+use futures::stream::FuturesOrdered;
 use futures::StreamExt;
 
 use super::{EngineConfig, NodeMap, Scope, Shared};
@@ -45,13 +50,18 @@ impl Op {
     }
 }
 
+/// The nodes of one reply, in order, for a first load's progressive install.
+pub(super) type Progress<'a> = &'a mut (dyn FnMut(&[Arc<ChildData>]) + Send);
+
 /// Reads every node in scope with multi-reads: data first, then the children of nodes that
-/// have some, level by level, several batches in flight.
+/// have some, level by level, several batches in flight. `progress`, if given, gets each reply's
+/// nodes as they arrive, breadth first.
 pub(super) async fn load(
     client: &zk::Client,
     config: &EngineConfig,
     shared: &Shared,
     avg_data_len: &mut usize,
+    mut progress: Option<Progress<'_>>,
 ) -> Result<NodeMap> {
     let scope = &config.scope;
     let mut map = NodeMap::new();
@@ -59,7 +69,8 @@ pub(super) async fn load(
     if scope.lists(&scope.root, 0) {
         queue.push_back(Op::Children(scope.root.clone()));
     }
-    let mut in_flight = FuturesUnordered::new();
+    let mut in_flight = FuturesOrdered::new();
+    let mut arrived = Vec::new();
     let (mut data_bytes, mut data_reads) = (0usize, 0usize);
     // Sizes are known for nodes cached before; otherwise learn them from a small batch first.
     let sizes_known = shared.nodes().len() > 1;
@@ -77,7 +88,7 @@ pub(super) async fn load(
                 added.map_err(|e| CuratorError::from_zk(op.path(), e))?;
             }
             let commit = reader.commit();
-            in_flight.push(async move { (ops, commit.await) });
+            in_flight.push_back(async move { (ops, commit.await) });
         }
         let Some((ops, result)) = in_flight.next().await else { break };
         let results = result.map_err(|e| CuratorError::from_zk(&scope.root, e))?;
@@ -97,10 +108,14 @@ pub(super) async fn load(
                     if depth > 0 && stat.num_children > 0 && scope.lists(&path, depth) {
                         queue.push_back(Op::Children(path.clone()));
                     }
-                    let node = ChildData { path, stat, data: config.cache_data.then_some(data) };
-                    map.insert(Arc::new(node));
+                    let node = Arc::new(ChildData { path, stat, data: config.cache_data.then_some(data) });
+                    if progress.is_some() {
+                        arrived.push(node.clone());
+                    }
+                    map.insert(node);
                 }
-                (Op::Children(path), zk::MultiReadResult::Children { children }) => {
+                (Op::Children(path), zk::MultiReadResult::Children { mut children }) => {
+                    children.sort_unstable();
                     for name in children {
                         let child = Scope::child_path(&path, &name);
                         if scope.accepts(&child) {
@@ -116,6 +131,12 @@ pub(super) async fn load(
                         op.path()
                     )))
                 }
+            }
+        }
+        if let Some(progress) = progress.as_mut() {
+            if !arrived.is_empty() {
+                progress(&arrived);
+                arrived.clear();
             }
         }
         if let Some(avg) = data_bytes.checked_div(data_reads) {

@@ -9,9 +9,10 @@ use crate::child_data::ChildData;
 
 impl Engine {
     /// Replaces the map with a fresh load and emits what differs (unless silent): deletions
-    /// first (below before above), then creations and changes level by level.
-    pub(super) fn install(&mut self, loaded: NodeMap) {
-        let silent = std::mem::take(&mut self.next_load.silent);
+    /// first (below before above), then creations and changes level by level. `told`: a first
+    /// load whose nodes were already added and reported as they arrived (`sync`).
+    pub(super) fn install(&mut self, loaded: NodeMap, told: bool) {
+        let silent = std::mem::take(&mut self.next_load.silent) || told;
         let mut events = Vec::new();
         {
             let mut nodes = self.shared.nodes_mut();
