@@ -5,7 +5,8 @@
 //!  start ─► session ─► add watch (recursive, or on the node only for depth 0)
 //!                 └─► load: multi-reads of getData/getChildren, level by level, batches capped
 //!                     by count (1,000) and by estimated reply bytes (512 KiB), 4 in flight
-//!                 └─► diff against the map ─► Deleted, then Created / Changed level by level,
+//!                 └─► diff against the map ─► Deleted, then Created / Changed level by level
+//!                     (a first load: each reply's nodes added and Created as they arrive),
 //!                     then Initialized once (Recovered, on a later session after a Lost)
 //!  NodeCreated / NodeDataChanged ─► one getData (pipelined, applied in event order)
 //!  NodeDeleted                    ─► drop the node and anything cached below it
