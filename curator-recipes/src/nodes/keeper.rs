@@ -235,6 +235,7 @@ impl Keeper {
     fn took(&mut self, path: &str, owner: i64, version: u64) {
         self.may_own = true;
         self.written = version;
+        self.shared.mark_written(version);
         if owner != 0 && !self.sessions.contains(&owner) {
             self.sessions.push(owner);
         }
@@ -310,6 +311,7 @@ impl Keeper {
         match written {
             Ok(_) => {
                 self.written = version;
+                self.shared.mark_written(version);
                 Ok(())
             }
             Err(CuratorError::NoNode { .. }) => Err(State::Place),
