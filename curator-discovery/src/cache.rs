@@ -198,8 +198,8 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
     /// [`instances`](ServiceCache::instances) and make no events (an instance whose update the
     /// filter refuses is `Removed`, one whose update it accepts again `Added`). Filters add up:
     /// an instance must pass each. A [`ServiceProvider`](crate::ServiceProvider) over the cache
-    /// applies its own filters after these. Any `Fn(&ServiceInstance<T>) -> bool + Send + Sync`
-    /// is a filter:
+    /// applies its own filters after these (`docs/architecture.md`, section 14.3). Any
+    /// `Fn(&ServiceInstance<T>) -> bool + Send + Sync` is a filter:
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

@@ -221,7 +221,9 @@ mod tests {
         }
         let paths = Paths::new(Arc::new(Broken)).unwrap();
         assert_eq!(paths.base(), "/ok");
-        assert!(matches!(paths.service("a"), Err(DiscoveryError::InvalidConstructedPath { ref path, .. }) if path == "relative/a"));
+        assert!(
+            matches!(paths.service("a"), Err(DiscoveryError::InvalidConstructedPath { ref path, .. }) if path == "relative/a")
+        );
         assert!(matches!(paths.instance("a", "1"), Err(DiscoveryError::InvalidConstructedPath { .. })));
         assert!(matches!(paths.service("a/b"), Err(DiscoveryError::InvalidInstance { .. })));
         assert!(matches!(paths.instance("a/b", "1"), Err(DiscoveryError::InvalidInstance { .. })));
@@ -253,6 +255,8 @@ mod tests {
             }
         }
         let paths = Paths::new(Arc::new(Elsewhere)).unwrap();
-        assert!(matches!(paths.instance("a", "1"), Err(DiscoveryError::InvalidConstructedPath { ref path, .. }) if path == "/flat/1"));
+        assert!(
+            matches!(paths.instance("a", "1"), Err(DiscoveryError::InvalidConstructedPath { ref path, .. }) if path == "/flat/1")
+        );
     }
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use curator_core::{ConnectionState, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_discovery::{
-    DiscoveryError, DiscoveryPathConstructor, RegistrationEvent, ServiceCacheEvent, ServiceDiscovery,
-    ServiceInstance, ServiceProvider,
+    DiscoveryError, DiscoveryPathConstructor, RegistrationEvent, ServiceCacheEvent, ServiceDiscovery, ServiceInstance,
+    ServiceProvider,
 };
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
 use futures::future::join_all;
@@ -126,8 +126,10 @@ async fn a_path_constructor_giving_invalid_paths_is_a_typed_error() {
     }
 
     let me = instance("search", 1, "p");
-    let built =
-        ServiceDiscovery::<String>::builder(&fw, "/x").path_constructor(Relative(base.clone())).this_instance(me.clone()).build();
+    let built = ServiceDiscovery::<String>::builder(&fw, "/x")
+        .path_constructor(Relative(base.clone()))
+        .this_instance(me.clone())
+        .build();
     assert!(bad(&built), "{built:?}");
 
     let discovery =
@@ -231,8 +233,7 @@ async fn garbage_in_a_watched_node_is_rejected_and_changes_nothing() {
     let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
     let other = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
     let base = unique_path("discovery");
-    let discovery =
-        ServiceDiscovery::<String>::builder(&fw, &base).watch_instances(true).build().expect("discovery");
+    let discovery = ServiceDiscovery::<String>::builder(&fw, &base).watch_instances(true).build().expect("discovery");
     let mut events = discovery.registration_events();
     let me = instance("test", 10064, "thing");
     discovery.register(me.clone()).await.expect("register");
@@ -281,8 +282,7 @@ async fn edit_then_session_expiry(policy: ErrorPolicy, retry: Retry) {
     let fw = framework(&server.connect_string(), policy, retry).await;
     let other = framework(&server.connect_string(), policy, retry).await;
     let base = unique_path("discovery");
-    let discovery =
-        ServiceDiscovery::<String>::builder(&fw, &base).watch_instances(true).build().expect("discovery");
+    let discovery = ServiceDiscovery::<String>::builder(&fw, &base).watch_instances(true).build().expect("discovery");
     let mut events = discovery.registration_events();
     let me = instance("test", 10064, "v1");
     discovery.register(me.clone()).await.expect("register");
@@ -324,8 +324,7 @@ async fn edit_during_a_cut(policy: ErrorPolicy, retry: Retry) {
     let fw = framework(&proxy.connect_string(), policy, retry).await;
     let other = framework(&server.connect_string(), policy, retry).await;
     let base = unique_path("discovery");
-    let discovery =
-        ServiceDiscovery::<String>::builder(&fw, &base).watch_instances(true).build().expect("discovery");
+    let discovery = ServiceDiscovery::<String>::builder(&fw, &base).watch_instances(true).build().expect("discovery");
     let mut events = discovery.registration_events();
     let me = instance("test", 10064, "v1");
     discovery.register(me.clone()).await.expect("register");
@@ -344,7 +343,9 @@ async fn edit_during_a_cut(policy: ErrorPolicy, retry: Retry) {
     wait_for(&mut states, ConnectionState::Reconnected, |_| true).await;
     match tokio::time::timeout(timing.deadline(), events.next()).await {
         Ok(Some(RegistrationEvent::Edited(instance))) => assert_eq!(instance, edited, "{policy:?}/{retry:?}"),
-        other => panic!("{policy:?}/{retry:?}: expected the edit, got {other:?}; registered {:?}", discovery.registered()),
+        other => {
+            panic!("{policy:?}/{retry:?}: expected the edit, got {other:?}; registered {:?}", discovery.registered())
+        }
     }
     assert_eq!(discovery.registered(), vec![edited.clone()]);
     let kept = eventually(timing.deadline(), || async { read(&other, &path).await.as_ref() == Some(&edited) });

@@ -299,7 +299,8 @@ async fn close_during_an_outage_returns_and_the_node_goes_once_connected() {
 /// create (`getData of the node in the way`) and is watching its node again after that.
 fn placed_again(events: &tests::logs::Events) -> bool {
     let all = events.all();
-    let Some(inspected) = all.iter().position(|e| e.ends_with("persistent node: getData of the node in the way")) else {
+    let Some(inspected) = all.iter().position(|e| e.ends_with("persistent node: getData of the node in the way"))
+    else {
         return false;
     };
     all[inspected..].iter().any(|e| e.ends_with("persistent node: exists+watch"))
@@ -317,7 +318,8 @@ async fn edit_kept_when_placed_again(policy: ErrorPolicy, retry: Retry) {
     let fw = framework(&proxy.connect_string(), policy, retry).await;
     let observer = framework(&server.connect_string(), policy, retry).await;
     let path = unique_path("pn-edited");
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"ours".to_vec()).build().expect("node");
+    let node =
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"ours".to_vec()).build().expect("node");
     node.start().expect("start");
     assert!(node.wait_for_initial_create(Timing::new().deadline()).await);
     // The keeper watches its node (its only request until the edit fires the watch).

@@ -15,6 +15,34 @@ use crate::{DiscoveryError, ServiceInstance};
 /// What happened to a watched registration (see
 /// [`ServiceDiscoveryBuilder::watch_instances`](crate::ServiceDiscoveryBuilder::watch_instances)),
 /// from [`ServiceDiscovery::registration_events`](crate::ServiceDiscovery::registration_events).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// # let other = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # other.start()?;
+/// use curator_discovery::{RegistrationEvent, ServiceDiscovery, ServiceInstance};
+///
+/// let discovery = ServiceDiscovery::builder(&fw, "/services").watch_instances(true).build()?;
+/// let mut events = discovery.registration_events();
+/// let me: ServiceInstance = ServiceInstance::builder("search").port(8080).build();
+/// discovery.register(me.clone()).await?;
+///
+/// // Another client (an operator's tool, say) moves the instance to another port.
+/// let mut moved = me.clone();
+/// moved.port = Some(8081);
+/// other.set_data().for_path(&format!("/services/search/{}", me.id), moved.to_json()?).await?;
+/// match events.next().await {
+///     Some(RegistrationEvent::Edited(instance)) => assert_eq!(instance.port, Some(8081)),
+///     other => panic!("{other:?}"),
+/// }
+/// assert_eq!(discovery.registered(), vec![moved]); // and re-registered so after a new session
+/// discovery.close().await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum RegistrationEvent<T> {
