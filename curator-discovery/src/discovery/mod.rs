@@ -33,6 +33,8 @@ type Result<T> = std::result::Result<T, DiscoveryError>;
 ///                        made again on a new session, adopted when found in place
 ///                     ─► returns at the first create (or after the connection timeout)
 ///  update(instance)   ─► setData on the node; every later re-create uses the new data
+///  watch_instances    ─► a NodeCache per registration: an instance another client writes to
+///                        the node is taken in (RegistrationEvent), no write back
 ///  unregister / close ─► guaranteed delete of base/<name>/<id>
 ///  query_for_names              ─► getChildren(base)
 ///  query_for_instances(name)    ─► getChildren(base/<name>) + getData of each, pipelined
