@@ -13,8 +13,8 @@ use curator_core::{EventStream, ListenerId, Listeners};
 use curator_core::{LifeState, Lifecycle, Readiness};
 use futures::FutureExt;
 
-use crate::paths::node_path;
-use crate::{DiscoveryError, InstanceProvider, InstanceSerializer, ServiceInstance};
+use crate::paths::Paths;
+use crate::{DiscoveryError, InstanceFilter, InstanceProvider, InstanceSerializer, ServiceInstance};
 
 /// A change in a [`ServiceCache`].
 ///
@@ -109,10 +109,12 @@ impl<T> std::fmt::Debug for ServiceCache<T> {
 #[must_use = "a builder does nothing until build() is called"]
 pub struct ServiceCacheBuilder<T> {
     fw: CuratorFramework,
-    /// The discovery's base path: the service's instances are the children of `base/<name>`.
-    base_path: String,
+    /// The discovery's paths: the service's instances are the children of its
+    /// `path_for_instances(name)`.
+    paths: Paths,
     serializer: Arc<dyn InstanceSerializer<T>>,
     name: String,
+    filters: Vec<Box<dyn InstanceFilter<T>>>,
 }
 
 impl<T> std::fmt::Debug for ServiceCacheBuilder<T> {
@@ -128,11 +130,18 @@ type Parsed<T> = (i64, Option<ServiceInstance<T>>);
 /// path, with the `mzxid` of the version read, so each version of a node is read once.
 struct CacheShared<T> {
     serializer: Arc<dyn InstanceSerializer<T>>,
+    /// The builder's filters: an instance one of them refuses is not in the cache.
+    filters: Vec<Box<dyn InstanceFilter<T>>>,
     parsed: Mutex<HashMap<String, Parsed<T>>>,
     skipped: AtomicU64,
 }
 
 impl<T: Clone> CacheShared<T> {
+    /// The instance in `child` if every filter accepts it (see [`instance`](Self::instance)).
+    fn accepted(&self, child: &ChildData) -> Option<ServiceInstance<T>> {
+        self.instance(child).filter(|instance| self.filters.iter().all(|f| f.accept(instance)))
+    }
+
     /// The instance in `child`, from the parsed versions or read now (a node that is not an
     /// instance is logged and counted once per version).
     fn instance(&self, child: &ChildData) -> Option<ServiceInstance<T>> {
@@ -172,22 +181,66 @@ impl<T: Clone + Send + Sync + 'static> ServiceCacheBuilder<T> {
     /// instances with the discovery's `serializer`.
     pub(crate) fn new(
         fw: &CuratorFramework,
-        base_path: &str,
+        paths: &Paths,
         serializer: Arc<dyn InstanceSerializer<T>>,
         name: &str,
     ) -> Self {
-        ServiceCacheBuilder { fw: fw.clone(), base_path: base_path.to_string(), serializer, name: name.to_string() }
+        ServiceCacheBuilder {
+            fw: fw.clone(),
+            paths: paths.clone(),
+            serializer,
+            name: name.to_string(),
+            filters: Vec::new(),
+        }
+    }
+
+    /// Keeps only the instances `filter` accepts: the others are not in
+    /// [`instances`](ServiceCache::instances) and make no events (an instance whose update the
+    /// filter refuses is `Removed`, one whose update it accepts again `Added`). Filters add up:
+    /// an instance must pass each. A [`ServiceProvider`](crate::ServiceProvider) over the cache
+    /// applies its own filters after these (`docs/architecture.md`, section 14.3). Any
+    /// `Fn(&ServiceInstance<T>) -> bool + Send + Sync` is a filter:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_discovery::{ServiceDiscovery, ServiceInstance};
+    ///
+    /// let discovery = ServiceDiscovery::builder(&fw, "/services").build()?;
+    /// for port in [8080, 9090] {
+    ///     discovery.register(ServiceInstance::builder("search").port(port).build()).await?;
+    /// }
+    /// let cache = discovery
+    ///     .service_cache_builder("search")
+    ///     .filter(|i: &ServiceInstance| i.port == Some(8080))
+    ///     .build()?;
+    /// cache.start()?;
+    /// cache.ready().await?;
+    /// assert_eq!(cache.instances().len(), 1);
+    /// cache.close().await;
+    /// discovery.close().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn filter(mut self, filter: impl InstanceFilter<T> + 'static) -> Self {
+        self.filters.push(Box::new(filter));
+        self
     }
 
     /// Makes the cache; nothing is read before [`start`](ServiceCache::start).
     ///
     /// # Errors
-    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name.
+    /// [`DiscoveryError::InvalidInstance`] for a name that is not one node name;
+    /// [`DiscoveryError::InvalidConstructedPath`] when the discovery's path constructor gives
+    /// an invalid path for it.
     pub fn build(self) -> Result<ServiceCache<T>, DiscoveryError> {
-        let path = node_path(&self.base_path, &self.name)?;
+        let path = self.paths.service(&self.name)?;
         let cache = Arc::new(PathChildrenCache::builder(&self.fw, &path).create_parent_containers(true).build()?);
         let shared = Arc::new(CacheShared {
             serializer: self.serializer,
+            filters: self.filters,
             parsed: Mutex::new(HashMap::new()),
             skipped: AtomicU64::new(0),
         });
@@ -277,7 +330,8 @@ impl<T: Clone + Send + Sync + 'static> Handler<T> {
             PathChildrenCacheEvent::ChildAdded(child) | PathChildrenCacheEvent::ChildUpdated(child) => {
                 let id = child.name().to_string();
                 let was_good = self.good.get(&id).copied().unwrap_or(false);
-                let parsed = self.shared.instance(child);
+                // Left out by a filter: as if not an instance (but not counted as skipped).
+                let parsed = self.shared.accepted(child);
                 // Parsed (or refused) at this version: the bytes are not needed any more.
                 if let Some(cache) = self.cache.upgrade() {
                     cache.clear_data_bytes(child.path(), Some(child.stat().version));
@@ -392,10 +446,10 @@ impl<T: Clone + Send + Sync + 'static> ServiceCache<T> {
         self.life.state()
     }
 
-    /// The service's instances now, sorted by id; nodes that are not instances are left out.
-    /// Reads memory only.
+    /// The service's instances now, sorted by id; nodes that are not instances, and instances
+    /// a [`filter`](ServiceCacheBuilder::filter) refuses, are left out. Reads memory only.
     pub fn instances(&self) -> Vec<ServiceInstance<T>> {
-        self.cache.current_data().iter().filter_map(|child| self.shared.instance(child)).collect()
+        self.cache.current_data().iter().filter_map(|child| self.shared.accepted(child)).collect()
     }
 
     /// How many node versions this cache read that were not instances (each logged once).

@@ -64,6 +64,15 @@ pub enum DiscoveryError {
         /// The instance's id.
         id: String,
     },
+    /// The discovery's [`DiscoveryPathConstructor`](crate::DiscoveryPathConstructor) gave a
+    /// path that is not a valid ZooKeeper path; nothing was sent.
+    #[error("the discovery path constructor gave {path:?}: {reason}")]
+    InvalidConstructedPath {
+        /// The path as the constructor gave it.
+        path: String,
+        /// Why it is not a valid path.
+        reason: String,
+    },
     /// The instance cannot be registered as given: a name or id that is not one node name, or
     /// an `update` that changes the name or the service type of a registration.
     #[error("invalid service instance {id:?}: {reason}")]

@@ -17,9 +17,13 @@
 //! - [`DiscoveryError`]: the one error of the crate; bad bytes never panic.
 //! - [`ServiceDiscovery`]: registers instances at `base/<name>/<id>`, each kept by a
 //!   `curator_recipes::PersistentNode` through new sessions and outages, and queries
-//!   them.
+//!   them; with `watch_instances`, a registration takes in the edits other clients write to
+//!   its node ([`RegistrationEvent`]).
+//! - [`DiscoveryPathConstructor`]: where services and instances are; [`DefaultPathConstructor`]
+//!   is `base/<name>/<id>`.
 //! - [`ServiceCache`]: the instances of one service in memory, on a `PathChildrenCache`, with
-//!   [`ServiceCacheEvent`]s; it is an [`InstanceProvider`].
+//!   [`ServiceCacheEvent`]s, optionally through [`InstanceFilter`]s; it is an
+//!   [`InstanceProvider`].
 //! - [`ServiceProvider`]: picks one instance for a single use from an
 //!   [`InstanceProvider`], through [`InstanceFilter`]s and the [`DownInstancePolicy`], with a
 //!   [`ProviderStrategy`] ([`RoundRobinStrategy`], [`RandomStrategy`], [`StickyStrategy`]),
@@ -68,11 +72,12 @@ mod uri_spec;
 // The public surface, flat (docs/architecture.md section 1.1); api/curator-discovery.txt lists it.
 pub use address::local_ipv4_addresses;
 pub use cache::{ServiceCache, ServiceCacheBuilder, ServiceCacheEvent};
-pub use discovery::{ServiceDiscovery, ServiceDiscoveryBuilder};
+pub use discovery::{RegistrationEvent, ServiceDiscovery, ServiceDiscoveryBuilder};
 pub use error::DiscoveryError;
 pub use instance::{ServiceInstance, ServiceInstanceBuilder, ServiceType};
 pub use instance_provider::InstanceProvider;
 pub use json::{InstanceSerializer, JsonInstanceSerializer, CLASS_PROPERTY, DEFAULT_ARRAY_CLASS};
+pub use paths::{DefaultPathConstructor, DiscoveryPathConstructor};
 pub use provider::{
     DownInstanceManager, DownInstancePolicy, InstanceFilter, ProviderStrategy, RandomStrategy, RoundRobinStrategy,
     ServiceProvider, ServiceProviderBuilder, StickyStrategy,

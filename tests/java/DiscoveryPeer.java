@@ -17,6 +17,10 @@
 //   AWAIT <name> <ids>   polls the name's ServiceProvider (every 20 ms, up to 30 s) until the ids
 //                        of getAllInstances() are exactly <ids> (comma separated, "-" for none);
 //                        prints "SEEN <ids>" or "TIMEOUT <ids seen>".
+//   EDIT <json>          builds an instance as REGISTER does and writes it with Curator's
+//                        serializer to basePath/name/id with setData (as TestWatchedInstances
+//                        edits a registration's node from another client); prints
+//                        "EDITED <instance>".
 //   UNREGISTER <id>      unregisterService() of the instance this peer registered with that id;
 //                        prints "UNREGISTERED <id>".
 //   QUIT                 closes the providers, the discovery and the client; prints BYE, exits.
@@ -43,6 +47,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.utils.ZKPaths;
 import org.apache.curator.x.discovery.ServiceDiscovery;
 import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
 import org.apache.curator.x.discovery.ServiceInstance;
@@ -89,10 +94,11 @@ public class DiscoveryPeer {
                 CuratorFrameworkFactory.newClient(connect, 10000, 5000, new ExponentialBackoffRetry(100, 10));
         client.start();
         client.blockUntilConnected();
+        JsonInstanceSerializer<Map> serializer = new JsonInstanceSerializer<Map>(Map.class);
         ServiceDiscovery<Map> discovery = ServiceDiscoveryBuilder.builder(Map.class)
                 .client(client)
                 .basePath(basePath)
-                .serializer(new JsonInstanceSerializer<Map>(Map.class))
+                .serializer(serializer)
                 .build();
         discovery.start();
         Map<String, ServiceInstance<Map>> registered = new HashMap<>();
@@ -107,27 +113,15 @@ public class DiscoveryPeer {
             String command = words[0];
             String rest = words.length > 1 ? words[1] : "";
             if (command.equals("REGISTER")) {
-                JsonNode spec = MAPPER.readTree(rest);
-                ServiceInstanceBuilder<Map> builder = ServiceInstance.<Map>builder()
-                        .name(spec.get("name").asText())
-                        .id(spec.get("id").asText())
-                        .address(spec.get("address").asText())
-                        .payload(MAPPER.convertValue(spec.get("payload"), LinkedHashMap.class))
-                        .uriSpec(new UriSpec(spec.get("uriSpec").asText()));
-                // The builder's ports are ints: a missing one stays null.
-                if (spec.hasNonNull("port")) {
-                    builder.port(spec.get("port").intValue());
-                }
-                if (spec.hasNonNull("sslPort")) {
-                    builder.sslPort(spec.get("sslPort").intValue());
-                }
-                if (spec.hasNonNull("serviceType")) {
-                    builder.serviceType(ServiceType.valueOf(spec.get("serviceType").asText()));
-                }
-                ServiceInstance<Map> instance = builder.build();
+                ServiceInstance<Map> instance = build(MAPPER.readTree(rest));
                 discovery.registerService(instance);
                 registered.put(instance.getId(), instance);
                 System.out.println("REGISTERED " + describe(instance));
+            } else if (command.equals("EDIT")) {
+                ServiceInstance<Map> instance = build(MAPPER.readTree(rest));
+                byte[] bytes = serializer.serialize(instance);
+                client.setData().forPath(ZKPaths.makePath(basePath, instance.getName(), instance.getId()), bytes);
+                System.out.println("EDITED " + describe(instance));
             } else if (command.equals("QUERY")) {
                 for (ServiceInstance<Map> instance : sorted(discovery.queryForInstances(rest))) {
                     System.out.println("INSTANCE " + describe(instance));
@@ -186,6 +180,27 @@ public class DiscoveryPeer {
         client.close();
         System.out.println("BYE");
         System.out.flush();
+    }
+
+    /** An instance from the spec's fields, as REGISTER and EDIT describe. */
+    static ServiceInstance<Map> build(JsonNode spec) throws Exception {
+        ServiceInstanceBuilder<Map> builder = ServiceInstance.<Map>builder()
+                .name(spec.get("name").asText())
+                .id(spec.get("id").asText())
+                .address(spec.get("address").asText())
+                .payload(MAPPER.convertValue(spec.get("payload"), LinkedHashMap.class))
+                .uriSpec(new UriSpec(spec.get("uriSpec").asText()));
+        // The builder's ports are ints: a missing one stays null.
+        if (spec.hasNonNull("port")) {
+            builder.port(spec.get("port").intValue());
+        }
+        if (spec.hasNonNull("sslPort")) {
+            builder.sslPort(spec.get("sslPort").intValue());
+        }
+        if (spec.hasNonNull("serviceType")) {
+            builder.serviceType(ServiceType.valueOf(spec.get("serviceType").asText()));
+        }
+        return builder.build();
     }
 
     static ServiceProvider<Map> provider(ServiceDiscovery<Map> discovery, Map<String, ServiceProvider<Map>> providers,

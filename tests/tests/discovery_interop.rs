@@ -4,7 +4,8 @@
 //! that Rust's `query_for_instances`, `ServiceCache` and `ServiceProvider` read field for field,
 //! and Rust registers instances that Java's `queryForInstances` and `ServiceProvider` read field
 //! for field; both sides build the same URIs, and an unregistration on either side leaves the
-//! other's view. (The JSON bytes themselves are compared in `discovery_json_interop.rs`.)
+//! other's view. Curator's serializer editing the node of a watched Rust registration is taken
+//! into it. (The JSON bytes themselves are compared in `discovery_json_interop.rs`.)
 //!
 //! The Java side uses a `JsonInstanceSerializer<Map>`: Jackson reads an object payload written
 //! without `"@class"` (Rust's default) as a `LinkedHashMap`, and one with a class (Rust's
@@ -14,13 +15,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 
+use curator_core::ConnectionState;
 use curator_discovery::{
-    JsonInstanceSerializer, RoundRobinStrategy, ServiceCache, ServiceDiscovery, ServiceInstance, ServiceProvider,
-    ServiceType, UriSpec,
+    JsonInstanceSerializer, RegistrationEvent, RoundRobinStrategy, ServiceCache, ServiceDiscovery, ServiceInstance,
+    ServiceProvider, ServiceType, UriSpec,
 };
-use curator_test::{eventually, TestingServer, Timing};
+use curator_test::{eventually, expire_session, TestingServer, Timing};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tests::fixture::wait_for;
 use tests::{client, init_tracing, unique_path};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
@@ -118,6 +121,14 @@ impl JavaDiscovery {
         self.send(&format!("REGISTER {spec}")).await;
         let line = self.line().await;
         parse(line.strip_prefix("REGISTERED ").unwrap_or_else(|| panic!("unexpected line {line:?}")))
+    }
+
+    /// Writes an instance built by Curator's builder from `spec` to its node with Curator's
+    /// serializer (`setData`); what Curator wrote.
+    async fn edit(&mut self, spec: &Value) -> JavaView {
+        self.send(&format!("EDIT {spec}")).await;
+        let line = self.line().await;
+        parse(line.strip_prefix("EDITED ").unwrap_or_else(|| panic!("unexpected line {line:?}")))
     }
 
     /// `INSTANCE` lines up to `END`, and the `PICK <id> <uri>` lines among them.
@@ -390,5 +401,60 @@ async fn curators_service_discovery_reads_what_rust_registers() {
     java.quit().await;
     drop(provider);
     plain.close().await;
+    fw.close().await;
+}
+
+/// Follows Curator's TestWatchedInstances with Curator as the other client: Curator's
+/// `JsonInstanceSerializer` writes a changed instance (another address, port and payload) to the
+/// node of a watched Rust registration; the registration takes it, field for field as Curator
+/// built it. After the Rust session expires the node is made again with Curator's edit (its
+/// bytes, `"@class"` and all), which Curator's `queryForInstances` reads on the new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_rust_registration_takes_curators_edit() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let connect = server.connect_string();
+    let base = unique_path("interop-discovery-watch");
+    let fw = client(&connect).await;
+    let discovery: ServiceDiscovery =
+        ServiceDiscovery::builder(&fw, &base).watch_instances(true).build().expect("discovery");
+    let mut events = discovery.registration_events();
+    let mine: ServiceInstance = ServiceInstance::builder("watched")
+        .id("w-1")
+        .address("10.0.0.9")
+        .port(7001)
+        .payload(json!({"v": 1}))
+        .uri_spec(UriSpec::parse(TEMPLATE).expect("a template"))
+        .build();
+    discovery.register(mine.clone()).await.expect("register");
+
+    let mut java = JavaDiscovery::start(&connect, &base).await;
+    let edited = java
+        .edit(&json!({"name": "watched", "id": "w-1", "address": "10.0.0.10", "port": 7002,
+            "payload": {"v": 2, "zone": "eu-2"}, "uriSpec": TEMPLATE}))
+        .await;
+    assert_ne!(edited.instance, mine);
+    let event = tokio::time::timeout(Timing::new().deadline(), events.next()).await.expect("an event in time");
+    match event {
+        Some(RegistrationEvent::Edited(instance)) => assert_eq!(instance, edited.instance),
+        other => panic!("expected Curator's edit, got {other:?}"),
+    }
+    assert_eq!(discovery.registered(), vec![edited.instance.clone()]);
+
+    let info = fw.session().await.expect("session").client().session().clone();
+    let mut states = fw.connection_state_stream();
+    expire_session(&connect, &info).await.expect("expire");
+    wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+    let session = fw.session().await.expect("session").id();
+    let path = format!("{base}/watched/w-1");
+    let on_new_session = eventually(Timing::new().deadline(), || async {
+        fw.check_exists().for_path(&path).await.ok().flatten().is_some_and(|stat| stat.ephemeral_owner == session)
+    });
+    assert!(on_new_session.await, "not registered again on the new session");
+    let queried = java.query("watched").await;
+    assert_eq!(queried, vec![edited.clone()], "Curator reads the edit back from the new session's node");
+    assert_eq!(queried[0].payload_class.as_deref(), Some("java.util.LinkedHashMap"));
+    java.quit().await;
+    discovery.close().await;
     fw.close().await;
 }

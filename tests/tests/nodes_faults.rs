@@ -294,3 +294,59 @@ async fn close_during_an_outage_returns_and_the_node_goes_once_connected() {
     init_tracing();
     join_all(COMBINATIONS.map(|(policy, retry)| close_during_an_outage(policy, retry))).await;
 }
+
+/// True once the keeper of this thread's recorded events went through a node in the way of its
+/// create (`getData of the node in the way`) and is watching its node again after that.
+fn placed_again(events: &tests::logs::Events) -> bool {
+    let all = events.all();
+    let Some(inspected) = all.iter().position(|e| e.ends_with("persistent node: getData of the node in the way"))
+    else {
+        return false;
+    };
+    all[inspected..].iter().any(|e| e.ends_with("persistent node: exists+watch"))
+}
+
+/// A node the keeper made is edited by another client, and the keeper's next request loses its
+/// reply (the connection closes): the keeper places the node again, finds its own node in the
+/// way (same session) and adopts it, keeping the edit, as it keeps one while it watches the
+/// node (a watched discovery registration takes the edit in: discovery_watched.rs). Failed
+/// before: the keeper wrote its own data over the edit (the node read `ours`, version 2).
+async fn edit_kept_when_placed_again(policy: ErrorPolicy, retry: Retry) {
+    let (events, _recording) = tests::logs::record_events();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let path = unique_path("pn-edited");
+    let node =
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"ours".to_vec()).build().expect("node");
+    node.start().expect("start");
+    assert!(node.wait_for_initial_create(Timing::new().deadline()).await);
+    // The keeper watches its node (its only request until the edit fires the watch).
+    let watching = || async { events.all().iter().any(|e| e.ends_with("persistent node: exists+watch")) };
+    assert!(eventually(Timing::new().deadline(), watching).await);
+    proxy.swallow_next_reply();
+    observer.set_data().for_path(&path, b"edit".to_vec()).await.expect("edit");
+    let placed = eventually(Timing::new().deadline(), || async { placed_again(&events) }).await;
+    assert!(placed, "{policy:?}/{retry:?}: the keeper did not place its node again: {:#?}", events.all());
+    let (data, stat) = observer.get_data().for_path_with_stat(&path).await.expect("the node");
+    assert_eq!(
+        (String::from_utf8_lossy(&data).into_owned(), stat.version),
+        ("edit".to_string(), 1),
+        "{policy:?}/{retry:?}: the edit was written over"
+    );
+    assert_eq!(stat.ephemeral_owner, session_id(&fw).await);
+    // Data of our own set after that goes over the edit, as always.
+    node.set_data(b"newer".to_vec()).expect("set data");
+    assert!(eventually(Timing::new().deadline(), || owned_with(&fw, &observer, &path, b"newer")).await);
+    node.close().await;
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_edit_of_another_client_is_kept_when_the_keeper_finds_its_own_node_in_the_way() {
+    for (policy, retry) in COMBINATIONS {
+        edit_kept_when_placed_again(policy, retry).await;
+    }
+}

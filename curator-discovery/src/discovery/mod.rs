@@ -5,16 +5,22 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use curator_cache::NodeCache;
 use curator_core::{path, CuratorError, CuratorFramework};
-use curator_core::{LifeState, Lifecycle};
+use curator_core::{EventStream, LifeState, Lifecycle, Listeners};
 use curator_recipes::PersistentNode;
 
 use crate::cache::ServiceCacheBuilder;
-use crate::paths::node_path;
-use crate::{DiscoveryError, InstanceSerializer, JsonInstanceSerializer, ServiceInstance};
+use crate::paths::Paths;
+use crate::{
+    DefaultPathConstructor, DiscoveryError, DiscoveryPathConstructor, InstanceSerializer, JsonInstanceSerializer,
+    ServiceInstance,
+};
 use registration::{check_same_registration, close_node, instance_path, register_this, Prepared};
+pub use watch::RegistrationEvent;
 
 mod registration;
+mod watch;
 
 type Result<T> = std::result::Result<T, DiscoveryError>;
 
@@ -27,6 +33,8 @@ type Result<T> = std::result::Result<T, DiscoveryError>;
 ///                        made again on a new session, adopted when found in place
 ///                     ─► returns at the first create (or after the connection timeout)
 ///  update(instance)   ─► setData on the node; every later re-create uses the new data
+///  watch_instances    ─► a NodeCache per registration: an instance another client writes to
+///                        the node is taken in (RegistrationEvent), no write back
 ///  unregister / close ─► guaranteed delete of base/<name>/<id>
 ///  query_for_names              ─► getChildren(base)
 ///  query_for_instances(name)    ─► getChildren(base/<name>) + getData of each, pipelined
@@ -86,8 +94,11 @@ type Result<T> = std::result::Result<T, DiscoveryError>;
 ///   [`skipped_nodes`](Self::skipped_nodes); Curator fails the whole query (CURATOR-452/453).
 /// - [`query_for_names`](Self::query_for_names) of a missing base path is empty (Curator throws
 ///   `NoNodeException`).
-/// - There is no `watchInstances` (Curator's option to take into a registration the changes
-///   others make to its node): a registration's node holds the data given here.
+/// - With [`watch_instances`](ServiceDiscoveryBuilder::watch_instances), an edit another
+///   client writes to a registration's node that is not an instance of that registration
+///   (garbage, another id, name or service type) is refused with a
+///   [`RegistrationEvent::Rejected`]; Curator's listener threw on garbage and took an instance
+///   of another id into that id's registration.
 /// - `close` deletes every instance registered here, `Permanent` ones included, as Curator 5
 ///   does; `Permanent` differs from `Static` only for Curator's discovery server.
 pub struct ServiceDiscovery<T = serde_json::Value> {
@@ -97,7 +108,11 @@ pub struct ServiceDiscovery<T = serde_json::Value> {
 /// The discovery's state, shared by its handle's clones.
 struct Inner<T> {
     fw: CuratorFramework,
-    base_path: String,
+    /// Every path of the discovery is built here.
+    paths: Paths,
+    /// Watch each registration's node and take in other clients' edits.
+    watch_instances: bool,
+    registration_events: Listeners<RegistrationEvent<T>>,
     serializer: Arc<dyn InstanceSerializer<T>>,
     state: Mutex<State<T>>,
     skipped: AtomicU64,
@@ -115,11 +130,13 @@ struct State<T> {
 struct Registration<T> {
     instance: ServiceInstance<T>,
     node: Arc<PersistentNode>,
+    /// The watch on the node, with [`ServiceDiscoveryBuilder::watch_instances`].
+    watch: Option<NodeCache>,
 }
 
 impl<T> std::fmt::Debug for ServiceDiscovery<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServiceDiscovery").field("base_path", &self.inner.base_path).finish_non_exhaustive()
+        f.debug_struct("ServiceDiscovery").field("base_path", &self.inner.paths.base()).finish_non_exhaustive()
     }
 }
 
@@ -128,6 +145,8 @@ impl<T> std::fmt::Debug for ServiceDiscovery<T> {
 pub struct ServiceDiscoveryBuilder<T> {
     fw: CuratorFramework,
     base_path: String,
+    path_constructor: Option<Arc<dyn DiscoveryPathConstructor>>,
+    watch_instances: bool,
     serializer: Arc<dyn InstanceSerializer<T>>,
     this_instance: Option<ServiceInstance<T>>,
 }
@@ -153,22 +172,54 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscoveryBuilder<T> {
         self
     }
 
-    /// Checks the base path and makes the discovery; nothing is sent before
+    /// Where the services and instances are (Curator's `pathConstructor`), in place of the
+    /// base path given to [`ServiceDiscovery::builder`] (which makes a
+    /// [`DefaultPathConstructor`]). Every path of the discovery, of its caches and providers is
+    /// built by it and checked.
+    pub fn path_constructor(mut self, constructor: impl DiscoveryPathConstructor + 'static) -> Self {
+        self.path_constructor = Some(Arc::new(constructor));
+        self
+    }
+
+    /// Watch the node of each instance registered from now on (Curator's `watchInstances`,
+    /// default off): when another client writes an instance of the same id, name and service
+    /// type there, the registration takes it in, as if [`update`](ServiceDiscovery::update)d
+    /// with it but with no write: [`registered`](ServiceDiscovery::registered) returns it and a
+    /// re-registration after a new session writes it. What the registration cannot take
+    /// (garbage, another id, name or type) leaves it unchanged. Each change is a
+    /// [`RegistrationEvent`] ([`registration_events`](ServiceDiscovery::registration_events)).
+    /// A deleted node is made again, as without a watch. One
+    /// [`NodeCache`] per registration; `DynamicSequential` instances are not watched (their
+    /// node's name is known only once made). See `docs/architecture.md`, section 14.2.
+    pub fn watch_instances(mut self, watch: bool) -> Self {
+        self.watch_instances = watch;
+        self
+    }
+
+    /// Checks the paths and makes the discovery; nothing is sent before
     /// [`start`](ServiceDiscovery::start) or [`register`](ServiceDiscovery::register).
     ///
     /// # Errors
     /// [`DiscoveryError::Curator`] with `InvalidPath` for an invalid base path;
-    /// [`DiscoveryError::InvalidInstance`] for a `this_instance` whose name or id is not one node
-    /// name.
+    /// [`DiscoveryError::InvalidConstructedPath`] for a
+    /// [`path_constructor`](Self::path_constructor) whose base path (or the path of
+    /// `this_instance`) is not a valid path; [`DiscoveryError::InvalidInstance`] for a
+    /// `this_instance` whose name or id is not one node name.
     pub fn build(self) -> Result<ServiceDiscovery<T>> {
-        path::validate(&self.base_path)?;
+        let constructor = match self.path_constructor {
+            Some(constructor) => constructor,
+            None => Arc::new(DefaultPathConstructor::new(&self.base_path)?),
+        };
+        let paths = Paths::new(constructor)?;
         if let Some(instance) = &self.this_instance {
-            instance_path(&self.base_path, instance)?;
+            instance_path(&paths, instance)?;
         }
         Ok(ServiceDiscovery {
             inner: Arc::new(Inner {
                 fw: self.fw,
-                base_path: self.base_path,
+                paths,
+                watch_instances: self.watch_instances,
+                registration_events: Listeners::new(),
                 serializer: self.serializer,
                 state: Mutex::new(State {
                     this_instance: self.this_instance,
@@ -183,7 +234,9 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscoveryBuilder<T> {
 }
 
 impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
-    /// A builder for a discovery under `base_path`, with Curator's JSON.
+    /// A builder for a discovery under `base_path` (a [`DefaultPathConstructor`]; see
+    /// [`path_constructor`](ServiceDiscoveryBuilder::path_constructor) for another layout),
+    /// with Curator's JSON.
     pub fn builder(fw: &CuratorFramework, base_path: &str) -> ServiceDiscoveryBuilder<T>
     where
         JsonInstanceSerializer: InstanceSerializer<T>,
@@ -191,14 +244,23 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         ServiceDiscoveryBuilder {
             fw: fw.clone(),
             base_path: base_path.to_string(),
+            path_constructor: None,
+            watch_instances: false,
             serializer: Arc::new(JsonInstanceSerializer::new()),
             this_instance: None,
         }
     }
 
-    /// The base path.
+    /// The base path (the [`DiscoveryPathConstructor`]'s): the services are its children.
     pub fn base_path(&self) -> &str {
-        &self.inner.base_path
+        self.inner.paths.base()
+    }
+
+    /// The changes of watched registrations from now on, in order (see
+    /// [`watch_instances`](ServiceDiscoveryBuilder::watch_instances)); the stream ends when the
+    /// discovery closes.
+    pub fn registration_events(&self) -> EventStream<RegistrationEvent<T>> {
+        self.inner.registration_events.stream()
     }
 
     /// Starts the discovery (Curator's `start`): registers the builder's
@@ -332,7 +394,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         if let Some(registration) = registration {
             tracing::debug!(path = ?registration.node.actual_path(), %id, "unregistering a service instance");
             curator_core::metrics::discovery_registration("unregister");
-            close_node(registration.node).await;
+            close_node(registration).await;
         }
     }
 
@@ -347,7 +409,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     /// # Errors
     /// The read's [`DiscoveryError::Curator`] error.
     pub async fn query_for_names(&self) -> Result<Vec<String>> {
-        let base = &self.inner.base_path;
+        let base = self.inner.paths.base();
         tracing::debug!(path = %base, "querying service names");
         match self.inner.fw.get_children().for_path(base).await {
             Ok(mut names) => {
@@ -403,8 +465,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     /// when the node is not an instance; [`DiscoveryError::InvalidInstance`] for a name or id
     /// that is not one node name; the read's [`DiscoveryError::Curator`] error.
     pub async fn query_for_instance(&self, name: &str, id: &str) -> Result<Option<ServiceInstance<T>>> {
-        let parent = self.inner.service_path(name)?;
-        let path = node_path(&parent, id)?;
+        let path = self.inner.paths.instance(name, id)?;
         tracing::debug!(%path, "querying a service instance");
         match self.inner.fw.get_data().for_path(&path).await {
             Ok(bytes) => match self.inner.serializer.deserialize(&bytes) {
@@ -428,7 +489,7 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
 
     /// A builder for a [`ServiceCache`](crate::ServiceCache) of service `name`.
     pub fn service_cache_builder(&self, name: &str) -> ServiceCacheBuilder<T> {
-        ServiceCacheBuilder::new(&self.inner.fw, &self.inner.base_path, self.inner.serializer.clone(), name)
+        ServiceCacheBuilder::new(&self.inner.fw, &self.inner.paths, self.inner.serializer.clone(), name)
     }
 
     /// A provider of service `name` (Curator's `serviceProviderBuilder().serviceName(name)`,
@@ -468,9 +529,9 @@ impl<T> Inner<T> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// `base/<name>`, for a name that is one node name.
+    /// The parent of the instances of service `name`, for a name that is one node name.
     fn service_path(&self, name: &str) -> Result<String> {
-        node_path(&self.base_path, name)
+        self.paths.service(name)
     }
 
     /// The instance in `bytes`, or `None` (logged and counted) when they are not one.

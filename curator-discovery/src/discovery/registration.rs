@@ -8,13 +8,13 @@ use curator_core::{CreateMode, CuratorError};
 use curator_recipes::PersistentNode;
 
 use super::{Inner, Registration, Result, ServiceDiscovery};
-use crate::paths::node_path;
+use crate::paths::Paths;
 use crate::{DiscoveryError, ServiceInstance, ServiceType};
 
 impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
     /// Checks and serializes `instance`: the part of a registration that changes nothing.
     pub(super) fn check(&self, instance: ServiceInstance<T>) -> Result<Checked<T>> {
-        let path = instance_path(&self.inner.base_path, &instance)?;
+        let path = instance_path(&self.inner.paths, &instance)?;
         let bytes = self.inner.serializer.serialize(&instance)?;
         Ok(Checked { path, bytes, instance })
     }
@@ -42,8 +42,20 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
         tracing::debug!(%path, ?mode, "registering a service instance");
         let node = Arc::new(PersistentNode::builder(&self.inner.fw, &path).mode(mode).data(bytes).build()?);
         node.start()?;
+        let watch = if self.inner.watch_instances && mode != CreateMode::EphemeralSequential {
+            match super::watch::watch(&self.inner, &instance.id, &path, &node) {
+                Ok(watch) => Some(watch),
+                Err(e) => {
+                    // Not registered after all: the node's drop deletes it in the background.
+                    drop(node);
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
         let instance_id = instance.id.clone();
-        state.registrations.insert(instance.id.clone(), Registration { instance, node: node.clone() });
+        state.registrations.insert(instance.id.clone(), Registration { instance, node: node.clone(), watch });
         curator_core::metrics::discovery_registration("register");
         Ok(Prepared::Created(Pending { path, instance_id, node }))
     }
@@ -81,7 +93,7 @@ pub(super) async fn register_this<T: Clone + Send + Sync + 'static>(
     match inner.wait_created(pending).await {
         Ok(()) => readiness.ready(),
         Err(err) => {
-            tracing::debug!(path = %inner.base_path, error = %err, "service discovery: this_instance was refused; closing");
+            tracing::debug!(path = %inner.paths.base(), error = %err, "service discovery: this_instance was refused; closing");
             let err = match err {
                 DiscoveryError::Curator(err) => err,
                 // Unregistered, or the discovery closed, before the node was made.
@@ -113,7 +125,7 @@ impl<T: Clone + Send + Sync + 'static> Inner<T> {
                     ours.then(|| state.registrations.remove(&instance_id)).flatten()
                 };
                 if let Some(registration) = removed {
-                    close_node(registration.node).await;
+                    close_node(registration).await;
                 }
                 return Err(refusal.into());
             }
@@ -140,28 +152,37 @@ impl<T: Clone + Send + Sync + 'static> Inner<T> {
             state.closed = true;
             state.registrations.drain().map(|(_, r)| r).collect()
         };
-        futures::future::join_all(registrations.into_iter().map(|r| close_node(r.node))).await;
+        futures::future::join_all(registrations.into_iter().map(close_node)).await;
+        self.registration_events.close();
     }
 }
 
-/// Stops keeping a registration's node and deletes it: waits for the delete if no
-/// `register` still waits on the node, else leaves it to the node's drop (the same delete, in
-/// the background).
-pub(super) async fn close_node(node: Arc<PersistentNode>) {
+/// Stops watching a registration's node (if watched) and keeping it, and deletes it: waits
+/// for the delete if no `register` still waits on the node, else leaves it to the node's drop
+/// (the same delete, in the background).
+pub(super) async fn close_node<T>(registration: Registration<T>) {
+    if let Some(watch) = registration.watch {
+        watch.close().await;
+    }
     // Also when a register still waiting for the node's create holds a clone.
-    node.close().await;
+    registration.node.close().await;
 }
 
 pub(super) fn closed() -> DiscoveryError {
     CuratorError::AlreadyClosed { what: "ServiceDiscovery" }.into()
 }
 
-/// `base/<name>/<id>` for `instance`.
-pub(super) fn instance_path<T>(base: &str, instance: &ServiceInstance<T>) -> Result<String> {
+/// The node path of `instance` (`base/<name>/<id>` by default).
+pub(super) fn instance_path<T>(paths: &Paths, instance: &ServiceInstance<T>) -> Result<String> {
     let invalid = |reason: String| DiscoveryError::InvalidInstance { id: instance.id.clone(), reason };
-    let parent =
-        node_path(base, &instance.name).map_err(|_| invalid(format!("bad service name {:?}", instance.name)))?;
-    node_path(&parent, &instance.id).map_err(|_| invalid("the id is not one node name".to_string()))
+    paths.service(&instance.name).map_err(|e| match e {
+        DiscoveryError::InvalidInstance { .. } => invalid(format!("bad service name {:?}", instance.name)),
+        other => other,
+    })?;
+    paths.instance(&instance.name, &instance.id).map_err(|e| match e {
+        DiscoveryError::InvalidInstance { .. } => invalid("the id is not one node name".to_string()),
+        other => other,
+    })
 }
 
 /// An update keeps the node: same name (same parent) and same service type (same mode).

@@ -10,7 +10,9 @@
 //!    created ──────────────────────────────────────────────► Own   (tell the created listeners)
 //!    NodeExists ─► getData (on the current session):
 //!        gone ─────────────────────────────────────────────► Place
-//!        persistent mode, or ephemeral of this session ─────► Own   (adopt; our data if it differs)
+//!        persistent mode, or ephemeral of this session ─────► Own   (adopt; our data if it differs,
+//!                                                                  unless the node is one we made and
+//!                                                                  we have no new data: an edit stays)
 //!        ephemeral of an earlier session of this node ──────► Place (after deleting it, at its version)
 //!        ephemeral of any other session ────────────────────► Foreign
 //!    retryable error ─► back off (cleanup backoff, 50 ms → 2 s) ─► Place
@@ -217,7 +219,13 @@ impl Keeper {
             tracing::warn!(path = %path, "persistent node: a persistent node is in the way of an ephemeral one; adopting it, as Curator does");
         }
         let (data, version) = self.shared.data();
-        if current != data {
+        // A node this keeper made (an ephemeral of the current session, or the persistent node
+        // at the path it got) keeps what another client wrote to it since, as in Own: our data
+        // goes over it only when a `set_data` of ours is still to be written. A node of an
+        // earlier run, or one this keeper never held, gets our data.
+        let made_here =
+            self.may_own && self.known.as_deref() == Some(path.as_str()) && (owner == 0 || owner == session.id());
+        if current != data && (!made_here || version != self.written) {
             tracing::debug!(path = %path, "persistent node: setData of the adopted node");
             match session.client().set_data(&path, &data, Some(stat.version)).await {
                 Ok(_) => {}
@@ -235,6 +243,7 @@ impl Keeper {
     fn took(&mut self, path: &str, owner: i64, version: u64) {
         self.may_own = true;
         self.written = version;
+        self.shared.mark_written(version);
         if owner != 0 && !self.sessions.contains(&owner) {
             self.sessions.push(owner);
         }
@@ -310,6 +319,7 @@ impl Keeper {
         match written {
             Ok(_) => {
                 self.written = version;
+                self.shared.mark_written(version);
                 Ok(())
             }
             Err(CuratorError::NoNode { .. }) => Err(State::Place),

@@ -171,7 +171,7 @@ impl PersistentNodeBuilder {
         let shared = Arc::new(Shared {
             fw: self.fw,
             config,
-            data: Mutex::new(DataSlot { bytes: self.data, version: 0 }),
+            data: Mutex::new(DataSlot { bytes: self.data, version: 0, written: 0 }),
             actual: Mutex::new(None),
             last_error: watch::channel(None).0,
             created: Listeners::new(),
@@ -311,6 +311,27 @@ impl PersistentNode {
         }
         self.shared.wake.notify_one();
         Ok(())
+    }
+
+    /// Takes `data` as the node's data without writing it: for data the node holds already
+    /// because another client wrote it there (a service discovery's watched registration
+    /// follows such edits). Every later re-create uses it, as after [`set_data`](Self::set_data).
+    /// A `set_data` not yet written wins: then nothing changes and the result is `false` (that
+    /// write is on its way and replaces the other client's edit).
+    ///
+    /// # Errors
+    /// As [`set_data`](Self::set_data).
+    pub fn adopt_data(&self, data: impl Into<Vec<u8>>) -> Result<bool> {
+        let data = data.into();
+        self.shared.fw.check_data(&self.shared.config.path, &data)?;
+        self.lifecycle.with_started(|()| ())?;
+        let mut slot = lock(&self.shared.data);
+        if slot.version != slot.written {
+            return Ok(false);
+        }
+        tracing::debug!(path = %self.shared.config.path, "persistent node: adopting data written by another client");
+        slot.bytes = data;
+        Ok(true)
     }
 
     /// The last error that retrying cannot fix (no permission, a missing parent with parent

@@ -26,6 +26,9 @@ pub(crate) struct Config {
 pub(crate) struct DataSlot {
     pub(crate) bytes: Vec<u8>,
     pub(crate) version: u64,
+    /// The version the keeper last wrote (or created the node with): a `set_data` is pending
+    /// while it differs from `version`.
+    pub(crate) written: u64,
 }
 
 /// What the handle and the keeper share.
@@ -59,6 +62,11 @@ impl Shared {
     pub(crate) fn data_after(&self, written: u64) -> Option<(Vec<u8>, u64)> {
         let slot = lock(&self.data);
         (slot.version != written).then(|| (slot.bytes.clone(), slot.version))
+    }
+
+    /// The keeper wrote (or created the node with) data version `version`.
+    pub(crate) fn mark_written(&self, version: u64) {
+        lock(&self.data).written = version;
     }
 
     /// Tells the keeper to stop and the creation listeners that no more creates follow.
