@@ -16,7 +16,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 use crate::framework::{CuratorFramework, Session};
-use crate::ops::{check_acl, check_request_len, check_ttl, compress, op_len, CreateMode, Pending};
+use crate::ops::{check_acl, check_request_len, check_ttl, check_version, compress, op_len, CreateMode, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
 
@@ -37,7 +37,8 @@ pub struct CreateBuilder {
     mode: CreateMode,
     ttl: Option<Duration>,
     acl: Option<Vec<zk::Acl>>,
-    or_set_data: bool,
+    /// `Some(version)` with `or_set_data`: the write when the node exists (-1: any version).
+    or_set_data: Option<i32>,
     idempotent: bool,
     compressed: bool,
 }
@@ -65,7 +66,7 @@ impl CuratorFramework {
             mode: CreateMode::Persistent,
             ttl: None,
             acl: None,
-            or_set_data: false,
+            or_set_data: None,
             idempotent: false,
             compressed: false,
         }
@@ -105,9 +106,34 @@ impl CreateBuilder {
         self.acl = Some(acl);
         self
     }
-    /// If the node exists, set its data instead of failing.
-    pub fn or_set_data(mut self) -> Self {
-        self.or_set_data = true;
+    /// If the node exists, set its data instead of failing (whatever its version).
+    pub fn or_set_data(self) -> Self {
+        self.or_set_data_with_version(-1)
+    }
+    /// If the node exists, set its data only if it has `version` (-1: any), as Curator's
+    /// `orSetData(version)`: a node at another version fails the create with
+    /// [`CuratorError::BadVersion`]. A version below -1 is refused with
+    /// [`CuratorError::InvalidArgument`] before anything is sent.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::CuratorError;
+    ///
+    /// fw.create().for_path("/config", b"v0".to_vec()).await?;
+    /// // The node exists at version 0: its data is set.
+    /// let (_, stat) = fw.create().or_set_data_with_version(0).for_path_with_stat("/config", b"v1".to_vec()).await?;
+    /// assert_eq!(stat.version, 1);
+    /// // Someone wrote since version 0 was read: refused.
+    /// let stale = fw.create().or_set_data_with_version(0).for_path("/config", b"v2".to_vec()).await;
+    /// assert!(matches!(stale, Err(CuratorError::BadVersion { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub fn or_set_data_with_version(mut self, version: i32) -> Self {
+        self.or_set_data = Some(version);
         self
     }
     /// If the node exists with the same data, succeed (so a retried create is not an error).
@@ -158,6 +184,7 @@ impl CreateBuilder {
             return Err(CuratorError::InvalidPath { path: path.into(), reason: "cannot create the root" });
         }
         check_ttl(path, self.mode, self.ttl)?;
+        check_version(path, self.or_set_data)?;
         let data = if self.compressed { compress(path, data)? } else { data };
         self.fw.check_data(path, &data)?;
         self.fw.check_schema(path, SchemaOp::Create(self.mode, &data))?;
@@ -205,7 +232,7 @@ struct CreateOp {
     acl: Vec<zk::Acl>,
     data: Vec<u8>,
     parents: Parents,
-    or_set_data: bool,
+    or_set_data: Option<i32>,
     idempotent: bool,
     /// The session generation of the latest attempt (0: none yet). An ephemeral orphan can only
     /// belong to that session: earlier ones have ended, and their nodes with them.
@@ -262,9 +289,11 @@ impl CreateOp {
                     make_parents(&self.fw, client, &self.full_path, self.parents == Parents::Containers).await?;
                     made_parents = true;
                 }
-                Err(zk::Error::NodeExists) if self.or_set_data => {
+                Err(zk::Error::NodeExists) if self.or_set_data.is_some() => {
+                    let version = self.or_set_data.filter(|v| *v != -1);
+                    tracing::debug!(path = %self.full_path, ?version, "node exists: setData");
                     let stat = client
-                        .set_data(&self.full_path, &self.data, None)
+                        .set_data(&self.full_path, &self.data, version)
                         .await
                         .map_err(|e| CuratorError::from_zk(&self.full_path, e))?;
                     return Ok((self.full_path.clone(), stat));
