@@ -37,6 +37,8 @@ pub struct CreateBuilder {
     mode: CreateMode,
     ttl: Option<Duration>,
     acl: Option<Vec<zk::Acl>>,
+    /// Whether missing parents get `acl` too (else the framework's ACL provider's).
+    acl_to_parents: bool,
     /// `Some(version)` with `or_set_data`: the write when the node exists (-1: any version).
     or_set_data: Option<i32>,
     idempotent: bool,
@@ -66,6 +68,7 @@ impl CuratorFramework {
             mode: CreateMode::Persistent,
             ttl: None,
             acl: None,
+            acl_to_parents: false,
             or_set_data: None,
             idempotent: false,
             compressed: false,
@@ -101,9 +104,36 @@ impl CreateBuilder {
         self.ttl = Some(ttl);
         self
     }
-    /// ACLs of the node (parents get the framework's ACL provider's).
-    pub fn with_acl(mut self, acl: Vec<zk::Acl>) -> Self {
+    /// ACLs of the node (parents get the framework's ACL provider's): Curator's
+    /// `withACL(acl)`, which is [`with_acl_and_parents(acl, false)`](Self::with_acl_and_parents).
+    pub fn with_acl(self, acl: Vec<zk::Acl>) -> Self {
+        self.with_acl_and_parents(acl, false)
+    }
+    /// ACLs of the node, and, when `apply_to_parents` is true, of the parents this create makes
+    /// (with [`creating_parents_if_needed`](Self::creating_parents_if_needed) or
+    /// [`creating_parent_containers_if_needed`](Self::creating_parent_containers_if_needed));
+    /// when false, the parents get the framework's ACL provider's, as with
+    /// [`with_acl`](Self::with_acl). Curator's `withACL(acl, applyToParents)`. Parents that exist
+    /// keep theirs, and so does the namespace's node. An empty list is refused with
+    /// [`CuratorError::InvalidAcl`] before anything is sent.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::zk::{Acl, AuthId, Permission};
+    ///
+    /// let acl = vec![Acl::new(Permission::READ | Permission::CREATE, AuthId::anyone())];
+    /// fw.create().creating_parents_if_needed().with_acl_and_parents(acl.clone(), true).for_path("/app/jobs", Vec::new()).await?;
+    /// assert_eq!(fw.get_acl().for_path("/app").await?.0, acl);
+    /// assert_eq!(fw.get_acl().for_path("/app/jobs").await?.0, acl);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_acl_and_parents(mut self, acl: Vec<zk::Acl>, apply_to_parents: bool) -> Self {
         self.acl = Some(acl);
+        self.acl_to_parents = apply_to_parents;
         self
     }
     /// If the node exists, set its data instead of failing (whatever its version).
@@ -196,6 +226,7 @@ impl CreateBuilder {
         };
         // As Curator, the provider is asked with the path as sent: namespace and protection
         // prefix included.
+        let parents_acl = self.acl.as_ref().filter(|_| self.acl_to_parents).cloned();
         let acl = self.acl.unwrap_or_else(|| self.fw.acl_for_path(&full_path));
         check_acl(path, &acl)?;
         check_request_len(&self.fw, path, op_len(&self.fw, &full_path, data.len(), &acl))?;
@@ -212,6 +243,7 @@ impl CreateBuilder {
             mode: self.mode,
             ttl: self.ttl,
             acl,
+            parents_acl,
             data,
             parents,
             or_set_data: self.or_set_data,
@@ -230,6 +262,9 @@ struct CreateOp {
     mode: CreateMode,
     ttl: Option<Duration>,
     acl: Vec<zk::Acl>,
+    /// The ACL of the parents this create makes (`with_acl_and_parents(acl, true)`), else the
+    /// provider's.
+    parents_acl: Option<Vec<zk::Acl>>,
     data: Vec<u8>,
     parents: Parents,
     or_set_data: Option<i32>,
@@ -286,7 +321,9 @@ impl CreateOp {
                     return Ok((created, stat));
                 }
                 Err(zk::Error::NoNode) if self.parents != Parents::Fail && !made_parents => {
-                    make_parents(&self.fw, client, &self.full_path, self.parents == Parents::Containers).await?;
+                    let containers = self.parents == Parents::Containers;
+                    make_parents_with(&self.fw, client, &self.full_path, containers, self.parents_acl.as_deref())
+                        .await?;
                     made_parents = true;
                 }
                 Err(zk::Error::NodeExists) if self.or_set_data.is_some() => {
@@ -392,8 +429,20 @@ fn protected_prefix(id: &uuid::Uuid) -> String {
 /// let us create in it. Recipes that create their nodes on a raw client use it for Curator's
 /// `creatingParentContainersIfNeeded`.
 pub async fn make_parents(fw: &CuratorFramework, client: &zk::Client, full_path: &str, containers: bool) -> Result<()> {
+    make_parents_with(fw, client, full_path, containers, None).await
+}
+
+/// As [`make_parents`], with `acl` for every parent made when given (`with_acl_and_parents`).
+async fn make_parents_with(
+    fw: &CuratorFramework,
+    client: &zk::Client,
+    full_path: &str,
+    containers: bool,
+    acl: Option<&[zk::Acl]>,
+) -> Result<()> {
     let mode = if containers { zk::CreateMode::Container } else { zk::CreateMode::Persistent };
-    crate::parents::create_missing(client, &path::ancestors(full_path), mode, |p| fw.acl_for_path(p)).await
+    let acl_for = |p: &str| acl.map_or_else(|| fw.acl_for_path(p), <[zk::Acl]>::to_vec);
+    crate::parents::create_missing(client, &path::ancestors(full_path), mode, acl_for).await
 }
 
 /// Deletes, in the background, the node of a protected create whose outcome stayed unknown
