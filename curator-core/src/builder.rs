@@ -408,6 +408,7 @@ impl CuratorFrameworkBuilder {
             sasl: self.sasl,
             metrics_name,
             schema_set: self.schema_set,
+            compression_enabled: false,
         };
         Ok((config, self.namespace))
     }
@@ -483,6 +484,9 @@ pub(crate) struct Config {
     pub(crate) metrics_name: Arc<str>,
     /// The schemas operations are checked against ([`CuratorFrameworkBuilder::schema_set`]).
     pub(crate) schema_set: Option<Arc<SchemaSet>>,
+    /// Whether creates and data writes compress, and data reads decompress, unless told
+    /// otherwise.
+    pub(crate) compression_enabled: bool,
 }
 
 impl Config {

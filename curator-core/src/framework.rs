@@ -471,6 +471,11 @@ impl CuratorFramework {
         BackgroundTicket { inner: self.inner.clone() }
     }
 
+    /// Whether operations compress (writes) and decompress (reads) unless told otherwise.
+    pub fn compression_enabled(&self) -> bool {
+        self.config().compression_enabled
+    }
+
     pub(crate) fn config(&self) -> &Config {
         &self.inner.shared.config
     }

@@ -132,7 +132,7 @@ pub use ops::delete::DeleteBuilder;
 pub use ops::guarded::TransactionGuard;
 pub use ops::read::{ExistsBuilder, GetAclBuilder, GetChildrenBuilder, GetConfigBuilder, GetDataBuilder};
 pub use ops::remove_watch::{RemovableWatch, RemoveAllWatchesBuilder, RemoveWatchesBuilder, WatcherType};
-pub use ops::transaction::{TransactionBuilder, TransactionResult};
+pub use ops::transaction::{TransactionBuilder, TransactionCreate, TransactionResult, TransactionSetData};
 pub use ops::watch::{
     let_fire, readd_pause, AddWatchBuilder, AddWatchMode, PersistentWatch, WatchesBuilder, LET_FIRE_WAIT,
     READD_MAX_PAUSE,

@@ -3,11 +3,15 @@
 //! and the framework-wide compression of `enable_compression()`. Each test names the Apache
 //! Curator test whose scenario it follows.
 
+use std::future::IntoFuture;
 use std::time::Duration;
 
 use curator_core::zk::{Acl, AuthId, Permission};
-use curator_core::{CreateMode, CuratorError};
-use curator_test::TestingServer;
+use curator_core::{
+    CreateMode, CuratorError, CuratorFramework, ErrorPolicy, TransactionCreate, TransactionResult, TransactionSetData,
+};
+use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
+use tests::policies::{framework, Retry, COMBINATIONS};
 use tests::{builder, connected, init_tracing, unique_path};
 
 fn server() -> String {
@@ -126,4 +130,159 @@ async fn with_acl_and_parents_applies_to_the_parents_made() {
     assert!(matches!(refused, Err(CuratorError::InvalidAcl { .. })), "{refused:?}");
     assert!(fw.check_exists().for_path(&format!("{base}/empty")).await.unwrap().is_none());
     fw.close().await;
+}
+
+/// Gzip's first two bytes.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// A server of the test's own that reaps expired TTL nodes within 100 ms (a TTL node's stat
+/// does not tell it from a persistent one: the server shows its `ephemeralOwner` as 0).
+async fn reaping_server() -> TestingServer {
+    TestingServer::builder().container_check_interval(Duration::from_millis(100)).start().await.unwrap()
+}
+
+/// True once `path` is gone (within the test deadline).
+async fn reaped(fw: &CuratorFramework, path: &str) -> bool {
+    eventually(Timing::new().deadline(), || async { fw.check_exists().for_path(path).await.unwrap().is_none() }).await
+}
+
+/// Curator's `TestCompressionInTransactionNew.testSimple`, `testCreateCompressedAndUncompressed`
+/// and `testSetCompressedAndUncompressed`, and `TestTtlNodes.testBasic` through a transaction
+/// (Curator's `transactionOp().create().withTtl(..).withACL(..)`): each operation of one
+/// transaction has its own compression, TTL and ACL; the server reaps the TTL node and keeps
+/// the others. Bad TTL settings are typed errors and send nothing.
+#[tokio::test]
+async fn transaction_ops_with_their_own_ttl_acl_and_compression() {
+    init_tracing();
+    let server = reaping_server().await;
+    let fw = connected(builder(&server.connect_string())).await;
+    let base = unique_path("txn-opts");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+    let [zipped, plain, ttl, acl] = ["zipped", "plain", "ttl", "acl"].map(|n| format!("{base}/{n}"));
+    let text = "here's a string, ".repeat(20).into_bytes();
+    let ttl_len = Duration::from_millis(500);
+
+    let results = fw
+        .transaction()
+        .create_with(&zipped, text.clone(), TransactionCreate::new(CreateMode::Persistent).compressed())
+        .create(&plain, text.clone(), CreateMode::Persistent)
+        .create_with(&ttl, b"t".to_vec(), TransactionCreate::new(CreateMode::PersistentWithTtl).with_ttl(ttl_len))
+        .create_with(&acl, b"a".to_vec(), TransactionCreate::default().with_acl(read_create()))
+        .commit()
+        .await
+        .unwrap();
+    assert_eq!(results[0], TransactionResult::Create { path: zipped.clone() });
+    assert_eq!(results.len(), 4);
+
+    // Compressed: gzip on the server, the text read back decompressed; the other as it was.
+    let raw = fw.get_data().for_path(&zipped).await.unwrap();
+    assert_eq!(raw[..2], GZIP_MAGIC);
+    assert!(raw.len() < text.len());
+    assert_eq!(fw.get_data().decompressed().for_path(&zipped).await.unwrap(), text);
+    assert_eq!(fw.get_data().for_path(&plain).await.unwrap(), text);
+    // The ACL given, not the provider's.
+    assert_eq!(fw.get_acl().for_path(&acl).await.unwrap().0, read_create());
+    assert_eq!(fw.get_acl().for_path(&plain).await.unwrap().0, curator_core::zk::Acls::anyone_all().to_vec());
+    // A TTL node: the server reaps it once the TTL has passed.
+    assert!(reaped(&fw, &ttl).await, "the TTL node made in a transaction was never reaped");
+    assert!(fw.check_exists().for_path(&plain).await.unwrap().is_some());
+
+    // Data writes: one compressed, one not, at their versions.
+    let results = fw
+        .transaction()
+        .set_data_with(&plain, b"now zipped".to_vec(), TransactionSetData::new().with_version(0).compressed())
+        .set_data_with(&zipped, b"now plain".to_vec(), TransactionSetData::new().uncompressed())
+        .commit()
+        .await
+        .unwrap();
+    assert!(matches!(&results[0], TransactionResult::SetData { stat, .. } if stat.version == 1), "{results:?}");
+    assert_eq!(fw.get_data().decompressed().for_path(&plain).await.unwrap(), b"now zipped");
+    assert_eq!(fw.get_data().for_path(&zipped).await.unwrap(), b"now plain");
+
+    // Bad TTL settings and ACLs: typed errors, nothing applied (the first create neither).
+    let never = format!("{base}/never");
+    let bad: [(&str, TransactionCreate); 4] = [
+        ("no TTL", TransactionCreate::new(CreateMode::PersistentWithTtl)),
+        ("TTL without a TTL mode", TransactionCreate::new(CreateMode::Persistent).with_ttl(ttl_len)),
+        ("zero TTL", TransactionCreate::new(CreateMode::PersistentWithTtl).with_ttl(Duration::ZERO)),
+        ("TTL on an ephemeral", TransactionCreate::new(CreateMode::Ephemeral).with_ttl(ttl_len)),
+    ];
+    for (what, options) in bad {
+        let refused = fw
+            .transaction()
+            .create(&never, vec![], CreateMode::Persistent)
+            .create_with(&format!("{base}/bad"), vec![], options)
+            .commit()
+            .await;
+        assert!(matches!(refused, Err(CuratorError::InvalidArgument { .. })), "{what}: {refused:?}");
+    }
+    let empty_acl = fw
+        .transaction()
+        .create(&never, vec![], CreateMode::Persistent)
+        .create_with(&format!("{base}/bad"), vec![], TransactionCreate::default().with_acl(Vec::new()))
+        .commit()
+        .await;
+    assert!(matches!(empty_acl, Err(CuratorError::InvalidAcl { .. })), "{empty_acl:?}");
+    let bad_version =
+        fw.transaction().set_data_with(&plain, vec![], TransactionSetData::new().with_version(-5)).commit().await;
+    assert!(matches!(bad_version, Err(CuratorError::InvalidArgument { .. })), "{bad_version:?}");
+    assert!(fw.check_exists().for_path(&never).await.unwrap().is_none(), "nothing sent");
+    fw.close().await;
+}
+
+/// A transaction of a compressed TTL create with its own ACL and a compressed data write, whose
+/// reply is lost after the server applied it (the proxy swallows it and drops the
+/// connection), under both error policies and a patient and a short retry policy: the retry
+/// finds the create applied (`NodeExists`) or the outcome stays unknown, never a panic or a
+/// hang; and what the server holds is each option applied once: the data compressed once (it
+/// decompresses to the text, not to gzip), the TTL and the ACL as given.
+#[tokio::test]
+async fn transaction_with_options_whose_reply_is_lost() {
+    init_tracing();
+    let server = reaping_server().await;
+    let runs = COMBINATIONS.map(|(policy, retry)| reply_lost(&server, policy, retry));
+    futures::future::join_all(runs).await;
+}
+
+async fn reply_lost(server: &TestingServer, policy: ErrorPolicy, retry: Retry) {
+    {
+        let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+        let fw = framework(&proxy.connect_string(), policy, retry).await;
+        let reader = connected(builder(&server.connect_string())).await;
+        let base = unique_path("txn-lost");
+        let (node, doc) = (format!("{base}/ttl"), format!("{base}/doc"));
+        fw.create().creating_parents_if_needed().for_path(&doc, vec![]).await.unwrap();
+        let ttl = Duration::from_secs(3);
+        let text = b"some text, some text, some text".to_vec();
+
+        proxy.swallow_next_reply();
+        let commit = fw
+            .transaction()
+            .create_with(
+                &node,
+                text.clone(),
+                TransactionCreate::new(CreateMode::PersistentWithTtl)
+                    .with_ttl(ttl)
+                    .with_acl(read_create())
+                    .compressed(),
+            )
+            .set_data_with(&doc, text.clone(), TransactionSetData::new().compressed())
+            .commit();
+        let outcome = tokio::time::timeout(Timing::new().deadline() * 3, commit.into_future()).await.expect("no hang");
+        match &outcome {
+            Ok(results) => assert_eq!(results.len(), 2, "{policy:?}/{retry:?}"),
+            Err(CuratorError::NodeExists { path }) => assert_eq!(path, &node, "{policy:?}/{retry:?}"),
+            Err(err) => assert!(err.outcome_unknown(), "{policy:?}/{retry:?}: {err:?}"),
+        }
+        assert!(!proxy.swallow_pending(), "{policy:?}/{retry:?}: the commit never reached the server");
+
+        // Applied once, with every option.
+        assert_eq!(reader.get_data().decompressed().for_path(&node).await.unwrap(), text, "{policy:?}/{retry:?}");
+        assert_eq!(reader.get_data().decompressed().for_path(&doc).await.unwrap(), text, "{policy:?}/{retry:?}");
+        assert_eq!(reader.get_acl().for_path(&node).await.unwrap().0, read_create(), "{policy:?}/{retry:?}");
+        assert!(reaped(&reader, &node).await, "{policy:?}/{retry:?}: the TTL node was never reaped");
+        fw.close().await;
+        reader.delete().deleting_children_if_needed().for_path(&base).await.unwrap();
+        reader.close().await;
+    }
 }
