@@ -4,6 +4,8 @@
 //! Curator test whose scenario it follows.
 
 use std::future::IntoFuture;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::zk::{Acl, AuthId, Permission};
@@ -285,4 +287,177 @@ async fn reply_lost(server: &TestingServer, policy: ErrorPolicy, retry: Retry) {
         reader.delete().deleting_children_if_needed().for_path(&base).await.unwrap();
         reader.close().await;
     }
+}
+
+/// A decompressing read with a watch (`decompressed().for_path_and_watch`) of data that is not
+/// compressed fails as the read without a watch does: `BadData` with the node's path, at once
+/// (not a retried `Zk` error), as Curator's `getData().decompressed().usingWatcher(..)` throws
+/// its `ZipException`; of compressed data, the data and a watch that fires.
+#[tokio::test]
+async fn decompressing_watched_read_of_plain_data_is_bad_data() {
+    init_tracing();
+    let fw = connected(builder(&server())).await;
+    let base = unique_path("watch-gunzip");
+    let (plain, zipped) = (format!("{base}-plain"), format!("{base}-zipped"));
+    fw.create().for_path(&plain, b"not gzip".to_vec()).await.unwrap();
+    fw.create().compressed().for_path(&zipped, b"gzip".to_vec()).await.unwrap();
+
+    let started = std::time::Instant::now();
+    let read = fw.get_data().decompressed().for_path_and_watch(&plain).await;
+    assert!(matches!(&read, Err(CuratorError::BadData { path, .. }) if path == &plain), "{read:?}");
+    assert!(started.elapsed() < fw.connection_timeout(), "retried: {:?}", started.elapsed());
+
+    let (data, _, watch) = fw.get_data().decompressed().for_path_and_watch(&zipped).await.unwrap();
+    assert_eq!(data, b"gzip");
+    fw.set_data().for_path(&zipped, b"x".to_vec()).await.unwrap();
+    let event = tokio::time::timeout(Timing::new().deadline(), watch.changed()).await.expect("watch fires");
+    assert_eq!(event.path, zipped);
+    fw.close().await;
+}
+
+/// Gzip of `data` as the default provider writes it.
+fn gzipped(data: &[u8]) -> Vec<u8> {
+    use curator_core::CompressionProvider;
+    curator_core::GzipCompressionProvider.compress("/", data).unwrap()
+}
+
+/// Curator's `TestCompression.testSetDataGlobalCompression`: with `enable_compression()`,
+/// creates and data writes compress and reads decompress unless the operation says
+/// `uncompressed()` / `undecompressed()`; explicit `compressed()` / `decompressed()` agree with
+/// the default; plain data read through the default is `BadData` (Curator's `ZipException`).
+/// The stored length is gzip's.
+#[tokio::test]
+async fn enable_compression_compresses_every_operation_by_default() {
+    init_tracing();
+    let fw = connected(builder(&server()).enable_compression()).await;
+    assert!(fw.compression_enabled());
+    let base = unique_path("global-gzip");
+    let p = format!("{base}/a/b/c");
+    let data = b"here's a string".to_vec();
+    let stored_len = |stat: curator_core::zk::Stat| usize::try_from(stat.data_length).unwrap();
+
+    // Create: explicit compression, then none, then the default.
+    fw.create().compressed().creating_parents_if_needed().for_path(&p, data.clone()).await.unwrap();
+    assert_eq!(fw.get_data().decompressed().for_path(&p).await.unwrap(), data);
+    assert_eq!(fw.get_data().for_path(&p).await.unwrap(), data);
+    assert_eq!(fw.get_data().undecompressed().for_path(&p).await.unwrap(), gzipped(&data));
+    assert_eq!(stored_len(fw.check_exists().for_path(&p).await.unwrap().unwrap()), gzipped(&data).len());
+
+    fw.delete().for_path(&p).await.unwrap();
+    fw.create().uncompressed().for_path(&p, data.clone()).await.unwrap();
+    assert_eq!(fw.get_data().undecompressed().for_path(&p).await.unwrap(), data);
+    for read in [fw.get_data().decompressed().for_path(&p).await, fw.get_data().for_path(&p).await] {
+        assert!(matches!(&read, Err(CuratorError::BadData { path, .. }) if path == &p), "{read:?}");
+    }
+    assert_eq!(stored_len(fw.check_exists().for_path(&p).await.unwrap().unwrap()), data.len());
+
+    fw.delete().for_path(&p).await.unwrap();
+    fw.create().for_path(&p, data.clone()).await.unwrap();
+    assert_eq!(fw.get_data().for_path(&p).await.unwrap(), data);
+    assert_eq!(fw.get_data().undecompressed().for_path(&p).await.unwrap(), gzipped(&data));
+
+    // set_data: explicit, none, default.
+    fw.set_data().compressed().for_path(&p, data.clone()).await.unwrap();
+    assert_eq!(fw.get_data().for_path(&p).await.unwrap(), data);
+    fw.set_data().uncompressed().for_path(&p, data.clone()).await.unwrap();
+    assert_eq!(fw.get_data().undecompressed().for_path(&p).await.unwrap(), data);
+    assert!(matches!(fw.get_data().for_path(&p).await, Err(CuratorError::BadData { .. })));
+    fw.set_data().for_path(&p, data.clone()).await.unwrap();
+    assert_eq!(fw.get_data().for_path(&p).await.unwrap(), data);
+    assert_eq!(fw.get_data().undecompressed().for_path(&p).await.unwrap(), gzipped(&data));
+
+    // A watched read decompresses too.
+    let (read, _, _watch) = fw.get_data().for_path_and_watch(&p).await.unwrap();
+    assert_eq!(read, data);
+
+    // A framework without it reads the gzip as stored.
+    let plain = connected(builder(&server())).await;
+    assert!(!plain.compression_enabled());
+    assert_eq!(plain.get_data().for_path(&p).await.unwrap(), gzipped(&data));
+    assert_eq!(plain.get_data().decompressed().for_path(&p).await.unwrap(), data);
+    plain.close().await;
+    fw.close().await;
+}
+
+/// Curator's `TestCompressionInTransactionNew.testGlobalCompression`: with
+/// `enable_compression()`, a transaction's create and data write compress unless told
+/// `uncompressed()`.
+#[tokio::test]
+async fn enable_compression_in_transactions() {
+    init_tracing();
+    let fw = connected(builder(&server()).enable_compression()).await;
+    let base = unique_path("global-gzip-txn");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+    let (p1, p2) = (format!("{base}/a"), format!("{base}/b"));
+    let (d1, d2) = (b"here's a string".to_vec(), b"here's another string".to_vec());
+
+    fw.transaction()
+        .create(&p1, d1.clone(), CreateMode::Persistent)
+        .create_with(&p2, d2.clone(), TransactionCreate::default().uncompressed())
+        .commit()
+        .await
+        .unwrap();
+    assert_eq!(fw.get_data().undecompressed().for_path(&p1).await.unwrap(), gzipped(&d1));
+    assert_eq!(fw.get_data().for_path(&p1).await.unwrap(), d1);
+    assert_eq!(fw.get_data().undecompressed().for_path(&p2).await.unwrap(), d2);
+    assert!(matches!(fw.get_data().for_path(&p2).await, Err(CuratorError::BadData { .. })));
+
+    fw.transaction()
+        .set_data_with(&p1, d1.clone(), TransactionSetData::new().uncompressed())
+        .set_data(&p2, d2.clone(), None)
+        .commit()
+        .await
+        .unwrap();
+    assert_eq!(fw.get_data().undecompressed().for_path(&p1).await.unwrap(), d1);
+    assert_eq!(fw.get_data().undecompressed().for_path(&p2).await.unwrap(), gzipped(&d2));
+    assert_eq!(fw.get_data().for_path(&p2).await.unwrap(), d2);
+    fw.close().await;
+}
+
+/// A provider that stores data twice over and counts its calls.
+#[derive(Debug, Clone, Default)]
+struct Doubling {
+    compressed: Arc<AtomicUsize>,
+    decompressed: Arc<AtomicUsize>,
+}
+
+impl curator_core::CompressionProvider for Doubling {
+    fn compress(&self, _path: &str, data: &[u8]) -> curator_core::Result<Vec<u8>> {
+        self.compressed.fetch_add(1, Ordering::SeqCst);
+        Ok([data, data].concat())
+    }
+    fn decompress(&self, path: &str, data: &[u8]) -> curator_core::Result<Vec<u8>> {
+        self.decompressed.fetch_add(1, Ordering::SeqCst);
+        let (a, b) = data.split_at(data.len() / 2);
+        match a == b {
+            true => Ok(a.to_vec()),
+            false => Err(CuratorError::BadData { path: path.into(), reason: "not doubled".into() }),
+        }
+    }
+}
+
+/// Curator's `TestCompression.testCompressionProvider`: the framework's own provider does the
+/// compression, once per write and once per decompressing read; also under
+/// `enable_compression()` and in transactions.
+#[tokio::test]
+async fn compression_provider_is_used_for_every_compressed_operation() {
+    init_tracing();
+    let provider = Doubling::default();
+    let fw = connected(builder(&server()).compression_provider(provider.clone())).await;
+    let base = unique_path("provider");
+    let p = format!("{base}/a/b/c");
+    let data = b"here's a string".to_vec();
+    fw.create().compressed().creating_parents_if_needed().for_path(&p, data.clone()).await.unwrap();
+    assert_eq!(fw.get_data().for_path(&p).await.unwrap(), [data.clone(), data.clone()].concat());
+    assert_eq!(fw.get_data().decompressed().for_path(&p).await.unwrap(), data);
+    let count = |c: &AtomicUsize| c.load(Ordering::SeqCst);
+    assert_eq!((count(&provider.compressed), count(&provider.decompressed)), (1, 1));
+    fw.close().await;
+
+    let fw = connected(builder(&server()).compression_provider(provider.clone()).enable_compression()).await;
+    fw.transaction().set_data(&p, b"x".to_vec(), None).commit().await.unwrap();
+    assert_eq!(fw.get_data().undecompressed().for_path(&p).await.unwrap(), b"xx");
+    assert_eq!(fw.get_data().for_path(&p).await.unwrap(), b"x");
+    assert_eq!((count(&provider.compressed), count(&provider.decompressed)), (2, 2));
+    fw.close().await;
 }

@@ -16,7 +16,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 use crate::framework::{CuratorFramework, Session};
-use crate::ops::{check_acl, check_request_len, check_ttl, check_version, compress, op_len, CreateMode, Pending};
+use crate::ops::{check_acl, check_request_len, check_ttl, check_version, op_len, CreateMode, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
 
@@ -42,7 +42,8 @@ pub struct CreateBuilder {
     /// `Some(version)` with `or_set_data`: the write when the node exists (-1: any version).
     or_set_data: Option<i32>,
     idempotent: bool,
-    compressed: bool,
+    /// `None`: the framework's default (`enable_compression`).
+    compressed: Option<bool>,
 }
 
 impl CuratorFramework {
@@ -71,7 +72,7 @@ impl CuratorFramework {
             acl_to_parents: false,
             or_set_data: None,
             idempotent: false,
-            compressed: false,
+            compressed: None,
         }
     }
 }
@@ -171,10 +172,19 @@ impl CreateBuilder {
         self.idempotent = true;
         self
     }
-    /// Gzip the data before storing it. Without curator-core's `compression` feature the
-    /// operation fails with [`CuratorError::InvalidArgument`].
+    /// Compress the data with the framework's
+    /// [`CompressionProvider`](crate::CompressionProvider) (gzip by default) before storing it.
+    /// With gzip and without curator-core's `compression` feature the operation fails with
+    /// [`CuratorError::InvalidArgument`].
     pub fn compressed(mut self) -> Self {
-        self.compressed = true;
+        self.compressed = Some(true);
+        self
+    }
+    /// Store the data as it is, also on a framework with
+    /// [`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression) (Curator's
+    /// `uncompressed()`).
+    pub fn uncompressed(mut self) -> Self {
+        self.compressed = Some(false);
         self
     }
 
@@ -215,7 +225,10 @@ impl CreateBuilder {
         }
         check_ttl(path, self.mode, self.ttl)?;
         check_version(path, self.or_set_data)?;
-        let data = if self.compressed { compress(path, data)? } else { data };
+        let data = match self.compressed.unwrap_or(self.fw.compression_enabled()) {
+            true => self.fw.compress(path, &data)?,
+            false => data,
+        };
         self.fw.check_data(path, &data)?;
         self.fw.check_schema(path, SchemaOp::Create(self.mode, &data))?;
         let (parent, node) = path::parent_and_node(path);

@@ -32,7 +32,7 @@ use crate::error::{CuratorError, Result};
 pub use crate::event::TransactionResult;
 use crate::framework::CuratorFramework;
 use crate::ops::guarded::{maybe_applied, Guard, TransactionGuard};
-use crate::ops::{check_acl, check_request_len, check_ttl, check_version, compress, op_len, CreateMode, Pending};
+use crate::ops::{check_acl, check_request_len, check_ttl, check_version, op_len, CreateMode, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
 
@@ -97,9 +97,10 @@ impl TransactionCreate {
         self.acl = Some(acl);
         self
     }
-    /// Compress the data (gzip) before sending it; read it back with `get_data().decompressed()`.
-    /// Without curator-core's `compression` feature the commit fails with
-    /// [`CuratorError::InvalidArgument`].
+    /// Compress the data with the framework's
+    /// [`CompressionProvider`](crate::CompressionProvider) (gzip by default) before sending it;
+    /// read it back with `get_data().decompressed()`. With gzip and without curator-core's
+    /// `compression` feature the commit fails with [`CuratorError::InvalidArgument`].
     pub fn compressed(mut self) -> Self {
         self.compression = Some(true);
         self
@@ -266,7 +267,7 @@ impl TransactionBuilder {
                 Op::Delete { .. } | Op::Check { .. } => continue,
             };
             if compression.unwrap_or(default) {
-                *data = compress(path, std::mem::take(data))?;
+                *data = self.fw.compress(path, data)?;
             }
         }
         Ok(())
