@@ -133,6 +133,7 @@ pub use ops::create::{make_parents, CreateBuilder};
 pub use ops::delete::DeleteBuilder;
 pub use ops::guarded::TransactionGuard;
 pub use ops::read::{ExistsBuilder, GetAclBuilder, GetChildrenBuilder, GetConfigBuilder, GetDataBuilder};
+pub use ops::reconfig::{config_version, ReconfigBuilder};
 pub use ops::remove_watch::{RemovableWatch, RemoveAllWatchesBuilder, RemoveWatchesBuilder, WatcherType};
 pub use ops::transaction::{TransactionBuilder, TransactionCreate, TransactionResult, TransactionSetData};
 pub use ops::watch::{

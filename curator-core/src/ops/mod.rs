@@ -6,6 +6,7 @@ pub mod delete;
 pub(crate) mod guarded;
 pub(crate) mod ordered;
 pub mod read;
+pub mod reconfig;
 pub mod remove_watch;
 pub mod transaction;
 pub mod watch;
