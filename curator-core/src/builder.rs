@@ -370,10 +370,6 @@ impl CuratorFrameworkBuilder {
         self
     }
 
-    /// Checks the options: the framework's [`Config`], and its namespace as given (checked by
-    /// the framework). Bad options are an [`InvalidArgument`](CuratorError::InvalidArgument)
-    /// saying which; TLS certificates or keys that cannot be read are a [`Tls`](CuratorError::Tls)
-    /// error. `build()` (in module `framework`, which makes the framework) calls it.
     /// Compress the data of every create and data write (transactions included) and decompress
     /// that of every data read, unless the operation says `uncompressed()` (writes) or
     /// `undecompressed()` (reads): Curator's `enableCompression()`. Off by default. With the
@@ -407,6 +403,11 @@ impl CuratorFrameworkBuilder {
         self.compression_provider = Some(Arc::new(provider));
         self
     }
+
+    /// Checks the options: the framework's [`Config`], and its namespace as given (checked by
+    /// the framework). Bad options are an [`InvalidArgument`](CuratorError::InvalidArgument)
+    /// saying which; TLS certificates or keys that cannot be read are a [`Tls`](CuratorError::Tls)
+    /// error. `build()` (in module `framework`, which makes the framework) calls it.
     pub(crate) fn into_config(self) -> Result<(Config, Option<String>)> {
         if self.compression_enabled && self.compression_provider.is_none() {
             crate::compression::check_gzip("")
