@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::acl::{AclProvider, DefaultAclProvider};
+use crate::compression::{CompressionProvider, GzipCompressionProvider};
 use crate::error::{CuratorError, Result};
 pub use crate::limits::{DEFAULT_MAX_REQUEST_LEN, SERVER_MAX_PACKET_LEN};
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
@@ -66,6 +67,9 @@ pub struct CuratorFrameworkBuilder {
     ensemble_tracker: bool,
     metrics_name: Option<String>,
     schema_set: Option<Arc<SchemaSet>>,
+    compression_enabled: bool,
+    /// `None`: gzip.
+    compression_provider: Option<Arc<dyn CompressionProvider>>,
 }
 
 impl Default for CuratorFrameworkBuilder {
@@ -91,6 +95,8 @@ impl Default for CuratorFrameworkBuilder {
             ensemble_tracker: true,
             metrics_name: None,
             schema_set: None,
+            compression_enabled: false,
+            compression_provider: None,
         }
     }
 }
@@ -364,11 +370,49 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// Compress the data of every create and data write (transactions included) and decompress
+    /// that of every data read, unless the operation says `uncompressed()` (writes) or
+    /// `undecompressed()` (reads): Curator's `enableCompression()`. Off by default. With the
+    /// default gzip provider it needs curator-core's `compression` feature: without it
+    /// [`build`](Self::build) is [`CuratorError::InvalidArgument`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// let fw = curator_core::CuratorFramework::builder()
+    ///     .connect_string(server.connect_string())
+    ///     .enable_compression()
+    ///     .build()?;
+    /// fw.start()?;
+    /// fw.create().for_path("/report", b"a long report".to_vec()).await?;
+    /// assert_eq!(fw.get_data().for_path("/report").await?, b"a long report");
+    /// let stored = fw.get_data().undecompressed().for_path("/report").await?;
+    /// assert_eq!(stored[..2], [0x1f, 0x8b]); // gzip
+    /// # Ok(()) }
+    /// ```
+    pub fn enable_compression(mut self) -> Self {
+        self.compression_enabled = true;
+        self
+    }
+    /// How node data is compressed and decompressed (Curator's `compressionProvider`):
+    /// [`GzipCompressionProvider`](crate::GzipCompressionProvider) by default. Used by
+    /// `compressed()` / `decompressed()` operations, and by all with
+    /// [`enable_compression`](Self::enable_compression).
+    pub fn compression_provider(mut self, provider: impl CompressionProvider) -> Self {
+        self.compression_provider = Some(Arc::new(provider));
+        self
+    }
+
     /// Checks the options: the framework's [`Config`], and its namespace as given (checked by
     /// the framework). Bad options are an [`InvalidArgument`](CuratorError::InvalidArgument)
     /// saying which; TLS certificates or keys that cannot be read are a [`Tls`](CuratorError::Tls)
     /// error. `build()` (in module `framework`, which makes the framework) calls it.
     pub(crate) fn into_config(self) -> Result<(Config, Option<String>)> {
+        if self.compression_enabled && self.compression_provider.is_none() {
+            crate::compression::check_gzip("")
+                .map_err(|_| invalid("enable_compression() with gzip needs curator-core's `compression` feature, which this build leaves out; give a compression_provider".into()))?;
+        }
         check_connect_string(&self.connect_string)?;
         let millis = self.session_timeout.as_millis();
         if millis == 0 || millis > i32::MAX as u128 {
@@ -408,6 +452,8 @@ impl CuratorFrameworkBuilder {
             sasl: self.sasl,
             metrics_name,
             schema_set: self.schema_set,
+            compression_enabled: self.compression_enabled,
+            compression: self.compression_provider.unwrap_or_else(|| Arc::new(GzipCompressionProvider)),
         };
         Ok((config, self.namespace))
     }
@@ -483,6 +529,11 @@ pub(crate) struct Config {
     pub(crate) metrics_name: Arc<str>,
     /// The schemas operations are checked against ([`CuratorFrameworkBuilder::schema_set`]).
     pub(crate) schema_set: Option<Arc<SchemaSet>>,
+    /// Whether creates and data writes compress, and data reads decompress, unless told
+    /// otherwise.
+    pub(crate) compression_enabled: bool,
+    /// What compresses and decompresses node data.
+    pub(crate) compression: Arc<dyn CompressionProvider>,
 }
 
 impl Config {

@@ -34,6 +34,8 @@ pub enum CuratorEventType {
     Sync,
     /// `transaction()`.
     Transaction,
+    /// `reconfig()`.
+    Reconfig,
     /// `watches().add()`.
     AddWatch,
     /// `watches().remove(..)`.

@@ -471,6 +471,24 @@ impl CuratorFramework {
         BackgroundTicket { inner: self.inner.clone() }
     }
 
+    /// Whether creates and data writes compress, and data reads decompress, unless told
+    /// `uncompressed()` / `undecompressed()`
+    /// ([`enable_compression`](CuratorFrameworkBuilder::enable_compression)).
+    pub fn compression_enabled(&self) -> bool {
+        self.config().compression_enabled
+    }
+
+    /// `data` written to `path`, compressed by the framework's
+    /// [`CompressionProvider`](crate::CompressionProvider).
+    pub(crate) fn compress(&self, path: &str, data: &[u8]) -> Result<Vec<u8>> {
+        self.config().compression.compress(path, data)
+    }
+
+    /// `data` read from `path`, decompressed by the framework's provider.
+    pub(crate) fn decompress(&self, path: &str, data: &[u8]) -> Result<Vec<u8>> {
+        self.config().compression.decompress(path, data)
+    }
+
     pub(crate) fn config(&self) -> &Config {
         &self.inner.shared.config
     }

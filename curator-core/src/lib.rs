@@ -52,7 +52,7 @@
 //! | feature | default | what it brings |
 //! |---|---|---|
 //! | `metrics` | on | the [`metrics`](https://docs.rs/metrics) facade; without it every hook of [`metrics`] does nothing |
-//! | `compression` | on | gzip of node data (flate2): `compressed()` on create and set_data, `decompressed()` on get_data; without it they fail with [`CuratorError::InvalidArgument`] |
+//! | `compression` | on | gzip of node data (flate2), the default [`GzipCompressionProvider`]: `compressed()` on create, set_data and transactions, `decompressed()` on get_data, `enable_compression()` for all of them; without it they fail with [`CuratorError::InvalidArgument`] (and `build()` refuses `enable_compression()` unless another provider is given) |
 //! | `tls` | off | TLS to the secure client port: `TlsConfig`, `CuratorFrameworkBuilder::tls`, `CuratorError::Tls` (zookeeper-client's `tls`: rustls on aws-lc-rs) |
 //! | `sasl` | off | SASL DIGEST-MD5: `SaslConfig`, `CuratorFrameworkBuilder::sasl` and `sasl_digest` (zookeeper-client's `sasl-digest-md5`: rsasl) |
 //!
@@ -73,6 +73,7 @@ mod background;
 mod breaker;
 mod breaking_listener;
 mod builder;
+mod compression;
 mod connect_string;
 mod connection_state;
 mod ensemble;
@@ -121,6 +122,7 @@ pub use builder::{
     CuratorFrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_CLOSE_WAIT, DEFAULT_MAX_DATA_LEN,
     DEFAULT_MAX_REQUEST_LEN, DEFAULT_SESSION_TIMEOUT, SERVER_MAX_PACKET_LEN,
 };
+pub use compression::{CompressionProvider, GzipCompressionProvider};
 pub use ensemble::{connect_string_from_config, CONFIG_PATH};
 pub use error::{CuratorError, Result, ShortPath, SHOWN_PATH_MAX};
 pub use framework::{CuratorFramework, Session};
@@ -131,8 +133,9 @@ pub use ops::create::{make_parents, CreateBuilder};
 pub use ops::delete::DeleteBuilder;
 pub use ops::guarded::TransactionGuard;
 pub use ops::read::{ExistsBuilder, GetAclBuilder, GetChildrenBuilder, GetConfigBuilder, GetDataBuilder};
+pub use ops::reconfig::{config_version, ReconfigBuilder};
 pub use ops::remove_watch::{RemovableWatch, RemoveAllWatchesBuilder, RemoveWatchesBuilder, WatcherType};
-pub use ops::transaction::{TransactionBuilder, TransactionResult};
+pub use ops::transaction::{TransactionBuilder, TransactionCreate, TransactionResult, TransactionSetData};
 pub use ops::watch::{
     let_fire, readd_pause, AddWatchBuilder, AddWatchMode, PersistentWatch, WatchesBuilder, LET_FIRE_WAIT,
     READD_MAX_PAUSE,

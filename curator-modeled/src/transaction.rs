@@ -4,16 +4,15 @@
 //! and one guarded by a hold (`TransactionBuilder::guarded_by`, or curator-recipes'
 //! `HeldNode::transaction()`) writes a model only while the hold holds.
 
-use curator_core::{CuratorError, Result, TransactionBuilder};
+use curator_core::{Result, TransactionBuilder, TransactionCreate, TransactionSetData};
 
 use crate::modeled::ModeledFramework;
 use crate::spec::CreateOption;
 
 impl<T: Send + Sync + 'static> ModeledFramework<T> {
-    /// Adds the create of the node with `model` to `tx`, in the spec's create mode. A
-    /// transaction's create takes its ACL from the framework's provider, makes no parents,
-    /// compresses nothing and cannot make a TTL node: a spec with an ACL, a TTL or
-    /// [`CreateOption::Compress`] is [`CuratorError::InvalidArgument`] here.
+    /// Adds the create of the node with `model` to `tx`, with the spec's create mode, ACL, TTL
+    /// and compression ([`CreateOption::Compress`]), as Curator's `createOp`. A transaction
+    /// makes no parents: the spec's parent options play no part here.
     ///
     /// ```no_run
     /// # async fn f(config: curator_modeled::ModeledFramework<String>) -> curator_core::Result<()> {
@@ -26,31 +25,33 @@ impl<T: Send + Sync + 'static> ModeledFramework<T> {
     pub fn create_in(&self, tx: TransactionBuilder, model: &T) -> Result<TransactionBuilder> {
         let path = self.full_path()?;
         let spec = self.spec();
-        let refused = if spec.acl().is_some() {
-            Some("a transaction's create takes the framework's ACL, not the spec's")
-        } else if spec.ttl().is_some() {
-            Some("TTL nodes are not supported in transactions")
-        } else if spec.has_create_option(CreateOption::Compress) {
-            Some("a transaction does not compress")
-        } else {
-            None
-        };
-        if let Some(reason) = refused {
-            return Err(CuratorError::InvalidArgument { path, reason: reason.into() });
+        let mut options = TransactionCreate::new(spec.create_mode());
+        if let Some(acl) = spec.acl() {
+            options = options.with_acl(acl.to_vec());
+        }
+        if let Some(ttl) = spec.ttl() {
+            options = options.with_ttl(ttl);
+        }
+        if spec.has_create_option(CreateOption::Compress) {
+            options = options.compressed();
         }
         let data = self.encode(&path, model)?;
-        Ok(tx.create(&path, data, spec.create_mode()))
+        Ok(tx.create_with(&path, data, options))
     }
 
     /// Adds the write of `model` to the existing node to `tx`, at `version` (`None`: any).
-    /// A spec with [`CreateOption::Compress`] is [`CuratorError::InvalidArgument`] here.
+    /// Compressed with [`CreateOption::Compress`].
     pub fn set_in(&self, tx: TransactionBuilder, model: &T, version: Option<i32>) -> Result<TransactionBuilder> {
         let path = self.full_path()?;
+        let mut options = TransactionSetData::new();
+        if let Some(version) = version {
+            options = options.with_version(version);
+        }
         if self.spec().has_create_option(CreateOption::Compress) {
-            return Err(CuratorError::InvalidArgument { path, reason: "a transaction does not compress".into() });
+            options = options.compressed();
         }
         let data = self.encode(&path, model)?;
-        Ok(tx.set_data(&path, data, version))
+        Ok(tx.set_data_with(&path, data, options))
     }
 
     /// Adds the delete of the node to `tx`, at `version` (`None`: any).

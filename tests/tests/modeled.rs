@@ -279,6 +279,33 @@ async fn transaction() {
     fw.close().await;
 }
 
+/// A modeled create in a transaction takes the spec's ACL, TTL and compression, as Curator's
+/// `createOp` (`transactionOp().create().withTtl(..).withACL(..)`, compressed for a
+/// `compress` spec): the node has the ACL, holds gzip that reads back as the model, and is a
+/// TTL node (a TTL mode without the TTL would be refused).
+#[tokio::test]
+async fn transaction_create_with_the_specs_acl_ttl_and_compression() {
+    let fw = shared_client().await;
+    let base = unique_path("modeled-tx-opts");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+    let acl = vec![Acl::new(Permission::READ | Permission::WRITE, AuthId::anyone())];
+    let spec = ModelSpec::<TestModel>::json(ZPath::parse(&format!("{base}/node")).unwrap())
+        .with_create_mode(CreateMode::PersistentWithTtl)
+        .with_ttl(std::time::Duration::from_secs(60))
+        .with_acl(acl.clone())
+        .with_create_options([CreateOption::Compress])
+        .build()
+        .unwrap();
+    let client = ModeledFramework::new(&fw, spec);
+    let value = model("t", "", "", 7, 0);
+    client.create_in(fw.transaction(), &value).unwrap().commit().await.unwrap();
+    let path = client.full_path().unwrap();
+    assert_eq!(fw.get_acl().for_path(&path).await.unwrap().0, acl);
+    assert_eq!(&fw.get_data().for_path(&path).await.unwrap()[..2], [0x1f, 0x8b], "gzip");
+    assert_eq!(client.read().await.unwrap(), value);
+    fw.close().await;
+}
+
 /// A modeled write in a transaction guarded by a lock commits while the lock is held, and is
 /// refused (`OwnNodeLost`, nothing written) once the lock's node is gone.
 #[tokio::test]
@@ -352,14 +379,6 @@ async fn bad_input() {
         ModelSpec::<TestModel>::json(path.clone()).with_acl(Vec::new()).build(),
         Err(CuratorError::InvalidArgument { .. })
     ));
-    // A transaction's create cannot take the spec's ACL.
-    let acl = vec![Acl::new(Permission::ALL, AuthId::anyone())];
-    let with_acl =
-        ModeledFramework::new(&fw, ModelSpec::<TestModel>::json(path.clone()).with_acl(acl).build().unwrap());
-    assert!(matches!(
-        with_acl.create_in(fw.transaction(), &TestModel::default()),
-        Err(CuratorError::InvalidArgument { .. })
-    ));
     // A model that JSON cannot write (a map whose keys are not strings).
     let maps: ModeledFramework<HashMap<(i32, i32), i32>> =
         ModeledFramework::new(&fw, ModelSpec::json(path.clone()).build().unwrap());
@@ -387,8 +406,8 @@ async fn raw_serializer() {
     fw.close().await;
 }
 
-/// A spec with `Compress`: the node holds gzip, not JSON, and reads give the model back; a
-/// transaction, which does not compress, refuses the spec.
+/// A spec with `Compress`: the node holds gzip, not JSON, and reads give the model back, also
+/// when a transaction writes it.
 #[tokio::test]
 async fn compressed() {
     let fw = shared_client().await;
@@ -409,7 +428,11 @@ async fn compressed() {
         .await
         .unwrap();
     assert_eq!(client.read().await.unwrap().age, 43);
-    assert!(matches!(client.set_in(fw.transaction(), &value, None), Err(CuratorError::InvalidArgument { .. })));
+    let stat = fw.check_exists().for_path(&client.full_path().unwrap()).await.unwrap().expect("node");
+    client.set_in(fw.transaction(), &value, Some(stat.version)).unwrap().commit().await.unwrap();
+    let raw = fw.get_data().for_path(&client.full_path().unwrap()).await.unwrap();
+    assert_eq!(&raw[..2], [0x1f, 0x8b], "a transaction's write is compressed too");
+    assert_eq!(client.read().await.unwrap(), value);
     fw.close().await;
 }
 

@@ -16,7 +16,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 use crate::framework::{CuratorFramework, Session};
-use crate::ops::{check_acl, check_request_len, check_ttl, compress, op_len, CreateMode, Pending};
+use crate::ops::{check_acl, check_request_len, check_ttl, check_version, op_len, CreateMode, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
 
@@ -37,9 +37,13 @@ pub struct CreateBuilder {
     mode: CreateMode,
     ttl: Option<Duration>,
     acl: Option<Vec<zk::Acl>>,
-    or_set_data: bool,
+    /// Whether missing parents get `acl` too (else the framework's ACL provider's).
+    acl_to_parents: bool,
+    /// `Some(version)` with `or_set_data`: the write when the node exists (-1: any version).
+    or_set_data: Option<i32>,
     idempotent: bool,
-    compressed: bool,
+    /// `None`: the framework's default (`enable_compression`).
+    compressed: Option<bool>,
 }
 
 impl CuratorFramework {
@@ -65,9 +69,10 @@ impl CuratorFramework {
             mode: CreateMode::Persistent,
             ttl: None,
             acl: None,
-            or_set_data: false,
+            acl_to_parents: false,
+            or_set_data: None,
             idempotent: false,
-            compressed: false,
+            compressed: None,
         }
     }
 }
@@ -100,14 +105,66 @@ impl CreateBuilder {
         self.ttl = Some(ttl);
         self
     }
-    /// ACLs of the node (parents get the framework's ACL provider's).
-    pub fn with_acl(mut self, acl: Vec<zk::Acl>) -> Self {
+    /// ACLs of the node (parents get the framework's ACL provider's): Curator's
+    /// `withACL(acl)`, which is [`with_acl_and_parents(acl, false)`](Self::with_acl_and_parents).
+    pub fn with_acl(self, acl: Vec<zk::Acl>) -> Self {
+        self.with_acl_and_parents(acl, false)
+    }
+    /// ACLs of the node, and, when `apply_to_parents` is true, of the parents this create makes
+    /// (with [`creating_parents_if_needed`](Self::creating_parents_if_needed) or
+    /// [`creating_parent_containers_if_needed`](Self::creating_parent_containers_if_needed));
+    /// when false, the parents get the framework's ACL provider's, as with
+    /// [`with_acl`](Self::with_acl). Curator's `withACL(acl, applyToParents)`. Parents that exist
+    /// keep theirs, and so does the namespace's node. An empty list is refused with
+    /// [`CuratorError::InvalidAcl`] before anything is sent.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::zk::{Acl, AuthId, Permission};
+    ///
+    /// let acl = vec![Acl::new(Permission::READ | Permission::CREATE, AuthId::anyone())];
+    /// fw.create().creating_parents_if_needed().with_acl_and_parents(acl.clone(), true).for_path("/app/jobs", Vec::new()).await?;
+    /// assert_eq!(fw.get_acl().for_path("/app").await?.0, acl);
+    /// assert_eq!(fw.get_acl().for_path("/app/jobs").await?.0, acl);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_acl_and_parents(mut self, acl: Vec<zk::Acl>, apply_to_parents: bool) -> Self {
         self.acl = Some(acl);
+        self.acl_to_parents = apply_to_parents;
         self
     }
-    /// If the node exists, set its data instead of failing.
-    pub fn or_set_data(mut self) -> Self {
-        self.or_set_data = true;
+    /// If the node exists, set its data instead of failing (whatever its version).
+    pub fn or_set_data(self) -> Self {
+        self.or_set_data_with_version(-1)
+    }
+    /// If the node exists, set its data only if it has `version` (-1: any), as Curator's
+    /// `orSetData(version)`: a node at another version fails the create with
+    /// [`CuratorError::BadVersion`]. A version below -1 is refused with
+    /// [`CuratorError::InvalidArgument`] before anything is sent.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::CuratorError;
+    ///
+    /// fw.create().for_path("/config", b"v0".to_vec()).await?;
+    /// // The node exists at version 0: its data is set.
+    /// let (_, stat) = fw.create().or_set_data_with_version(0).for_path_with_stat("/config", b"v1".to_vec()).await?;
+    /// assert_eq!(stat.version, 1);
+    /// // Someone wrote since version 0 was read: refused.
+    /// let stale = fw.create().or_set_data_with_version(0).for_path("/config", b"v2".to_vec()).await;
+    /// assert!(matches!(stale, Err(CuratorError::BadVersion { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub fn or_set_data_with_version(mut self, version: i32) -> Self {
+        self.or_set_data = Some(version);
         self
     }
     /// If the node exists with the same data, succeed (so a retried create is not an error).
@@ -115,10 +172,19 @@ impl CreateBuilder {
         self.idempotent = true;
         self
     }
-    /// Gzip the data before storing it. Without curator-core's `compression` feature the
-    /// operation fails with [`CuratorError::InvalidArgument`].
+    /// Compress the data with the framework's
+    /// [`CompressionProvider`](crate::CompressionProvider) (gzip by default) before storing it.
+    /// With gzip and without curator-core's `compression` feature the operation fails with
+    /// [`CuratorError::InvalidArgument`].
     pub fn compressed(mut self) -> Self {
-        self.compressed = true;
+        self.compressed = Some(true);
+        self
+    }
+    /// Store the data as it is, also on a framework with
+    /// [`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression) (Curator's
+    /// `uncompressed()`).
+    pub fn uncompressed(mut self) -> Self {
+        self.compressed = Some(false);
         self
     }
 
@@ -158,7 +224,11 @@ impl CreateBuilder {
             return Err(CuratorError::InvalidPath { path: path.into(), reason: "cannot create the root" });
         }
         check_ttl(path, self.mode, self.ttl)?;
-        let data = if self.compressed { compress(path, data)? } else { data };
+        check_version(path, self.or_set_data)?;
+        let data = match self.compressed.unwrap_or(self.fw.compression_enabled()) {
+            true => self.fw.compress(path, &data)?,
+            false => data,
+        };
         self.fw.check_data(path, &data)?;
         self.fw.check_schema(path, SchemaOp::Create(self.mode, &data))?;
         let (parent, node) = path::parent_and_node(path);
@@ -169,6 +239,7 @@ impl CreateBuilder {
         };
         // As Curator, the provider is asked with the path as sent: namespace and protection
         // prefix included.
+        let parents_acl = self.acl.as_ref().filter(|_| self.acl_to_parents).cloned();
         let acl = self.acl.unwrap_or_else(|| self.fw.acl_for_path(&full_path));
         check_acl(path, &acl)?;
         check_request_len(&self.fw, path, op_len(&self.fw, &full_path, data.len(), &acl))?;
@@ -185,6 +256,7 @@ impl CreateBuilder {
             mode: self.mode,
             ttl: self.ttl,
             acl,
+            parents_acl,
             data,
             parents,
             or_set_data: self.or_set_data,
@@ -203,9 +275,12 @@ struct CreateOp {
     mode: CreateMode,
     ttl: Option<Duration>,
     acl: Vec<zk::Acl>,
+    /// The ACL of the parents this create makes (`with_acl_and_parents(acl, true)`), else the
+    /// provider's.
+    parents_acl: Option<Vec<zk::Acl>>,
     data: Vec<u8>,
     parents: Parents,
-    or_set_data: bool,
+    or_set_data: Option<i32>,
     idempotent: bool,
     /// The session generation of the latest attempt (0: none yet). An ephemeral orphan can only
     /// belong to that session: earlier ones have ended, and their nodes with them.
@@ -259,12 +334,16 @@ impl CreateOp {
                     return Ok((created, stat));
                 }
                 Err(zk::Error::NoNode) if self.parents != Parents::Fail && !made_parents => {
-                    make_parents(&self.fw, client, &self.full_path, self.parents == Parents::Containers).await?;
+                    let containers = self.parents == Parents::Containers;
+                    make_parents_with(&self.fw, client, &self.full_path, containers, self.parents_acl.as_deref())
+                        .await?;
                     made_parents = true;
                 }
-                Err(zk::Error::NodeExists) if self.or_set_data => {
+                Err(zk::Error::NodeExists) if self.or_set_data.is_some() => {
+                    let version = self.or_set_data.filter(|v| *v != -1);
+                    tracing::debug!(path = %self.full_path, ?version, "node exists: setData");
                     let stat = client
-                        .set_data(&self.full_path, &self.data, None)
+                        .set_data(&self.full_path, &self.data, version)
                         .await
                         .map_err(|e| CuratorError::from_zk(&self.full_path, e))?;
                     return Ok((self.full_path.clone(), stat));
@@ -363,8 +442,20 @@ fn protected_prefix(id: &uuid::Uuid) -> String {
 /// let us create in it. Recipes that create their nodes on a raw client use it for Curator's
 /// `creatingParentContainersIfNeeded`.
 pub async fn make_parents(fw: &CuratorFramework, client: &zk::Client, full_path: &str, containers: bool) -> Result<()> {
+    make_parents_with(fw, client, full_path, containers, None).await
+}
+
+/// As [`make_parents`], with `acl` for every parent made when given (`with_acl_and_parents`).
+async fn make_parents_with(
+    fw: &CuratorFramework,
+    client: &zk::Client,
+    full_path: &str,
+    containers: bool,
+    acl: Option<&[zk::Acl]>,
+) -> Result<()> {
     let mode = if containers { zk::CreateMode::Container } else { zk::CreateMode::Persistent };
-    crate::parents::create_missing(client, &path::ancestors(full_path), mode, |p| fw.acl_for_path(p)).await
+    let acl_for = |p: &str| acl.map_or_else(|| fw.acl_for_path(p), <[zk::Acl]>::to_vec);
+    crate::parents::create_missing(client, &path::ancestors(full_path), mode, acl_for).await
 }
 
 /// Deletes, in the background, the node of a protected create whose outcome stayed unknown

@@ -6,6 +6,7 @@ pub mod delete;
 pub(crate) mod guarded;
 pub(crate) mod ordered;
 pub mod read;
+pub mod reconfig;
 pub mod remove_watch;
 pub mod transaction;
 pub mod watch;
@@ -302,52 +303,6 @@ impl EventData for (Vec<String>, zk::Stat, Watch) {
     }
 }
 
-/// Whether `compressed()`/`decompressed()` can be asked for: without curator-core's
-/// `compression` feature, an [`InvalidArgument`](CuratorError::InvalidArgument) naming it.
-pub(crate) fn check_compression(path: &str) -> Result<()> {
-    if cfg!(feature = "compression") {
-        Ok(())
-    } else {
-        Err(CuratorError::InvalidArgument {
-            path: path.to_string(),
-            reason: "compressed data needs curator-core's `compression` feature, which this build leaves out".into(),
-        })
-    }
-}
-
-/// Gzip, as Curator's default compression provider (without the `compression` feature, the
-/// error of [`check_compression`]).
-pub(crate) fn compress(path: &str, data: Vec<u8>) -> Result<Vec<u8>> {
-    check_compression(path)?;
-    #[cfg(feature = "compression")]
-    {
-        use std::io::Write;
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        // Writing to a Vec cannot fail.
-        let _ = encoder.write_all(&data);
-        Ok(encoder.finish().unwrap_or_default())
-    }
-    #[cfg(not(feature = "compression"))]
-    Ok(data)
-}
-
-/// Un-gzips the data of `path` (without the `compression` feature, the error of
-/// [`check_compression`]).
-pub(crate) fn decompress(path: &str, data: &[u8]) -> Result<Vec<u8>> {
-    check_compression(path)?;
-    #[cfg(feature = "compression")]
-    {
-        use std::io::Read;
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(data)
-            .read_to_end(&mut out)
-            .map_err(|e| CuratorError::BadData { path: path.to_string(), reason: format!("not gzip data: {e}") })?;
-        Ok(out)
-    }
-    #[cfg(not(feature = "compression"))]
-    Ok(data.to_vec())
-}
-
 /// Bytes counted for each operation of a request besides its path, data and ACLs, rounded up:
 /// a multi header (9), length prefixes (3 x 4), a version or flags (4) and a TTL (8).
 const OP_FIXED_LEN: usize = 40;
@@ -424,33 +379,5 @@ pub(crate) fn check_ttl(path: &str, mode: CreateMode, ttl: Option<Duration>) -> 
         (true, Some(t)) => check_ttl_value(path, t),
         (false, Some(_)) => bad("with_ttl() needs a TTL mode"),
         _ => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod compression_tests {
-    use super::*;
-
-    /// Gzip round trip with the feature; with it left out, a typed error naming the feature
-    /// (never a panic), for writes and reads alike.
-    #[test]
-    fn compression_follows_the_feature() {
-        let data = b"hello hello hello".to_vec();
-        if cfg!(feature = "compression") {
-            let packed = compress("/a", data.clone()).expect("gzip");
-            assert_ne!(packed, data);
-            assert_eq!(decompress("/a", &packed).expect("gunzip"), data);
-            assert!(matches!(decompress("/a", b"plain"), Err(CuratorError::BadData { .. })));
-        } else {
-            for err in [compress("/a", data.clone()).unwrap_err(), decompress("/a", &data).unwrap_err()] {
-                match err {
-                    CuratorError::InvalidArgument { path, reason } => {
-                        assert_eq!(path, "/a");
-                        assert!(reason.contains("`compression` feature"), "{reason}");
-                    }
-                    other => panic!("not InvalidArgument: {other:?}"),
-                }
-            }
-        }
     }
 }

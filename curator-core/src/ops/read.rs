@@ -11,7 +11,7 @@ use crate::background::CuratorEventType;
 use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
 use crate::ops::remove_watch::WatcherType;
-use crate::ops::{check_compression, decompress, Pending, Watch, WatchTarget};
+use crate::ops::{Pending, Watch, WatchTarget};
 use crate::path;
 use crate::schema_set::SchemaOp;
 
@@ -97,7 +97,8 @@ pub struct GetConfigBuilder {
 pub struct GetDataBuilder {
     fw: CuratorFramework,
     watch: WatchTarget,
-    decompressed: bool,
+    /// `None`: the framework's default (`enable_compression`).
+    decompressed: Option<bool>,
 }
 
 /// Builder of a children listing. See [`CuratorFramework::get_children`].
@@ -179,7 +180,7 @@ impl CuratorFramework {
     /// # Ok(()) }
     /// ```
     pub fn get_data(&self) -> GetDataBuilder {
-        GetDataBuilder { fw: self.clone(), watch: WatchTarget::None, decompressed: false }
+        GetDataBuilder { fw: self.clone(), watch: WatchTarget::None, decompressed: None }
     }
     /// Starts a children listing.
     ///
@@ -249,10 +250,20 @@ impl ExistsBuilder {
 impl GetDataBuilder {
     watch_options!();
 
-    /// Un-gzip the data (it was written with `compressed()`). Without curator-core's
-    /// `compression` feature the read fails with [`CuratorError::InvalidArgument`].
+    /// Decompress the data with the framework's
+    /// [`CompressionProvider`](crate::CompressionProvider) (it was written `compressed()`);
+    /// data that is not compressed is [`CuratorError::BadData`]. With gzip and without
+    /// curator-core's `compression` feature the read fails with
+    /// [`CuratorError::InvalidArgument`].
     pub fn decompressed(mut self) -> Self {
-        self.decompressed = true;
+        self.decompressed = Some(true);
+        self
+    }
+    /// The data as stored, also on a framework with
+    /// [`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression) (Curator's
+    /// `undecompressed()`).
+    pub fn undecompressed(mut self) -> Self {
+        self.decompressed = Some(false);
         self
     }
 
@@ -266,9 +277,7 @@ impl GetDataBuilder {
     /// The data and stat of `path`.
     pub fn for_path_with_stat(self, path: &str) -> Pending<(Vec<u8>, zk::Stat)> {
         let Self { fw, watch, decompressed } = self;
-        if let (true, Err(err)) = (decompressed, check_compression(path)) {
-            return Pending::failed(&fw, CuratorEventType::GetData, path, err);
-        }
+        let decompressed = decompressed.unwrap_or(fw.compression_enabled());
         let fw2 = fw.clone();
         let pending =
             read_op(&fw, CuratorEventType::GetData, "get_data", path, Some(watch.is_some()), move |client, path| {
@@ -285,27 +294,39 @@ impl GetDataBuilder {
         if !decompressed {
             return pending;
         }
-        let owned = path.to_string();
+        let (owned, fw2) = (path.to_string(), fw.clone());
         Pending::new(&fw, CuratorEventType::GetData, path, async move {
             let (data, stat) = pending.await?;
-            Ok((decompress(&owned, &data)?, stat))
+            Ok((fw2.decompress(&owned, &data)?, stat))
         })
     }
 
     /// The data and stat of `path`, and a watch for its deletion or change.
+    ///
+    /// Data that does not decompress is [`CuratorError::BadData`], as from
+    /// [`for_path`](Self::for_path); the watch set by the read is then removed.
     pub fn for_path_and_watch(self, path: &str) -> Pending<(Vec<u8>, zk::Stat, Watch)> {
-        let decompressed = self.decompressed;
-        if let (true, Err(err)) = (decompressed, check_compression(path)) {
-            return Pending::failed(&self.fw, CuratorEventType::GetData, path, err);
+        let decompressed = self.decompressed.unwrap_or(self.fw.compression_enabled());
+        let pending = read_op(
+            &self.fw,
+            CuratorEventType::GetData,
+            "get_data",
+            path,
+            Some(true),
+            move |client, path| async move {
+                let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
+                Ok((data, stat, Watch::new(watcher, &path, WatcherType::Data)))
+            },
+        );
+        if !decompressed {
+            return pending;
         }
-        read_op(&self.fw, CuratorEventType::GetData, "get_data", path, Some(true), move |client, path| async move {
-            let (data, stat, watcher) = client.get_and_watch_data(&path).await?;
-            let data = if decompressed {
-                decompress(&path, &data).map_err(|_| zk::Error::UnexpectedError(format!("{path}: data is not gzip")))?
-            } else {
-                data
-            };
-            Ok((data, stat, Watch::new(watcher, &path, WatcherType::Data)))
+        // After the retry loop: data that does not decompress is the caller's answer, not an
+        // error to retry.
+        let (owned, fw) = (path.to_string(), self.fw.clone());
+        Pending::new(&self.fw, CuratorEventType::GetData, path, async move {
+            let (data, stat, watch) = pending.await?;
+            Ok((fw.decompress(&owned, &data)?, stat, watch))
         })
     }
 }

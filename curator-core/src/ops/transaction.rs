@@ -14,11 +14,16 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Each create can have its own TTL, ACL and compression, and each data write its own
+//! compression ([`TransactionCreate`], [`TransactionSetData`], as Curator's
+//! `transactionOp().create().withTtl(..).withACL(..).compressed()`).
+//!
 //! A transaction can be guarded by a hold (a lock, a lease, a leadership): see
 //! [`TransactionBuilder::guarded_by`] and module `guarded`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use zookeeper_client as zk;
 
@@ -27,16 +32,117 @@ use crate::error::{CuratorError, Result};
 pub use crate::event::TransactionResult;
 use crate::framework::CuratorFramework;
 use crate::ops::guarded::{maybe_applied, Guard, TransactionGuard};
-use crate::ops::{check_acl, check_request_len, check_version, op_len, CreateMode, Pending};
+use crate::ops::{check_acl, check_request_len, check_ttl, check_version, op_len, CreateMode, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Create { path: String, data: Vec<u8>, mode: CreateMode },
+    Create { path: String, data: Vec<u8>, options: TransactionCreate },
     Delete { path: String, version: Option<i32> },
-    SetData { path: String, data: Vec<u8>, version: Option<i32> },
+    SetData { path: String, data: Vec<u8>, options: TransactionSetData },
     Check { path: String, version: i32 },
+}
+
+/// How a create in a transaction is made: its mode, and its own TTL, ACL and compression
+/// (Curator's `TransactionCreateBuilder2`: `withMode`, `withTtl`, `withACL`, `compressed`).
+/// Given to [`TransactionBuilder::create_with`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let server = curator_test::TestingServer::start().await?;
+/// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.start()?;
+/// use std::time::Duration;
+/// use curator_core::zk::Acls;
+/// use curator_core::{CreateMode, TransactionCreate};
+///
+/// fw.transaction()
+///     .create_with("/report", b"a long report".to_vec(), TransactionCreate::new(CreateMode::Persistent).compressed())
+///     .create_with("/public", Vec::new(), TransactionCreate::default().with_acl(Acls::anyone_read().to_vec()))
+///     .create_with(
+///         "/session-marker",
+///         Vec::new(),
+///         TransactionCreate::new(CreateMode::PersistentWithTtl).with_ttl(Duration::from_secs(60)),
+///     )
+///     .commit()
+///     .await?;
+/// assert_eq!(fw.get_data().decompressed().for_path("/report").await?, b"a long report");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct TransactionCreate {
+    mode: CreateMode,
+    ttl: Option<Duration>,
+    acl: Option<Vec<zk::Acl>>,
+    /// `None`: the framework's default (`enable_compression`).
+    compression: Option<bool>,
+}
+
+impl TransactionCreate {
+    /// A create in `mode` (the default: [`CreateMode::Persistent`]).
+    pub fn new(mode: CreateMode) -> Self {
+        Self { mode, ..Self::default() }
+    }
+    /// The TTL of a [`PersistentWithTtl`](CreateMode::PersistentWithTtl) or
+    /// [`PersistentSequentialWithTtl`](CreateMode::PersistentSequentialWithTtl) node (needs the
+    /// server's `extendedTypesEnabled`); checked at commit as `create().with_ttl` checks it.
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+    /// The node's ACL, instead of the framework's ACL provider's (not empty).
+    pub fn with_acl(mut self, acl: Vec<zk::Acl>) -> Self {
+        self.acl = Some(acl);
+        self
+    }
+    /// Compress the data with the framework's
+    /// [`CompressionProvider`](crate::CompressionProvider) (gzip by default) before sending it;
+    /// read it back with `get_data().decompressed()`. With gzip and without curator-core's
+    /// `compression` feature the commit fails with [`CuratorError::InvalidArgument`].
+    pub fn compressed(mut self) -> Self {
+        self.compression = Some(true);
+        self
+    }
+    /// Send the data as it is, even on a framework with
+    /// [`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression).
+    pub fn uncompressed(mut self) -> Self {
+        self.compression = Some(false);
+        self
+    }
+}
+
+/// How a data write in a transaction is made: its expected version and its compression
+/// (Curator's `TransactionSetDataBuilder`: `withVersion`, `compressed`). Given to
+/// [`TransactionBuilder::set_data_with`].
+#[derive(Debug, Clone, Default)]
+pub struct TransactionSetData {
+    version: Option<i32>,
+    /// `None`: the framework's default (`enable_compression`).
+    compression: Option<bool>,
+}
+
+impl TransactionSetData {
+    /// A write whatever the node's version.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Write only if the node has `version`.
+    pub fn with_version(mut self, version: i32) -> Self {
+        self.version = Some(version);
+        self
+    }
+    /// Compress the data (gzip) before sending it, as [`TransactionCreate::compressed`].
+    pub fn compressed(mut self) -> Self {
+        self.compression = Some(true);
+        self
+    }
+    /// Send the data as it is, as [`TransactionCreate::uncompressed`].
+    pub fn uncompressed(mut self) -> Self {
+        self.compression = Some(false);
+        self
+    }
 }
 
 impl Op {
@@ -86,8 +192,12 @@ impl CuratorFramework {
 
 impl TransactionBuilder {
     /// Adds a create (ACLs from the framework's provider).
-    pub fn create(mut self, path: &str, data: impl Into<Vec<u8>>, mode: CreateMode) -> Self {
-        self.ops.push(Op::Create { path: path.into(), data: data.into(), mode });
+    pub fn create(self, path: &str, data: impl Into<Vec<u8>>, mode: CreateMode) -> Self {
+        self.create_with(path, data, TransactionCreate::new(mode))
+    }
+    /// Adds a create with its own TTL, ACL or compression: see [`TransactionCreate`].
+    pub fn create_with(mut self, path: &str, data: impl Into<Vec<u8>>, options: TransactionCreate) -> Self {
+        self.ops.push(Op::Create { path: path.into(), data: data.into(), options });
         self
     }
     /// Adds a delete.
@@ -96,8 +206,26 @@ impl TransactionBuilder {
         self
     }
     /// Adds a data write.
-    pub fn set_data(mut self, path: &str, data: impl Into<Vec<u8>>, version: Option<i32>) -> Self {
-        self.ops.push(Op::SetData { path: path.into(), data: data.into(), version });
+    pub fn set_data(self, path: &str, data: impl Into<Vec<u8>>, version: Option<i32>) -> Self {
+        self.set_data_with(path, data, TransactionSetData { version, compression: None })
+    }
+    /// Adds a data write with its own compression: see [`TransactionSetData`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// use curator_core::TransactionSetData;
+    ///
+    /// fw.create().for_path("/doc", Vec::new()).await?;
+    /// fw.transaction().set_data_with("/doc", b"text".to_vec(), TransactionSetData::new().with_version(0).compressed()).commit().await?;
+    /// assert_eq!(fw.get_data().decompressed().for_path("/doc").await?, b"text");
+    /// # Ok(()) }
+    /// ```
+    pub fn set_data_with(mut self, path: &str, data: impl Into<Vec<u8>>, options: TransactionSetData) -> Self {
+        self.ops.push(Op::SetData { path: path.into(), data: data.into(), options });
         self
     }
     /// Adds a version check.
@@ -128,6 +256,23 @@ impl TransactionBuilder {
         self
     }
 
+    /// Compresses the data of the operations whose compression (their own, else the
+    /// framework's default) is on.
+    fn compress_data(&mut self) -> Result<()> {
+        let default = self.fw.compression_enabled();
+        for op in &mut self.ops {
+            let (path, data, compression) = match op {
+                Op::Create { path, data, options } => (path, data, options.compression),
+                Op::SetData { path, data, options } => (path, data, options.compression),
+                Op::Delete { .. } | Op::Check { .. } => continue,
+            };
+            if compression.unwrap_or(default) {
+                *data = self.fw.compress(path, data)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every operation, and the size of the whole request (`acls` are the creates' ACLs,
     /// empty for the other operations).
     fn validate(&self, acls: &[Vec<zk::Acl>]) -> Result<()> {
@@ -139,18 +284,14 @@ impl TransactionBuilder {
             };
             len += op_len(&self.fw, op.path(), data_len, acl);
             match op {
-                Op::Create { path, data, mode } => {
+                Op::Create { path, data, options } => {
+                    let mode = &options.mode;
                     if mode.is_sequential() {
                         path::validate_sequential(path)?
                     } else {
                         path::validate(path)?
                     }
-                    if mode.is_ttl() {
-                        return Err(CuratorError::InvalidArgument {
-                            path: path.clone(),
-                            reason: "TTL nodes are not supported in transactions".into(),
-                        });
-                    }
+                    check_ttl(path, *mode, options.ttl)?;
                     self.fw.check_data(path, data)?;
                     check_acl(path, acl)?;
                     self.fw.check_schema(path, SchemaOp::Create(*mode, data))?;
@@ -160,9 +301,9 @@ impl TransactionBuilder {
                     check_version(path, *version)?;
                     self.fw.check_schema(path, SchemaOp::Delete)?;
                 }
-                Op::SetData { path, data, version } => {
+                Op::SetData { path, data, options } => {
                     path::validate(path)?;
-                    check_version(path, *version)?;
+                    check_version(path, options.version)?;
                     self.fw.check_data(path, data)?;
                     self.fw.check_schema(path, SchemaOp::SetData(data))?;
                 }
@@ -184,18 +325,21 @@ impl TransactionBuilder {
     /// Commits the operations atomically; resolves to one result per operation. A failed
     /// operation fails the whole transaction with that operation's error (and path); a guarded
     /// transaction's refused check fails it as [`guarded_by`](Self::guarded_by) says.
-    pub fn commit(self) -> Pending<Vec<TransactionResult>> {
+    pub fn commit(mut self) -> Pending<Vec<TransactionResult>> {
         let first = self.ops.first().map(|o| o.path().to_string()).unwrap_or_else(|| "/".into());
-        // The provider is asked once per create, with the full path, namespace included.
+        // A create's own ACL, else the provider's, asked once per create with the full path,
+        // namespace included.
         let acls: Vec<Vec<zk::Acl>> = self
             .ops
             .iter()
             .map(|op| match op {
+                Op::Create { options: TransactionCreate { acl: Some(acl), .. }, .. } => acl.clone(),
                 Op::Create { path, .. } => self.fw.acl_for_path(path),
                 _ => Vec::new(),
             })
             .collect();
-        if let Err(err) = self.validate(&acls) {
+        // Data is checked (size, schema) as it will be sent: compressed, if asked.
+        if let Err(err) = self.compress_data().and_then(|()| self.validate(&acls)) {
             return Pending::failed(&self.fw, CuratorEventType::Transaction, &first, err);
         }
         let Self { fw, ops, guard } = self;
@@ -259,11 +403,15 @@ async fn commit_once(
     }
     for (op, acl) in ops.iter().zip(acls) {
         let added = match op {
-            Op::Create { path, data, mode } => {
-                writer.add_create(path, data, &mode.to_zk().with_acls(zk::Acls::new(acl)))
+            Op::Create { path, data, options } => {
+                let mut create = options.mode.to_zk().with_acls(zk::Acls::new(acl));
+                if let Some(ttl) = options.ttl {
+                    create = create.with_ttl(ttl);
+                }
+                writer.add_create(path, data, &create)
             }
             Op::Delete { path, version } => writer.add_delete(path, *version),
-            Op::SetData { path, data, version } => writer.add_set_data(path, data, *version),
+            Op::SetData { path, data, options } => writer.add_set_data(path, data, options.version),
             Op::Check { path, version } => writer.add_check_version(path, *version),
         };
         added.map_err(|e| CuratorError::from_zk(op.path(), e))?;

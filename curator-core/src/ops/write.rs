@@ -5,7 +5,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
-use crate::ops::{check_acl, check_request_len, check_version, compress, op_len, Pending};
+use crate::ops::{check_acl, check_request_len, check_version, op_len, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
 
@@ -15,7 +15,8 @@ pub struct SetDataBuilder {
     fw: CuratorFramework,
     version: Option<i32>,
     idempotent: bool,
-    compressed: bool,
+    /// `None`: the framework's default (`enable_compression`).
+    compressed: Option<bool>,
 }
 
 /// Builder of an ACL write, before its ACL is given. See [`CuratorFramework::set_acl`].
@@ -60,7 +61,7 @@ impl CuratorFramework {
     /// # Ok(()) }
     /// ```
     pub fn set_data(&self) -> SetDataBuilder {
-        SetDataBuilder { fw: self.clone(), version: None, idempotent: false, compressed: false }
+        SetDataBuilder { fw: self.clone(), version: None, idempotent: false, compressed: None }
     }
     /// Starts an ACL write. The ACL must be given ([`SetAclBuilder::with_acl`]) before the path,
     /// as in Curator: there is no default to open a node to the world by mistake.
@@ -93,18 +94,27 @@ impl SetDataBuilder {
         self.idempotent = true;
         self
     }
-    /// Gzip the data before storing it. Without curator-core's `compression` feature the
-    /// operation fails with [`CuratorError::InvalidArgument`].
+    /// Compress the data with the framework's
+    /// [`CompressionProvider`](crate::CompressionProvider) (gzip by default) before storing it.
+    /// With gzip and without curator-core's `compression` feature the operation fails with
+    /// [`CuratorError::InvalidArgument`].
     pub fn compressed(mut self) -> Self {
-        self.compressed = true;
+        self.compressed = Some(true);
+        self
+    }
+    /// Store the data as it is, also on a framework with
+    /// [`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression) (Curator's
+    /// `uncompressed()`).
+    pub fn uncompressed(mut self) -> Self {
+        self.compressed = Some(false);
         self
     }
 
     /// Writes `data` to `path`; resolves to the new stat.
     pub fn for_path(self, path: &str, data: impl Into<Vec<u8>>) -> Pending<zk::Stat> {
         let data = data.into();
-        let data = match self.compressed {
-            true => match compress(path, data) {
+        let data = match self.compressed.unwrap_or(self.fw.compression_enabled()) {
+            true => match self.fw.compress(path, &data) {
                 Ok(packed) => packed,
                 Err(err) => return Pending::failed(&self.fw, CuratorEventType::SetData, path, err),
             },
