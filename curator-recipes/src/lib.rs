@@ -260,6 +260,7 @@ mod lease;
 mod locks;
 mod migrations;
 mod nodes;
+mod partition;
 mod queue;
 mod sequential;
 mod shared;
@@ -292,6 +293,10 @@ pub use migrations::{
 pub use nodes::{
     GroupMember, GroupMemberBuilder, MemberEvent, PersistentNode, PersistentNodeBuilder, PersistentTtlNode,
     PersistentTtlNodeBuilder, TOUCH_NODE_NAME,
+};
+pub use partition::{
+    round_robin, HeldPartition, PartitionState, ReleaseCause, SetPartitioner, SetPartitionerBuilder, SplitFn,
+    PARTITION_LOCKS_NODE, PARTITION_PARTY_NODE,
 };
 pub use queue::framing;
 pub use queue::{
