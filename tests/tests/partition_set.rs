@@ -327,7 +327,8 @@ async fn connection_loss() {
 /// alone, has taken partition 0 and waits for partition 1 (held by another client, as kazoo's
 /// slow lock holds it) when member 1 joins. Member 0 gives up the allocation, gives partition 0
 /// back, and once the group settles and the other client lets go, the two hold [0] and [1]. No
-/// deadlock, and member 0 is never told it holds both.
+/// deadlock, member 0 is never told it holds both, and its stream tells the allocation started
+/// over as one `Allocating`.
 #[tokio::test]
 async fn new_member_during_the_lock() {
     init_tracing();
@@ -352,6 +353,8 @@ async fn new_member_during_the_lock() {
     blocked.release().await.unwrap();
     wait_for_shares(&[&zero, &one], &[&["0"], &["1"]]).await;
     assert!(!zero.log().iter().any(|s| s == r#"Acquired["0", "1"]"#), "{:?}", zero.log());
+    // The allocation started over is one Allocating in the stream, not two.
+    assert!(!zero.log().windows(2).any(|w| w[0] == "Allocating" && w[1] == "Allocating"), "{:?}", zero.log());
     zero.partitioner.close().await;
     one.partitioner.close().await;
     assert_no_node_left(&fw, &path, 2).await;

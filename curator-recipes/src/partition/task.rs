@@ -47,6 +47,8 @@ pub(crate) struct Task {
     split: SplitFn,
     states: Arc<Listeners<PartitionState>>,
     current: watch::Sender<PartitionState>,
+    /// Whether the first `Allocating` was told (the initial state is `Allocating` too).
+    announced: std::sync::atomic::AtomicBool,
     /// The partitions held, in set order: name, grant, when granted.
     held: Vec<(String, LockGuard, std::time::Instant)>,
 }
@@ -119,10 +121,30 @@ impl Task {
         current: watch::Sender<PartitionState>,
     ) -> Self {
         let partitions = locks.keys().cloned().collect();
-        Self { fw, id, path, member, locks, partitions, settle, split, states, current, held: Vec::new() }
+        Self {
+            fw,
+            id,
+            path,
+            member,
+            locks,
+            partitions,
+            settle,
+            split,
+            states,
+            current,
+            announced: std::sync::atomic::AtomicBool::new(false),
+            held: Vec::new(),
+        }
     }
 
+    /// Tells `state`; an allocation started over while still allocating is not told twice.
     fn publish(&self, state: PartitionState) {
+        let again = matches!(state, PartitionState::Allocating)
+            && matches!(*self.current.borrow(), PartitionState::Allocating)
+            && self.announced.swap(true, std::sync::atomic::Ordering::Relaxed);
+        if again {
+            return;
+        }
         tracing::debug!(path = %self.path, member = %self.id, state = ?StateName(&state), "partition state");
         self.current.send_replace(state.clone());
         self.states.publish(state);
