@@ -16,8 +16,8 @@
 //! `CachedAtomicLong`, `CachedAtomicInteger`), [Barriers](#barriers) (`DistributedBarrier`, `DistributedDoubleBarrier`),
 //! [Queues](#queues) (`DistributedQueue` and the id, priority and delay queues over it,
 //! `SimpleDistributedQueue`), [Persistent watches](#persistent-watches) (`PersistentWatcher`)
-//! [Migrations](#migrations) (`MigrationManager`) and [Timed leases](#timed-leases)
-//! (`TimedLease`, `MultiTimedLease`).
+//! [Migrations](#migrations) (`MigrationManager`), [Timed leases](#timed-leases)
+//! (`TimedLease`, `MultiTimedLease`) and [Partitioning](#partitioning) (`SetPartitioner`).
 //!
 //! # Locks
 //!
@@ -251,6 +251,16 @@
 //! comes before any takeover as long as clock rates agree within 1% (docs/architecture.md
 //! section 20). A [`LeaseGrant`] has a fencing token and a [`lost`](LeaseGrant::lost) notice
 //! at its end.
+//!
+//! # Partitioning
+//!
+//! [`SetPartitioner`] (kazoo's `SetPartitioner`): the members of a group split a set of
+//! partitions once the group settles, and each partition a member takes is an
+//! [`InterProcessMutex`] it holds, with its fencing token ([`HeldPartition`]). Its states
+//! ([`PartitionState`]) are a stream: `Allocating`, `Acquired`, `Release` (the group changed, or
+//! a partition may be lost: told before anyone else can be granted it; answer with
+//! [`release_set`](SetPartitioner::release_set)) and `Failure`. Nodes `P/party/<id>` and
+//! `P/locks/<partition>/...`; docs/architecture.md section 21.
 #![warn(missing_docs)]
 
 mod atomic;
@@ -260,6 +270,7 @@ mod lease;
 mod locks;
 mod migrations;
 mod nodes;
+mod partition;
 mod queue;
 mod sequential;
 mod shared;
@@ -292,6 +303,10 @@ pub use migrations::{
 pub use nodes::{
     GroupMember, GroupMemberBuilder, MemberEvent, PersistentNode, PersistentNodeBuilder, PersistentTtlNode,
     PersistentTtlNodeBuilder, TOUCH_NODE_NAME,
+};
+pub use partition::{
+    round_robin, HeldPartition, PartitionState, ReleaseCause, SetPartitioner, SetPartitionerBuilder, SplitFn,
+    PARTITION_LOCKS_NODE, PARTITION_PARTY_NODE,
 };
 pub use queue::framing;
 pub use queue::{

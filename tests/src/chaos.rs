@@ -155,7 +155,7 @@ async fn framework(connect: &str, scenario: &Scenario) -> CuratorFramework {
 }
 
 /// Keeps the framework's current session where the injector can read it without awaiting.
-fn follow_session(fw: &CuratorFramework) -> Arc<Mutex<Option<zookeeper_client::SessionInfo>>> {
+pub fn follow_session(fw: &CuratorFramework) -> Arc<Mutex<Option<zookeeper_client::SessionInfo>>> {
     let slot = Arc::new(Mutex::new(None));
     let (fw, out) = (fw.clone(), slot.clone());
     tokio::spawn(async move {

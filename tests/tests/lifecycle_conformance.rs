@@ -32,7 +32,7 @@ use curator_recipes::PersistentWatcher;
 use curator_recipes::{DistributedIdQueue, DistributedQueue, StringSerializer};
 use curator_recipes::{GroupMember, PersistentNode, PersistentTtlNode};
 use curator_recipes::{LeaderLatch, LeaderObserver, LeaderSelector};
-use curator_recipes::{SharedCount, SharedValue};
+use curator_recipes::{SetPartitioner, SharedCount, SharedValue};
 use curator_test::TestingServer;
 use tests::{client, init_tracing, unique_path};
 
@@ -101,6 +101,7 @@ macro_rules! subject {
         }
     };
     (@events yes, $it:expr) => { ends($it.events()) };
+    (@events states, $it:expr) => { ends($it.states()) };
     (@events no, $it:expr) => { None };
 }
 
@@ -110,6 +111,7 @@ subject!(Observer(LeaderObserver), start: |it| it.start(), ready: ready, errors:
 subject!(Node(PersistentNode), start: |it| it.start(), ready: ready, errors: same, events: no);
 subject!(TtlNode(PersistentTtlNode), start: |it| it.start(), ready: ready, errors: same, events: no);
 subject!(Member(GroupMember), start: |it| it.start(), ready: ready, errors: same, events: yes);
+subject!(Partitioner(SetPartitioner), start: |it| it.start(), ready: ready, errors: same, events: states);
 subject!(Watcher(PersistentWatcher), start: |it| it.start(), ready: ready, errors: same, events: yes);
 subject!(Value(SharedValue), start: |it| it.start(), ready: ready, errors: same, events: yes);
 subject!(Count(SharedCount), start: |it| it.start(), ready: ready, errors: same, events: yes);
@@ -223,6 +225,17 @@ const KINDS: &[Kind] = &[
     Kind {
         name: "GroupMember",
         make: |fw, base| boxed(Member(GroupMember::builder(fw, &under(base), "m").build()?)),
+        refuse_at: at_base,
+        reads_only: false,
+        ephemeral: true,
+    },
+    Kind {
+        name: "SetPartitioner",
+        make: |fw, base| {
+            let partitioner =
+                SetPartitioner::builder(fw, &under(base), "m", ["a", "b"]).settle(Duration::from_millis(50)).build()?;
+            boxed(Partitioner(partitioner))
+        },
         refuse_at: at_base,
         reads_only: false,
         ephemeral: true,
