@@ -48,7 +48,7 @@ pub struct DistributedDelayQueue<T> {
 
 delegate_to_queue!(DistributedDelayQueue);
 
-impl<T: Send + 'static> DistributedDelayQueue<T> {
+impl<T: Send + Sync + 'static> DistributedDelayQueue<T> {
     pub(crate) fn new(queue: DistributedQueue<T>) -> Self {
         Self { queue }
     }

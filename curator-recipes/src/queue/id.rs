@@ -41,7 +41,7 @@ pub struct DistributedIdQueue<T> {
 
 delegate_to_queue!(DistributedIdQueue);
 
-impl<T: Send + 'static> DistributedIdQueue<T> {
+impl<T: Send + Sync + 'static> DistributedIdQueue<T> {
     pub(crate) fn new(queue: DistributedQueue<T>) -> Self {
         Self { queue }
     }

@@ -1,5 +1,6 @@
 //! Queues: their guide is the crate root's "Queues" section (lib.rs).
 
+mod background;
 mod builder;
 mod config;
 mod consumer;
@@ -19,6 +20,7 @@ mod simple;
 mod take;
 mod wrapper;
 
+pub use background::QueuePutEvent;
 pub use builder::QueueBuilder;
 pub use config::{ConsumerError, ErrorMode};
 pub use delay::DistributedDelayQueue;

@@ -52,7 +52,7 @@ pub struct DistributedPriorityQueue<T> {
 
 delegate_to_queue!(DistributedPriorityQueue);
 
-impl<T: Send + 'static> DistributedPriorityQueue<T> {
+impl<T: Send + Sync + 'static> DistributedPriorityQueue<T> {
     pub(crate) fn new(queue: DistributedQueue<T>) -> Self {
         Self { queue }
     }

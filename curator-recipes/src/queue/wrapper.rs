@@ -3,7 +3,7 @@
 //!
 //! [`DistributedQueue`]: super::DistributedQueue
 
-/// Adds to `impl<T: Send + 'static> $queue<T>` (a struct whose field `queue` is the wrapped
+/// Adds to `impl<T: Send + Sync + 'static> $queue<T>` (a struct whose field `queue` is the wrapped
 /// `DistributedQueue<T>`) its life cycle, error mode and events.
 macro_rules! delegate_to_queue {
     ($queue:ident) => {
@@ -13,7 +13,7 @@ macro_rules! delegate_to_queue {
             }
         }
 
-        impl<T: Send + 'static> $queue<T> {
+        impl<T: Send + Sync + 'static> $queue<T> {
             /// The queue's path.
             pub fn path(&self) -> &str {
                 self.queue.path()
