@@ -296,9 +296,9 @@ pub use nodes::{
 pub use queue::framing;
 pub use queue::{
     BytesSerializer, ConsumerError, DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue,
-    DistributedQueue, ErrorMode, QueueBuilder, QueueEvent, QueuePutEvent, QueueSerializer,
-    SimpleDistributedQueue, StringSerializer, NEGATIVE_PRIORITY,
-    NON_NEGATIVE_PRIORITY, QUEUE_ITEM_NAME, QUEUE_NODE_PREFIX, SEPARATOR,
+    DistributedQueue, ErrorMode, QueueBuilder, QueueEvent, QueuePutEvent, QueueSerializer, QueueSharder,
+    QueueSharderPolicies, QueueSharderPoliciesBuilder, SimpleDistributedQueue, StringSerializer, NEGATIVE_PRIORITY,
+    NON_NEGATIVE_PRIORITY, QUEUE_ITEM_NAME, QUEUE_NODE_PREFIX, QUEUE_SHARD_PREFIX, SEPARATOR,
 };
 pub use shared::{SharedCount, SharedCountEvent, SharedValue, SharedValueEvent, VersionedValue};
 pub use watch::{PersistentWatcher, Reset, ResetCause};
