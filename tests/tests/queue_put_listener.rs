@@ -308,5 +308,8 @@ async fn framework_close_fails_the_background_puts_waiting_for_it() {
         assert!(matches!(event, QueuePutEvent::Failed { .. }), "{event:?}");
     }
     tokio::time::timeout(deadline(), queue.close()).await.expect("the queue closes");
-    assert_eq!(tokio::time::timeout(deadline(), events.next()).await.expect("the stream ends").map(|e| format!("{e:?}")), None);
+    assert_eq!(
+        tokio::time::timeout(deadline(), events.next()).await.expect("the stream ends").map(|e| format!("{e:?}")),
+        None
+    );
 }
