@@ -303,7 +303,8 @@ fn new_shard_path<T>(inner: &Inner<T>) -> String {
 }
 
 /// Starts a queue on the shard `shard` unless we have one (Curator's `addNewQueueIfNeeded`);
-/// once its path exists, the shard is known and preferred.
+/// once its path exists, the shard is preferred. The queue is known from its start on, so that
+/// the task's end closes it even if the sharder stops while its path is being made.
 async fn add_shard<T: Send + Sync + 'static>(inner: &Inner<T>, shard: &str) -> Result<()> {
     if inner.shards().queues.contains_key(shard) {
         return Ok(());
@@ -314,10 +315,14 @@ async fn add_shard<T: Send + Sync + 'static>(inner: &Inner<T>, shard: &str) -> R
         return Err(CuratorError::InvalidArgument { path: shard.to_string(), reason });
     }
     queue.start()?;
-    queue.ready().await?;
-    let mut shards = inner.shards();
-    shards.queues.insert(shard.to_string(), Arc::new(queue));
-    shards.preferred.insert(shard.to_string());
+    let queue = Arc::new(queue);
+    inner.shards().queues.insert(shard.to_string(), queue.clone());
+    if let Err(err) = queue.ready().await {
+        // Refused: its queue closed itself; a later check may try the shard again.
+        inner.shards().queues.remove(shard);
+        return Err(err);
+    }
+    inner.shards().preferred.insert(shard.to_string());
     Ok(())
 }
 
