@@ -313,3 +313,42 @@ async fn framework_close_fails_the_background_puts_waiting_for_it() {
         None
     );
 }
+
+/// The id, priority and delay queues put in the background too, with their own node names
+/// (`|<id>|`, the priority's sign and digits, `|<epoch ms>|`), heard by their put listeners;
+/// the id queue's bad id is refused at once.
+#[tokio::test]
+async fn variants_put_in_background_with_their_names() {
+    let fw = fw().await;
+    let builder = |name: &str| DistributedQueue::builder(&fw, &unique_path(name), StringSerializer);
+
+    let ids = builder("queue-id-background").build_id_queue().unwrap();
+    let mut id_events = ids.put_events();
+    ids.start().unwrap();
+    assert!(matches!(ids.put_in_background("x".into(), "a|b"), Err(CuratorError::InvalidArgument { .. })));
+    ids.put_in_background("order".into(), "order-12").unwrap();
+    assert!(ids.flush_puts(deadline()).await);
+
+    let priorities = builder("queue-priority-background").build_priority_queue(0).unwrap();
+    let mut priority_events = priorities.put_events();
+    priorities.start().unwrap();
+    priorities.put_multi_in_background(vec!["p1".into(), "p2".into()], 5).unwrap();
+
+    let delays = builder("queue-delay-background").build_delay_queue().unwrap();
+    let mut delay_events = delays.put_events();
+    delays.start().unwrap();
+    let at = std::time::UNIX_EPOCH + Duration::from_millis(0x1234_5678_9AB);
+    delays.put_in_background("later".into(), at).unwrap();
+
+    let node = |event: QueuePutEvent<String>| match event {
+        QueuePutEvent::Completed { node, .. } => node.rsplit('/').next().unwrap().to_string(),
+        other => panic!("{other:?}"),
+    };
+    assert!(node(next_events(&mut id_events, 1).await.remove(0)).starts_with("queue-|order-12|"));
+    assert!(node(next_events(&mut priority_events, 1).await.remove(0)).starts_with("queue-100000005"));
+    assert!(node(next_events(&mut delay_events, 1).await.remove(0)).starts_with("queue-|123456789AB|"));
+    ids.close().await;
+    priorities.close().await;
+    delays.close().await;
+    fw.close().await;
+}

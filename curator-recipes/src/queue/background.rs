@@ -177,7 +177,7 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
     /// [`CuratorError::AlreadyClosed`] after [`close`](Self::close) (no listener would hear
     /// the outcome); [`CuratorError::NoRuntime`] outside a tokio runtime.
     pub fn put_in_background(&self, item: T) -> Result<()> {
-        self.background(vec![item])
+        self.put_named_in_background(QUEUE_ITEM_NAME, vec![item])
     }
 
     /// As [`put_in_background`](Self::put_in_background), for several items in one node
@@ -186,7 +186,7 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
     /// # Errors
     /// As [`put_in_background`](Self::put_in_background).
     pub fn put_multi_in_background(&self, items: Vec<T>) -> Result<()> {
-        self.background(items)
+        self.put_named_in_background(QUEUE_ITEM_NAME, items)
     }
 
     /// Waits until no put made in the background is in flight, at most `timeout`: `true` if
@@ -212,8 +212,10 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
         self.shared.puts.listeners.remove(id)
     }
 
-    fn background(&self, items: Vec<T>) -> Result<()> {
-        let prepared = put::prepare(&self.shared, QUEUE_ITEM_NAME, &items)?;
+    /// Puts `items` in the background in one node named `prefix` + sequence number: the id,
+    /// priority and delay queues' background puts too.
+    pub(crate) fn put_named_in_background(&self, prefix: &str, items: Vec<T>) -> Result<()> {
+        let prepared = put::prepare(&self.shared, prefix, &items)?;
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(CuratorError::NoRuntime { what: self.lifecycle.what() });
         }

@@ -84,6 +84,24 @@ impl<T: Send + Sync + 'static> DistributedPriorityQueue<T> {
         self.put_multi_timeout_inner(items, priority, Some(max_wait)).await
     }
 
+    /// As [`put`](Self::put), in the background: returns once the item is serialized, and the
+    /// put's outcome reaches the put listeners ([`DistributedQueue::put_in_background`]).
+    ///
+    /// # Errors
+    /// As [`DistributedQueue::put_in_background`].
+    pub fn put_in_background(&self, item: T, priority: i32) -> Result<()> {
+        self.queue.put_named_in_background(&priority_prefix(priority), vec![item])
+    }
+
+    /// As [`put_multi`](Self::put_multi), in the background
+    /// ([`put_in_background`](Self::put_in_background)).
+    ///
+    /// # Errors
+    /// As [`DistributedQueue::put_in_background`].
+    pub fn put_multi_in_background(&self, items: Vec<T>, priority: i32) -> Result<()> {
+        self.queue.put_named_in_background(&priority_prefix(priority), items)
+    }
+
     async fn put_multi_timeout_inner(&self, items: &[T], priority: i32, max_wait: Option<Duration>) -> Result<bool> {
         self.queue.put_named(&priority_prefix(priority), items, max_wait).await
     }
