@@ -337,7 +337,7 @@ async fn variants_put_in_background_with_their_names() {
     let delays = builder("queue-delay-background").build_delay_queue().unwrap();
     let mut delay_events = delays.put_events();
     delays.start().unwrap();
-    let at = std::time::UNIX_EPOCH + Duration::from_millis(0x1234_5678_9AB);
+    let at = std::time::UNIX_EPOCH + Duration::from_millis(0x0123_4567_89AB);
     delays.put_in_background("later".into(), at).unwrap();
 
     let node = |event: QueuePutEvent<String>| match event {
