@@ -93,6 +93,25 @@ async fn put_listener_hears_every_background_put() {
     fw.close().await;
 }
 
+/// The put listeners hear a producer's background puts in the order they were made (as
+/// Curator's, told on its one event thread), whatever order the creates' callbacks finish in.
+#[tokio::test]
+async fn put_events_come_in_the_order_of_the_puts() {
+    const PUTS: usize = 200;
+    let fw = fw().await;
+    let path = unique_path("queue-put-order");
+    let queue = DistributedQueue::builder(&fw, &path, StringSerializer).build().unwrap();
+    let mut events = queue.put_events();
+    queue.start().unwrap();
+    for i in 0..PUTS {
+        queue.put_in_background(i.to_string()).unwrap();
+    }
+    let heard: Vec<String> = next_events(&mut events, PUTS).await.iter().map(|e| e.items()[0].clone()).collect();
+    assert_eq!(heard, (0..PUTS).map(|i| i.to_string()).collect::<Vec<_>>());
+    queue.close().await;
+    fw.close().await;
+}
+
 /// Curator's `putMultiCompleted`: the items of one background `put_multi` are one node, heard
 /// as one event with all of them.
 #[tokio::test]

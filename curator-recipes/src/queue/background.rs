@@ -10,14 +10,16 @@
 //!                            create P/queue-<seq> in the framework's ordered background
 //!                            queue (one producer's puts keep their order)
 //!                            its callback: publish Completed { items, node } or
-//!                              Failed { items, error } (dropped unheard: Failed, Closed)
+//!                              Failed { items, error } (dropped unheard: Failed, Closed),
+//!                              in the order the puts were made (a later outcome waits)
 //!                            pending -= 1
 //! close                    : Closed (no put admitted after) -> closing: a put still waiting
 //!                            for room gives up (Failed, AlreadyClosed, nothing sent) -> wait
 //!                            for pending == 0 -> end the put listeners
 //! ```
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use curator_core::{CuratorError, EventStream, ListenerId, Listeners, Result};
@@ -81,13 +83,45 @@ impl<T> QueuePutEvent<T> {
 /// whether the queue closes.
 pub(crate) struct Puts<T> {
     listeners: Listeners<QueuePutEvent<T>>,
+    /// The outcomes in the order the puts were made.
+    order: Mutex<InOrder<T>>,
     pending: Arc<watch::Sender<usize>>,
     closing: watch::Sender<bool>,
 }
 
+/// Outcomes known but not published yet: those of puts made after one whose outcome is not
+/// known. The create callbacks run on the blocking pool, each on its own, so they may finish
+/// out of order; listeners hear the puts in the order they were made, as Curator's callbacks
+/// (on its one event thread) tell them.
+struct InOrder<T> {
+    /// The number the next put gets.
+    next_put: u64,
+    /// The number of the put whose outcome is published next.
+    next_published: u64,
+    waiting: BTreeMap<u64, QueuePutEvent<T>>,
+}
+
 impl<T: Send + Sync + 'static> Puts<T> {
     pub(crate) fn new() -> Self {
-        Self { listeners: Listeners::new(), pending: Arc::new(watch::channel(0).0), closing: watch::channel(false).0 }
+        let order = InOrder { next_put: 0, next_published: 0, waiting: BTreeMap::new() };
+        Self {
+            listeners: Listeners::new(),
+            order: Mutex::new(order),
+            pending: Arc::new(watch::channel(0).0),
+            closing: watch::channel(false).0,
+        }
+    }
+
+    /// Publishes the outcome of put `number`, and those after it that waited for it.
+    fn publish(&self, number: u64, event: QueuePutEvent<T>) {
+        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        order.waiting.insert(number, event);
+        loop {
+            let next = order.next_published;
+            let Some(event) = order.waiting.remove(&next) else { break };
+            self.listeners.publish(event);
+            order.next_published += 1;
+        }
     }
 
     /// Starts the listeners on the queue's runtime.
@@ -95,10 +129,13 @@ impl<T: Send + Sync + 'static> Puts<T> {
         self.listeners.start(handle);
     }
 
-    /// Counts one more put in flight until the ticket is dropped.
-    fn admit(&self) -> Ticket {
+    /// Counts one more put in flight until the ticket is dropped; the put's number.
+    fn admit(&self) -> (Ticket, u64) {
+        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        let number = order.next_put;
+        order.next_put += 1;
         self.pending.send_modify(|n| *n += 1);
-        Ticket(self.pending.clone())
+        (Ticket(self.pending.clone()), number)
     }
 
     /// Waits until no put is in flight, at most `timeout` (`None`: without end); whether none is.
@@ -135,7 +172,8 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
     /// background queue (so one producer's puts keep their order, as Curator's do), and the
     /// put's outcome reaches the put listeners ([`put_events`](Self::put_events),
     /// [`add_put_listener`](Self::add_put_listener)) as a [`QueuePutEvent`], a failure
-    /// included. In bounded mode a task tracked by the framework first waits for room; the
+    /// included, in the order the puts were made. In bounded mode a task tracked by the
+    /// framework first waits for room; the
     /// order of puts that had to wait is not kept (Curator warns against background puts in
     /// a bounded queue too).
     ///
@@ -220,9 +258,9 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
             return Err(CuratorError::NoRuntime { what: self.lifecycle.what() });
         }
         // Counted under the lifecycle's lock: a close after this waits for the put.
-        let ticket = self.lifecycle.with_started(|_| self.shared.puts.admit())?;
+        let (ticket, number) = self.lifecycle.with_started(|_| self.shared.puts.admit())?;
         let items: Arc<[T]> = items.into();
-        spawn(self.shared.clone(), prepared, items, ticket);
+        spawn(self.shared.clone(), prepared, items, (ticket, number));
         Ok(())
     }
 }
@@ -231,8 +269,13 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
 /// background queue at once (section 6.1: background operations reach the server in the order
 /// they were submitted, so one producer's puts keep their order, as Curator's do); in bounded
 /// mode a tracked task first waits for room, then submits it.
-fn spawn<T: Send + Sync + 'static>(q: Arc<Shared<T>>, prepared: put::Prepared, items: Arc<[T]>, ticket: Ticket) {
-    let outcome = Outcome { q: q.clone(), items, ticket: Some(ticket), count: prepared.count };
+fn spawn<T: Send + Sync + 'static>(
+    q: Arc<Shared<T>>,
+    prepared: put::Prepared,
+    items: Arc<[T]>,
+    (ticket, number): (Ticket, u64),
+) {
+    let outcome = Outcome { q: q.clone(), items, ticket: Some(ticket), number, count: prepared.count };
     if q.max_items.is_none() {
         submit(&q, prepared, outcome);
         return;
@@ -269,6 +312,8 @@ struct Outcome<T: Send + Sync + 'static> {
     q: Arc<Shared<T>>,
     items: Arc<[T]>,
     ticket: Option<Ticket>,
+    /// The put's number, for the order of the outcomes.
+    number: u64,
     count: usize,
 }
 
@@ -290,7 +335,7 @@ impl<T: Send + Sync + 'static> Outcome<T> {
                 QueuePutEvent::Failed { items, error }
             }
         };
-        self.q.puts.listeners.publish(event);
+        self.q.puts.publish(self.number, event);
         drop(ticket);
     }
 }
