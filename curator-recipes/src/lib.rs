@@ -230,6 +230,13 @@
 //! is reported ([`QueueEvent::BadItem`], with its data) and deleted, as Curator deletes it (with
 //! a log line): the queue goes on.
 //!
+//! [`DistributedQueue::put_in_background`] is Curator's background put: it returns at once, and
+//! the put's outcome, a failure included, reaches the put listeners as a [`QueuePutEvent`]
+//! (docs/architecture.md, section 17.3). [`QueueSharder`] is Curator's `QueueSharder`: one queue
+//! spread over `DistributedQueue` shards `Q/queue-<uuid>` ([`QUEUE_SHARD_PREFIX`]), a leader
+//! adding a shard when one holds more item nodes than [`QueueSharderPolicies`] allow (section
+//! 17.4).
+//!
 //! # Persistent watches
 //!
 //! [`PersistentWatcher`]: a persistent watch that outlives reconnections and sessions, as
@@ -311,8 +318,9 @@ pub use partition::{
 pub use queue::framing;
 pub use queue::{
     BytesSerializer, ConsumerError, DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue,
-    DistributedQueue, ErrorMode, QueueBuilder, QueueEvent, QueueSerializer, SimpleDistributedQueue, StringSerializer,
-    NEGATIVE_PRIORITY, NON_NEGATIVE_PRIORITY, QUEUE_ITEM_NAME, QUEUE_NODE_PREFIX, SEPARATOR,
+    DistributedQueue, ErrorMode, QueueBuilder, QueueEvent, QueuePutEvent, QueueSerializer, QueueSharder,
+    QueueSharderPolicies, QueueSharderPoliciesBuilder, SimpleDistributedQueue, StringSerializer, NEGATIVE_PRIORITY,
+    NON_NEGATIVE_PRIORITY, QUEUE_ITEM_NAME, QUEUE_NODE_PREFIX, QUEUE_SHARD_PREFIX, SEPARATOR,
 };
 pub use shared::{SharedCount, SharedCountEvent, SharedValue, SharedValueEvent, VersionedValue};
 pub use watch::{PersistentWatcher, Reset, ResetCause};

@@ -1,5 +1,5 @@
 // Interop peer for the Rust queue tests: Apache Curator 5.x's own DistributedQueue,
-// DistributedPriorityQueue, DistributedDelayQueue and DistributedIdQueue on the same paths as the Rust queues, with
+// DistributedPriorityQueue, DistributedDelayQueue, DistributedIdQueue and QueueSharder on the same paths as the Rust queues, with
 // items as UTF-8 text (the serializer below, which refuses bytes that are not UTF-8 as the Rust
 // StringSerializer does).
 //
@@ -28,8 +28,15 @@
 //   RAW <path> <hex>
 //       creates the persistent sequential node <path>/queue- holding the bytes <hex> ("-" for
 //       none), as a producer with broken framing would; answers "RAW <node name>".
+//   SHARDER <id> <path> <leaderPath> <threshold>
+//       Curator's QueueSharder on <path>, led on <leaderPath>, a threshold of <threshold> nodes
+//       checked every 5 ms, on a client of its own; its allocator makes DistributedQueues whose
+//       consumer prints "ITEM <id> ..." as CONSUME's does. Answers "STARTED <id>". PUT <id> -
+//       <item> then puts through getQueue().
+//   SHARDS <id>
+//       the sharder's getQueuePaths(), sorted: answers "SHARDS <n> <path> <path> ...".
 //   STOP <id>
-//       closes queue <id> and its client; answers "STOPPED <id>".
+//       closes queue (or sharder) <id> and its client; answers "STOPPED <id>".
 //   QUIT
 //       closes everything, answers BYE and exits.
 // A command that fails answers "ERROR <exception>". Items are words (no spaces).
@@ -51,9 +58,12 @@ import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
 import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
 import org.apache.curator.framework.recipes.queue.DistributedQueue;
 import org.apache.curator.framework.recipes.queue.MultiItem;
+import org.apache.curator.framework.recipes.queue.QueueAllocator;
 import org.apache.curator.framework.recipes.queue.QueueBuilder;
 import org.apache.curator.framework.recipes.queue.QueueConsumer;
 import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.QueueSharder;
+import org.apache.curator.framework.recipes.queue.QueueSharderPolicies;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.CreateMode;
@@ -101,6 +111,7 @@ public class QueuePeer {
                 case "priority": ((DistributedPriorityQueue<String>) queue).put(item, Integer.parseInt(arg)); break;
                 case "delay": ((DistributedDelayQueue<String>) queue).put(item, Long.parseLong(arg)); break;
                 case "id": ((DistributedIdQueue<String>) queue).put(item, arg); break;
+                case "sharder": ((QueueSharder<String, DistributedQueue<String>>) queue).getQueue().put(item); break;
                 default: throw new IllegalStateException(kind);
             }
         }
@@ -144,18 +155,31 @@ public class QueuePeer {
             try {
                 switch (w[0]) {
                     case "CONSUME": {
-                        String id = w[1];
-                        QueueConsumer<String> consumer = new QueueConsumer<String>() {
-                            @Override
-                            public void consumeMessage(String item) {
-                                say("ITEM " + id + " " + item + " " + System.currentTimeMillis());
-                            }
-
-                            @Override
-                            public void stateChanged(CuratorFramework c, ConnectionState state) {}
-                        };
-                        peers.put(id, start(w[2], w[3], w[4].equals("-") ? null : w[4], consumer));
-                        say("STARTED " + id);
+                        peers.put(w[1], start(w[2], w[3], w[4].equals("-") ? null : w[4], printing(w[1])));
+                        say("STARTED " + w[1]);
+                        break;
+                    }
+                    case "SHARDER": {
+                        CuratorFramework c = newClient();
+                        QueueConsumer<String> consumer = printing(w[1]);
+                        QueueAllocator<String, DistributedQueue<String>> allocator = (cl, p) ->
+                                QueueBuilder.builder(cl, consumer, TEXT, p).putInBackground(false).buildQueue();
+                        QueueSharderPolicies policies = QueueSharderPolicies.builder()
+                                .newQueueThreshold(Integer.parseInt(w[4])).thresholdCheckMs(5).build();
+                        QueueSharder<String, DistributedQueue<String>> sharder =
+                                new QueueSharder<>(c, allocator, w[2], w[3], policies);
+                        sharder.start();
+                        peers.put(w[1], new Peer("sharder", c, sharder));
+                        say("STARTED " + w[1]);
+                        break;
+                    }
+                    case "SHARDS": {
+                        @SuppressWarnings("unchecked")
+                        QueueSharder<String, DistributedQueue<String>> sharder =
+                                (QueueSharder<String, DistributedQueue<String>>) peer(peers, w[1]).queue;
+                        java.util.List<String> paths = new java.util.ArrayList<>(sharder.getQueuePaths());
+                        java.util.Collections.sort(paths);
+                        say(("SHARDS " + paths.size() + " " + String.join(" ", paths)).trim());
                         break;
                     }
                     case "PRODUCE":
@@ -205,6 +229,19 @@ public class QueuePeer {
         }
         client.close();
         say("BYE");
+    }
+
+    /** A consumer that prints "ITEM <id> <item> <epoch ms>" for each item it is handed. */
+    static QueueConsumer<String> printing(String id) {
+        return new QueueConsumer<String>() {
+            @Override
+            public void consumeMessage(String item) {
+                say("ITEM " + id + " " + item + " " + System.currentTimeMillis());
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework c, ConnectionState state) {}
+        };
     }
 
     /** A started queue of `kind` on a client of its own. */

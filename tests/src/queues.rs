@@ -101,6 +101,29 @@ impl JavaPeer {
         answer.strip_prefix("REMOVED ").and_then(|n| n.parse().ok()).expect("REMOVED <n>")
     }
 
+    /// Starts Curator's `QueueSharder` `id` on `path`, led on `leader`, with a threshold of
+    /// `threshold` nodes; its shards' consumers print their items as `consume`'s do.
+    pub async fn sharder(&mut self, id: &str, path: &str, leader: &str, threshold: usize) {
+        let answer = self.command(&format!("SHARDER {id} {path} {leader} {threshold}")).await;
+        assert_eq!(answer, format!("STARTED {id}"));
+    }
+
+    /// The shard paths of Curator's sharder `id` (`getQueuePaths`), sorted.
+    pub async fn shards(&mut self, id: &str) -> Vec<String> {
+        let answer = self.command(&format!("SHARDS {id}")).await;
+        let mut words = answer.split(' ');
+        assert_eq!(words.next(), Some("SHARDS"), "{answer}");
+        let n: usize = words.next().and_then(|n| n.parse().ok()).expect("SHARDS <n>");
+        let paths: Vec<String> = words.map(str::to_string).collect();
+        assert_eq!(paths.len(), n, "{answer}");
+        paths
+    }
+
+    /// Closes Curator's queue or sharder `id` and its client.
+    pub async fn stop(&mut self, id: &str) {
+        assert_eq!(self.command(&format!("STOP {id}")).await, format!("STOPPED {id}"));
+    }
+
     /// When (the epoch ms, Java's clock) `item` was handed to a Java consumer, if it was.
     pub fn handed_at(&self, item: &str) -> Option<u64> {
         self.handed_at.lock().unwrap().get(item).copied()

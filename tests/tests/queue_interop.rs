@@ -7,14 +7,14 @@
 //! skipped (and deleted) by the other. The queue and lock paths are persistent, as Curator makes
 //! them, so the server's container reaper never takes them from under a Java peer. Curator's
 //! priority and delay queues run too (their node names and order; their interop with our variants
-//! is `queue_variants_interop.rs`).
+//! is `queue_variants_interop.rs`). Curator's `QueueSharder` and ours share one tree of shards.
 //! Missing `javac` or jars fail the test with a message saying what to install.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::CreateMode;
-use curator_recipes::{framing, DistributedQueue, StringSerializer};
+use curator_recipes::{framing, DistributedQueue, QueueSharder, QueueSharderPolicies, StringSerializer};
 use curator_test::{eventually, TestingServer};
 use tests::fixture::{init_tracing, unique_path, Fixture};
 use tests::queues::{
@@ -410,5 +410,83 @@ async fn curator_delay_queue_names_and_order() {
     assert!(now_ms() >= later, "not handed over before its time");
     drained(&f.fw, &path).await;
     java.quit().await;
+    f.close().await;
+}
+
+/// Curator's `QueueSharder` and ours on one tree (`Q/queue-<uuid>` shards, one leader path):
+/// ours finds the shard Curator's made; items put through either sharder are consumed once
+/// across both sides' shard consumers; once Curator's sharder is gone, ours leads and adds
+/// shards while its consumers hold their items, and a new Curator sharder finds exactly those.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_rust_sharders_share_one_tree() {
+    init_tracing();
+    let f = Fixture::shared().await;
+    let (queues, leader) = (unique_path("interop-sharder"), unique_path("interop-sharder-leader"));
+    let log: Log = Arc::default();
+    let mut java = JavaPeer::start(&f.connect_string(), &log).await;
+    java.sharder("j1", &queues, &leader, 3).await;
+    let java_shards = java.shards("j1").await;
+    assert_eq!(java_shards.len(), 1);
+
+    // Our consumers log an item once the gate is open.
+    let gate = tokio::sync::watch::channel(true).0;
+    let (rust_log, gate_rx) = (log.clone(), gate.subscribe());
+    let policies = QueueSharderPolicies::builder()
+        .new_queue_threshold(3)
+        .threshold_check(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    let sharder = QueueSharder::new(&f.fw, &queues, &leader, policies, move |fw, path| {
+        let (log, gate) = (rust_log.clone(), gate_rx.clone());
+        DistributedQueue::builder(fw, path, StringSerializer)
+            .consumer(move |item: String| {
+                let (log, mut gate) = (log.clone(), gate.clone());
+                async move {
+                    gate.wait_for(|open| *open).await.map_err(|e| e.to_string())?;
+                    log.lock().unwrap().push(("rust".to_string(), item));
+                    Ok::<(), String>(())
+                }
+            })
+            .build()
+    })
+    .unwrap();
+    sharder.start().unwrap();
+    sharder.ready().await.unwrap();
+    assert_eq!(sharder.queue_paths(), java_shards, "ours found Curator's shard");
+
+    for i in 0..10 {
+        java.put("j1", "-", &format!("java-{i}")).await;
+        sharder.queue().unwrap().put(&format!("rust-{i}")).await.unwrap();
+    }
+    let all_consumed = || log.lock().unwrap().len() >= 20;
+    assert!(eventually(deadline(), || async { all_consumed() }).await, "{:?}", log.lock().unwrap());
+    let mut consumed: Vec<String> = log.lock().unwrap().iter().map(|(_, item)| item.clone()).collect();
+    consumed.sort();
+    let mut expected = [numbered("java", 10), numbered("rust", 10)].concat();
+    expected.sort();
+    assert_eq!(consumed, expected, "each item consumed once");
+
+    // Curator's sharder leaves; ours leads and grows while its consumers hold their items.
+    java.stop("j1").await;
+    gate.send_replace(false);
+    for i in 0..10 {
+        sharder.queue().unwrap().put(&format!("held-{i}")).await.unwrap();
+    }
+    let max = QueueSharderPolicies::DEFAULT_MAX_QUEUES;
+    assert!(eventually(deadline(), || async { sharder.shard_qty() == max }).await, "ours adds shards");
+    assert!(sharder.has_leadership());
+    java.sharder("j2", &queues, &leader, 3).await;
+    assert_eq!(java.shards("j2").await, sharder.queue_paths(), "Curator's sharder finds our shards");
+    assert_eq!(children(&f.fw, &queues).await.len(), max);
+
+    gate.send_replace(true);
+    assert!(eventually(deadline(), || async { log.lock().unwrap().len() >= 30 }).await);
+    sharder.close().await;
+    java.quit().await;
+    let mut held: Vec<String> = log.lock().unwrap()[20..].iter().map(|(_, item)| item.clone()).collect();
+    held.sort();
+    let mut expected = numbered("held", 10);
+    expected.sort();
+    assert_eq!(held, expected, "each held item consumed once");
     f.close().await;
 }

@@ -9,6 +9,7 @@ use curator_core::Listeners;
 use curator_core::{path, CuratorError, CuratorFramework, Result};
 use futures::FutureExt;
 
+use super::background::Puts;
 use super::config::{ConsumerError, ConsumerFn, ErrorMode};
 use super::delay::DistributedDelayQueue;
 use super::distributed::DistributedQueue;
@@ -27,9 +28,9 @@ use super::shared::Shared;
 /// [`build_delay_queue`](Self::build_delay_queue) make the other kinds, all with these options.
 ///
 /// Left out of Curator's `QueueBuilder`: `executor`/`threadFactory` (the consumer is an async
-/// function run by one tokio task), `putInBackground` (`put` returns once the node is created;
-/// spawn it to put in the background), `finalFlushTime` (nothing is pending after `put`
-/// returns).
+/// function run by one tokio task), `putInBackground` (a method, not an option:
+/// [`DistributedQueue::put_in_background`] beside `put`, which returns once the node is
+/// created), `finalFlushTime` (`close` waits for the puts made in the background).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -81,14 +82,14 @@ impl<T> std::fmt::Debug for QueueBuilder<T> {
 }
 
 // Here rather than in `distributed.rs`, so that the queue's file needs nothing of the builder's.
-impl<T: Send + 'static> DistributedQueue<T> {
+impl<T: Send + Sync + 'static> DistributedQueue<T> {
     /// A builder of a queue on `path` whose items `serializer` turns into bytes and back.
     pub fn builder(fw: &CuratorFramework, path: &str, serializer: impl QueueSerializer<T>) -> QueueBuilder<T> {
         QueueBuilder::new(fw, path, serializer)
     }
 }
 
-impl<T: Send + 'static> QueueBuilder<T> {
+impl<T: Send + Sync + 'static> QueueBuilder<T> {
     fn new(fw: &CuratorFramework, path: &str, serializer: impl QueueSerializer<T>) -> Self {
         Self {
             fw: fw.clone(),
@@ -198,6 +199,7 @@ impl<T: Send + 'static> QueueBuilder<T> {
             order: self.order,
             refresh_after: self.refresh_after,
             events: Listeners::new(),
+            puts: Puts::new(),
         })
     }
 

@@ -23,7 +23,7 @@ use super::shared::{self, QueueEvent, Shared};
 use super::take;
 
 /// Runs until `stop` says so or the framework closes.
-pub(crate) async fn run<T: Send + 'static>(q: Arc<Shared<T>>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn run<T: Send + Sync + 'static>(q: Arc<Shared<T>>, mut stop: watch::Receiver<bool>) {
     let mut pauses = q.fw.retry_loop();
     let mut backoff = q.fw.cleanup_retry_loop();
     while !*stop.borrow() {
@@ -78,7 +78,7 @@ pub(crate) async fn run<T: Send + 'static>(q: Arc<Shared<T>>, mut stop: watch::R
 
 /// Reports `err` and waits before the next listing: the retry policy's pause while it allows
 /// one, then the cleanup loop's backoff (the task never gives up while the queue is open).
-async fn pause<T: Send + 'static>(
+async fn pause<T: Send + Sync + 'static>(
     q: &Shared<T>,
     stop: &mut watch::Receiver<bool>,
     pauses: &mut curator_core::RetryLoop,

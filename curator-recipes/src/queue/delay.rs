@@ -48,7 +48,7 @@ pub struct DistributedDelayQueue<T> {
 
 delegate_to_queue!(DistributedDelayQueue);
 
-impl<T: Send + 'static> DistributedDelayQueue<T> {
+impl<T: Send + Sync + 'static> DistributedDelayQueue<T> {
     pub(crate) fn new(queue: DistributedQueue<T>) -> Self {
         Self { queue }
     }
@@ -81,6 +81,26 @@ impl<T: Send + 'static> DistributedDelayQueue<T> {
     /// there was none in time.
     pub async fn put_multi_timeout(&self, items: &[T], delay_until: SystemTime, max_wait: Duration) -> Result<bool> {
         self.put_inner(items, delay_until, Some(max_wait)).await
+    }
+
+    /// As [`put`](Self::put), in the background: returns once the item is serialized, and the
+    /// put's outcome reaches the put listeners ([`DistributedQueue::put_in_background`]).
+    ///
+    /// # Errors
+    /// As [`put`](Self::put)'s checks of the time, then as
+    /// [`DistributedQueue::put_in_background`].
+    pub fn put_in_background(&self, item: T, delay_until: SystemTime) -> Result<()> {
+        self.put_multi_in_background(vec![item], delay_until)
+    }
+
+    /// As [`put_multi`](Self::put_multi), in the background
+    /// ([`put_in_background`](Self::put_in_background)).
+    ///
+    /// # Errors
+    /// As [`put_in_background`](Self::put_in_background).
+    pub fn put_multi_in_background(&self, items: Vec<T>, delay_until: SystemTime) -> Result<()> {
+        let epoch_ms = self.epoch_ms(delay_until)?;
+        self.queue.put_named_in_background(&delay_prefix(epoch_ms), items)
     }
 
     async fn put_inner(&self, items: &[T], delay_until: SystemTime, max_wait: Option<Duration>) -> Result<bool> {

@@ -25,7 +25,12 @@ pub(crate) enum Consumed {
 }
 
 /// Consumes the items of the node `name` (at `item_path`) whose data is `data`.
-pub(crate) async fn consume<T: Send + 'static>(q: &Shared<T>, name: &str, item_path: &str, data: &[u8]) -> Consumed {
+pub(crate) async fn consume<T: Send + Sync + 'static>(
+    q: &Shared<T>,
+    name: &str,
+    item_path: &str,
+    data: &[u8],
+) -> Consumed {
     let Some(consumer) = &q.consumer else { return Consumed::Requeue };
     let items = framing::decode(item_path, data).and_then(|raw| {
         raw.iter().map(|bytes| q.serializer.deserialize(item_path, bytes)).collect::<Result<Vec<T>, _>>()

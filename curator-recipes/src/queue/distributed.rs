@@ -68,7 +68,7 @@ type Run = (watch::Sender<bool>, oneshot::Receiver<()>);
 /// ```
 pub struct DistributedQueue<T> {
     pub(super) shared: Arc<Shared<T>>,
-    lifecycle: Lifecycle<Run>,
+    pub(super) lifecycle: Lifecycle<Run>,
 }
 
 impl<T> std::fmt::Debug for DistributedQueue<T> {
@@ -77,7 +77,7 @@ impl<T> std::fmt::Debug for DistributedQueue<T> {
     }
 }
 
-impl<T: Send + 'static> DistributedQueue<T> {
+impl<T: Send + Sync + 'static> DistributedQueue<T> {
     /// The handle of a queue not started, over `shared` (made by the builder).
     pub(crate) fn from_shared(shared: Shared<T>) -> Self {
         // The lifecycle errors name the type the caller holds.
@@ -113,6 +113,7 @@ impl<T: Send + 'static> DistributedQueue<T> {
     pub fn start(&self) -> Result<()> {
         self.lifecycle.start(&self.shared.fw, |started| {
             self.shared.events.start(started.handle().clone());
+            self.shared.puts.start(started.handle().clone());
             let readiness = started.readiness();
             let (stop_tx, mut stop_rx) = watch::channel(false);
             let (done_tx, done_rx) = oneshot::channel();
@@ -178,13 +179,17 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// Stops taking items and waits for the queue's task to end: in plain mode it finishes
     /// the node in hand (its node is already deleted: its items are consumed or lost); in
     /// lock-safe mode the item in hand is abandoned and its lock node deleted, so another
-    /// consumer takes it. Then ends the listeners. Idempotent.
+    /// consumer takes it. Then ends the listeners. Puts made in the background and in flight
+    /// are waited for, their outcomes published, before the put listeners end; one still
+    /// waiting for room gives up, nothing sent (section 17.3 of docs/architecture.md).
+    /// Idempotent.
     pub async fn close(&self) {
         if let Some((stop, done)) = self.lifecycle.close() {
             let _ = stop.send(true);
             let _ = done.await;
         }
         self.shared.events.close();
+        self.shared.puts.close().await;
     }
 
     /// Puts one item: a new node `P/queue-<seq>` holding it. In bounded mode, first waits while

@@ -45,7 +45,7 @@ pub(crate) enum Outcome {
 }
 
 /// Ends the take of `name` locked by `lock` on the session `generation`.
-pub(crate) async fn finish<T: Send + 'static>(
+pub(crate) async fn finish<T: Send + Sync + 'static>(
     q: &Shared<T>,
     name: &str,
     lock: &str,
@@ -109,7 +109,7 @@ enum Failed {
     Other(CuratorError),
 }
 
-async fn commit<T: Send + 'static>(
+async fn commit<T: Send + Sync + 'static>(
     q: &Shared<T>,
     session: &Session,
     how: Finish,

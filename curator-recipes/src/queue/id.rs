@@ -41,7 +41,7 @@ pub struct DistributedIdQueue<T> {
 
 delegate_to_queue!(DistributedIdQueue);
 
-impl<T: Send + 'static> DistributedIdQueue<T> {
+impl<T: Send + Sync + 'static> DistributedIdQueue<T> {
     pub(crate) fn new(queue: DistributedQueue<T>) -> Self {
         Self { queue }
     }
@@ -63,6 +63,17 @@ impl<T: Send + 'static> DistributedIdQueue<T> {
     pub async fn put_timeout(&self, item: &T, id: &str, max_wait: Duration) -> Result<bool> {
         let prefix = self.prefix(id)?;
         self.queue.put_named(&prefix, std::slice::from_ref(item), Some(max_wait)).await
+    }
+
+    /// As [`put`](Self::put), in the background: returns once the item is serialized, and the
+    /// put's outcome reaches the put listeners ([`DistributedQueue::put_in_background`]).
+    ///
+    /// # Errors
+    /// As [`put`](Self::put)'s checks of the id, then as
+    /// [`DistributedQueue::put_in_background`].
+    pub fn put_in_background(&self, item: T, id: &str) -> Result<()> {
+        let prefix = self.prefix(id)?;
+        self.queue.put_named_in_background(&prefix, vec![item])
     }
 
     /// Removes the items with the id `id` that no consumer has taken: how many were removed

@@ -52,7 +52,7 @@ pub struct DistributedPriorityQueue<T> {
 
 delegate_to_queue!(DistributedPriorityQueue);
 
-impl<T: Send + 'static> DistributedPriorityQueue<T> {
+impl<T: Send + Sync + 'static> DistributedPriorityQueue<T> {
     pub(crate) fn new(queue: DistributedQueue<T>) -> Self {
         Self { queue }
     }
@@ -82,6 +82,24 @@ impl<T: Send + 'static> DistributedPriorityQueue<T> {
     /// there was none in time.
     pub async fn put_multi_timeout(&self, items: &[T], priority: i32, max_wait: Duration) -> Result<bool> {
         self.put_multi_timeout_inner(items, priority, Some(max_wait)).await
+    }
+
+    /// As [`put`](Self::put), in the background: returns once the item is serialized, and the
+    /// put's outcome reaches the put listeners ([`DistributedQueue::put_in_background`]).
+    ///
+    /// # Errors
+    /// As [`DistributedQueue::put_in_background`].
+    pub fn put_in_background(&self, item: T, priority: i32) -> Result<()> {
+        self.queue.put_named_in_background(&priority_prefix(priority), vec![item])
+    }
+
+    /// As [`put_multi`](Self::put_multi), in the background
+    /// ([`put_in_background`](Self::put_in_background)).
+    ///
+    /// # Errors
+    /// As [`DistributedQueue::put_in_background`].
+    pub fn put_multi_in_background(&self, items: Vec<T>, priority: i32) -> Result<()> {
+        self.queue.put_named_in_background(&priority_prefix(priority), items)
     }
 
     async fn put_multi_timeout_inner(&self, items: &[T], priority: i32, max_wait: Option<Duration>) -> Result<bool> {

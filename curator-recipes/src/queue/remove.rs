@@ -15,7 +15,7 @@ use super::shared::Shared;
 use super::take;
 
 /// The names of the queue's item nodes now (none if the queue's path is missing).
-pub(crate) async fn children<T: Send + 'static>(q: &Shared<T>) -> Result<Vec<String>> {
+pub(crate) async fn children<T: Send + Sync + 'static>(q: &Shared<T>) -> Result<Vec<String>> {
     tracing::debug!(path = %q.path, "queue: getChildren");
     match q.fw.get_children().for_path(&q.path).await {
         Ok(names) => Ok(names),
@@ -25,7 +25,7 @@ pub(crate) async fn children<T: Send + 'static>(q: &Shared<T>) -> Result<Vec<Str
 }
 
 /// Deletes the item node `name` unless a consumer has it: whether we deleted it.
-pub(crate) async fn try_remove<T: Send + 'static>(q: &Shared<T>, name: &str) -> Result<bool> {
+pub(crate) async fn try_remove<T: Send + Sync + 'static>(q: &Shared<T>, name: &str) -> Result<bool> {
     let item = path::make_path(&q.path, name);
     let Some(lock_path) = &q.lock_path else {
         tracing::debug!(path = %item, "queue: delete (remove)");

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use curator_core::Listeners;
 use curator_core::{CuratorError, CuratorFramework, Result};
 
+use super::background::Puts;
 use super::config::{ConsumerFn, ErrorMode};
 use super::order::ItemOrder;
 use super::serializer::QueueSerializer;
@@ -71,6 +72,8 @@ pub(crate) struct Shared<T> {
     /// meanwhile (Curator's `minItemsBeforeRefresh`, priority queues only); `None`: never.
     pub(crate) refresh_after: Option<usize>,
     pub(crate) events: Listeners<QueueEvent>,
+    /// The puts made in the background: their listeners and count (`background.rs`).
+    pub(crate) puts: Puts<T>,
 }
 
 impl<T> Shared<T> {

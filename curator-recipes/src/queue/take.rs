@@ -36,7 +36,7 @@ use super::fence::{self, Finish, Outcome};
 use super::shared::{QueueEvent, Shared};
 
 /// Takes the node `name` of the queue.
-pub(crate) async fn take<T: Send + 'static>(q: &Shared<T>, name: &str, stop: &mut watch::Receiver<bool>) {
+pub(crate) async fn take<T: Send + Sync + 'static>(q: &Shared<T>, name: &str, stop: &mut watch::Receiver<bool>) {
     let result = match &q.lock_path {
         None => take_plain(q, name).await,
         Some(lock_path) => take_locked(q, name, &path::make_path(lock_path, name), stop).await,
@@ -50,7 +50,7 @@ pub(crate) async fn take<T: Send + 'static>(q: &Shared<T>, name: &str, stop: &mu
     }
 }
 
-async fn take_plain<T: Send + 'static>(q: &Shared<T>, name: &str) -> Result<()> {
+async fn take_plain<T: Send + Sync + 'static>(q: &Shared<T>, name: &str) -> Result<()> {
     let item_path = path::make_path(&q.path, name);
     tracing::debug!(path = %item_path, "queue: getData");
     let (data, stat) = match q.fw.get_data().for_path_with_stat(&item_path).await {
@@ -71,7 +71,7 @@ async fn take_plain<T: Send + 'static>(q: &Shared<T>, name: &str) -> Result<()> 
     Ok(())
 }
 
-async fn take_locked<T: Send + 'static>(
+async fn take_locked<T: Send + Sync + 'static>(
     q: &Shared<T>,
     name: &str,
     lock: &str,
@@ -146,7 +146,7 @@ async fn may_be_lost(fw: &CuratorFramework, generation: u64, at_lock: &Connectio
 
 /// Creates our lock node: the generation of the session that holds it and the connection's
 /// state just after, or `None` when another consumer has it.
-pub(crate) async fn lock_item<T: Send + 'static>(
+pub(crate) async fn lock_item<T: Send + Sync + 'static>(
     q: &Shared<T>,
     lock: &str,
 ) -> Result<Option<(u64, ConnectionStateEvent)>> {

@@ -3,8 +3,8 @@
 //!
 //! [`DistributedQueue`]: super::DistributedQueue
 
-/// Adds to `impl<T: Send + 'static> $queue<T>` (a struct whose field `queue` is the wrapped
-/// `DistributedQueue<T>`) its life cycle, error mode and events.
+/// Adds to `impl<T: Send + Sync + 'static> $queue<T>` (a struct whose field `queue` is the wrapped
+/// `DistributedQueue<T>`) its life cycle, error mode, events and put listeners.
 macro_rules! delegate_to_queue {
     ($queue:ident) => {
         impl<T> std::fmt::Debug for $queue<T> {
@@ -13,7 +13,7 @@ macro_rules! delegate_to_queue {
             }
         }
 
-        impl<T: Send + 'static> $queue<T> {
+        impl<T: Send + Sync + 'static> $queue<T> {
             /// The queue's path.
             pub fn path(&self) -> &str {
                 self.queue.path()
@@ -79,6 +79,38 @@ macro_rules! delegate_to_queue {
             /// Removes a listener added with [`add_listener`](Self::add_listener).
             pub fn remove_listener(&self, id: curator_core::ListenerId) -> bool {
                 self.queue.remove_listener(id)
+            }
+
+            /// Waits at most `timeout` until no put made in the background is in flight
+            /// ([`DistributedQueue::flush_puts`]).
+            ///
+            /// [`DistributedQueue::flush_puts`]: super::DistributedQueue::flush_puts
+            pub async fn flush_puts(&self, timeout: std::time::Duration) -> bool {
+                self.queue.flush_puts(timeout).await
+            }
+
+            /// A stream of the outcomes of the puts made in the background from now on
+            /// ([`DistributedQueue::put_events`]).
+            ///
+            /// [`DistributedQueue::put_events`]: super::DistributedQueue::put_events
+            pub fn put_events(&self) -> curator_core::EventStream<super::QueuePutEvent<T>> {
+                self.queue.put_events()
+            }
+
+            /// Adds a callback for the outcomes of the puts made in the background
+            /// ([`DistributedQueue::add_put_listener`]).
+            ///
+            /// [`DistributedQueue::add_put_listener`]: super::DistributedQueue::add_put_listener
+            pub fn add_put_listener(
+                &self,
+                listener: impl Fn(&super::QueuePutEvent<T>) + Send + Sync + 'static,
+            ) -> curator_core::ListenerId {
+                self.queue.add_put_listener(listener)
+            }
+
+            /// Removes a listener added with [`add_put_listener`](Self::add_put_listener).
+            pub fn remove_put_listener(&self, id: curator_core::ListenerId) -> bool {
+                self.queue.remove_put_listener(id)
             }
         }
     };
