@@ -394,7 +394,9 @@ impl SimpleDistributedQueue {
         match claimed {
             Ok(data) => {
                 curator_core::metrics::queue_taken(curator_core::metrics::queue::SIMPLE);
-                Ok(Some(data))
+                // Decoded as `offer` encoded it (section 3.10). The item is taken by now: data
+                // that does not decompress is BadData with its path, and the item is gone.
+                self.fw.decode_data(&node, data).map(Some)
             }
             Err(CuratorError::NoNode { .. }) if !unknown => Ok(None),
             Err(err) => {
