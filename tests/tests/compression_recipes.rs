@@ -73,10 +73,10 @@ async fn mutex_node_is_compressed_and_revocation_is_heard() {
     let guard = mutex.acquire().await.expect("acquire");
     let nodes = mutex.participant_nodes().await.expect("nodes");
     assert_eq!(nodes.len(), 1);
-    assert_gzip(&plain, &nodes[0], b"").await;
     Revoker::attempt_revoke(&fw, &nodes[0]).await.expect("revoke");
     let heard = tokio::time::timeout(deadline(), rx.recv()).await;
     assert!(matches!(heard, Ok(Some(()))), "the holder did not hear the revocation");
+    assert_gzip(&plain, &nodes[0], b"__REVOKE__").await;
     guard.release().await.expect("release");
     until("the lock node is gone", || async { children(&plain, &path).await.is_empty() }).await;
     fw.close().await;
