@@ -159,7 +159,8 @@ impl SimpleDistributedQueue {
     ///
     /// # Errors
     /// The error of a request the retry policy gave up on, or [`CuratorError::Closed`] when
-    /// the framework closes.
+    /// the framework closes. Under `enable_compression()`, an item whose data does not
+    /// decompress is [`CuratorError::BadData`] with its path (it is taken by then).
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
