@@ -2,7 +2,8 @@
 //! end on a framework that compresses by default, and the bytes it stores are gzip where
 //! Curator's recipes (whose every operation goes through the client, so through its
 //! `compressionEnabled()` default) would store them compressed: read back raw through a plain
-//! framework. Curator's `TestCompression` and `TestCompressionInTransactionNew` have the idea
+//! framework. Curator's `TestCompression` (`testSetDataGlobalCompression`) and
+//! `TestCompressionInTransactionNew` have the idea
 //! (data written through a compressing client is compressed on the server and read back
 //! decompressed); the scenarios follow the recipes' own Curator tests, named on each.
 //! No faults are injected here: the recipes' fault handling does not change with the data.
@@ -84,7 +85,7 @@ async fn mutex_node_is_compressed_and_revocation_is_heard() {
 }
 
 /// Two latches' participants are read with their ids (stored compressed). Follows
-/// `TestLeaderLatch.testGetOurParticipant` / `testCheckLeaderShipTiming`'s participants.
+/// `TestLeaderLatch.testBasic` (its participants and leader).
 #[tokio::test]
 async fn leader_latch_participants_have_their_ids() {
     let (fw, plain) = frameworks().await;
@@ -188,8 +189,8 @@ async fn simple_queue_offer_take() {
     plain.close().await;
 }
 
-/// `DistributedAtomicLong` increments, its value stored compressed. Follows
-/// `TestDistributedAtomicLong.testSimple`.
+/// `DistributedAtomicLong` increments and compare-and-sets (decoded values), its value stored
+/// compressed. Follows `TestDistributedAtomicLong.testBasic` and `testCompareAndSet`.
 #[tokio::test]
 async fn atomic_long_increments() {
     let (fw, plain) = frameworks().await;
@@ -232,7 +233,7 @@ async fn shared_count_set_get() {
 }
 
 /// `PersistentNode` creates its node and writes new data, both compressed: a compressing
-/// reader sees each. Follows `TestPersistentNode.testBasic` and `testSettingData`.
+/// reader sees each. Follows `TestPersistentNode.testBasic` and `testQuickSetData`.
 #[tokio::test]
 async fn persistent_node_create_and_set_data() {
     let (fw, plain) = frameworks().await;
@@ -251,8 +252,8 @@ async fn persistent_node_create_and_set_data() {
 }
 
 /// A `PersistentNode` that finds its path taken by a node holding its own data (compressed)
-/// adopts it without writing: the comparison is of decoded data. Follows
-/// `TestPersistentNode.testQuickSetData`'s adoption.
+/// adopts it without writing: the comparison is of decoded data. A node in the way, as in
+/// `TestPersistentNode.testQuickCloseNodeExists`.
 #[tokio::test]
 async fn persistent_node_adopts_a_node_with_its_data() {
     let (fw, plain) = frameworks().await;
@@ -315,8 +316,8 @@ async fn double_barrier_enter_leave() {
 }
 
 /// The caches show decompressed data, at their load and after a change. Follows Curator's
-/// `TestCuratorCache.testBasics`, `TestPathChildrenCache.testBasics` and
-/// `TestNodeCache.testBasics`, on a compressing client.
+/// `TestPathChildrenCache.testBasics` and `TestNodeCache.testBasics` (and the same for a
+/// `CuratorCache`), on a compressing client.
 #[tokio::test]
 async fn caches_show_decompressed_data() {
     let (fw, plain) = frameworks().await;
