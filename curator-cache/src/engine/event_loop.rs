@@ -333,8 +333,10 @@ impl Engine {
                         self.next_rebuild_id += 1;
                         self.node_rebuilds.insert(id, reply);
                         let (read, fw) = (live.client.get_data(&path), self.fw.clone());
+                        let decode = self.config.cache_data;
                         live.pending.push_back(Box::pin(async move {
-                            let result = read.await.map(|(data, stat)| (shown_data(&fw, &path, data), stat));
+                            let shown = |data| if decode { shown_data(&fw, &path, data) } else { data };
+                            let result = read.await.map(|(data, stat)| (shown(data), stat));
                             Action::Rebuilt { id, path, result }
                         }));
                     }
@@ -394,10 +396,11 @@ impl Engine {
                 }
                 tracing::trace!(path = %path, kind = ?event.event_type, "reading changed node");
                 let (read, fw) = (live.client.get_data(&path), self.fw.clone());
-                let received = std::time::Instant::now();
+                let (received, decode) = (std::time::Instant::now(), self.config.cache_data);
                 live.pending.push_back(Box::pin(async move {
-                    // Decoded as the framework's reads are (section 3.10).
-                    let result = read.await.map(|(data, stat)| (shown_data(&fw, &path, data), stat));
+                    // Decoded as the framework's reads are (section 3.10), when data is kept.
+                    let shown = |data| if decode { shown_data(&fw, &path, data) } else { data };
+                    let result = read.await.map(|(data, stat)| (shown(data), stat));
                     Action::Read { path, result, received }
                 }));
             }
