@@ -16,8 +16,7 @@ use curator_core::{CuratorFramework, RetryNTimes};
 use curator_discovery::{ServiceDiscovery, ServiceInstance};
 use curator_recipes::{
     DistributedAtomicLong, DistributedDoubleBarrier, DistributedQueue, ErrorMode, GroupMember, InterProcessMutex,
-    LeaderLatch, PersistentNode, QueueEvent, Revoker, SharedCount, SimpleDistributedQueue,
-    StringSerializer,
+    LeaderLatch, PersistentNode, QueueEvent, Revoker, SharedCount, SimpleDistributedQueue, StringSerializer,
 };
 use curator_test::{eventually, TestingServer, Timing};
 use tests::{builder, children, client, connected, init_tracing, unique_path};
