@@ -4,9 +4,11 @@
 //! create, data write (transactions included) and data read does so unless told
 //! `uncompressed()` / `undecompressed()`. Design: docs/architecture.md section 3.10.
 
+use std::borrow::Cow;
 use std::fmt::Debug;
 
 use crate::error::{CuratorError, Result};
+use crate::CuratorFramework;
 
 /// Compresses and decompresses node data for the framework (Curator's `CompressionProvider`).
 /// Given with [`CuratorFrameworkBuilder::compression_provider`](crate::CuratorFrameworkBuilder::compression_provider);
@@ -62,6 +64,57 @@ impl CompressionProvider for GzipCompressionProvider {
 
     fn decompress(&self, path: &str, data: &[u8]) -> Result<Vec<u8>> {
         gunzip(path, data)
+    }
+}
+
+/// The one place node data is compressed and decompressed: the fluent operations (with their
+/// own `compressed()` / `decompressed()` choice, if any) and the recipes and caches that work on
+/// the session's raw client (with the framework's default) all come here (docs/architecture.md
+/// section 3.10).
+impl CuratorFramework {
+    /// The bytes this framework stores for `data` written to `path` by a recipe: compressed by
+    /// the framework's [`CompressionProvider`] under
+    /// [`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression), `data`
+    /// itself (borrowed, not copied) otherwise. Empty data is compressed too, as Curator does.
+    /// A provider's error (gzip without the `compression` feature:
+    /// [`CuratorError::InvalidArgument`]) fails the write before anything is sent.
+    ///
+    /// For code that writes node data on the session's raw client
+    /// ([`Session::client`](crate::Session::client)); the fluent operations do this themselves.
+    pub fn encode_data<'d>(&self, path: &str, data: &'d [u8]) -> Result<Cow<'d, [u8]>> {
+        if self.compression_enabled() {
+            self.config().compression.compress(path, data).map(Cow::Owned)
+        } else {
+            Ok(Cow::Borrowed(data))
+        }
+    }
+
+    /// The data a recipe sees for `data` read from `path` on the session's raw client:
+    /// decompressed under [`enable_compression`](crate::CuratorFrameworkBuilder::enable_compression),
+    /// `data` itself (moved, not copied) otherwise. Data that does not decompress is
+    /// [`CuratorError::BadData`] with the path, as from `get_data()`.
+    pub fn decode_data(&self, path: &str, data: Vec<u8>) -> Result<Vec<u8>> {
+        self.decode_data_if(None, path, data)
+    }
+
+    /// [`encode_data`](Self::encode_data) for owned data, with an operation's own choice
+    /// (`compressed()` / `uncompressed()`) over the default.
+    pub(crate) fn encode_data_if(&self, choice: Option<bool>, path: &str, data: Vec<u8>) -> Result<Vec<u8>> {
+        if choice.unwrap_or(self.compression_enabled()) {
+            self.config().compression.compress(path, &data)
+        } else {
+            Ok(data)
+        }
+    }
+
+    /// [`decode_data`](Self::decode_data) with an operation's own choice (`decompressed()` /
+    /// `undecompressed()`) over the default.
+    pub(crate) fn decode_data_if(&self, choice: Option<bool>, path: &str, data: Vec<u8>) -> Result<Vec<u8>> {
+        if choice.unwrap_or(self.compression_enabled()) {
+            self.config().compression.decompress(path, &data)
+        } else {
+            Ok(data)
+        }
     }
 }
 

@@ -478,17 +478,6 @@ impl CuratorFramework {
         self.config().compression_enabled
     }
 
-    /// `data` written to `path`, compressed by the framework's
-    /// [`CompressionProvider`](crate::CompressionProvider).
-    pub(crate) fn compress(&self, path: &str, data: &[u8]) -> Result<Vec<u8>> {
-        self.config().compression.compress(path, data)
-    }
-
-    /// `data` read from `path`, decompressed by the framework's provider.
-    pub(crate) fn decompress(&self, path: &str, data: &[u8]) -> Result<Vec<u8>> {
-        self.config().compression.decompress(path, data)
-    }
-
     pub(crate) fn config(&self) -> &Config {
         &self.inner.shared.config
     }

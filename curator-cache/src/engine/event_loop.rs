@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::command::Command;
 use super::loader::{load, Progress, INITIAL_AVG_DATA};
 use super::state::{Link, NextLoad, SyncState, RECONNECT_GRACE};
-use super::{EngineConfig, EngineEvent, FirstLoad, Shared, Sink};
+use super::{shown_data, EngineConfig, EngineEvent, FirstLoad, Shared, Sink};
 use crate::child_data::ChildData;
 
 /// Failed loads with a retryable error logged at debug level before warnings start.
@@ -332,9 +332,13 @@ impl Engine {
                         let id = self.next_rebuild_id;
                         self.next_rebuild_id += 1;
                         self.node_rebuilds.insert(id, reply);
-                        let read = live.client.get_data(&path);
-                        live.pending
-                            .push_back(Box::pin(async move { Action::Rebuilt { id, path, result: read.await } }));
+                        let (read, fw) = (live.client.get_data(&path), self.fw.clone());
+                        let decode = self.config.cache_data;
+                        live.pending.push_back(Box::pin(async move {
+                            let shown = |data| if decode { shown_data(&fw, &path, data) } else { data };
+                            let result = read.await.map(|(data, stat)| (shown(data), stat));
+                            Action::Rebuilt { id, path, result }
+                        }));
                     }
                     // A load is due: it reads this node too.
                     _ => self.next_load.waiters.push(reply),
@@ -391,9 +395,14 @@ impl Engine {
                     }
                 }
                 tracing::trace!(path = %path, kind = ?event.event_type, "reading changed node");
-                let read = live.client.get_data(&path);
-                let received = std::time::Instant::now();
-                live.pending.push_back(Box::pin(async move { Action::Read { path, result: read.await, received } }));
+                let (read, fw) = (live.client.get_data(&path), self.fw.clone());
+                let (received, decode) = (std::time::Instant::now(), self.config.cache_data);
+                live.pending.push_back(Box::pin(async move {
+                    // Decoded as the framework's reads are (section 3.10), when data is kept.
+                    let shown = |data| if decode { shown_data(&fw, &path, data) } else { data };
+                    let result = read.await.map(|(data, stat)| (shown(data), stat));
+                    Action::Read { path, result, received }
+                }));
             }
             zk::EventType::NodeDeleted => {
                 let path = event.path;
@@ -507,7 +516,7 @@ impl Engine {
             }
         };
         let progress: Option<Progress<'_>> = if progressive { Some(&mut tell) } else { None };
-        let loaded = load(&client, &self.config, &self.shared, &mut self.avg_data_len, progress).await?;
+        let loaded = load(&self.fw, &client, &self.config, &self.shared, &mut self.avg_data_len, progress).await?;
         tracing::debug!(path = %root, nodes = loaded.len(), elapsed = ?started.elapsed(), "cache loaded");
         curator_core::metrics::cache_loaded(self.config.kind, started.elapsed());
         self.install(loaded, progressive);

@@ -15,11 +15,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use curator_core::zk;
-use curator_core::{CuratorError, Result};
+use curator_core::{CuratorError, CuratorFramework, Result};
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
 
-use super::{EngineConfig, NodeMap, Scope, Shared};
+use super::{shown_data, EngineConfig, NodeMap, Scope, Shared};
 use crate::child_data::ChildData;
 
 /// Most operations in one multi-read.
@@ -55,8 +55,9 @@ pub(super) type Progress<'a> = &'a mut (dyn FnMut(&[Arc<ChildData>]) + Send);
 
 /// Reads every node in scope with multi-reads: data first, then the children of nodes that
 /// have some, level by level, several batches in flight. `progress`, if given, gets each reply's
-/// nodes as they arrive, breadth first.
+/// nodes as they arrive, breadth first. Data is decoded as `fw` reads it ([`shown_data`]).
 pub(super) async fn load(
+    fw: &CuratorFramework,
     client: &zk::Client,
     config: &EngineConfig,
     shared: &Shared,
@@ -108,7 +109,8 @@ pub(super) async fn load(
                     if depth > 0 && stat.num_children > 0 && scope.lists(&path, depth) {
                         queue.push_back(Op::Children(path.clone()));
                     }
-                    let node = Arc::new(ChildData { path, stat, data: config.cache_data.then_some(data) });
+                    let data = config.cache_data.then(|| shown_data(fw, &path, data));
+                    let node = Arc::new(ChildData { path, stat, data });
                     if progress.is_some() {
                         arrived.push(node.clone());
                     }

@@ -45,7 +45,7 @@
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use curator_core::Readiness;
-use curator_core::{ConnectionStateEvent, CuratorError};
+use curator_core::{ConnectionStateEvent, CuratorError, CuratorFramework};
 use tokio::sync::watch;
 
 use crate::child_data::ChildData;
@@ -163,5 +163,23 @@ impl Shared {
         let cleared = Arc::new(ChildData::new(node.path(), *node.stat(), None));
         nodes.insert(cleared);
         true
+    }
+}
+
+/// The data a cache shows for `data` read from `path` on the raw client: decoded as the
+/// framework's reads are, so decompressed under `enable_compression()` (docs/architecture.md
+/// section 3.10). Data that does not decompress (written uncompressed by another client, or a
+/// parent made empty by `creating_parents`) is shown as stored, with a warning for non-empty
+/// data: a cache keeps every node of its tree (Curator's cache leaves such a node out and logs).
+pub(crate) fn shown_data(fw: &CuratorFramework, path: &str, data: Vec<u8>) -> Vec<u8> {
+    if !fw.compression_enabled() || data.is_empty() {
+        return data;
+    }
+    match fw.decode_data(path, data.clone()) {
+        Ok(decoded) => decoded,
+        Err(err) => {
+            tracing::warn!(path, error = %err, "cache: node data does not decompress: shown as stored");
+            data
+        }
     }
 }

@@ -225,10 +225,7 @@ impl CreateBuilder {
         }
         check_ttl(path, self.mode, self.ttl)?;
         check_version(path, self.or_set_data)?;
-        let data = match self.compressed.unwrap_or(self.fw.compression_enabled()) {
-            true => self.fw.compress(path, &data)?,
-            false => data,
-        };
+        let data = self.fw.encode_data_if(self.compressed, path, data)?;
         self.fw.check_data(path, &data)?;
         self.fw.check_schema(path, SchemaOp::Create(self.mode, &data))?;
         let (parent, node) = path::parent_and_node(path);

@@ -297,7 +297,7 @@ impl GetDataBuilder {
         let (owned, fw2) = (path.to_string(), fw.clone());
         Pending::new(&fw, CuratorEventType::GetData, path, async move {
             let (data, stat) = pending.await?;
-            Ok((fw2.decompress(&owned, &data)?, stat))
+            Ok((fw2.decode_data_if(Some(true), &owned, data)?, stat))
         })
     }
 
@@ -326,7 +326,7 @@ impl GetDataBuilder {
         let (owned, fw) = (path.to_string(), self.fw.clone());
         Pending::new(&self.fw, CuratorEventType::GetData, path, async move {
             let (data, stat, watch) = pending.await?;
-            Ok((fw.decompress(&owned, &data)?, stat, watch))
+            Ok((fw.decode_data_if(Some(true), &owned, data)?, stat, watch))
         })
     }
 }

@@ -259,16 +259,13 @@ impl TransactionBuilder {
     /// Compresses the data of the operations whose compression (their own, else the
     /// framework's default) is on.
     fn compress_data(&mut self) -> Result<()> {
-        let default = self.fw.compression_enabled();
         for op in &mut self.ops {
             let (path, data, compression) = match op {
                 Op::Create { path, data, options } => (path, data, options.compression),
                 Op::SetData { path, data, options } => (path, data, options.compression),
                 Op::Delete { .. } | Op::Check { .. } => continue,
             };
-            if compression.unwrap_or(default) {
-                *data = self.fw.compress(path, data)?;
-            }
+            *data = self.fw.encode_data_if(compression, path, std::mem::take(data))?;
         }
         Ok(())
     }

@@ -113,12 +113,9 @@ impl SetDataBuilder {
     /// Writes `data` to `path`; resolves to the new stat.
     pub fn for_path(self, path: &str, data: impl Into<Vec<u8>>) -> Pending<zk::Stat> {
         let data = data.into();
-        let data = match self.compressed.unwrap_or(self.fw.compression_enabled()) {
-            true => match self.fw.compress(path, &data) {
-                Ok(packed) => packed,
-                Err(err) => return Pending::failed(&self.fw, CuratorEventType::SetData, path, err),
-            },
-            false => data,
+        let data = match self.fw.encode_data_if(self.compressed, path, data) {
+            Ok(data) => data,
+            Err(err) => return Pending::failed(&self.fw, CuratorEventType::SetData, path, err),
         };
         let checked = path::validate(path)
             .and_then(|_| check_version(path, self.version))

@@ -148,7 +148,8 @@ impl Engine {
         let session = self.fw.session().await?;
         tracing::trace!(path = %self.path, "atomic: get_data");
         match session.client().get_data(&self.path).await {
-            Ok(found) => Ok(Some(found)),
+            // Values are compared and parsed decoded (section 3.10).
+            Ok((data, stat)) => Ok(Some((self.fw.decode_data(&self.path, data)?, stat))),
             Err(zk::Error::NoNode) => Ok(None),
             Err(err) => Err(CuratorError::from_zk(&self.path, err)),
         }
@@ -175,7 +176,9 @@ impl Engine {
         let data = match write {
             Write::Create(d) | Write::Set(d, _) => d,
         };
-        self.fw.check_data(&self.path, data)?;
+        // Stored as the framework stores data (section 3.10); the basis keeps the value itself.
+        let stored = self.fw.encode_data(&self.path, data)?;
+        self.fw.check_data(&self.path, &stored)?;
         let session = self.fw.session().await?;
         let client = session.client();
         if let Write::Create(_) = write {
@@ -193,8 +196,8 @@ impl Engine {
             let making_tag = *tag == Tag::Absent;
             let mut multi = client.new_multi_writer();
             match write {
-                Write::Create(d) => multi.add_create(&self.path, d, &options).map_err(invalid)?,
-                Write::Set(d, version) => multi.add_set_data(&self.path, d, Some(version)).map_err(invalid)?,
+                Write::Create(_) => multi.add_create(&self.path, &stored, &options).map_err(invalid)?,
+                Write::Set(_, version) => multi.add_set_data(&self.path, &stored, Some(version)).map_err(invalid)?,
             }
             match *tag {
                 Tag::Absent => multi.add_create(&self.tag_path, &[], &tag_options).map_err(invalid)?,

@@ -413,7 +413,9 @@ impl LeaderLatch {
     /// [`has_leadership`](Self::has_leadership), which is local.
     ///
     /// # Errors
-    /// The listing's or the reads' error once the retry policy gives up.
+    /// The listing's or the reads' error once the retry policy gives up; under
+    /// `enable_compression()`, [`CuratorError::BadData`](curator_core::CuratorError::BadData)
+    /// for an id that does not decompress.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
         read_participants(&self.shared().group).await
     }

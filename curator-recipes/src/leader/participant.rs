@@ -82,8 +82,13 @@ pub(crate) async fn read_participants(group: &ContenderGroup) -> Result<Vec<Part
             }
         })
         .await?;
+    let fw = group.framework();
     let mut participants = Vec::with_capacity(datas.len());
-    for data in datas.into_iter().flatten() {
+    for (node, data) in nodes.iter().zip(datas) {
+        let Some(data) = data else { continue };
+        // Decoded as any read of the framework (section 3.10): data that does not decompress
+        // is BadData with its path, as Curator's getParticipants() fails.
+        let data = fw.decode_data(node, data)?;
         let is_leader = participants.is_empty();
         participants.push(Participant { id: String::from_utf8_lossy(&data).into_owned(), is_leader });
     }

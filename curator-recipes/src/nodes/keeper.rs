@@ -223,11 +223,17 @@ impl Keeper {
         // at the path it got) keeps what another client wrote to it since, as in Own: our data
         // goes over it only when a `set_data` of ours is still to be written. A node of an
         // earlier run, or one this keeper never held, gets our data.
+        // Compared decoded (section 3.10); data that does not decode is not ours.
+        let current = self.fw.decode_data(&path, current).ok();
         let made_here =
             self.may_own && self.known.as_deref() == Some(path.as_str()) && (owner == 0 || owner == session.id());
-        if current != data && (!made_here || version != self.written) {
+        if current.as_deref() != Some(&data[..]) && (!made_here || version != self.written) {
+            let stored = match self.fw.encode_data(&path, &data) {
+                Ok(stored) => stored,
+                Err(err) => return self.failed(err).await,
+            };
             tracing::debug!(path = %path, "persistent node: setData of the adopted node");
-            match session.client().set_data(&path, &data, Some(stat.version)).await {
+            match session.client().set_data(&path, &stored, Some(stat.version)).await {
                 Ok(_) => {}
                 Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => return State::Place,
                 Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
@@ -310,11 +316,12 @@ impl Keeper {
     async fn write_if_newer(&mut self, path: &str) -> std::result::Result<(), State> {
         let Some((data, version)) = self.shared.data_after(self.written) else { return Ok(()) };
         tracing::debug!(path, "persistent node: setData");
-        let written = match self.session().await {
-            Ok(session) => {
-                session.client().set_data(path, &data, None).await.map_err(|e| CuratorError::from_zk(path, e))
+        let stored = self.fw.encode_data(path, &data).map(|d| d.into_owned());
+        let written = match (self.session().await, stored) {
+            (Ok(session), Ok(stored)) => {
+                session.client().set_data(path, &stored, None).await.map_err(|e| CuratorError::from_zk(path, e))
             }
-            Err(err) => Err(err),
+            (Err(err), _) | (_, Err(err)) => Err(err),
         };
         match written {
             Ok(_) => {

@@ -55,6 +55,18 @@ pub(crate) async fn finish<T: Send + Sync + 'static>(
 ) -> Outcome {
     let item = path::make_path(&q.path, name);
     let requeue = path::make_path(&q.path, &q.order.requeue_prefix(name));
+    // The requeued item is stored as the item was, compressed under `enable_compression()`
+    // (section 3.10). A provider's error leaves the item where it is.
+    let data = match q.fw.encode_data(&requeue, data) {
+        Ok(data) => data,
+        Err(err) if how == Finish::Requeue => {
+            tracing::warn!(path = %item, error = %err, "queue: the requeued data cannot be encoded: releasing the item");
+            q.events.publish(QueueEvent::Error { error: err });
+            how = Finish::Release;
+            std::borrow::Cow::Borrowed(data)
+        }
+        Err(_) => std::borrow::Cow::Borrowed(data),
+    };
     let mut backoff = q.fw.cleanup_retry_loop();
     let mut unknown = false;
     let mut item_gone = false;
@@ -73,7 +85,7 @@ pub(crate) async fn finish<T: Send + Sync + 'static>(
             return Outcome::LockLost;
         }
         tracing::debug!(path = %item, lock, ?how, "queue: fenced final multi");
-        match commit(q, &session, how, &item, lock, &requeue, data).await {
+        match commit(q, &session, how, &item, lock, &requeue, &data).await {
             Ok(()) if item_gone => return Outcome::ItemGone,
             Ok(()) => return Outcome::Finished,
             Err(Failed::Lock) if how == Finish::Release || unknown => {

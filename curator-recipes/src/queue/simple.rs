@@ -159,7 +159,8 @@ impl SimpleDistributedQueue {
     ///
     /// # Errors
     /// The error of a request the retry policy gave up on, or [`CuratorError::Closed`] when
-    /// the framework closes.
+    /// the framework closes. Under `enable_compression()`, an item whose data does not
+    /// decompress is [`CuratorError::BadData`] with its path (it is taken by then).
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
@@ -394,7 +395,9 @@ impl SimpleDistributedQueue {
         match claimed {
             Ok(data) => {
                 curator_core::metrics::queue_taken(curator_core::metrics::queue::SIMPLE);
-                Ok(Some(data))
+                // Decoded as `offer` encoded it (section 3.10). The item is taken by now: data
+                // that does not decompress is BadData with its path, and the item is gone.
+                self.fw.decode_data(&node, data).map(Some)
             }
             Err(CuratorError::NoNode { .. }) if !unknown => Ok(None),
             Err(err) => {

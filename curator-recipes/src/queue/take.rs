@@ -151,17 +151,20 @@ pub(crate) async fn lock_item<T: Send + Sync + 'static>(
     lock: &str,
 ) -> Result<Option<(u64, ConnectionStateEvent)>> {
     let acl = q.fw.acl_for_path(lock);
+    // Curator's lock node has the default data, through the client: compressed under
+    // `enable_compression()` (section 3.10).
+    let data = q.fw.encode_data(lock, q.fw.default_data())?;
     q.fw.call_with_retry("queue lock", lock, |session, attempt| {
-        let acl = acl.clone();
+        let (acl, data) = (acl.clone(), &data);
         async move {
             let client = session.client();
             let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&acl));
             tracing::debug!(path = %lock, "queue: create lock node (ephemeral)");
-            let mut created = client.create(lock, q.fw.default_data(), &options).await;
+            let mut created = client.create(lock, data, &options).await;
             if matches!(created, Err(zk::Error::NoNode)) {
                 // The lock path was deleted (or its parent reaped): make it again.
                 make_parents(&q.fw, client, lock, q.fw.use_container_parents()).await?;
-                created = client.create(lock, q.fw.default_data(), &options).await;
+                created = client.create(lock, data, &options).await;
             }
             match created {
                 Ok(_) => Ok(Some(session.generation())),

@@ -232,6 +232,9 @@ impl<'a> Acquire<'a> {
                 return Err((lost, Phase::Create));
             }
         }
+        // Stored as the framework stores data: compressed under `enable_compression()`
+        // (docs/architecture.md section 3.10); a provider's error sends nothing.
+        let data = self.fw.encode_data(&self.create_path, self.data).map_err(|e| (e, Phase::Create))?;
         // From here our node may exist, unless the server says that this create made none.
         let armed_before = self.cleanup.is_armed();
         self.cleanup.arm();
@@ -240,7 +243,7 @@ impl<'a> Acquire<'a> {
         let options = self.kind.mode().with_acls(zk::Acls::new(&acl));
         tracing::debug!(path = %self.create_path, "create (pipelined with getChildren {})", self.base_path);
         // Both requests are sent here, in this order, before either is awaited.
-        let create = client.create(&self.create_path, self.data, &options);
+        let create = client.create(&self.create_path, &data, &options);
         let list = client.list_children(self.base_path);
         let (created, listed) = futures::join!(create, list);
         match created {

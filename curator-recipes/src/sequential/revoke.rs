@@ -41,7 +41,8 @@ pub(crate) fn watch_revocation(hold: &Arc<Hold>, on_revoke: RevokeHook) {
             let watcher = match session.client().get_and_watch_data(&node.path).await {
                 Ok((data, _, w)) => {
                     retry.reset();
-                    if data == REVOKE_MESSAGE {
+                    // The Revoker writes through the fluent set_data: compared decoded (section 3.10).
+                    if fw.decode_data(&node.path, data).is_ok_and(|data| data == REVOKE_MESSAGE) {
                         hooks.publish(());
                     }
                     w

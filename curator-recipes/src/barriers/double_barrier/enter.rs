@@ -87,12 +87,18 @@ impl Entering<'_> {
 
     /// Create: our node, and behind it on the same session the first check.
     async fn create(&mut self, session: &Session) -> Step<Enter, u64> {
+        // Curator creates the node with the default data through the client: compressed under
+        // `enable_compression()` (section 3.10).
+        let data = match self.fw.encode_data(self.node, self.fw.default_data()) {
+            Ok(data) => data,
+            Err(err) => return Step::Fail(err),
+        };
         let client = session.client();
         let acl = self.fw.acl_for_path(self.node);
         let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&acl));
         tracing::debug!(path = %self.node, "create (ephemeral), pipelined with exists+watch {} and getChildren {}", self.ready_path, self.path);
         // All three requests are sent here, in this order, before any is awaited.
-        let create = client.create(self.node, self.fw.default_data(), &options);
+        let create = client.create(self.node, &data, &options);
         let ready = client.check_and_watch_stat(self.ready_path);
         let list = client.list_children(self.path);
         let (created, ready, listed) = futures::join!(create, ready, list);
@@ -183,8 +189,12 @@ impl Entering<'_> {
     async fn open(&mut self, session: &Session, generation: u64) -> Step<Enter, u64> {
         let acl = self.fw.acl_for_path(self.ready_path);
         let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acl));
+        let data = match self.fw.encode_data(self.ready_path, self.fw.default_data()) {
+            Ok(data) => data,
+            Err(err) => return Step::Fail(err),
+        };
         tracing::debug!(path = %self.ready_path, "create (the barrier is full)");
-        match session.client().create(self.ready_path, self.fw.default_data(), &options).await {
+        match session.client().create(self.ready_path, &data, &options).await {
             Ok(_) | Err(zk::Error::NodeExists) => Step::Finished(generation),
             // Outcome unknown: check again (R exists if the create went through).
             Err(e) => Step::zk(self.ready_path, e, Enter::Check(generation)),
