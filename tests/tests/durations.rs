@@ -182,6 +182,27 @@ async fn retry_policies_and_the_retry_loop_take_every_extreme() {
     }
 }
 
+/// A cache started before its framework, on a framework whose retry policy pauses by every
+/// extreme (`RetryNTimes(3, d)`), loads once the framework starts. The cache engine paces its
+/// failed loads by the core's own cleanup schedule (`cleanup_retry_loop`: 50 ms doubling to
+/// 2 s), not by the framework's policy, so `now + pause` cannot overflow there (checked after
+/// the last stop noted it as a possible overflow); this keeps it so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_backs_off_by_every_extreme_retry_pause() {
+    init_tracing();
+    let cs = TestingServer::shared().connect_string();
+    for (name, d) in EXTREMES {
+        let fw = builder(&cs).retry_policy(RetryNTimes::new(3, d)).build().unwrap();
+        let path = unique_path("extreme-cache");
+        let cache = curator_cache::NodeCache::new(&fw, &path).unwrap();
+        cache.start(false).unwrap();
+        fw.start().unwrap();
+        bounded(name, cache.wait_initialized()).await.unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        cache.close().await;
+        fw.close().await;
+    }
+}
+
 /// The scenario of issue 26 item 2: a retry policy whose pause is endless (`RetryNTimes(2,
 /// Duration::MAX)`, and the other extremes) with `acquire_timeout(2 s)` against a server that
 /// does not answer: the acquire gives up by its deadline (`Ok(None)`; with a short pause, the
