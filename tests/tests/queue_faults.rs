@@ -41,6 +41,8 @@ struct Consumer {
     fw: CuratorFramework,
     states: curator_core::ConnectionStateStream,
     queue: DistributedQueue<String>,
+    /// Copies the queue's events into the shared log; ends once the queue is closed.
+    relay: tokio::task::JoinHandle<()>,
 }
 
 /// How the test holds items in the consumers' hands.
@@ -97,12 +99,12 @@ async fn consumer(
         .build()
         .unwrap();
     let mut stream = queue.events();
-    tokio::spawn(async move {
+    let relay = tokio::spawn(async move {
         while let Some(event) = stream.next().await {
             events.lock().unwrap().push((index, event));
         }
     });
-    Consumer { proxy, fw, states, queue }
+    Consumer { proxy, fw, states, queue, relay }
 }
 
 /// Cuts the proxy's connections until the client saw the suspension, then lets it reconnect.
@@ -185,8 +187,10 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
         children(&producer_fw, &path).await.is_empty() && children(&producer_fw, &locks).await.is_empty()
     });
     assert!(drained.await, "{case}: items left: {:?}", children(&producer_fw, &path).await);
-    // The item consumer 0 held was finished by the consumer that took it again.
-    let by_taker = {
+    // The item consumer 0 held was finished by the consumer that took it again. Its node is
+    // gone before its `Consumed` event is out (the event follows the fenced multi), and the
+    // event reaches this log through a relay task: so it is waited for.
+    let by_taker = || {
         let events = events.lock().unwrap();
         let lost_node = events.iter().find_map(|(i, e)| match e {
             QueueEvent::LockLost { node } if *i == 0 => Some(node.clone()),
@@ -196,9 +200,15 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
             .iter()
             .any(|(i, e)| *i == taker && matches!(e, QueueEvent::Consumed { node } if Some(node) == lost_node.as_ref()))
     };
-    assert!(by_taker, "{case}: consumer {taker} did not finish {held:?}");
-    for c in &consumers {
+    let finished = eventually(deadline(), || async { by_taker() }).await;
+    assert!(finished, "{case}: consumer {taker} did not finish {held:?}");
+    // Closing a queue ends its event stream after the events already queued; once each relay
+    // has ended, the log holds every event (a count made before could miss the last ones).
+    let mut consumers_left = Vec::new();
+    for c in consumers {
         c.queue.close().await;
+        tokio::time::timeout(deadline(), c.relay).await.expect("the relay ends").unwrap();
+        consumers_left.push((c.fw, c.proxy));
     }
 
     let mut completions: BTreeMap<String, usize> = BTreeMap::new();
@@ -211,8 +221,8 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
     let twice = completions.values().filter(|&&n| n > 1).count();
     tracing::warn!(case, lost, twice, completed = completions.len(), "queue fault report");
     eprintln!("queue faults {case}: items lost {lost}, items completed twice {twice}, completed {}", completions.len());
-    for c in consumers {
-        c.fw.close().await;
+    for (fw, _proxy) in consumers_left {
+        fw.close().await;
     }
     producer.close().await;
     producer_fw.close().await;
