@@ -180,6 +180,12 @@ fn xid_of(frame: &[u8]) -> Option<i32> {
     Some(i32::from_be_bytes(b))
 }
 
+/// The opcode of a client request frame (after its length and xid).
+fn opcode_of(frame: &[u8]) -> Option<i32> {
+    let b: [u8; 4] = frame.get(8..12)?.try_into().ok()?;
+    Some(i32::from_be_bytes(b))
+}
+
 /// Client to server, framed. The first frame (the connect handshake, whose length was already
 /// read) is never a swallow candidate.
 async fn read_requests<R>(
@@ -206,7 +212,12 @@ where
         };
         if !handshake {
             if let Some(xid) = xid_of(&frame) {
-                if xid > 0 && inner.swallow.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                let kind = *inner.swallow_kind.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let wanted = opcode_of(&frame).is_some_and(|op| kind.matches(op));
+                if xid > 0
+                    && wanted
+                    && inner.swallow.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+                {
                     tracing::debug!(xid, "proxy: will swallow the reply to this request");
                     swallow_xid.store(i64::from(xid), Ordering::SeqCst);
                 }

@@ -36,7 +36,7 @@ use crate::error::TestingError;
 /// | [`pause`](Self::pause), [`pause_requests`](Self::pause_requests), [`pause_replies`](Self::pause_replies) | [`pass`](Self::pass) |
 /// | [`set_reject(true)`](Self::set_reject) | [`pass`](Self::pass) or `set_reject(false)` |
 /// | [`set_latency`](Self::set_latency) | `set_latency(Duration::ZERO)` (not `pass`) |
-/// | [`swallow_next_reply`](Self::swallow_next_reply) | the next request, or [`disarm_swallow`](Self::disarm_swallow) |
+/// | [`swallow_next_reply`](Self::swallow_next_reply), [`swallow_next_reply_to`](Self::swallow_next_reply_to) | the next request (of the kind), or [`disarm_swallow`](Self::disarm_swallow) |
 /// | [`cut`](Self::cut) | nothing to end: it closes what is open, once |
 ///
 /// ```no_run
@@ -53,6 +53,45 @@ pub struct ChaosProxy {
     accept: JoinHandle<()>,
 }
 
+/// A kind of client request, for [`ChaosProxy::swallow_next_reply_to`] (by the request's
+/// ZooKeeper opcode).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    /// Any request (not a ping, not auth or set-watches).
+    Any,
+    /// A create of any mode (create, create2, container, TTL).
+    Create,
+    /// A delete (or a container's delete).
+    Delete,
+    /// A setData.
+    SetData,
+    /// A getData.
+    GetData,
+    /// An exists.
+    Exists,
+    /// A getChildren (either version).
+    GetChildren,
+    /// A multi (write or read).
+    Multi,
+}
+
+impl RequestKind {
+    /// Whether a request with ZooKeeper opcode `op` is of this kind.
+    pub(crate) fn matches(self, op: i32) -> bool {
+        match self {
+            RequestKind::Any => true,
+            RequestKind::Create => matches!(op, 1 | 15 | 19 | 21),
+            RequestKind::Delete => matches!(op, 2 | 20),
+            RequestKind::SetData => op == 5,
+            RequestKind::GetData => op == 4,
+            RequestKind::Exists => op == 3,
+            RequestKind::GetChildren => matches!(op, 8 | 12),
+            RequestKind::Multi => matches!(op, 14 | 22),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     upstream: String,
@@ -62,6 +101,8 @@ struct Inner {
     latency_nanos: AtomicU64,
     reject: AtomicBool,
     swallow: AtomicBool,
+    /// The kind of request an armed swallow waits for.
+    swallow_kind: Mutex<RequestKind>,
     next_id: AtomicU64,
     conns: Mutex<HashMap<u64, AbortHandle>>,
 }
@@ -93,6 +134,7 @@ impl ChaosProxy {
             latency_nanos: AtomicU64::new(0),
             reject: AtomicBool::new(false),
             swallow: AtomicBool::new(false),
+            swallow_kind: Mutex::new(RequestKind::Any),
             next_id: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
         });
@@ -193,8 +235,15 @@ impl ChaosProxy {
     /// forwarded and applied by the server, but its reply is dropped and that connection is
     /// closed. The client sees a connection loss although its request was applied.
     pub fn swallow_next_reply(&self) {
+        self.swallow_next_reply_to(RequestKind::Any);
+    }
+
+    /// As [`swallow_next_reply`](Self::swallow_next_reply), for the next request of `kind`
+    /// only: requests of other kinds pass untouched while it waits.
+    pub fn swallow_next_reply_to(&self, kind: RequestKind) {
+        *self.inner.swallow_kind.lock().unwrap_or_else(PoisonError::into_inner) = kind;
         self.inner.swallow.store(true, Ordering::SeqCst);
-        tracing::debug!(addr = %self.addr, "proxy: swallow next reply");
+        tracing::debug!(addr = %self.addr, ?kind, "proxy: swallow next reply");
     }
 
     /// Whether a [`swallow_next_reply`](Self::swallow_next_reply) is still waiting for its
