@@ -23,6 +23,11 @@ impl Events {
             .collect()
     }
 
+    /// Forgets the events seen so far.
+    pub fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// Every event, as `LEVEL target: message`.
     pub fn all(&self) -> Vec<String> {
         let seen = self.0.lock().unwrap_or_else(|e| e.into_inner());

@@ -350,3 +350,44 @@ async fn an_edit_of_another_client_is_kept_when_the_keeper_finds_its_own_node_in
         edit_kept_when_placed_again(policy, retry).await;
     }
 }
+
+/// A close that comes while the keeper's first create is retried after a lost reply: the retry
+/// finds the node its first attempt made ("in the way") just as the node closes. Found by
+/// `partition_chaos` (a group member that left stayed in the group for the rest of its
+/// session: its keeper stopped between NodeExists and looking at the node, and deleted
+/// nothing). Curator's TestPersistentNode.testQuickCloseNodeExists, with the node in the way
+/// being our own.
+async fn close_while_own_node_in_the_way(policy: ErrorPolicy, retry: Retry) {
+    let (events, _recording) = tests::logs::record_events();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let deadline = Timing::new().deadline();
+    for round in 0..6 {
+        let path = unique_path("pn-close-in-the-way");
+        events.clear();
+        // The first create is applied, its reply lost and its connection closed: the create is
+        // sent again once connected, and meets the node the first one made.
+        proxy.swallow_next_reply();
+        let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).build().expect("node");
+        node.start().expect("start");
+        let sent = || async { events.all().iter().any(|e| e.ends_with("persistent node: create")) };
+        assert!(eventually(deadline, sent).await, "{policy:?}/{retry:?} round {round}: no create");
+        node.close().await;
+        assert!(
+            node_gone(&observer, &path).await,
+            "{policy:?}/{retry:?} round {round}: the node outlived its close: {:?}",
+            read_node(&observer, &path).await
+        );
+    }
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_close_while_the_create_meets_its_own_node_deletes_it() {
+    for (policy, retry) in COMBINATIONS {
+        close_while_own_node_in_the_way(policy, retry).await;
+    }
+}

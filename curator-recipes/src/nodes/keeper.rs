@@ -26,6 +26,8 @@
 //! Foreign: exists+watch; wait until it is deleted ──────────► Place
 //! Stuck: wait for a connection change or new data ──────────► Place
 //! closing, or the framework closed (from any wait) ─► delete the node if it may be ours; stop
+//!    (closing before the first create, or after a NodeExists before its getData: the node at
+//!     the path is looked at first, and taken as ours if it is persistent or of this session)
 //! ```
 //!
 //! The first outcome goes to the node's `Readiness`: ready once the node is first created or
@@ -83,6 +85,10 @@ struct Keeper {
     may_own: bool,
     /// Whether a create was tried at all (a close can come before the first).
     tried: bool,
+    /// A create met a node at its path (NodeExists) that the keeper has not looked at yet: a
+    /// close now looks at it as a close before the first create does, since it may be the
+    /// node an earlier attempt of the same create made before its reply was lost.
+    in_the_way: bool,
     retry: curator_core::RetryLoop,
     conn: watch::Receiver<curator_core::ConnectionStateEvent>,
     closing: watch::Receiver<bool>,
@@ -105,6 +111,7 @@ pub(super) async fn run(shared: Arc<Shared>, readiness: Readiness) {
         written: 0,
         may_own: false,
         tried: false,
+        in_the_way: false,
         readiness,
     };
     let mut state = State::Place;
@@ -180,7 +187,10 @@ impl Keeper {
                 tracing::debug!(path = %created, "persistent node: created");
                 State::Own(created)
             }
-            Err(CuratorError::NodeExists { .. }) => self.inspect(path).await,
+            Err(CuratorError::NodeExists { .. }) => {
+                self.in_the_way = true;
+                self.inspect(path).await
+            }
             Err(err) => {
                 if err.outcome_unknown() {
                     self.may_own = self.may_own || self.known.is_some() || !config.mode.is_sequential();
@@ -199,9 +209,14 @@ impl Keeper {
         tracing::debug!(path = %path, "persistent node: getData of the node in the way");
         let (current, stat) = match session.client().get_data(&path).await {
             Ok(found) => found,
-            Err(zk::Error::NoNode) => return State::Place,
+            Err(zk::Error::NoNode) => {
+                self.in_the_way = false;
+                return State::Place;
+            }
             Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
         };
+        // Looked at: what follows decides whose it is.
+        self.in_the_way = false;
         let owner = stat.ephemeral_owner;
         if self.mode().is_ephemeral() && owner != session.id() {
             if self.sessions.contains(&owner) {
@@ -345,6 +360,7 @@ impl Keeper {
     /// After a failed step: back off and place again, or get stuck.
     async fn failed(&mut self, err: CuratorError) -> State {
         if matches!(err, CuratorError::Closed) || self.is_closing() {
+            tracing::debug!(path = %self.shared.config.path, error = %err, "persistent node: stopping on close");
             return State::Stop;
         }
         let Some(pause) = self.retry.next_pause(&err) else {
@@ -394,7 +410,7 @@ impl Keeper {
 
     /// Deletes the node, if it may be ours and the node is meant to go on close.
     async fn finish(&mut self) {
-        if !self.tried {
+        if !self.tried || (self.in_the_way && self.known.is_none()) {
             self.adopt_for_close().await;
         }
         let config = &self.shared.config;
@@ -431,12 +447,15 @@ impl Keeper {
 }
 
 impl Keeper {
-    /// A close that came before the first create: a node already at the configured path is
-    /// the one the keeper would have adopted (a node it may not adopt, another session's
-    /// ephemeral, is left), so the close deletes it, as it would after the adoption. Without
-    /// this, the outcome of a close right after `start` depended on whether the keeper had
-    /// adopted the node yet (Curator's TestPersistentNode.testQuickCloseNodeExists deletes it).
-    /// A sequential or protected node has no path before its create: nothing to adopt.
+    /// A close that came before the first create, or before the keeper looked at the node its
+    /// first create met: a node already at the configured path is the one the keeper would have
+    /// adopted (a node it may not adopt, another session's ephemeral, is left), so the close
+    /// deletes it, as it would after the adoption. Without this, the outcome of a close right
+    /// after `start` depended on whether the keeper had adopted the node yet (Curator's
+    /// TestPersistentNode.testQuickCloseNodeExists deletes it), and a close just after a
+    /// create's retry met the node its lost first attempt made left that node for the rest of
+    /// the session. A sequential or protected node has no path before its create: nothing to
+    /// adopt.
     async fn adopt_for_close(&mut self) {
         let config = &self.shared.config;
         if config.mode.is_sequential() || config.protected || !config.delete_on_close || self.fw.is_closed() {
