@@ -16,7 +16,7 @@ use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework, 
 use curator_recipes::{
     DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, QueueEvent, StringSerializer,
 };
-use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use curator_test::{eventually, expire_session, ChaosProxy, RequestKind, TestingServer, Timing};
 use tests::policies::{with_policies, Retry, COMBINATIONS};
 use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};
 use tokio::sync::{mpsc, Semaphore};
@@ -382,5 +382,65 @@ impl RefusedQueue {
     }
     async fn close(&self) {
         each_queue!(self, q => q.close().await)
+    }
+}
+
+/// A lock-safe take whose lock create is applied but whose reply is lost, and lost again on the
+/// retry, so that the short retry policy gives up with the outcome unknown: the lock node is
+/// ours and would keep the item from every consumer (ours included: its next try meets
+/// NodeExists) for as long as our session lives. Behind `queue_faults`' rare "items lost 1"
+/// under `ErrorPolicy::Session` with the short retry policy. Curator's DistributedQueue leaves
+/// such a lock node too (its lock create is not protected).
+async fn lock_create_lost_twice(policy: ErrorPolicy, retry: Retry) {
+    let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
+    let fw = connected(with_policies(builder(&proxy.connect_string()), policy, retry)).await;
+    let producer_fw = connected(with_policies(builder(&shared()), policy, retry)).await;
+    let path = unique_path("queue-lock-lost");
+    let lock_path = format!("{path}-locks");
+    // Both parents exist, so that the only create the consumer sends is its lock's.
+    producer_fw.create().creating_parents_if_needed().for_path(&lock_path, Vec::new()).await.expect("lock path");
+    producer_fw.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.expect("queue path");
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let queue = DistributedQueue::builder(&fw, &path, StringSerializer)
+        .lock_path(&lock_path)
+        .consumer(move |item: String| {
+            let done_tx = done_tx.clone();
+            async move {
+                let _ = done_tx.send(item);
+                Ok::<(), String>(())
+            }
+        })
+        .build()
+        .unwrap();
+    queue.start().unwrap();
+    queue.ready().await.expect("ready");
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    let producer = DistributedQueue::builder(&producer_fw, &path, StringSerializer).build().unwrap();
+    producer.start().unwrap();
+    producer.put(&"only".to_string()).await.expect("put");
+    // The lock create's reply is swallowed; so is its retry's (the short policy's only one).
+    assert!(
+        eventually(deadline(), || async { !proxy.swallow_pending() }).await,
+        "{policy:?}/{retry:?}: no lock create"
+    );
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    let consumed = tokio::time::timeout(deadline(), done.recv()).await;
+    assert!(
+        matches!(consumed, Ok(Some(ref item)) if item == "only"),
+        "{policy:?}/{retry:?}: the item was not consumed: lock nodes {:?}",
+        children(&producer_fw, &lock_path).await
+    );
+    proxy.disarm_swallow();
+    producer.close().await;
+    queue.close().await;
+    fw.close().await;
+    producer_fw.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_create_whose_outcome_stays_unknown_leaves_no_lock_behind() {
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        lock_create_lost_twice(policy, retry).await;
     }
 }

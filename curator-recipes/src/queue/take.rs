@@ -4,6 +4,8 @@
 //! plain     : getData(P/n) -> delete(P/n, version read) -> ok: consume the items
 //!             NoNode / BadVersion anywhere: another consumer has it, skip
 //! lock-safe : Lock   : create L/n ephemeral on session s      NodeExists: another has it, skip
+//!                      outcome unknown after the retries: L/n deleted if an ephemeral of the
+//!                      current session (it would keep the item from everyone), then skip
 //!             Read   : getData(P/n)                            NoNode: done already, Release
 //!             Consume: the items, in order; the consumer's future is dropped as soon as
 //!                      the lock may be lost (the locks' rule for the error policy:
@@ -77,7 +79,16 @@ async fn take_locked<T: Send + Sync + 'static>(
     lock: &str,
     stop: &mut watch::Receiver<bool>,
 ) -> Result<()> {
-    let Some((generation, at_lock)) = lock_item(q, lock).await? else { return Ok(()) };
+    let locked = match lock_item(q, lock).await {
+        Ok(locked) => locked,
+        Err(err) => {
+            if err.outcome_unknown() && !q.fw.is_closed() {
+                drop_unknown_lock(&q.fw, lock, stop).await;
+            }
+            return Err(err);
+        }
+    };
+    let Some((generation, at_lock)) = locked else { return Ok(()) };
     let item_path = path::make_path(&q.path, name);
     tracing::debug!(path = %item_path, "queue: getData (locked)");
     let mut lost = None;
@@ -185,5 +196,50 @@ async fn owned(session: &Session, lock: &str) -> Result<Option<u64>> {
         Ok(Some(stat)) if stat.ephemeral_owner == session.id() => Ok(Some(session.generation())),
         Ok(_) => Ok(None),
         Err(e) => Err(CuratorError::from_zk(lock, e)),
+    }
+}
+
+/// After a lock create whose outcome stayed unknown (the retry policy gave up on it): our lock
+/// node may exist, and while our session lives it would keep the item from every consumer, this
+/// one too (its next try meets NodeExists). Deletes it if it is an ephemeral of the current
+/// session, retrying with the cleanup's backoff until done or the framework closes; another
+/// session's node is another consumer's lock. Waited for, so that this consumer takes the item
+/// again only after it (a delete racing our own next lock would take that one); on the queue's
+/// close it goes on in the background.
+async fn drop_unknown_lock(fw: &CuratorFramework, lock: &str, stop: &mut watch::Receiver<bool>) {
+    let spawner = fw.clone();
+    let (fw, lock) = (fw.clone(), lock.to_string());
+    let mut work = Box::pin(async move {
+        let mut retry = fw.cleanup_retry_loop();
+        loop {
+            let attempt = async {
+                let session = fw.session().await?;
+                let client = session.client();
+                tracing::debug!(path = %lock, "queue: exists (our lock, after an unknown outcome?)");
+                match client.check_stat(&lock).await {
+                    Ok(Some(stat)) if stat.ephemeral_owner == session.id() => {
+                        tracing::debug!(path = %lock, "queue: delete (our lock, left by an unknown outcome)");
+                        match client.delete(&lock, Some(stat.version)).await {
+                            Ok(()) | Err(zk::Error::NoNode | zk::Error::BadVersion) => Ok(()),
+                            Err(e) => Err(CuratorError::from_zk(&lock, e)),
+                        }
+                    }
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(CuratorError::from_zk(&lock, e)),
+                }
+            };
+            match attempt.await {
+                Ok(()) => return,
+                Err(err) => {
+                    if retry.on_error(err).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    tokio::select! {
+        () = &mut work => {}
+        _ = stop.wait_for(|stopped| *stopped) => spawner.spawn_background(work),
     }
 }
