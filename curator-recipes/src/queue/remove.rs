@@ -3,6 +3,7 @@
 //! ```text
 //! plain     : delete(P/n)                                   NoNode: not removed (taken already)
 //! lock-safe : create L/n ephemeral     NodeExists: not removed (a consumer has it)
+//!             outcome unknown after the retries: L/n deleted if ours, as a take does
 //!             fenced multi: check(L/n) + delete(P/n) + delete(L/n)   (module fence)
 //! ```
 //! In lock-safe mode an item in a consumer's hands is not removed, as in Curator; the fence
@@ -36,7 +37,17 @@ pub(crate) async fn try_remove<T: Send + Sync + 'static>(q: &Shared<T>, name: &s
         };
     };
     let lock = path::make_path(lock_path, name);
-    let Some((generation, _)) = take::lock_item(q, &lock).await? else { return Ok(false) };
+    let locked = match take::lock_item(q, &lock).await {
+        Ok(locked) => locked,
+        Err(err) => {
+            // As a take does; the caller hears of it within a connection timeout.
+            if err.outcome_unknown() && !q.fw.is_closed() {
+                take::drop_unknown_lock(&q.fw, &lock, tokio::time::sleep(q.fw.connection_timeout())).await;
+            }
+            return Err(err);
+        }
+    };
+    let Some((generation, _)) = locked else { return Ok(false) };
     match fence::finish(q, name, &lock, generation, Finish::Delete, &[]).await {
         Outcome::Finished => Ok(true),
         Outcome::ItemGone | Outcome::LockLost => Ok(false),

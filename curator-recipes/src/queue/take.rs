@@ -83,7 +83,10 @@ async fn take_locked<T: Send + Sync + 'static>(
         Ok(locked) => locked,
         Err(err) => {
             if err.outcome_unknown() && !q.fw.is_closed() {
-                drop_unknown_lock(&q.fw, lock, stop).await;
+                let stopped = async {
+                    let _ = stop.wait_for(|stopped| *stopped).await;
+                };
+                drop_unknown_lock(&q.fw, lock, stopped).await;
             }
             return Err(err);
         }
@@ -204,9 +207,9 @@ async fn owned(session: &Session, lock: &str) -> Result<Option<u64>> {
 /// one too (its next try meets NodeExists). Deletes it if it is an ephemeral of the current
 /// session, retrying with the cleanup's backoff until done or the framework closes; another
 /// session's node is another consumer's lock. Waited for, so that this consumer takes the item
-/// again only after it (a delete racing our own next lock would take that one); on the queue's
-/// close it goes on in the background.
-async fn drop_unknown_lock(fw: &CuratorFramework, lock: &str, stop: &mut watch::Receiver<bool>) {
+/// again only after it (a delete racing our own next lock would take that one); once `until`
+/// resolves (the queue's close) it goes on in the background.
+pub(crate) async fn drop_unknown_lock(fw: &CuratorFramework, lock: &str, until: impl std::future::Future<Output = ()>) {
     let spawner = fw.clone();
     let (fw, lock) = (fw.clone(), lock.to_string());
     let mut work = Box::pin(async move {
@@ -240,6 +243,6 @@ async fn drop_unknown_lock(fw: &CuratorFramework, lock: &str, stop: &mut watch::
     });
     tokio::select! {
         () = &mut work => {}
-        _ = stop.wait_for(|stopped| *stopped) => spawner.spawn_background(work),
+        () = until => spawner.spawn_background(work),
     }
 }
