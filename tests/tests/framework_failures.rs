@@ -318,3 +318,55 @@ async fn persistent_watch_keeps_firing_after_a_reconnection() {
     assert_eq!(event.path, format!("{base}/after"));
     fw.close().await;
 }
+
+/// `delete_if_ours`: the cleanup of a create at a known path whose outcome stayed unknown
+/// deletes a node of ours (an ephemeral of the current session, a persistent node when asked)
+/// and leaves another session's, also when called during a cut (it goes on once connected).
+#[tokio::test]
+async fn delete_if_ours_deletes_only_a_node_a_create_of_ours_may_have_made() {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+    let fw = connected(builder(&proxy.connect_string())).await;
+    let other = connected(builder(&server.connect_string())).await;
+    let base = unique_path("delete-if-ours");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+    let exists = |path: String| {
+        let other = other.clone();
+        async move { other.check_exists().for_path(&path).await.unwrap().is_some() }
+    };
+
+    // An ephemeral of ours goes; so does a persistent node when asked, and only then.
+    let ours = format!("{base}/ours");
+    fw.create().with_mode(CreateMode::Ephemeral).for_path(&ours, vec![]).await.unwrap();
+    let persistent = format!("{base}/persistent");
+    fw.create().for_path(&persistent, vec![]).await.unwrap();
+    fw.delete_if_ours(&ours, false).await.unwrap();
+    fw.delete_if_ours(&persistent, false).await.unwrap();
+    assert!(!exists(ours.clone()).await, "our ephemeral is deleted");
+    assert!(exists(persistent.clone()).await, "a persistent node is left unless asked");
+    fw.delete_if_ours(&persistent, true).await.unwrap();
+    assert!(!exists(persistent).await, "asked, a persistent node is deleted");
+
+    // Another session's ephemeral stays, and a missing node is no error.
+    let theirs = format!("{base}/theirs");
+    other.create().with_mode(CreateMode::Ephemeral).for_path(&theirs, vec![]).await.unwrap();
+    fw.delete_if_ours(&theirs, true).await.unwrap();
+    assert!(exists(theirs).await, "another session's ephemeral is left");
+    fw.delete_if_ours(&format!("{base}/missing"), true).await.unwrap();
+
+    // Called while the connection is cut, it finishes once connected again.
+    let later = format!("{base}/later");
+    fw.create().with_mode(CreateMode::Ephemeral).for_path(&later, vec![]).await.unwrap();
+    proxy.set_reject(true);
+    proxy.cut();
+    let deleting = tokio::spawn({
+        let (fw, later) = (fw.clone(), later.clone());
+        async move { fw.delete_if_ours(&later, false).await }
+    });
+    assert!(exists(later.clone()).await, "nothing is deleted while cut off");
+    proxy.pass();
+    tokio::time::timeout(Timing::new().deadline(), deleting).await.expect("done once connected").unwrap().unwrap();
+    assert!(!exists(later).await, "deleted once connected");
+    fw.close().await;
+    other.close().await;
+}

@@ -204,3 +204,45 @@ impl CuratorFramework {
         });
     }
 }
+
+impl CuratorFramework {
+    /// Deletes the node at `path` if it may be one that a create of ours made although its
+    /// reply was lost: an ephemeral node of the current session or, with `persistent`, a
+    /// persistent node. Another session's ephemeral node is left alone: it is someone else's.
+    /// `Ok` once the node is gone or is not ours.
+    ///
+    /// The cleanup of a create at a known path whose outcome stayed unknown (a recipe's lock
+    /// node at a fixed name, a kept node closed before it looked at the node in its way). As
+    /// [`delete_protected`](Self::delete_protected), it does not depend on the user's retry
+    /// policy: it retries every retryable error until done or the framework closes
+    /// ([`CuratorError::Closed`]). The delete is at the version looked at, so a node made
+    /// again in between is left.
+    pub async fn delete_if_ours(&self, path: &str, persistent: bool) -> Result<()> {
+        let mut retry = self.cleanup_retry_loop();
+        loop {
+            let attempt = async {
+                let session = self.session_for(path).await?;
+                let client = session.client();
+                tracing::debug!(path, "exists (a node of ours, after an unknown outcome?)");
+                let stat = match client.check_stat(path).await {
+                    Ok(Some(stat)) => stat,
+                    Ok(None) => return Ok(()),
+                    Err(err) => return Err(CuratorError::from_zk(path, err)),
+                };
+                let ours = if stat.ephemeral_owner == 0 { persistent } else { stat.ephemeral_owner == session.id() };
+                if !ours {
+                    return Ok(());
+                }
+                tracing::debug!(path, version = stat.version, "delete (a node of ours, left by an unknown outcome)");
+                match client.delete(path, Some(stat.version)).await {
+                    Ok(()) | Err(zk::Error::NoNode | zk::Error::BadVersion) => Ok(()),
+                    Err(err) => Err(CuratorError::from_zk(path, err)),
+                }
+            };
+            match attempt.await {
+                Ok(()) => return Ok(()),
+                Err(err) => retry.on_error(err).await?,
+            }
+        }
+    }
+}

@@ -462,6 +462,14 @@ impl Keeper {
             return;
         }
         if !self.fw.connection_state().is_connected() {
+            // The close does not wait for a connection: the look and the delete, by the same
+            // rule (any persistent node, or an ephemeral of the session then current), go on
+            // in the background.
+            let (fw, path) = (self.fw.clone(), config.path.clone());
+            tracing::debug!(path = %path, "persistent node: closed before it looked at its path: in the background (not connected)");
+            self.fw.spawn_background(async move {
+                let _ = fw.delete_if_ours(&path, true).await;
+            });
             return;
         }
         let path = config.path.clone();

@@ -205,41 +205,15 @@ async fn owned(session: &Session, lock: &str) -> Result<Option<u64>> {
 /// After a lock create whose outcome stayed unknown (the retry policy gave up on it): our lock
 /// node may exist, and while our session lives it would keep the item from every consumer, this
 /// one too (its next try meets NodeExists). Deletes it if it is an ephemeral of the current
-/// session, retrying with the cleanup's backoff until done or the framework closes; another
-/// session's node is another consumer's lock. Waited for, so that this consumer takes the item
-/// again only after it (a delete racing our own next lock would take that one); once `until`
-/// resolves (the queue's close) it goes on in the background.
+/// session (`CuratorFramework::delete_if_ours`; another session's node is another consumer's
+/// lock). Waited for, so that this consumer takes the item again only after it (a delete
+/// racing our own next lock would take that one); once `until` resolves (the queue's close) it
+/// goes on in the background.
 pub(crate) async fn drop_unknown_lock(fw: &CuratorFramework, lock: &str, until: impl std::future::Future<Output = ()>) {
-    let spawner = fw.clone();
     let (fw, lock) = (fw.clone(), lock.to_string());
+    let spawner = fw.clone();
     let mut work = Box::pin(async move {
-        let mut retry = fw.cleanup_retry_loop();
-        loop {
-            let attempt = async {
-                let session = fw.session().await?;
-                let client = session.client();
-                tracing::debug!(path = %lock, "queue: exists (our lock, after an unknown outcome?)");
-                match client.check_stat(&lock).await {
-                    Ok(Some(stat)) if stat.ephemeral_owner == session.id() => {
-                        tracing::debug!(path = %lock, "queue: delete (our lock, left by an unknown outcome)");
-                        match client.delete(&lock, Some(stat.version)).await {
-                            Ok(()) | Err(zk::Error::NoNode | zk::Error::BadVersion) => Ok(()),
-                            Err(e) => Err(CuratorError::from_zk(&lock, e)),
-                        }
-                    }
-                    Ok(_) => Ok(()),
-                    Err(e) => Err(CuratorError::from_zk(&lock, e)),
-                }
-            };
-            match attempt.await {
-                Ok(()) => return,
-                Err(err) => {
-                    if retry.on_error(err).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        }
+        let _ = fw.delete_if_ours(&lock, false).await;
     });
     tokio::select! {
         () = &mut work => {}
