@@ -444,3 +444,88 @@ async fn a_lock_create_whose_outcome_stays_unknown_leaves_no_lock_behind() {
         lock_create_lost_twice(policy, retry).await;
     }
 }
+
+/// A lock-safe take whose fenced final multi is applied but whose reply is lost, and whose lock
+/// name another consumer takes before the retry (the item is gone, so that consumer finds
+/// nothing to do): the retry's check passes on the other consumer's lock (version 0 too) and
+/// its delete of the item fails. The item was finished by our first attempt: the take reports
+/// it `Consumed`, and leaves the other consumer's lock alone. Before, it took the item for
+/// gone (no event: `queue_faults`' rare "items lost 1" under every policy) and deleted the other
+/// consumer's lock. Curator's plain delete after the consumer has no such retry.
+async fn finish_lost_then_lock_taken(policy: ErrorPolicy, retry: Retry) {
+    let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
+    let fw = connected(with_policies(builder(&proxy.connect_string()), policy, retry)).await;
+    let other = connected(with_policies(builder(&shared()), policy, retry)).await;
+    let path = unique_path("queue-finish-lost");
+    let lock_path = format!("{path}-locks");
+    let gate = Arc::new(Semaphore::new(0));
+    let (taken_tx, mut taken) = mpsc::unbounded_channel();
+    let queue = DistributedQueue::builder(&fw, &path, StringSerializer)
+        .lock_path(&lock_path)
+        .consumer({
+            let gate = gate.clone();
+            move |item: String| {
+                let (gate, taken_tx) = (gate.clone(), taken_tx.clone());
+                async move {
+                    let _ = taken_tx.send(item);
+                    gate.acquire().await.map(|p| p.forget()).map_err(|e| e.to_string())
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    let mut events = queue.events();
+    queue.start().unwrap();
+    queue.ready().await.expect("ready");
+    let producer = DistributedQueue::builder(&other, &path, StringSerializer).build().unwrap();
+    producer.start().unwrap();
+    producer.put(&"only".to_string()).await.expect("put");
+    tokio::time::timeout(deadline(), taken.recv()).await.expect("taken").expect("open");
+    let names = children(&other, &lock_path).await;
+    let [name] = names.as_slice() else { panic!("{policy:?}/{retry:?}: one lock expected: {names:?}") };
+    let lock = format!("{lock_path}/{name}");
+
+    // The final multi is applied, its reply swallowed and the connection closed; no new one
+    // is let in until the other consumer holds the lock name.
+    proxy.swallow_next_reply_to(RequestKind::Multi);
+    proxy.set_reject(true);
+    gate.add_permits(1);
+    assert!(eventually(deadline(), || async { !proxy.swallow_pending() }).await, "{policy:?}/{retry:?}: no multi");
+    let item_gone = || async { children(&other, &path).await.is_empty() };
+    assert!(eventually(deadline(), item_gone).await, "{policy:?}/{retry:?}: the multi was not applied");
+    other.create().with_mode(CreateMode::Ephemeral).for_path(&lock, Vec::new()).await.expect("the other's lock");
+    proxy.pass();
+
+    let consumed = tokio::time::timeout(deadline(), async {
+        while let Some(event) = events.next().await {
+            match event {
+                QueueEvent::Consumed { node } => return Some(node),
+                QueueEvent::LockLost { .. } => return None,
+                _ => {}
+            }
+        }
+        None
+    })
+    .await
+    .expect("an outcome");
+    assert_eq!(consumed.as_deref(), Some(name.as_str()), "{policy:?}/{retry:?}: the item's outcome");
+    let stat = other.check_exists().for_path(&lock).await.expect("exists");
+    let other_session = other.session().await.expect("session").id();
+    assert_eq!(
+        stat.map(|s| s.ephemeral_owner),
+        Some(other_session),
+        "{policy:?}/{retry:?}: the other consumer's lock was deleted"
+    );
+    queue.close().await;
+    producer.close().await;
+    fw.close().await;
+    other.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_whose_reply_is_lost_counts_the_item_and_keeps_anothers_lock() {
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        finish_lost_then_lock_taken(policy, retry).await;
+    }
+}

@@ -10,6 +10,8 @@
 //!               applied                                -> Finished
 //!               L/n missing, first attempt             -> LockLost (deleted by someone)
 //!               L/n missing, after an unknown outcome  -> Finished (our attempt applied)
+//!               P/n missing, after an unknown outcome  -> Finished (our attempt applied; the
+//!                                                         L/n checked is another consumer's)
 //!               P/n missing (deleted by someone)       -> Release instead
 //!               retryable error                        -> again after the cleanup backoff
 //!               other error                            -> reported; Release instead
@@ -96,6 +98,10 @@ pub(crate) async fn finish<T: Send + Sync + 'static>(
                 curator_core::metrics::queue_fence_failed(false);
                 return Outcome::LockLost;
             }
+            // After an unknown outcome the item is gone because our earlier attempt applied:
+            // while our lock stood nobody else could delete it. Our lock went with that attempt,
+            // so the lock node the check just passed on is another consumer's: not ours to delete.
+            Err(Failed::Item) if unknown => return Outcome::Finished,
             Err(Failed::Item) => (how, item_gone) = (Finish::Release, true),
             Err(Failed::Other(err)) if err.is_retryable() => {
                 unknown = true;
