@@ -178,9 +178,12 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
         "{case}: consumer 0's function ran to its end on {held:?}, which another consumer holds"
     );
     hands.gate2.add_permits(1);
-    // Connection cuts for two others while they consume.
-    cut(&mut consumers[1]).await;
-    cut(&mut consumers[2]).await;
+    // Connection cuts for two others while they consume. Not the taker: cut while its function
+    // ends, it would be stopped and let the item go (the lock may be lost), and the item's next
+    // taker would wait on `gate2` for ever.
+    for index in (1..4).filter(|&i| i != taker).take(2) {
+        cut(&mut consumers[index]).await;
+    }
 
     let locks = format!("{path}-locks");
     let drained = eventually(deadline(), || async {
