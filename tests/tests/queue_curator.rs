@@ -379,3 +379,55 @@ async fn bad_options_are_errors() {
     queue.close().await;
     fw.close().await;
 }
+
+/// A lock-safe consumer that finds its only item held by another consumer waits for that
+/// consumer's lock to go (an exists watch) instead of listing and trying the lock again at
+/// once: before, it sent a getChildren and a create every millisecond or so for as long as the
+/// other held the item. Once the holder lets the item go (here: its queue closes mid-item),
+/// the waiting consumer takes it. Past Curator, whose consumer waits for the queue's children
+/// to change, so an item let go without a change is taken only at the next put.
+#[tokio::test(flavor = "current_thread")]
+async fn a_consumer_waits_for_an_item_held_elsewhere_without_polling() {
+    let (events, _recording) = tests::logs::record_events();
+    let server = TestingServer::shared();
+    let (fw_a, fw_b) = (client(&server.connect_string()).await, client(&server.connect_string()).await);
+    let path = unique_path("queue-held-elsewhere");
+    let locks = format!("{path}-locks");
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let (held_tx, mut held) = mpsc::unbounded_channel();
+    let holder = DistributedQueue::builder(&fw_a, &path, StringSerializer)
+        .lock_path(&locks)
+        .consumer({
+            let gate = gate.clone();
+            move |item: String| {
+                let (gate, held_tx) = (gate.clone(), held_tx.clone());
+                async move {
+                    let _ = held_tx.send(item);
+                    gate.acquire().await.map(|p| p.forget()).map_err(|e| e.to_string())
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    holder.start().unwrap();
+    holder.ready().await.unwrap();
+    holder.put(&"only".to_string()).await.unwrap();
+    assert_eq!(tokio::time::timeout(deadline(), held.recv()).await.expect("held"), Some("only".to_string()));
+
+    let (waiter, mut taken) = sending_queue(&fw_b, &path, Some(&locks));
+    let lock_tries = || events.all().iter().filter(|e| e.ends_with("queue: create lock node (ephemeral)")).count();
+    waiter.start().unwrap();
+    // The holder's try, then the waiter's.
+    assert!(eventually(deadline(), || async { lock_tries() >= 2 }).await, "the waiter never tried the lock");
+    let tries = lock_tries();
+    // A measurement window, not a synchronisation: the waiter must not try again during it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(lock_tries(), tries, "the waiter tried the lock again while it was held");
+
+    // The holder's queue closes mid-item: its lock goes, and the waiter takes the item.
+    holder.close().await;
+    assert_eq!(recv(&mut taken).await, "only");
+    waiter.close().await;
+    fw_a.close().await;
+    fw_b.close().await;
+}

@@ -7,25 +7,36 @@
 //! Take : each name whose time has come, in order: take it (module take) -> List
 //!        priority queue, after `refresh_after` items: the watch fired -> List (re-sort)
 //!        none: wait for the watch, the first delayed name's time, or stop -> List
+//!        no item handled (each held by another consumer, or failed): exists+watch on each
+//!        holder's lock node, then wait for the listing's watch, a lock's deletion, stop, or
+//!        (after a failure) a pause doubling from 50 ms to 2 s -> List
 //! ```
 //! Stop (the queue's `close`) is looked at between items and while waiting; in lock-safe mode
 //! it also abandons the item in hand (module take).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use curator_core::CuratorError;
+use futures::future::{select_all, BoxFuture};
 use futures::FutureExt;
 use tokio::sync::watch;
 
 use super::order::QUEUE_ITEM_NAME;
 use super::shared::{self, QueueEvent, Shared};
-use super::take;
+use super::take::{self, Taken};
+
+/// The first pause after a pass in which every take failed; doubled after each such pass.
+const FAILED_PASS_PAUSE: Duration = Duration::from_millis(50);
+/// The longest pause after passes in which every take failed.
+const FAILED_PASS_MAX_PAUSE: Duration = Duration::from_secs(2);
 
 /// Runs until `stop` says so or the framework closes.
 pub(crate) async fn run<T: Send + Sync + 'static>(q: Arc<Shared<T>>, mut stop: watch::Receiver<bool>) {
     let mut pauses = q.fw.retry_loop();
     let mut backoff = q.fw.cleanup_retry_loop();
+    let mut failed_pause = FAILED_PASS_PAUSE;
     while !*stop.borrow() {
         tracing::debug!(path = %q.path, "queue: getChildren+watch");
         let listed = tokio::select! {
@@ -62,6 +73,7 @@ pub(crate) async fn run<T: Send + Sync + 'static>(q: Arc<Shared<T>>, mut stop: w
             }
             continue;
         }
+        let (mut handled, mut failed, mut held) = (false, false, Vec::new());
         for (taken, name) in names[..ready].iter().enumerate() {
             if *stop.borrow() || q.fw.is_closed() {
                 return;
@@ -69,10 +81,56 @@ pub(crate) async fn run<T: Send + Sync + 'static>(q: Arc<Shared<T>>, mut stop: w
             // Curator's `minItemsBeforeRefresh`: a changed queue is sorted again first.
             if q.refresh_after.is_some_and(|min| taken >= min) && (&mut fired).now_or_never().is_some() {
                 tracing::debug!(path = %q.path, taken, "queue: children changed: listing again");
+                handled = true;
                 break;
             }
-            take::take(&q, name, &mut stop).await;
+            match take::take(&q, name, &mut stop).await {
+                Taken::Handled => handled = true,
+                Taken::HeldElsewhere(lock) => held.push(lock),
+                Taken::Failed => failed = true,
+            }
         }
+        if handled {
+            failed_pause = FAILED_PASS_PAUSE;
+            continue;
+        }
+        // Nothing moved: listing again at once would only meet the same locks (a loop of
+        // getChildren and creates for as long as another consumer holds an item).
+        let pause = failed.then_some(failed_pause);
+        if failed {
+            failed_pause = (failed_pause * 2).min(FAILED_PASS_MAX_PAUSE);
+        }
+        tracing::debug!(path = %q.path, held = held.len(), ?pause, "queue: no item handled: waiting for a change");
+        tokio::select! {
+            _ = &mut fired => {}
+            () = lock_released(&q.fw, &held) => {}
+            () = tokio::time::sleep(pause.unwrap_or(Duration::MAX)), if pause.is_some() => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Resolves once one of the lock nodes at `locks` is deleted (another consumer let its item
+/// go, or finished it), or is gone already, or its watch ends with the session; pending when
+/// there are none.
+fn lock_released(fw: &curator_core::CuratorFramework, locks: &[String]) -> impl Future<Output = ()> + Send + 'static {
+    let (fw, locks) = (fw.clone(), locks.to_vec());
+    async move {
+        if locks.is_empty() {
+            return futures::future::pending().await;
+        }
+        let Ok(session) = fw.session().await else { return };
+        let client = session.client().clone();
+        let mut watches: Vec<BoxFuture<'static, ()>> = Vec::new();
+        for lock in &locks {
+            tracing::debug!(path = %lock, "queue: exists+watch (another consumer's lock)");
+            match client.check_and_watch_stat(lock).await {
+                Ok((Some(_), watcher)) => watches.push(watcher.changed().map(|_| ()).boxed()),
+                // Gone already, or no answer: look again now.
+                Ok((None, _)) | Err(_) => return,
+            }
+        }
+        select_all(watches).await;
     }
 }
 

@@ -37,17 +37,34 @@ use super::deliver::{self, Consumed};
 use super::fence::{self, Finish, Outcome};
 use super::shared::{QueueEvent, Shared};
 
+/// How a take of one item node ended, for the consuming loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// Done with for now: consumed, requeued, released, or gone already.
+    Handled,
+    /// Another consumer holds it: its lock node, at this path.
+    HeldElsewhere(String),
+    /// The take failed (reported).
+    Failed,
+}
+
 /// Takes the node `name` of the queue.
-pub(crate) async fn take<T: Send + Sync + 'static>(q: &Shared<T>, name: &str, stop: &mut watch::Receiver<bool>) {
+pub(crate) async fn take<T: Send + Sync + 'static>(
+    q: &Shared<T>,
+    name: &str,
+    stop: &mut watch::Receiver<bool>,
+) -> Taken {
     let result = match &q.lock_path {
-        None => take_plain(q, name).await,
+        None => take_plain(q, name).await.map(|()| Taken::Handled),
         Some(lock_path) => take_locked(q, name, &path::make_path(lock_path, name), stop).await,
     };
     match result {
-        Ok(()) | Err(CuratorError::Closed) => {}
+        Ok(taken) => taken,
+        Err(CuratorError::Closed) => Taken::Handled,
         Err(error) => {
             tracing::warn!(path = %q.path, node = name, %error, "queue: taking an item failed");
             q.events.publish(QueueEvent::Error { error });
+            Taken::Failed
         }
     }
 }
@@ -78,7 +95,7 @@ async fn take_locked<T: Send + Sync + 'static>(
     name: &str,
     lock: &str,
     stop: &mut watch::Receiver<bool>,
-) -> Result<()> {
+) -> Result<Taken> {
     let locked = match lock_item(q, lock).await {
         Ok(locked) => locked,
         Err(err) => {
@@ -91,7 +108,7 @@ async fn take_locked<T: Send + Sync + 'static>(
             return Err(err);
         }
     };
-    let Some((generation, at_lock)) = locked else { return Ok(()) };
+    let Some((generation, at_lock)) = locked else { return Ok(Taken::HeldElsewhere(lock.to_string())) };
     let item_path = path::make_path(&q.path, name);
     tracing::debug!(path = %item_path, "queue: getData (locked)");
     let mut lost = None;
@@ -140,7 +157,7 @@ async fn take_locked<T: Send + Sync + 'static>(
         }
         Outcome::Finished | Outcome::LockLost | Outcome::ItemGone | Outcome::Closed => {}
     }
-    Ok(())
+    Ok(Taken::Handled)
 }
 
 /// Resolves when the lock made on session `generation`, with the connection as `at_lock` was
