@@ -9,7 +9,7 @@
 //!        none: wait for the watch, the first delayed name's time, or stop -> List
 //!        no item handled (each held by another consumer, or failed): exists+watch on each
 //!        holder's lock node, then wait for the listing's watch, a lock's deletion, stop, or
-//!        (after a failure) a pause doubling from 50 ms to 2 s -> List
+//!        (after a failure) the cleanup backoff, 50 ms doubling to 2 s -> List
 //! ```
 //! Stop (the queue's `close`) is looked at between items and while waiting; in lock-safe mode
 //! it also abandons the item in hand (module take).
@@ -27,16 +27,12 @@ use super::order::QUEUE_ITEM_NAME;
 use super::shared::{self, QueueEvent, Shared};
 use super::take::{self, Taken};
 
-/// The first pause after a pass in which every take failed; doubled after each such pass.
-const FAILED_PASS_PAUSE: Duration = Duration::from_millis(50);
-/// The longest pause after passes in which every take failed.
-const FAILED_PASS_MAX_PAUSE: Duration = Duration::from_secs(2);
-
 /// Runs until `stop` says so or the framework closes.
 pub(crate) async fn run<T: Send + Sync + 'static>(q: Arc<Shared<T>>, mut stop: watch::Receiver<bool>) {
     let mut pauses = q.fw.retry_loop();
     let mut backoff = q.fw.cleanup_retry_loop();
-    let mut failed_pause = FAILED_PASS_PAUSE;
+    // Pauses after passes in which every take failed: the cleanup backoff, reset by progress.
+    let mut failed_passes = q.fw.cleanup_retry_loop();
     while !*stop.borrow() {
         tracing::debug!(path = %q.path, "queue: getChildren+watch");
         let listed = tokio::select! {
@@ -91,15 +87,12 @@ pub(crate) async fn run<T: Send + Sync + 'static>(q: Arc<Shared<T>>, mut stop: w
             }
         }
         if handled {
-            failed_pause = FAILED_PASS_PAUSE;
+            failed_passes.reset();
             continue;
         }
         // Nothing moved: listing again at once would only meet the same locks (a loop of
         // getChildren and creates for as long as another consumer holds an item).
-        let pause = failed.then_some(failed_pause);
-        if failed {
-            failed_pause = (failed_pause * 2).min(FAILED_PASS_MAX_PAUSE);
-        }
+        let pause = if failed { failed_passes.next_pause_after_failure() } else { None };
         tracing::debug!(path = %q.path, held = held.len(), ?pause, "queue: no item handled: waiting for a change");
         tokio::select! {
             _ = &mut fired => {}
