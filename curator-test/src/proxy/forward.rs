@@ -211,11 +211,15 @@ where
             Err(end) => return end,
         };
         if !handshake {
-            if let Some(xid) = xid_of(&frame) {
+            // The kind is looked at only while a swallow is armed: no lock per frame otherwise.
+            let wanted = || {
                 let kind = *inner.swallow_kind.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let wanted = opcode_of(&frame).is_some_and(|op| kind.matches(op));
+                opcode_of(&frame).is_some_and(|op| kind.matches(op))
+            };
+            if let Some(xid) = xid_of(&frame) {
                 if xid > 0
-                    && wanted
+                    && inner.swallow.load(Ordering::SeqCst)
+                    && wanted()
                     && inner.swallow.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_ok()
                 {
                     tracing::debug!(xid, "proxy: will swallow the reply to this request");
