@@ -247,7 +247,8 @@ impl ChaosProxy {
     }
 
     /// Whether a [`swallow_next_reply`](Self::swallow_next_reply) is still waiting for its
-    /// request.
+    /// request. It turns `false` when the proxy reads that request, which may be before the
+    /// server has applied it: a test that then looks at the server's state polls for it.
     pub fn swallow_pending(&self) -> bool {
         self.inner.swallow.load(Ordering::SeqCst)
     }
