@@ -33,7 +33,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use curator_core::{zk, CuratorFramework, Session};
+use curator_core::{zk, AddWatchMode, CuratorFramework, PersistentWatch, Session};
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
@@ -201,7 +201,10 @@ impl Task {
     /// ends, or the line is idle; then drops it.
     async fn run(mut self, session: Session) {
         tracing::debug!(path = %self.base, "addWatch (persistent recursive: the line)");
-        let added = session.client().watch(&self.base, zk::AddWatchMode::PersistentRecursive).await;
+        // The framework's watch: added again on the same session after a reconnection, before
+        // the SyncConnected event is handed out (zookeeper-client 0.11.2 does not), and never
+        // polled after the session ended (zookeeper-client would panic).
+        let added = PersistentWatch::add_on(&self.fw, &session, &self.base, AddWatchMode::PersistentRecursive).await;
         // The task must not keep the session's client (and with it the session) open.
         drop(session);
         let mut watcher = match added {
@@ -228,18 +231,16 @@ impl Task {
                 _ = liveness.ended() => break,
                 _ = &mut gone => break,
                 _ = tokio::time::sleep_until(idle_at) => continue,
-                event = watcher.changed() => event,
+                event = watcher.next() => event,
             };
-            let terminal = event.session_state.is_terminated();
+            // None once the session ended (after its terminal event). A watch that could not be
+            // added again after a reconnection is silent: end.
+            let Some(event) = event.filter(|_| watcher.is_registered()) else { break };
             if let Some(seen) = self.seen(&event) {
                 let Some(shared) = self.shared.upgrade() else { break };
                 for (_, slot) in lock(&shared.state).listeners.values().filter(|(task, _)| *task == self.key.task) {
                     slot.apply(&seen);
                 }
-            }
-            // No event follows a terminal one (and `changed` would panic).
-            if terminal {
-                break;
             }
         }
         self.end();
