@@ -1,7 +1,7 @@
 //! Lock scenarios: `lock` (InterProcessMutex, N sessions), `rwlock` (InterProcessReadWriteLock,
 //! N sessions, `--read-pct` reads), and `waiters` (ours: one framework, N acquirers as tasks).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use curator_core::Result;
@@ -35,6 +35,21 @@ fn handoffs(mut holds: Vec<Hold>) -> Vec<f64> {
         .filter(|w| w[1].acquired >= w[0].releasing)
         .map(|w| micros(w[1].acquired - w[0].releasing))
         .collect()
+}
+
+/// One slot per client for the lock object it keeps across its cycles, as Curator's peer keeps
+/// one `InterProcessMutex` per client (`LockBench.java`).
+fn per_client<T>(args: &Args) -> Arc<Vec<OnceLock<T>>> {
+    Arc::new((0..args.clients).map(|_| OnceLock::new()).collect())
+}
+
+/// The lock object in `slot`, made by `make` on the client's first cycle.
+fn once<T: Clone>(slot: &OnceLock<T>, make: impl FnOnce() -> Result<T>) -> Result<T> {
+    if let Some(made) = slot.get() {
+        return Ok(made.clone());
+    }
+    let made = make()?;
+    Ok(slot.get_or_init(|| made).clone())
 }
 
 /// Runs `clients` sessions through warm-up, a barrier, and the timed cycles of `cycle`; returns
@@ -89,10 +104,11 @@ where
 pub(crate) async fn lock(args: &Args) -> Result<Vec<String>> {
     let lock_path = format!("{}/lock", args.path);
     let path = Arc::new(lock_path);
-    let (wall, cpu, runs) = contend(args, move |_, fw, _, _| {
-        let path = path.clone();
+    let mutexes = per_client(args);
+    let (wall, cpu, runs) = contend(args, move |client, fw, _, _| {
+        let (path, mutexes) = (path.clone(), mutexes.clone());
         async move {
-            let mutex = InterProcessMutex::new(&fw, &path)?;
+            let mutex = once(&mutexes[client], || InterProcessMutex::new(&fw, &path))?;
             let t = Instant::now();
             let guard = mutex.acquire().await?;
             let acquired = Instant::now();
@@ -120,10 +136,11 @@ pub(crate) async fn lock(args: &Args) -> Result<Vec<String>> {
 pub(crate) async fn rwlock(args: &Args) -> Result<Vec<String>> {
     let path = Arc::new(format!("{}/rwlock", args.path));
     let read_pct = args.read_pct;
+    let locks = per_client(args);
     let (wall, cpu, runs) = contend(args, move |client, fw, _, n| {
-        let path = path.clone();
+        let (path, locks) = (path.clone(), locks.clone());
         async move {
-            let rw = InterProcessReadWriteLock::new(&fw, &path)?;
+            let rw = once(&locks[client], || InterProcessReadWriteLock::new(&fw, &path))?;
             let read = fastrand::Rng::with_seed((client as u64) << 32 | n as u64).u32(0..100) < read_pct;
             let t = Instant::now();
             let guard = if read { rw.read_lock().acquire().await? } else { rw.write_lock().acquire().await? };
