@@ -1,7 +1,7 @@
 //! The line watch of a `Leases` group (docs/architecture.md section 8.3; ours, with no Curator
 //! analog: Curator's waiters watch their predecessor): a waiter with few nodes ahead waits on
 //! one persistent recursive watch on the lock's path. These tests put a waiter on the line (one
-//! mutex object per session: a first contended wait starts the object's watch, seen on the
+//! mutex object per session: its second contended wait starts the object's watch, seen on the
 //! server with `wchp`) and check that a node leaving out of turn, our own node's deletion and a
 //! cut connection never give two holders, that every acquire ends, and that the watch goes when
 //! the line is idle or the session expires.
@@ -28,22 +28,25 @@ async fn line_watchers(connect: &str, path: &str) -> Vec<String> {
     lines.map(str::trim).take_while(|line| line.starts_with("0x")).map(str::to_string).collect()
 }
 
-/// Turns the line on for each of `waiters` (one per session): each waits once behind a hold of
-/// `holder` (today's wait, which starts its group's watch); then polls the server until each of
-/// their sessions watches `path`.
+/// Turns the line on for each of `waiters` (one per session): each waits twice behind a hold
+/// of `holder` (today's waits: the second starts its group's watch); then polls the server until
+/// each of their sessions watches `path`.
 async fn start_lines(connect: &str, path: &str, holder: &InterProcessMutex, waiters: &[InterProcessMutex]) {
-    let held = holder.acquire().await.unwrap();
     let observer = framework(connect).await;
-    let mut tasks = Vec::new();
-    for (i, waiter) in waiters.iter().enumerate() {
-        let waiter = waiter.clone();
-        tasks.push(tokio::spawn(async move { waiter.acquire().await.unwrap().release().await.unwrap() }));
-        let queued = eventually(Timing::new().deadline(), || async { children(&observer, path).await.len() == i + 2 });
-        assert!(queued.await, "waiter {i} never queued");
-    }
-    held.release().await.unwrap();
-    for task in tasks {
-        task.await.unwrap();
+    for _ in 0..2 {
+        let held = holder.acquire().await.unwrap();
+        let mut tasks = Vec::new();
+        for (i, waiter) in waiters.iter().enumerate() {
+            let waiter = waiter.clone();
+            tasks.push(tokio::spawn(async move { waiter.acquire().await.unwrap().release().await.unwrap() }));
+            let queued =
+                eventually(Timing::new().deadline(), || async { children(&observer, path).await.len() == i + 2 });
+            assert!(queued.await, "waiter {i} never queued");
+        }
+        held.release().await.unwrap();
+        for task in tasks {
+            task.await.unwrap();
+        }
     }
     let on =
         eventually(Timing::new().deadline(), || async { line_watchers(connect, path).await.len() >= waiters.len() });

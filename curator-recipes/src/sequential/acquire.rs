@@ -23,7 +23,7 @@
 //!                         listener on the group's line watch registered before this listing
 //!                         (module `line`): wait on the line instead: AllGone -> hold,
 //!                         Recheck -> List. No listener (the watch is off): today's wait, and
-//!                         the watch is started for the next acquires.
+//!                         the group's second such wait starts the watch for the next acquires.
 //!                       Missing (our node is not listed: its session is gone) -> Find.
 //! Resume  : (ContenderGroup::resume) an acquire that goes on with a node of ours from an
 //!           earlier one (a leader's, kept through a suspension) starts at List with it; its
@@ -390,8 +390,8 @@ impl<'a> Acquire<'a> {
 
     /// The listener armed for this wait, when it may wait on the line (module `line`): a
     /// `Leases(n)` acquire with at most `LINE_LIMIT` nodes ahead, whose listener was registered
-    /// before this listing. With few enough nodes ahead and no listener, starts the watch for
-    /// the group's next acquires (this wait is today's).
+    /// before this listing. With few enough nodes ahead and no listener, counts toward starting
+    /// the watch for the group's next acquires (`Line::start`; this wait is today's).
     fn on_line(&mut self, session: &Session, node: &LockNode, sorted: &[Contender]) -> Option<Listener> {
         let listener = self.listener.take();
         let Predicate::Leases(n) = self.predicate else { return None };

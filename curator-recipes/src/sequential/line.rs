@@ -27,7 +27,9 @@
 //!
 //! **Hybrid.** Each create and delete under the path is sent to every session watching it, a
 //! herd that grows with the line: a wait uses the line only with at most [`LINE_LIMIT`] nodes
-//! ahead, and a watch that no wait used for [`LINE_IDLE`] is dropped.
+//! ahead. A group starts the watch on its second wait within the limit since the watch last
+//! stopped ([`START_AFTER`]: an object used for one acquire never pays an addWatch and a
+//! RemoveWatches), and drops it when no wait used it for [`LINE_IDLE`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -47,6 +49,11 @@ pub(super) const LINE_LIMIT: usize = 32;
 
 /// How long the watch stays on without a wait that used it.
 pub(super) const LINE_IDLE: Duration = Duration::from_secs(10);
+
+/// The wait within [`LINE_LIMIT`] (with the watch off) that starts the watch, counted since the
+/// watch last stopped: the second, so that a group used for one acquire (a new lock object per
+/// acquire) never pays an addWatch and a RemoveWatches for a line it will not use.
+pub(super) const START_AFTER: u32 = 2;
 
 /// How a wait on the line ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +91,8 @@ struct State {
     listeners: HashMap<u64, (u64, Arc<Slot>)>,
     /// The last time a wait used the line (or the watch was added).
     used: Option<Instant>,
+    /// The waits within [`LINE_LIMIT`] that found the watch off since it last stopped.
+    waits: u32,
 }
 
 /// Which session (generation, client epoch) a watch task (`task`, its id) serves, and whether
@@ -161,13 +170,20 @@ impl Line {
         Some(Listener { shared: self.shared.clone(), id, slot, generation: key.generation })
     }
 
-    /// Starts adding the watch on `base` (contenders named after `names`) for `session` in the
-    /// background, unless a task adds or keeps it for that session already. Not awaited.
+    /// Counts a wait within [`LINE_LIMIT`] that found the watch off, and on the
+    /// [`START_AFTER`]th since the watch last stopped starts adding the watch on `base`
+    /// (contenders named after `names`) for `session` in the background, unless a task adds or
+    /// keeps it for that session already. Not awaited.
     pub(super) fn start(&self, fw: &CuratorFramework, session: &Session, base: &str, names: &'static [&str]) {
         let mut state = lock(&self.shared.state);
         if state.watch.is_some_and(|k| k.generation == session.generation() && k.epoch == session.epoch()) {
             return;
         }
+        state.waits += 1;
+        if state.waits < START_AFTER {
+            return;
+        }
+        state.waits = 0;
         let key = WatchKey { generation: session.generation(), epoch: session.epoch(), task: state.next_id, on: false };
         state.next_id += 1;
         state.watch = Some(key);
@@ -289,6 +305,7 @@ impl Task {
         let mut state = lock(&shared.state);
         if state.watch.is_some_and(|k| k.task == self.key.task) {
             state.watch = None;
+            state.waits = 0;
         }
         for (_, slot) in state.listeners.values().filter(|(task, _)| *task == self.key.task) {
             slot.apply(&Seen::Gap);
