@@ -4,7 +4,7 @@
 //! mutex object per session: its second contended wait starts the object's watch, seen on the
 //! server with `wchp`) and check that a node leaving out of turn, our own node's deletion and a
 //! cut connection never give two holders, that every acquire ends, and that the watch goes when
-//! the line is idle or the session expires.
+//! the line is idle, when the session expires and at once when a wait is over the line's limit.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -240,6 +240,51 @@ async fn the_watch_goes_when_idle_and_with_the_session() {
     release(held, &holders).await;
     let guard = tokio::time::timeout(Timing::new().deadline(), waiting).await.expect("the waiter holds").unwrap();
     release(guard, &holders).await;
+    for fw in fws {
+        fw.close().await;
+    }
+}
+
+/// Creates `count` contender nodes under `path` on `observer` (protected, ephemeral sequential,
+/// named as a mutex's): a line of nodes that no acquire will delete. Their paths, in order.
+async fn contenders_ahead(observer: &CuratorFramework, path: &str, count: usize) -> Vec<String> {
+    let mut made = Vec::new();
+    for _ in 0..count {
+        let node = observer
+            .create()
+            .with_protection()
+            .with_mode(curator_core::CreateMode::EphemeralSequential)
+            .for_path(&format!("{path}/lock-"), Vec::new())
+            .await
+            .unwrap();
+        made.push(node);
+    }
+    made
+}
+
+/// A wait over the line's limit (33 nodes ahead, an observer's) while the waiter's watch is on
+/// stops the line at once: the watch is gone from the server well before LINE_IDLE (10 s) could
+/// drop it, and the wait (today's) still ends in a hold once the nodes go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_over_the_limit_stops_the_line_at_once() {
+    init_tracing();
+    let connect = TestingServer::shared().connect_string();
+    let path = unique_path("line-over-limit");
+    let (fws, m) = three(&connect, &path).await;
+    start_lines(&connect, &path, &m[0], &m[1..2]).await;
+    let ahead = contenders_ahead(&fws[2], &path, 33).await;
+    let started = tokio::time::Instant::now();
+    let waiter = m[1].clone();
+    let waiting = tokio::spawn(async move { waiter.acquire().await });
+    assert!(eventually(Timing::new().deadline(), || async { children(&fws[2], &path).await.len() == 34 }).await);
+    let gone = eventually(Duration::from_secs(5), || async { line_watchers(&connect, &path).await.is_empty() });
+    assert!(gone.await, "the line's watch is still on after a wait over the limit");
+    assert!(started.elapsed() < Duration::from_secs(9), "the watch went only as idle");
+    for node in &ahead {
+        fws[2].delete().for_path(node).await.unwrap();
+    }
+    let guard = tokio::time::timeout(Timing::new().deadline(), waiting).await.expect("the waiter holds").unwrap();
+    guard.unwrap().release().await.unwrap();
     for fw in fws {
         fw.close().await;
     }

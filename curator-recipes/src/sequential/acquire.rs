@@ -24,6 +24,7 @@
 //!                         (module `line`): wait on the line instead: AllGone -> hold,
 //!                         Recheck -> List. No listener (the watch is off): today's wait, and
 //!                         the group's second such wait starts the watch for the next acquires.
+//!                         Over LINE_LIMIT: today's wait, and the line is stopped.
 //!                       Missing (our node is not listed: its session is gone) -> Find.
 //! Resume  : (ContenderGroup::resume) an acquire that goes on with a node of ours from an
 //!           earlier one (a leader's, kept through a suspension) starts at List with it; its
@@ -391,12 +392,14 @@ impl<'a> Acquire<'a> {
     /// The listener armed for this wait, when it may wait on the line (module `line`): a
     /// `Leases(n)` acquire with at most `LINE_LIMIT` nodes ahead, whose listener was registered
     /// before this listing. With few enough nodes ahead and no listener, counts toward starting
-    /// the watch for the group's next acquires (`Line::start`; this wait is today's).
+    /// the watch for the group's next acquires (`Line::start`; this wait is today's). With more,
+    /// stops the line at once (the herd: every session that started it would take it).
     fn on_line(&mut self, session: &Session, node: &LockNode, sorted: &[Contender]) -> Option<Listener> {
         let listener = self.listener.take();
         let Predicate::Leases(n) = self.predicate else { return None };
         let ahead: Vec<String> = sorted.iter().take_while(|c| c.name != node.name()).map(|c| c.name.clone()).collect();
         if ahead.len() > LINE_LIMIT {
+            self.line.stop(self.base_path, "more nodes ahead than LINE_LIMIT");
             return None;
         }
         match listener {

@@ -29,7 +29,8 @@
 //! herd that grows with the line: a wait uses the line only with at most [`LINE_LIMIT`] nodes
 //! ahead. A group starts the watch on its second wait within the limit since the watch last
 //! stopped ([`START_AFTER`]: an object used for one acquire never pays an addWatch and a
-//! RemoveWatches), and drops it when no wait used it for [`LINE_IDLE`].
+//! RemoveWatches), stops it at once when a wait sees more than [`LINE_LIMIT`] nodes ahead
+//! ([`Line::stop`]), and drops it when no wait used it for [`LINE_IDLE`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -76,8 +77,9 @@ pub(super) struct Line {
 struct Shared {
     /// The watch and the listeners.
     state: Mutex<State>,
-    /// Never sent on: the task sees the channel close when the group is dropped.
-    dropped: watch::Sender<()>,
+    /// Sent on by [`Line::stop`] (a task then checks whether it is still the line's); its
+    /// tasks see the channel close when the group is dropped.
+    signal: watch::Sender<()>,
 }
 
 /// The watch and the listeners of one line.
@@ -149,7 +151,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Default for Line {
     fn default() -> Self {
-        let shared = Shared { state: Mutex::new(State::default()), dropped: watch::channel(()).0 };
+        let shared = Shared { state: Mutex::new(State::default()), signal: watch::channel(()).0 };
         Self { shared: Arc::new(shared) }
     }
 }
@@ -194,22 +196,35 @@ impl Line {
             base: base.to_string(),
             sort_names: names,
             key,
-            dropped: self.shared.dropped.subscribe(),
+            signal: self.shared.signal.subscribe(),
         };
         curator_core::spawn_detached(task.run(session.clone()));
+    }
+
+    /// Stops the line now, if a watch is on (or being added), saying `why`: its task ends,
+    /// dropping the watcher (RemoveWatches), and its listeners end with Recheck. The waits
+    /// that start it again are counted from zero.
+    pub(super) fn stop(&self, base: &str, why: &'static str) {
+        let mut state = lock(&self.shared.state);
+        let Some(key) = state.watch.take() else { return };
+        state.waits = 0;
+        drop(state);
+        tracing::debug!(path = %base, task = key.task, why, "stopping the line");
+        self.shared.signal.send_replace(());
     }
 }
 
 /// The background task of one watch: its line (`shared`, not kept alive by it), the framework
 /// (for the session's liveness and the client's end), the base path and the names the
-/// contenders' sequences follow, its key, and a channel closed when the group is dropped.
+/// contenders' sequences follow, its key, and the line's signal (sent on by [`Line::stop`],
+/// closed when the group is dropped).
 struct Task {
     shared: Weak<Shared>,
     fw: CuratorFramework,
     base: String,
     sort_names: &'static [&'static str],
     key: WatchKey,
-    dropped: watch::Receiver<()>,
+    signal: watch::Receiver<()>,
 }
 
 impl Task {
@@ -243,7 +258,8 @@ impl Task {
         while let Some(idle_at) = self.idle_at() {
             let event = tokio::select! {
                 biased;
-                _ = self.dropped.changed() => break,
+                // The group was dropped, or the line stopped.
+                changed = self.signal.changed() => if changed.is_err() || !self.current() { break } else { continue },
                 _ = liveness.ended() => break,
                 _ = &mut gone => break,
                 _ = tokio::time::sleep_until(idle_at) => continue,
@@ -264,7 +280,14 @@ impl Task {
         // other watcher of this client is on the base path (it sends none while one is): the
         // server drops the persistent watch.
         drop(watcher);
-        tracing::debug!(path = %self.base, "line watch removed (idle, or its session, client or group ended)");
+        tracing::debug!(path = %self.base, "line watch removed (stopped, idle, or its session, client or group ended)");
+    }
+
+    /// Whether this task's watch is still the line's (not stopped, nor replaced).
+    fn current(&self) -> bool {
+        let Some(shared) = self.shared.upgrade() else { return false };
+        let state = lock(&shared.state);
+        state.watch.is_some_and(|k| k.task == self.key.task)
     }
 
     /// When the line goes idle, or `None` if it is idle now (or the group is gone): no wait
