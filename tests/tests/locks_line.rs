@@ -3,8 +3,10 @@
 //! one persistent recursive watch on the lock's path. These tests put a waiter on the line (one
 //! mutex object per session: its second contended wait starts the object's watch, seen on the
 //! server with `wchp`) and check that a node leaving out of turn, our own node's deletion and a
-//! cut connection never give two holders, that every acquire ends, and that the watch goes when
-//! the line is idle, when the session expires and at once when a wait is over the line's limit.
+//! cut connection never give two holders, that every acquire ends, that the watch goes when the
+//! line is idle, when the session expires and at once when a wait is over the line's limit, and
+//! that a line silenced by a data watch of its own session (ZOOKEEPER-4466, our 3.8 server) is
+//! found by the probe.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -285,6 +287,51 @@ async fn a_wait_over_the_limit_stops_the_line_at_once() {
     }
     let guard = tokio::time::timeout(Timing::new().deadline(), waiting).await.expect("the waiter holds").unwrap();
     guard.unwrap().release().await.unwrap();
+    for fw in fws {
+        fw.close().await;
+    }
+}
+
+/// ZOOKEEPER-4466 (servers before 3.9; ours is 3.8): a non-recursive persistent watch that the
+/// waiter's own framework sets on the lock's path replaces the line's persistent recursive
+/// watch there, and the holder's deletion never reaches the line. The probe (LINE_PROBE, 5 s) lists again, finds
+/// the holder's node gone without its event, and stops the line: the waiter holds within
+/// LINE_PROBE and a margin. Current-thread runtime: the recorder sees the line's events.
+#[tokio::test]
+async fn a_line_silenced_by_a_watch_on_its_path_is_found_by_the_probe() {
+    let (events, _recording) = tests::logs::record_events();
+    let connect = TestingServer::shared().connect_string();
+    let path = unique_path("line-silenced");
+    let (fws, m) = three(&connect, &path).await;
+    start_lines(&connect, &path, &m[0], &m[1..2]).await;
+    events.clear();
+    let holders = Arc::new(Holders::default());
+    let held = m[0].acquire().await.unwrap();
+    holders.enter("holder");
+    let waiting = acquiring(&m[1], &holders, "waiter");
+    let debug = || events.at(tracing::Level::DEBUG, "curator_recipes");
+    let on_line =
+        eventually(Timing::new().deadline(), || async { debug().iter().any(|e| e.ends_with("waiting on the line")) });
+    assert!(on_line.await, "the waiter never waited on the line: {:?}", debug());
+    // The same session sets a non-recursive persistent watch on the lock's path (as a node
+    // cache of the lock's node would). A one-shot exists watch (`check_exists().watched()`, even
+    // fired by a setData) did not silence the line on this server: deletions kept coming.
+    let _node_watch =
+        fws[1].watches().add().with_mode(curator_core::AddWatchMode::Persistent).for_path(&path).await.unwrap();
+    let released = tokio::time::Instant::now();
+    release(held, &holders).await;
+    let guard = tokio::time::timeout(Duration::from_secs(5 + 5), waiting)
+        .await
+        .expect("the waiter holds within LINE_PROBE and a margin")
+        .unwrap();
+    let took = released.elapsed();
+    release(guard, &holders).await;
+    let seen = debug();
+    let missed = seen.iter().any(|e| e.contains("the line missed a deletion"));
+    assert!(missed, "no missed deletion (took {took:?}): {seen:?}");
+    let stopped =
+        eventually(Timing::new().deadline(), || async { debug().iter().any(|e| e.contains("line watch removed")) });
+    assert!(stopped.await, "the line was not stopped: {:?}", debug());
     for fw in fws {
         fw.close().await;
     }

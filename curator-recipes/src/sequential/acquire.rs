@@ -22,8 +22,10 @@
 //!                       Wait under Leases(n) with at most LINE_LIMIT nodes ahead, and a
 //!                         listener on the group's line watch registered before this listing
 //!                         (module `line`): wait on the line instead: AllGone -> hold,
-//!                         Recheck -> List. No listener (the watch is off): today's wait, and
-//!                         the group's second such wait starts the watch for the next acquires.
+//!                         Recheck -> List, Probe (LINE_PROBE went by) -> List, and the next
+//!                         Decide stops the line if its listing lacks a node the line still
+//!                         had ahead. No listener (the watch is off): today's wait, and the
+//!                         group's second such wait starts the watch for the next acquires.
 //!                         Over LINE_LIMIT: today's wait, and the line is stopped.
 //!                       Missing (our node is not listed: its session is gone) -> Find.
 //! Resume  : (ContenderGroup::resume) an acquire that goes on with a node of ours from an
@@ -134,6 +136,9 @@ pub(super) struct Acquire<'a> {
     /// next Decide reads (`Predicate::Leases` only).
     line: &'a Line,
     listener: Option<Listener>,
+    /// The listener of a wait on the line that ended with a probe, kept (armed) until the next
+    /// Decide checks its listing against it.
+    probed: Option<Listener>,
 }
 
 impl<'a> Acquire<'a> {
@@ -175,6 +180,7 @@ impl<'a> Acquire<'a> {
             resume: None,
             line,
             listener: None,
+            probed: None,
         }
     }
 
@@ -354,6 +360,11 @@ impl<'a> Acquire<'a> {
         if !session.is_generation(node.generation) {
             return Ok(Step::Next(Phase::Find));
         }
+        if let Some(name) = self.probed.take().and_then(|probed| probed.missing(&children)) {
+            tracing::debug!(path = %self.base_path, node = %name, "the line missed a deletion (another watch of \
+                this session on the path replaced it, ZOOKEEPER-4466): stopping it");
+            self.line.stop(self.base_path, "missed a deletion");
+        }
         let sorted = contenders(&children, self.sort_names);
         match self.predicate.decide(&sorted, node.name()) {
             Verdict::Hold => Ok(Step::Held(Granted { node, watch: None, recipe: self.recipe })),
@@ -366,9 +377,14 @@ impl<'a> Acquire<'a> {
             }
             Verdict::Wait { nodes, then } => {
                 if let Some(listener) = self.on_line(session, &node, &sorted) {
-                    return match deadline::until(self.base_path, async { Ok(listener.wait(self.fw).await) }).await {
+                    let end = deadline::until(self.base_path, async { Ok(listener.wait(self.fw).await) }).await;
+                    return match end {
                         Ok(LineEnd::AllGone) => Ok(Step::Held(Granted { node, watch: None, recipe: self.recipe })),
                         Ok(LineEnd::Recheck) => Ok(Step::Next(Phase::List(node))),
+                        Ok(LineEnd::Probe) => {
+                            self.probed = Some(listener);
+                            Ok(Step::Next(Phase::List(node)))
+                        }
                         Err(e) => Err((e, Phase::List(node))),
                     };
                 }

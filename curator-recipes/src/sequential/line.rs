@@ -31,6 +31,14 @@
 //! stopped ([`START_AFTER`]: an object used for one acquire never pays an addWatch and a
 //! RemoveWatches), stops it at once when a wait sees more than [`LINE_LIMIT`] nodes ahead
 //! ([`Line::stop`]), and drops it when no wait used it for [`LINE_IDLE`].
+//!
+//! **Probe.** On servers before 3.9 (ZOOKEEPER-4466) another watch that the same session puts on
+//! the base path (a non-recursive persistent one, as a node cache's; a one-shot data watch, by
+//! section 2.4) replaces the line's recursive one: deletions stop coming, and a wait would never
+//! end. So a wait on the line ends with
+//! [`LineEnd::Probe`] after [`LINE_PROBE`]: the acquire lists again, and if the listing lacks a
+//! node still in the wait's `ahead` ([`Listener::missing`]) the line missed its deletion and is
+//! stopped; the wait goes on off the line.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -51,6 +59,15 @@ pub(super) const LINE_LIMIT: usize = 32;
 /// How long the watch stays on without a wait that used it.
 pub(super) const LINE_IDLE: Duration = Duration::from_secs(10);
 
+/// How long a wait on the line goes before it lists again to check the line (the probe). On
+/// servers before 3.9 (ZOOKEEPER-4466, docs/architecture.md section 2.4) a non-recursive
+/// persistent watch that the same session sets on the base path (seen on our 3.8 test server)
+/// or a one-shot data watch (section 2.4; our 3.8 server plus zookeeper-client 0.11.2 kept the
+/// deletions coming in `locks_line`'s test) replaces the line's persistent recursive watch: no
+/// more deletions come, and without the probe a waiter would wait for ever. The cost: a waiter on the line behind a long hold lists once per
+/// `LINE_PROBE` (one getChildren every 5 s).
+pub(super) const LINE_PROBE: Duration = Duration::from_secs(5);
+
 /// The wait within [`LINE_LIMIT`] (with the watch off) that starts the watch, counted since the
 /// watch last stopped: the second, so that a group used for one acquire (a new lock object per
 /// acquire) never pays an addWatch and a RemoveWatches for a line it will not use.
@@ -63,6 +80,9 @@ pub(super) enum LineEnd {
     AllGone,
     /// List again and decide.
     Recheck,
+    /// [`LINE_PROBE`] went by: list again, and check the listing against the wait's `ahead`
+    /// ([`Listener::missing`]) before deciding.
+    Probe,
 }
 
 /// The line of one contender group: clones share it.
@@ -412,9 +432,12 @@ impl Listener {
     }
 
     /// Waits for the armed listener's end; Recheck as soon as the framework gives the session
-    /// up or closes. Cancel safe.
+    /// up or closes; Probe after [`LINE_PROBE`] (the listener stays armed, for
+    /// [`missing`](Self::missing)). Cancel safe.
     pub(super) async fn wait(&self, fw: &CuratorFramework) -> LineEnd {
         let mut liveness = fw.liveness(self.generation);
+        let probe = tokio::time::sleep(LINE_PROBE);
+        tokio::pin!(probe);
         let end = loop {
             if let Some(end) = lock(&self.slot.listening).end {
                 break end;
@@ -423,10 +446,26 @@ impl Listener {
                 biased;
                 _ = liveness.ended() => break LineEnd::Recheck,
                 _ = self.slot.notify.notified() => {}
+                _ = &mut probe => break LineEnd::Probe,
             }
         };
         tracing::debug!(end = ?end, "the wait on the line ended");
         end
+    }
+
+    /// After a probe: a node still in the wait's `ahead` that `children` (a listing sent after
+    /// the probe) lacks, deleted without its NodeDeleted reaching the line, which is then broken;
+    /// `None` if there is none, or if the line ended this wait with a gap (which explains it).
+    /// A deletion whose event came just before the listing's reply but is not yet handed to the
+    /// listener would show as missing too: rare (the deletion falls within the listing's round
+    /// trip), and it only stops a working line, never decides a hold.
+    pub(super) fn missing(&self, children: &[String]) -> Option<String> {
+        let l = lock(&self.slot.listening);
+        if l.end == Some(LineEnd::Recheck) {
+            return None;
+        }
+        let ahead = &l.armed.as_ref()?.ahead;
+        ahead.iter().find(|name| !children.contains(name)).cloned()
     }
 }
 
