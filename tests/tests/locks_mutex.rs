@@ -648,10 +648,10 @@ async fn long_sessions(
     (fws, sessions, framework(connect).await)
 }
 
-/// A wait over the line's limit (more than 32 nodes ahead) is today's and costs what Curator's
+/// A wait over the line's limit (more than 16 nodes ahead) is today's and costs what Curator's
 /// does: 5 requests (issue 30): create + getChildren, getData+watch on the predecessor,
 /// getChildren when it goes, and the delete. 33 nodes stand ahead of the waiter (made by an
-/// observer, deleted in order); only the waiter's session is counted. (A waiter with 32 or fewer
+/// observer, deleted in order); only the waiter's session is counted. (A waiter with 16 or fewer
 /// nodes ahead waits on the line once its group's watch is on: the test below. Curator's
 /// `TestInterProcessMutexBase` has no request count; the scenario is its contended mutex,
 /// counted on the server.)

@@ -51,10 +51,13 @@ use tokio::time::Instant;
 use super::names::sequence_in;
 
 /// The most nodes ahead of a waiter for it to wait on the line. Measured beside Curator
-/// (zero-hold contended mutex, prototype a49c44e): the line gave 1.48 × today's cycles/s with 8
-/// sessions, 1.04 × with 32, and 0.63 × and 0.39 × with 64 and 128, where every create and
-/// delete woke every waiter (server CPU per cycle 0.74 × today's with 8, 2 to 3.3 × with 64-128).
-pub(super) const LINE_LIMIT: usize = 32;
+/// (zero-hold contended mutex, one server, 3 interleaved repetitions, run 20261126T213659 in
+/// `bench-results/2026-11-26-lock-variants.jsonl`), cycles/s on the line against the one-node
+/// waits: 1,525 against 1,058 with 8 sessions and 1,312 against 996 with 16; with a limit of 32,
+/// 976 against 1,001 with 32 sessions, at 1,062 against 823 µs of server CPU per cycle (every
+/// create and delete is sent to every session watching). The prototype (a49c44e, no limit) fell
+/// to 0.63 × and 0.39 × of the one-node waits with 64 and 128 sessions.
+pub(super) const LINE_LIMIT: usize = 16;
 
 /// How long the watch stays on without a wait that used it.
 pub(super) const LINE_IDLE: Duration = Duration::from_secs(10);
