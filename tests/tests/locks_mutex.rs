@@ -631,58 +631,178 @@ async fn session_requests(connect_string: &str, sessions: &[i64]) -> u64 {
         .sum()
 }
 
-/// A contended cycle costs what Curator's does: 5 requests (issue 30). A holder and three
-/// waiters that join one after another: the next in line watches the holder and its own node
-/// (2; it then holds on the holder's deletion without listing again), each one further back
-/// watches its predecessor (1) and lists again when it goes (1); with create + getChildren and
-/// the delete, 3 + 5 + 5 + 5 = 18. Before, a waiter with at most 8 nodes ahead watched all of
-/// them plus its own node: 3 + 5 + 6 + 7 = 21, and 9 to 10 requests per cycle with 8
-/// contenders. (Curator's `TestInterProcessMutexBase` has no request count; the scenario is
-/// its contended mutex, counted on the server.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_contended_cycle_costs_five_requests() {
-    init_tracing();
-    // Long sessions: the framework probes its session every tenth of the timeout.
+/// Sessions with a 10-minute timeout (the framework probes its session every tenth of it, so
+/// no probe falls within a count), their ids, and an observer.
+async fn long_sessions(
+    connect: &str,
+    n: usize,
+) -> (Vec<curator_core::CuratorFramework>, Vec<i64>, curator_core::CuratorFramework) {
     let long = Duration::from_secs(600);
-    let server = TestingServer::builder().max_session_timeout(long).start().await.expect("server");
-    let connect = server.connect_string();
-    let observer = framework(&connect).await;
     let mut fws = Vec::new();
     let mut sessions = Vec::new();
-    for _ in 0..4 {
-        let fw = tests::locks::framework_with(&connect, curator_core::ErrorPolicy::Standard, long).await;
+    for _ in 0..n {
+        let fw = tests::locks::framework_with(connect, curator_core::ErrorPolicy::Standard, long).await;
         sessions.push(fw.session().await.expect("session").id());
         fws.push(fw);
     }
+    (fws, sessions, framework(connect).await)
+}
+
+/// A wait over the line's limit (more than 16 nodes ahead) is today's and costs what Curator's
+/// does: 5 requests (issue 30): create + getChildren, getData+watch on the predecessor,
+/// getChildren when it goes, and the delete. 33 nodes stand ahead of the waiter (made by an
+/// observer, deleted in order); only the waiter's session is counted. (A waiter with 16 or fewer
+/// nodes ahead waits on the line once its group's watch is on: the test below. Curator's
+/// `TestInterProcessMutexBase` has no request count; the scenario is its contended mutex,
+/// counted on the server.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contended_cycle_over_the_line_limit_costs_five_requests() {
+    init_tracing();
+    let server = TestingServer::builder().max_session_timeout(Duration::from_secs(600)).start().await.expect("server");
+    let connect = server.connect_string();
+    let (fws, sessions, observer) = long_sessions(&connect, 1).await;
     let path = unique_path("contended-requests");
     observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
-    // A session's first probe goes out as the framework starts following it, after it is
-    // published as connected: an uncontended cycle on each (3 requests, 2 round trips) lets it
-    // arrive before the count starts.
+    let mutex = InterProcessMutex::new(&fws[0], &path).unwrap();
+    // A session's first probe goes out as the framework starts following it: an uncontended
+    // cycle lets it arrive before the count starts.
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    let mut ahead = Vec::new();
+    for _ in 0..33 {
+        let made = observer
+            .create()
+            .with_protection()
+            .with_mode(curator_core::CreateMode::EphemeralSequential)
+            .for_path(&format!("{path}/lock-"), Vec::new())
+            .await
+            .unwrap();
+        ahead.push(made);
+    }
+    let before = session_requests(&connect, &sessions).await;
+    let waiting = tokio::spawn({
+        let mutex = mutex.clone();
+        async move { mutex.acquire().await?.release().await }
+    });
+    let queued = eventually(Timing::new().deadline(), || async { children(&observer, &path).await.len() == 34 }).await;
+    assert!(queued, "the waiter never queued");
+    let watching = eventually(Timing::new().deadline(), || async { server_watches(&connect).await >= 1 }).await;
+    assert!(watching, "the waiter never watched");
+    for node in &ahead {
+        observer.delete().for_path(node).await.unwrap();
+    }
+    waiting.await.unwrap().unwrap();
+    let requests = session_requests(&connect, &sessions).await - before;
+    assert_eq!(requests, 5, "requests for a contended cycle over the line's limit");
+    assert!(!line_watched(&connect, &path).await, "no line watch for a wait over the limit");
+    fws[0].close().await;
+    observer.close().await;
+}
+
+/// Whether some session holds a watch on exactly `path` (`wchp` lists persistent watches too):
+/// the line's.
+async fn line_watched(connect: &str, path: &str) -> bool {
+    line_watchers(connect, path).await > 0
+}
+
+/// How many sessions watch exactly `path`, from `wchp` (a path, then one line per session).
+async fn line_watchers(connect: &str, path: &str) -> usize {
+    let out = curator_test::four_letter_word(connect, "wchp").await.unwrap_or_default();
+    let mut lines = out.lines().skip_while(|line| line.trim() != path);
+    lines.next().map_or(0, |_| lines.take_while(|line| line.trim().starts_with("0x")).count())
+}
+
+/// A contended cycle on the line costs 3 requests: create + getChildren, and the delete. One
+/// mutex object per session (the line is its group's): two contended rounds start each
+/// waiter's watch (their waits are today's; the second starts it); once the server shows the
+/// watches, a holder and three waiters that join one after another cost 4 x 3 = 12, against 18
+/// with today's waits (the tests around, and docs/architecture.md section 8.3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contended_cycle_on_the_line_costs_three_requests() {
+    init_tracing();
+    let server = TestingServer::builder().max_session_timeout(Duration::from_secs(600)).start().await.expect("server");
+    let connect = server.connect_string();
+    let (fws, sessions, observer) = long_sessions(&connect, 4).await;
+    let path = unique_path("line-requests");
+    observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
+    let mutexes: Vec<InterProcessMutex> = fws.iter().map(|fw| InterProcessMutex::new(fw, &path).unwrap()).collect();
+    // Three rounds: the second starts the waiters' watches, the third is counted.
+    for round in 0..3 {
+        if round == 2 {
+            let on = eventually(Timing::new().deadline(), || async { line_watchers(&connect, &path).await == 3 }).await;
+            assert!(on, "the waiters' line watches never came on");
+        }
+        let before = session_requests(&connect, &sessions).await;
+        let holder = mutexes[0].acquire().await.unwrap();
+        let mut waiters = Vec::new();
+        for (i, mutex) in mutexes.iter().enumerate().skip(1) {
+            let mutex = mutex.clone();
+            waiters.push(tokio::spawn(async move { mutex.acquire().await?.release().await }));
+            let queued =
+                eventually(Timing::new().deadline(), || async { children(&observer, &path).await.len() == i + 1 })
+                    .await;
+            assert!(queued, "waiter {i} never queued");
+        }
+        holder.release().await.unwrap();
+        for waiter in waiters {
+            waiter.await.unwrap().unwrap();
+        }
+        let requests = session_requests(&connect, &sessions).await - before;
+        if round == 2 {
+            assert_eq!(requests, 12, "requests for 4 contended cycles (3 waits on the line)");
+        }
+    }
+    for fw in fws {
+        fw.close().await;
+    }
+    observer.close().await;
+}
+
+/// A new mutex object per acquire (common) never pays for a line it will not use: a group
+/// starts its watch only on its second wait, so these contended cycles cost what Curator's do,
+/// 5 requests (issue 30), with no addWatch and no RemoveWatches. Each round, a holder and three
+/// waiters that join one after another, each on a new object: the next in line watches the
+/// holder and its own node (2; it holds on the deletion without listing again), each one
+/// further back watches its predecessor (1) and lists again when it goes (1); with create +
+/// getChildren and the delete, 3 + 5 + 5 + 5 = 18 a round. No session ever watches the lock's
+/// path. (Curator's `TestInterProcessMutexBase` has no request count; the scenario is its
+/// contended mutex, counted on the server.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contended_cycle_with_a_new_object_each_costs_five_requests() {
+    init_tracing();
+    let server = TestingServer::builder().max_session_timeout(Duration::from_secs(600)).start().await.expect("server");
+    let connect = server.connect_string();
+    let (fws, sessions, observer) = long_sessions(&connect, 4).await;
+    let path = unique_path("per-use-requests");
+    observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
+    // A session's first probe goes out as the framework starts following it: an uncontended
+    // cycle on each lets it arrive before the count starts.
     for fw in &fws {
         InterProcessMutex::new(fw, &path).unwrap().acquire().await.unwrap().release().await.unwrap();
     }
-    let before = session_requests(&connect, &sessions).await;
-
-    let holder = InterProcessMutex::new(&fws[0], &path).unwrap().acquire().await.unwrap();
-    let mut waiters = Vec::new();
-    for (i, fw) in fws.iter().enumerate().skip(1) {
-        let mutex = InterProcessMutex::new(fw, &path).unwrap();
-        waiters.push(tokio::spawn(async move { mutex.acquire().await?.release().await }));
-        // Each joins behind the ones before it.
-        let queued =
-            eventually(Timing::new().deadline(), || async { children(&observer, &path).await.len() == i + 1 }).await;
-        assert!(queued, "waiter {i} never queued");
+    for round in 0..3 {
+        let before = session_requests(&connect, &sessions).await;
+        let holder = InterProcessMutex::new(&fws[0], &path).unwrap().acquire().await.unwrap();
+        let mut waiters = Vec::new();
+        for (i, fw) in fws.iter().enumerate().skip(1) {
+            let mutex = InterProcessMutex::new(fw, &path).unwrap();
+            waiters.push(tokio::spawn(async move { mutex.acquire().await?.release().await }));
+            let queued =
+                eventually(Timing::new().deadline(), || async { children(&observer, &path).await.len() == i + 1 })
+                    .await;
+            assert!(queued, "round {round}: waiter {i} never queued");
+        }
+        // The next in line watches two nodes, the others one each.
+        let watching = eventually(Timing::new().deadline(), || async { server_watches(&connect).await >= 4 }).await;
+        assert!(watching, "round {round}: the waiters never watched");
+        assert!(!line_watched(&connect, &path).await, "round {round}: a line watch for a per-use object");
+        holder.release().await.unwrap();
+        for waiter in waiters {
+            waiter.await.unwrap().unwrap();
+        }
+        let requests = session_requests(&connect, &sessions).await - before;
+        assert_eq!(requests, 18, "round {round}: requests for 4 contended cycles (3 waits), new objects");
     }
-    // The next in line watches two nodes, the others one each.
-    let watching = eventually(Timing::new().deadline(), || async { server_watches(&connect).await >= 4 }).await;
-    assert!(watching, "the waiters never watched");
-    holder.release().await.unwrap();
-    for waiter in waiters {
-        waiter.await.unwrap().unwrap();
-    }
-    let requests = session_requests(&connect, &sessions).await - before;
-    assert_eq!(requests, 18, "requests for 4 contended cycles (3 waits)");
+    assert!(!line_watched(&connect, &path).await, "a line watch for a per-use object");
     for fw in fws {
         fw.close().await;
     }

@@ -19,6 +19,14 @@
 //!                         meanwhile (List); then = Recheck: List.
 //!                         Any other watch event (a Session event on disconnection, a data
 //!                         change) means "re-check": List.
+//!                       Wait under Leases(n) with at most LINE_LIMIT nodes ahead, and a
+//!                         listener on the group's line watch registered before this listing
+//!                         (module `line`): wait on the line instead: AllGone -> hold,
+//!                         Recheck -> List, Probe (LINE_PROBE went by) -> List, and the next
+//!                         Decide stops the line if its listing lacks a node the line still
+//!                         had ahead. No listener (the watch is off): today's wait, and the
+//!                         group's second such wait starts the watch for the next acquires.
+//!                         Over LINE_LIMIT: today's wait, and the line is stopped.
 //!                       Missing (our node is not listed: its session is gone) -> Find.
 //! Resume  : (ContenderGroup::resume) an acquire that goes on with a node of ours from an
 //!           earlier one (a leader's, kept through a suspension) starts at List with it; its
@@ -43,7 +51,8 @@ use curator_core::{path, CuratorError, CuratorFramework, Result, Session};
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::cleanup::{Cleanup, NodeReporter};
-use super::names::{prefix_of, protected_prefix, sequence_in};
+use super::line::{Line, LineEnd, Listener, LINE_LIMIT};
+use super::names::{prefix_of, protected_prefix, sequence_in, Contender};
 use super::node::{LockNode, NodeKind};
 use super::order::{contenders, AfterWatch, Predicate, Verdict};
 
@@ -98,6 +107,8 @@ pub(super) struct Contest<'a> {
     pub(super) sort_names: &'static [&'static str],
     /// The `recipe` label of the metrics.
     pub(super) recipe: &'static str,
+    /// The group's line watch (module `line`).
+    pub(super) line: &'a Line,
 }
 
 /// One acquire in progress: what every phase needs.
@@ -121,6 +132,13 @@ pub(super) struct Acquire<'a> {
     report: Option<NodeReporter>,
     /// A node of ours to go on with (a resumed acquire starts at List with it).
     resume: Option<LockNode>,
+    /// The group's line watch, and our listener on it, registered before the listing that the
+    /// next Decide reads (`Predicate::Leases` only).
+    line: &'a Line,
+    listener: Option<Listener>,
+    /// The listener of a wait on the line that ended with a probe, kept (armed) until the next
+    /// Decide checks its listing against it.
+    probed: Option<Listener>,
 }
 
 impl<'a> Acquire<'a> {
@@ -142,7 +160,7 @@ impl<'a> Acquire<'a> {
     }
 
     fn with_prefix(group: Contest<'a>, data: &'a [u8], kind: NodeKind, predicate: Predicate, prefix: String) -> Self {
-        let Contest { fw, base_path, node_name, sort_names, recipe } = group;
+        let Contest { fw, base_path, node_name, sort_names, recipe, line } = group;
         // Nothing to delete until a create is sent (or a node of ours is known).
         let mut cleanup = Cleanup::new(fw, base_path, &prefix);
         cleanup.disarm();
@@ -160,6 +178,9 @@ impl<'a> Acquire<'a> {
             parent_attempts: 0,
             report: None,
             resume: None,
+            line,
+            listener: None,
+            probed: None,
         }
     }
 
@@ -214,6 +235,10 @@ impl<'a> Acquire<'a> {
     /// Runs one phase on the current session.
     async fn step(&mut self, phase: Phase) -> PhaseResult {
         let session = self.fw.session().await.map_err(|e| (e, Phase::Find))?;
+        if !matches!(phase, Phase::Decide(..)) {
+            // Registered again before this phase's listing, if it sends one.
+            self.listener = None;
+        }
         match phase {
             Phase::Create => self.create(&session).await,
             Phase::Find => self.find(&session).await,
@@ -239,6 +264,7 @@ impl<'a> Acquire<'a> {
         let armed_before = self.cleanup.is_armed();
         self.cleanup.arm();
         let client = session.client();
+        self.listener = self.listen(session);
         let acl = self.fw.acl_for_path(&self.create_path);
         let options = self.kind.mode().with_acls(zk::Acls::new(&acl));
         tracing::debug!(path = %self.create_path, "create (pipelined with getChildren {})", self.base_path);
@@ -321,6 +347,7 @@ impl<'a> Acquire<'a> {
             return Ok(Step::Next(Phase::Find));
         }
         tracing::debug!(path = %self.base_path, "getChildren");
+        self.listener = self.listen(session);
         match session.client().list_children(self.base_path).await {
             Ok(children) => Ok(Step::Next(Phase::Decide(node, children))),
             Err(zk::Error::NoNode) => Ok(Step::Next(Phase::Find)),
@@ -333,6 +360,11 @@ impl<'a> Acquire<'a> {
         if !session.is_generation(node.generation) {
             return Ok(Step::Next(Phase::Find));
         }
+        if let Some(name) = self.probed.take().and_then(|probed| probed.missing(&children)) {
+            tracing::debug!(path = %self.base_path, node = %name, "the line missed a deletion (another watch of \
+                this session on the path replaced it, ZOOKEEPER-4466): stopping it");
+            self.line.stop(self.base_path, "missed a deletion");
+        }
         let sorted = contenders(&children, self.sort_names);
         match self.predicate.decide(&sorted, node.name()) {
             Verdict::Hold => Ok(Step::Held(Granted { node, watch: None, recipe: self.recipe })),
@@ -344,6 +376,18 @@ impl<'a> Acquire<'a> {
                 Err((CuratorError::Timeout { path: self.base_path.to_string() }, Phase::List(node)))
             }
             Verdict::Wait { nodes, then } => {
+                if let Some(listener) = self.on_line(session, &node, &sorted) {
+                    let end = deadline::until(self.base_path, async { Ok(listener.wait(self.fw).await) }).await;
+                    return match end {
+                        Ok(LineEnd::AllGone) => Ok(Step::Held(Granted { node, watch: None, recipe: self.recipe })),
+                        Ok(LineEnd::Recheck) => Ok(Step::Next(Phase::List(node))),
+                        Ok(LineEnd::Probe) => {
+                            self.probed = Some(listener);
+                            Ok(Step::Next(Phase::List(node)))
+                        }
+                        Err(e) => Err((e, Phase::List(node))),
+                    };
+                }
                 match deadline::until(self.base_path, self.wait_for(session, &node.path, &nodes, then)).await {
                     Ok(WaitEnd::AllGone(watch)) if then == AfterWatch::Hold => {
                         Ok(Step::Held(Granted { node, watch, recipe: self.recipe }))
@@ -351,6 +395,35 @@ impl<'a> Acquire<'a> {
                     Ok(_) => Ok(Step::Next(Phase::List(node))),
                     Err(e) => Err((e, Phase::List(node))),
                 }
+            }
+        }
+    }
+
+    /// A listener on the line for a `Leases` acquire, if the group's watch is on for `session`
+    /// (registered before the listing that follows).
+    fn listen(&self, session: &Session) -> Option<Listener> {
+        matches!(self.predicate, Predicate::Leases(_)).then(|| self.line.listen(session)).flatten()
+    }
+
+    /// The listener armed for this wait, when it may wait on the line (module `line`): a
+    /// `Leases(n)` acquire with at most `LINE_LIMIT` nodes ahead, whose listener was registered
+    /// before this listing. With few enough nodes ahead and no listener, counts toward starting
+    /// the watch for the group's next acquires (`Line::start`; this wait is today's). With more,
+    /// stops the line at once (the herd: every session that started it would take it).
+    fn on_line(&mut self, session: &Session, node: &LockNode, sorted: &[Contender]) -> Option<Listener> {
+        let listener = self.listener.take();
+        let Predicate::Leases(n) = self.predicate else { return None };
+        let ahead: Vec<String> = sorted.iter().take_while(|c| c.name != node.name()).map(|c| c.name.clone()).collect();
+        if ahead.len() > LINE_LIMIT {
+            self.line.stop(self.base_path, "more nodes ahead than LINE_LIMIT");
+            return None;
+        }
+        match listener {
+            Some(l) if l.arm(node.generation, ahead, node.name(), node.sequence, n.max(1)) => Some(l),
+            Some(_) => None,
+            None => {
+                self.line.start(self.fw, session, self.base_path, self.sort_names);
+                None
             }
         }
     }

@@ -7,6 +7,7 @@ use tracing::Instrument;
 
 use super::acquire::{Acquire, Contest, Granted};
 use super::cleanup::NodeReporter;
+use super::line::Line;
 use super::names::{LEADER_LATCH_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use super::node::{LockNode, NodeKind};
 use super::order::{contenders, Predicate};
@@ -22,6 +23,8 @@ pub(crate) struct ContenderGroup {
     sort_names: &'static [&'static str],
     /// The `recipe` label of its metrics (`curator_core::metrics::recipe`).
     recipe: &'static str,
+    /// The line watch its `Leases` waiters may wait on (module `line`), shared by clones.
+    line: Line,
 }
 
 impl ContenderGroup {
@@ -39,7 +42,14 @@ impl ContenderGroup {
             LEADER_LATCH_NAME => recipe::LEADER_LATCH,
             _ => recipe::MUTEX,
         };
-        Ok(Self { fw: fw.clone(), base_path: base_path.to_string(), node_name, sort_names, recipe })
+        Ok(Self {
+            fw: fw.clone(),
+            base_path: base_path.to_string(),
+            node_name,
+            sort_names,
+            recipe,
+            line: Line::default(),
+        })
     }
 
     /// The same group, its metrics labelled `recipe` (a value of `curator_core::metrics::recipe`)
@@ -72,6 +82,7 @@ impl ContenderGroup {
             node_name: self.node_name,
             sort_names: self.sort_names,
             recipe: self.recipe,
+            line: &self.line,
         }
     }
 

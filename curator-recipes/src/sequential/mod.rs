@@ -37,6 +37,7 @@ pub(crate) mod group;
 pub(crate) mod guarded;
 pub(crate) mod held;
 pub(crate) mod hold;
+mod line;
 pub(crate) mod names;
 pub(crate) mod node;
 pub(crate) mod order;
