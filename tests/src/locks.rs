@@ -27,6 +27,32 @@ pub async fn framework_with(connect_string: &str, policy: ErrorPolicy, session_t
     let b = lock_retry(builder(connect_string)).session_timeout(session_timeout).connection_state_error_policy(policy);
     connected(b).await
 }
+/// The sessions that watch exactly `path` (a lock's line watch, docs/architecture.md section
+/// 8.3), from the server's `wchp` (a path, then one line per session; persistent watches too).
+pub async fn line_watchers(connect: &str, path: &str) -> Vec<String> {
+    let out = curator_test::four_letter_word(connect, "wchp").await.unwrap_or_default();
+    let mut lines = out.lines().skip_while(|line| line.trim() != path);
+    lines.next();
+    lines.map(str::trim).take_while(|line| line.starts_with("0x")).map(str::to_string).collect()
+}
+
+/// Creates `count` contender nodes under `path` on `observer` (protected, ephemeral sequential,
+/// named as a mutex's): a line of nodes that no acquire will delete. Their paths, in order.
+pub async fn contenders_ahead(observer: &CuratorFramework, path: &str, count: usize) -> Vec<String> {
+    let mut made = Vec::new();
+    for _ in 0..count {
+        let node = observer
+            .create()
+            .with_protection()
+            .with_mode(curator_core::CreateMode::EphemeralSequential)
+            .for_path(&format!("{path}/lock-"), Vec::new())
+            .await
+            .expect("a contender node");
+        made.push(node);
+    }
+    made
+}
+
 /// Microseconds since the epoch (the same clock a Java peer on this machine reads).
 pub fn now_us() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)

@@ -15,20 +15,12 @@ use std::time::Duration;
 use curator_core::CuratorFramework;
 use curator_recipes::{InterProcessMutex, LockGuard};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
-use tests::locks::framework;
+use tests::locks::{contenders_ahead, framework, line_watchers};
 use tests::policies::COMBINATIONS;
 use tests::{children, init_tracing, unique_path};
 
 /// How long a waiter is given to (wrongly) take the lock before we conclude that it waits.
 const STILL_WAITING: Duration = Duration::from_millis(500);
-
-/// The sessions that watch exactly `path`, from `wchp` (a path, then one line per session).
-async fn line_watchers(connect: &str, path: &str) -> Vec<String> {
-    let out = curator_test::four_letter_word(connect, "wchp").await.unwrap_or_default();
-    let mut lines = out.lines().skip_while(|line| line.trim() != path);
-    lines.next();
-    lines.map(str::trim).take_while(|line| line.starts_with("0x")).map(str::to_string).collect()
-}
 
 /// Turns the line on for each of `waiters` (one per session): each waits twice behind a hold
 /// of `holder` (today's waits: the second starts its group's watch); then polls the server until
@@ -245,23 +237,6 @@ async fn the_watch_goes_when_idle_and_with_the_session() {
     for fw in fws {
         fw.close().await;
     }
-}
-
-/// Creates `count` contender nodes under `path` on `observer` (protected, ephemeral sequential,
-/// named as a mutex's): a line of nodes that no acquire will delete. Their paths, in order.
-async fn contenders_ahead(observer: &CuratorFramework, path: &str, count: usize) -> Vec<String> {
-    let mut made = Vec::new();
-    for _ in 0..count {
-        let node = observer
-            .create()
-            .with_protection()
-            .with_mode(curator_core::CreateMode::EphemeralSequential)
-            .for_path(&format!("{path}/lock-"), Vec::new())
-            .await
-            .unwrap();
-        made.push(node);
-    }
-    made
 }
 
 /// A wait over the line's limit (33 nodes ahead, an observer's) while the waiter's watch is on

@@ -11,7 +11,7 @@ use curator_core::zk::{Acl, AuthId, Permission};
 use curator_core::CuratorError;
 use curator_recipes::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LockLost, Revoker};
 use curator_test::{eventually, TestingServer, Timing};
-use tests::locks::{framework, Checker};
+use tests::locks::{contenders_ahead, framework, line_watchers, Checker};
 use tests::logs::record_events;
 use tests::policies::COMBINATIONS;
 use tests::{children, init_tracing, unique_path};
@@ -667,17 +667,7 @@ async fn a_contended_cycle_over_the_line_limit_costs_five_requests() {
     // A session's first probe goes out as the framework starts following it: an uncontended
     // cycle lets it arrive before the count starts.
     mutex.acquire().await.unwrap().release().await.unwrap();
-    let mut ahead = Vec::new();
-    for _ in 0..33 {
-        let made = observer
-            .create()
-            .with_protection()
-            .with_mode(curator_core::CreateMode::EphemeralSequential)
-            .for_path(&format!("{path}/lock-"), Vec::new())
-            .await
-            .unwrap();
-        ahead.push(made);
-    }
+    let ahead = contenders_ahead(&observer, &path, 33).await;
     let before = session_requests(&connect, &sessions).await;
     let waiting = tokio::spawn({
         let mutex = mutex.clone();
@@ -701,14 +691,7 @@ async fn a_contended_cycle_over_the_line_limit_costs_five_requests() {
 /// Whether some session holds a watch on exactly `path` (`wchp` lists persistent watches too):
 /// the line's.
 async fn line_watched(connect: &str, path: &str) -> bool {
-    line_watchers(connect, path).await > 0
-}
-
-/// How many sessions watch exactly `path`, from `wchp` (a path, then one line per session).
-async fn line_watchers(connect: &str, path: &str) -> usize {
-    let out = curator_test::four_letter_word(connect, "wchp").await.unwrap_or_default();
-    let mut lines = out.lines().skip_while(|line| line.trim() != path);
-    lines.next().map_or(0, |_| lines.take_while(|line| line.trim().starts_with("0x")).count())
+    !line_watchers(connect, path).await.is_empty()
 }
 
 /// A contended cycle on the line costs 3 requests: create + getChildren, and the delete. One
@@ -728,7 +711,8 @@ async fn a_contended_cycle_on_the_line_costs_three_requests() {
     // Three rounds: the second starts the waiters' watches, the third is counted.
     for round in 0..3 {
         if round == 2 {
-            let on = eventually(Timing::new().deadline(), || async { line_watchers(&connect, &path).await == 3 }).await;
+            let on = eventually(Timing::new().deadline(), || async { line_watchers(&connect, &path).await.len() == 3 })
+                .await;
             assert!(on, "the waiters' line watches never came on");
         }
         let before = session_requests(&connect, &sessions).await;
