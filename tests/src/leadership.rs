@@ -35,7 +35,8 @@ use std::time::{Duration, Instant};
 
 use curator_core::CuratorFramework;
 use curator_core::{EventStream, ListenerId};
-use curator_recipes::{LatchEvent, LeaderLatch, LeaderSelector, Leadership, SelectorEvent};
+use curator_recipes::{LatchEvent, LeaderLatch, LeaderSelector, Leadership, LockLost, SelectorEvent};
+use tokio::sync::watch;
 
 /// One term of leadership, as recorded.
 #[derive(Debug, Clone)]
@@ -61,6 +62,10 @@ struct Ledger {
     expiries: Vec<(String, Instant)>,
     /// What the last [`LeadershipChecker::await_one_leader`] saw: open terms at its end.
     leaders_after_calm: Option<usize>,
+    /// The `lost()` signals of terms being [watched](LeadershipChecker::watch): a term's watch
+    /// task records the end when it runs, which on a loaded machine can be after the next term
+    /// began; [`began_at`](LeadershipChecker::began_at) reads them first.
+    lost: Vec<(TermId, watch::Receiver<Option<LockLost>>)>,
 }
 
 /// What [`LeadershipChecker::report`] found.
@@ -137,6 +142,21 @@ impl LeadershipChecker {
     /// As [`began`](Self::began), at `at`.
     pub fn began_at(&self, participant: &str, token: i64, at: Instant) -> TermId {
         let mut ledger = self.ledger();
+        // A term whose holder was already told (its `lost()` is set) ended no later than now,
+        // whenever its watch task gets to run.
+        let told: Vec<(TermId, String)> = ledger
+            .lost
+            .iter()
+            .filter_map(|(term, lost)| lost.borrow().as_ref().map(|reason| (*term, format!("lost(): {reason}"))))
+            .collect();
+        ledger.lost.retain(|(_, lost)| lost.borrow().is_none());
+        for (term, reason) in told {
+            if let Some(t) = ledger.terms.get_mut(term.0) {
+                if t.end.as_ref().is_none_or(|(earlier, _)| *earlier > at) {
+                    t.end = Some((at, reason));
+                }
+            }
+        }
         ledger.terms.push(Term { participant: participant.to_string(), token, start: at, end: None });
         TermId(ledger.terms.len() - 1)
     }
@@ -183,6 +203,7 @@ impl LeadershipChecker {
     /// ([`Leadership::lost_watch`](curator_recipes::HeldNode::lost_watch)), from a task of its own.
     pub fn watch(&self, term: TermId, leadership: &Leadership) {
         let mut lost = leadership.lost_watch();
+        self.ledger().lost.push((term, lost.clone()));
         let checker = self.clone();
         tokio::spawn(async move {
             if let Ok(reason) = lost.wait_for(|l| l.is_some()).await {
