@@ -419,7 +419,7 @@ impl<'a> Acquire<'a> {
             return None;
         }
         match listener {
-            Some(l) if l.arm(node.generation, ahead, node.name(), node.sequence, n.max(1)) => Some(l),
+            Some(l) if l.arm(session, ahead, node.name(), node.sequence, n.max(1)) => Some(l),
             Some(_) => None,
             None => {
                 self.line.start(self.fw, session, self.base_path, self.sort_names);

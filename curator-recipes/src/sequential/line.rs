@@ -130,6 +130,13 @@ struct WatchKey {
     on: bool,
 }
 
+impl WatchKey {
+    /// Whether this watch is on `session`'s client: its generation, and the same client of it.
+    fn serves(&self, session: &Session) -> bool {
+        session.is_generation(self.generation) && session.epoch() == self.epoch
+    }
+}
+
 /// One event of the watch, as listeners read it: a child deleted (its name), a contender child
 /// created (its name and sequence), or a gap (the connection came back, deletions meanwhile
 /// untold; or the watch is over).
@@ -185,7 +192,7 @@ impl Line {
     pub(super) fn listen(&self, session: &Session) -> Option<Listener> {
         let mut state = lock(&self.shared.state);
         let key = state.watch?;
-        if !(key.on && key.generation == session.generation() && key.epoch == session.epoch()) {
+        if !(key.on && key.serves(session)) {
             return None;
         }
         let id = state.next_id;
@@ -201,7 +208,7 @@ impl Line {
     /// keeps it for that session already. Not awaited.
     pub(super) fn start(&self, fw: &CuratorFramework, session: &Session, base: &str, names: &'static [&str]) {
         let mut state = lock(&self.shared.state);
-        if state.watch.is_some_and(|k| k.generation == session.generation() && k.epoch == session.epoch()) {
+        if state.watch.is_some_and(|k| k.serves(session)) {
             return;
         }
         state.waits += 1;
@@ -410,11 +417,11 @@ pub(super) struct Listener {
 impl Listener {
     /// Arms the listener for a wait of our node `own` (sequence `own_sequence`) behind `ahead`
     /// (names), until fewer than `n` of them are left; `false` if the listener is already over
-    /// (a gap, or the watch ended) or of another session than `generation`: then the wait is
+    /// (a gap, or the watch ended) or of another session than `session`: then the wait is
     /// today's. Resets the line's idle clock.
-    pub(super) fn arm(&self, generation: u64, ahead: Vec<String>, own: &str, own_sequence: i64, n: usize) -> bool {
+    pub(super) fn arm(&self, session: &Session, ahead: Vec<String>, own: &str, own_sequence: i64, n: usize) -> bool {
         let mut l = lock(&self.slot.listening);
-        if l.end.is_some() || generation != self.generation {
+        if l.end.is_some() || !session.is_generation(self.generation) {
             return false;
         }
         if l.deleted.contains(own) {
