@@ -71,7 +71,7 @@ pub use cluster::TestingCluster;
 pub use error::TestingError;
 pub use four::four_letter_word;
 pub use process::{CLASSPATH_ENV, RUN_ENV};
-pub use proxy::{ChaosProxy, RequestKind};
+pub use proxy::{ChaosProxy, RequestKind, SeenRequest};
 pub use server::{TestingServer, TestingServerBuilder};
 pub use session::expire_session;
 pub use timing::{eventually, wait_for_state, Timing, TIMING_MULTIPLE_ENV};

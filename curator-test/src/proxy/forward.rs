@@ -217,6 +217,9 @@ where
                 opcode_of(&frame).is_some_and(|op| kind.matches(op))
             };
             if let Some(xid) = xid_of(&frame) {
+                if xid > 0 {
+                    inner.record(&frame);
+                }
                 if xid > 0
                     && inner.swallow.load(Ordering::SeqCst)
                     && wanted()

@@ -2,6 +2,7 @@
 
 mod flow;
 mod forward;
+mod record;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -14,6 +15,7 @@ use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
 
 use self::flow::{Direction, Hold};
+pub use self::record::SeenRequest;
 use crate::error::TestingError;
 
 /// A TCP proxy on a free `127.0.0.1` port in front of one ZooKeeper server, that can pause
@@ -38,6 +40,9 @@ use crate::error::TestingError;
 /// | [`set_latency`](Self::set_latency) | `set_latency(Duration::ZERO)` (not `pass`) |
 /// | [`swallow_next_reply`](Self::swallow_next_reply), [`swallow_next_reply_to`](Self::swallow_next_reply_to) | the next request (of the kind), or [`disarm_swallow`](Self::disarm_swallow) |
 /// | [`cut`](Self::cut) | nothing to end: it closes what is open, once |
+///
+/// Besides faults, it can [`record_requests`](Self::record_requests): which requests clients
+/// sent, in order.
 ///
 /// ```no_run
 /// # async fn f(server: &curator_test::TestingServer) -> Result<(), Box<dyn std::error::Error>> {
@@ -105,6 +110,9 @@ struct Inner {
     swallow_kind: Mutex<RequestKind>,
     next_id: AtomicU64,
     conns: Mutex<HashMap<u64, AbortHandle>>,
+    /// Whether requests are being recorded into `seen`.
+    recording: AtomicBool,
+    seen: Mutex<Vec<SeenRequest>>,
 }
 
 impl Inner {
@@ -114,6 +122,15 @@ impl Inner {
 
     fn latency(&self) -> Duration {
         Duration::from_nanos(self.latency_nanos.load(Ordering::SeqCst))
+    }
+
+    /// Records a client request frame, if recording.
+    fn record(&self, frame: &[u8]) {
+        if self.recording.load(Ordering::SeqCst) {
+            if let Some(seen) = SeenRequest::parse(frame) {
+                self.seen.lock().unwrap_or_else(PoisonError::into_inner).push(seen);
+            }
+        }
     }
 }
 
@@ -137,6 +154,8 @@ impl ChaosProxy {
             swallow_kind: Mutex::new(RequestKind::Any),
             next_id: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
+            recording: AtomicBool::new(false),
+            seen: Mutex::new(Vec::new()),
         });
         let accept = tokio::spawn(accept_loop(listener, inner.clone()));
         tracing::debug!(%addr, upstream, "ChaosProxy started");
@@ -269,6 +288,19 @@ impl ChaosProxy {
             && !self.inner.reject.load(Ordering::SeqCst)
             && self.latency().is_zero()
             && !self.swallow_pending()
+    }
+
+    /// Starts (`true`) or stops recording the requests clients send through the proxy (xid > 0:
+    /// not pings, auth or set-watches, not the connect handshake), in the order the proxy reads
+    /// them; [`take_seen_requests`](Self::take_seen_requests) hands them over.
+    pub fn record_requests(&self, on: bool) {
+        self.inner.recording.store(on, Ordering::SeqCst);
+        tracing::debug!(addr = %self.addr, on, "proxy: record requests");
+    }
+
+    /// The requests recorded since the last call, oldest first (and forgets them).
+    pub fn take_seen_requests(&self) -> Vec<SeenRequest> {
+        std::mem::take(&mut *self.inner.seen.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The number of open client connections through the proxy.
