@@ -616,6 +616,53 @@ async fn a_release_costs_one_request() {
     fw2.close().await;
 }
 
+/// A release lets the waiter it woke on the same session send its request first (ours;
+/// docs/architecture.md section 8.3, "A release yields once"). Three lock objects on one
+/// framework: `a` holds, `x` waits next in line, `b` behind `x` (it lists again when `x`'s node
+/// goes). `x` takes the lock, releases it and at once acquires again. `x`'s delete reply and the
+/// notification that wakes `b` arrive together; tokio (on one worker here, where nothing runs in
+/// parallel) runs the task woken last first, so without the release's yield `x`'s create went out
+/// ahead of `b`'s listing, which a server answers only after that create is written. The proxy
+/// records the session's requests in the order they were sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_release_lets_the_waiter_it_woke_send_first() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let proxy = curator_test::ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string()).await;
+    let path = unique_path("release-order");
+    let mutex = || InterProcessMutex::new(&fw, &path).unwrap();
+    let (a, x, b) = (mutex(), mutex(), mutex());
+    let held = a.acquire().await.unwrap();
+    let relay = tokio::spawn(async move {
+        let first = x.acquire().await?;
+        first.release().await?;
+        let again = x.acquire().await?;
+        again.release().await
+    });
+    assert!(eventually(Timing::new().deadline(), || async { children(&fw, &path).await.len() == 2 }).await);
+    let behind = tokio::spawn(async move {
+        let guard = b.acquire().await?;
+        guard.release().await
+    });
+    assert!(eventually(Timing::new().deadline(), || async { children(&fw, &path).await.len() == 3 }).await);
+    proxy.record_requests(true);
+    held.release().await.unwrap();
+    tokio::time::timeout(Timing::new().deadline(), behind).await.expect("b holds").unwrap().unwrap();
+    tokio::time::timeout(Timing::new().deadline(), relay).await.expect("x holds again").unwrap().unwrap();
+    let seen = proxy.take_seen_requests();
+    let kinds: Vec<String> = seen.iter().map(|r| format!("{} {}", r.opcode, r.path.as_deref().unwrap_or(""))).collect();
+    // The deletes in order: a's node, x's first node, ...
+    let deletes: Vec<usize> = (0..seen.len()).filter(|&i| seen[i].is(curator_test::RequestKind::Delete)).collect();
+    assert!(deletes.len() >= 2, "two releases: {kinds:?}");
+    let after = &seen[deletes[1] + 1..];
+    let listing = after.iter().position(|r| r.is(curator_test::RequestKind::GetChildren));
+    let create = after.iter().position(|r| r.is(curator_test::RequestKind::Create));
+    assert!(listing.is_some() && create.is_some(), "b lists and x creates after x's release: {kinds:?}");
+    assert!(listing < create, "b's listing went out after x's next create: {kinds:?}");
+    fw.close().await;
+}
+
 /// Requests the server received on the connections of `sessions`, from `cons` (pings and the
 /// framework's session probes included: the sessions here have a 10-minute timeout, so that
 /// these come once a minute, not within a test this short).

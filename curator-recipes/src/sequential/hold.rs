@@ -238,6 +238,13 @@ impl Hold {
                     // Dropped unfired, it would cost a RemoveWatches request per release.
                     let_fire(watch).await;
                 }
+                // The delete's reply and its notification to a waiter of this session came
+                // together, and tokio runs the task woken last (ours) first: a caller that
+                // acquires again at once would send its create before that waiter's listing,
+                // which the server then answers only after the create is written. Yielding
+                // once lets the waiter go first (docs/architecture.md section 8.3, "A release
+                // yields once").
+                tokio::task::yield_now().await;
                 Ok(())
             }
             Err(CuratorError::Closed) => Ok(()),
