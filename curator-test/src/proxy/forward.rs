@@ -181,7 +181,7 @@ fn xid_of(frame: &[u8]) -> Option<i32> {
 }
 
 /// The opcode of a client request frame (after its length and xid).
-fn opcode_of(frame: &[u8]) -> Option<i32> {
+pub(super) fn opcode_of(frame: &[u8]) -> Option<i32> {
     let b: [u8; 4] = frame.get(8..12)?.try_into().ok()?;
     Some(i32::from_be_bytes(b))
 }

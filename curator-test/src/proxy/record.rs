@@ -1,5 +1,6 @@
 //! The requests a [`ChaosProxy`](super::ChaosProxy) passed on, in order, while recording.
 
+use super::forward::opcode_of;
 use super::RequestKind;
 
 /// A client request the proxy passed on while recording
@@ -25,7 +26,7 @@ impl SeenRequest {
 
     /// Reads a client request frame (length, xid, opcode, body); `None` if it is too short.
     pub(super) fn parse(frame: &[u8]) -> Option<SeenRequest> {
-        let opcode = i32::from_be_bytes(frame.get(8..12)?.try_into().ok()?);
+        let opcode = opcode_of(frame)?;
         Some(SeenRequest { opcode, path: starts_with_path(opcode).then(|| path_at(frame, 12)).flatten() })
     }
 }
