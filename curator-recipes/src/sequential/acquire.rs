@@ -413,14 +413,17 @@ impl<'a> Acquire<'a> {
     fn on_line(&mut self, session: &Session, node: &LockNode, sorted: &[Contender]) -> Option<Listener> {
         let listener = self.listener.take();
         let Predicate::Leases(n) = self.predicate else { return None };
-        let ahead: Vec<String> = sorted.iter().take_while(|c| c.name != node.name()).map(|c| c.name.clone()).collect();
-        if ahead.len() > LINE_LIMIT {
+        // Counted before any name is copied: with a long line, most waits are over the limit.
+        let before = sorted.iter().take_while(|c| c.name != node.name()).count();
+        if before > LINE_LIMIT {
             self.line.stop(self.base_path, "more nodes ahead than LINE_LIMIT");
             return None;
         }
         match listener {
-            Some(l) if l.arm(session, ahead, node.name(), node.sequence, n.max(1)) => Some(l),
-            Some(_) => None,
+            Some(l) => {
+                let ahead = sorted[..before].iter().map(|c| c.name.clone()).collect();
+                l.arm(session, ahead, node.name(), node.sequence, n.max(1)).then_some(l)
+            }
             None => {
                 self.line.start(self.fw, session, self.base_path, self.sort_names);
                 None
