@@ -68,6 +68,18 @@ struct Ledger {
     lost: Vec<(TermId, watch::Receiver<Option<LockLost>>)>,
 }
 
+impl Ledger {
+    /// `term` ended at `at` because of `reason`, unless it is already recorded as ended earlier
+    /// (the earliest moment its holder was told counts).
+    fn end_term(&mut self, term: TermId, reason: String, at: Instant) {
+        if let Some(t) = self.terms.get_mut(term.0) {
+            if t.end.as_ref().is_none_or(|(earlier, _)| *earlier > at) {
+                t.end = Some((at, reason));
+            }
+        }
+    }
+}
+
 /// What [`LeadershipChecker::report`] found.
 #[derive(Debug, Clone, Default)]
 pub struct LeadershipReport {
@@ -151,11 +163,7 @@ impl LeadershipChecker {
             .collect();
         ledger.lost.retain(|(_, lost)| lost.borrow().is_none());
         for (term, reason) in told {
-            if let Some(t) = ledger.terms.get_mut(term.0) {
-                if t.end.as_ref().is_none_or(|(earlier, _)| *earlier > at) {
-                    t.end = Some((at, reason));
-                }
-            }
+            ledger.end_term(term, reason, at);
         }
         ledger.terms.push(Term { participant: participant.to_string(), token, start: at, end: None });
         TermId(ledger.terms.len() - 1)
@@ -169,13 +177,7 @@ impl LeadershipChecker {
 
     /// As [`ended`](Self::ended), at `at`.
     pub fn ended_at(&self, term: TermId, reason: impl fmt::Display, at: Instant) {
-        let mut ledger = self.ledger();
-        if let Some(t) = ledger.terms.get_mut(term.0) {
-            match &t.end {
-                Some((earlier, _)) if *earlier <= at => {}
-                _ => t.end = Some((at, reason.to_string())),
-            }
-        }
+        self.ledger().end_term(term, reason.to_string(), at);
     }
 
     /// `participant`'s open term (its latest, if still open) is over: it was told now, because
