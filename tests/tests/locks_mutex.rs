@@ -678,21 +678,35 @@ async fn session_requests(connect_string: &str, sessions: &[i64]) -> u64 {
         .sum()
 }
 
-/// Sessions with a 10-minute timeout (the framework probes its session every tenth of it, so
-/// no probe falls within a count), their ids, and an observer.
-async fn long_sessions(
-    connect: &str,
-    n: usize,
-) -> (Vec<curator_core::CuratorFramework>, Vec<i64>, curator_core::CuratorFramework) {
+/// What the request-counting tests below share: a server of their own whose sessions may live
+/// 10 minutes, `fws` on sessions with that timeout (the framework probes its session every tenth
+/// of it, so no probe falls within a count) and their ids, an observer, and a fresh lock `path`
+/// (made by the observer). `_server` keeps the server up.
+struct Counted {
+    _server: TestingServer,
+    connect: String,
+    fws: Vec<CuratorFramework>,
+    sessions: Vec<i64>,
+    observer: CuratorFramework,
+    path: String,
+}
+
+/// [`Counted`] with `n` frameworks, the path named after `name`.
+async fn counted(name: &str, n: usize) -> Counted {
     let long = Duration::from_secs(600);
+    let server = TestingServer::builder().max_session_timeout(long).start().await.expect("server");
+    let connect = server.connect_string();
     let mut fws = Vec::new();
     let mut sessions = Vec::new();
     for _ in 0..n {
-        let fw = tests::locks::framework_with(connect, curator_core::ErrorPolicy::Standard, long).await;
+        let fw = tests::locks::framework_with(&connect, curator_core::ErrorPolicy::Standard, long).await;
         sessions.push(fw.session().await.expect("session").id());
         fws.push(fw);
     }
-    (fws, sessions, framework(connect).await)
+    let observer = framework(&connect).await;
+    let path = unique_path(name);
+    observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
+    Counted { _server: server, connect, fws, sessions, observer, path }
 }
 
 /// A wait over the line's limit (more than 16 nodes ahead) is today's and costs what Curator's
@@ -705,11 +719,7 @@ async fn long_sessions(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_contended_cycle_over_the_line_limit_costs_five_requests() {
     init_tracing();
-    let server = TestingServer::builder().max_session_timeout(Duration::from_secs(600)).start().await.expect("server");
-    let connect = server.connect_string();
-    let (fws, sessions, observer) = long_sessions(&connect, 1).await;
-    let path = unique_path("contended-requests");
-    observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
+    let Counted { _server, connect, fws, sessions, observer, path } = counted("contended-requests", 1).await;
     let mutex = InterProcessMutex::new(&fws[0], &path).unwrap();
     // A session's first probe goes out as the framework starts following it: an uncontended
     // cycle lets it arrive before the count starts.
@@ -749,11 +759,7 @@ async fn line_watched(connect: &str, path: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_contended_cycle_on_the_line_costs_three_requests() {
     init_tracing();
-    let server = TestingServer::builder().max_session_timeout(Duration::from_secs(600)).start().await.expect("server");
-    let connect = server.connect_string();
-    let (fws, sessions, observer) = long_sessions(&connect, 4).await;
-    let path = unique_path("line-requests");
-    observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
+    let Counted { _server, connect, fws, sessions, observer, path } = counted("line-requests", 4).await;
     let mutexes: Vec<InterProcessMutex> = fws.iter().map(|fw| InterProcessMutex::new(fw, &path).unwrap()).collect();
     // Rounds until the waiters' watches are on (a group's second wait starts its watch; a
     // waiter whose listing reaches a loaded server after the holder's delete holds without a
@@ -808,11 +814,7 @@ async fn contended_round(mutexes: &[InterProcessMutex], observer: &CuratorFramew
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_contended_cycle_with_a_new_object_each_costs_five_requests() {
     init_tracing();
-    let server = TestingServer::builder().max_session_timeout(Duration::from_secs(600)).start().await.expect("server");
-    let connect = server.connect_string();
-    let (fws, sessions, observer) = long_sessions(&connect, 4).await;
-    let path = unique_path("per-use-requests");
-    observer.create().creating_parents_if_needed().for_path(&path, Vec::new()).await.unwrap();
+    let Counted { _server, connect, fws, sessions, observer, path } = counted("per-use-requests", 4).await;
     // A session's first probe goes out as the framework starts following it: an uncontended
     // cycle on each lets it arrive before the count starts.
     for fw in &fws {
