@@ -223,6 +223,58 @@ async fn a_watched_registration_takes_another_clients_edit() {
     other.close().await;
 }
 
+/// Our own updates in quick succession are never taken as edits. The registration's watch may
+/// read the node between two of them and report, after the second is written, the data of the
+/// first: that data is older than our latest write (its mzxid is not above the write's), so it
+/// is no edit. Before this was checked, such a stale read reverted the registration to the
+/// older instance and published it as `Edited` (settling on the next read). No Curator analog:
+/// TestWatchedInstances has no local updates. The settling is checked with another client's edit,
+/// written after: the first event must be that one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_own_quick_updates_are_never_taken_as_edits() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let other = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let base = unique_path("discovery");
+    let me = instance("test", 10070, "0");
+    let discovery = ServiceDiscovery::<String>::builder(&fw, &base)
+        .this_instance(me.clone())
+        .watch_instances(true)
+        .build()
+        .expect("discovery");
+    let mut events = discovery.registration_events();
+    discovery.start().expect("start");
+    discovery.ready().await.expect("ready: start");
+    let path = format!("{base}/test/{}", me.id);
+
+    let mut mine = me.clone();
+    for round in 1..=UPDATE_ROUNDS {
+        mine.payload = Some(round.to_string());
+        discovery.update(mine.clone()).expect("update");
+        // Written: the watch's read of it may now race the next update's write.
+        assert!(
+            eventually(Timing::new().deadline(), || async { read(&other, &path).await.as_ref() == Some(&mine) }).await
+        );
+    }
+    let mut edit = mine.clone();
+    edit.payload = Some("theirs".to_string());
+    other.set_data().for_path(&path, edit.to_json().expect("json")).await.expect("edit");
+    match next_event(&mut events).await {
+        RegistrationEvent::Edited(edited) => assert_eq!(edited, edit, "an update of ours was taken as an edit"),
+        other => panic!("expected the other client's edit, got {other:?}"),
+    }
+    assert_eq!(discovery.registered(), vec![edit]);
+    assert!(events.try_next().is_none(), "no event but the other client's edit");
+
+    discovery.close().await;
+    fw.close().await;
+    other.close().await;
+}
+
+/// Updates in [`our_own_quick_updates_are_never_taken_as_edits`].
+const UPDATE_ROUNDS: usize = 200;
+
 /// What a watched registration cannot take (bytes that are not an instance, an instance of
 /// another name or id) is a typed `Rejected` event; the registration is unchanged, and a valid
 /// edit after is taken.

@@ -106,6 +106,35 @@ async fn quick_set_data() {
     fw.close().await;
 }
 
+/// `adopt_data` (no Curator analog: a watched service registration's edits use it) takes
+/// another client's data only if it was written after our last write: data whose `mzxid` is not
+/// above the create's, or above our `set_data`'s, is refused (`false`) and changes nothing.
+#[tokio::test]
+async fn adopt_data_takes_only_data_newer_than_our_last_write() {
+    init_tracing();
+    let fw = client(&shared()).await;
+    let other = client(&shared()).await;
+    let path = unique_path("pn-adopt");
+    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).data(b"ours".to_vec()).build().unwrap();
+    node.start().unwrap();
+    created(&node).await;
+    let made = stat(&fw, &path).await.expect("created").mzxid;
+    assert!(!node.adopt_data(b"older".to_vec(), made).unwrap(), "data of the create itself is ours");
+    assert_eq!(node.data(), b"ours");
+
+    let theirs = other.set_data().for_path(&path, b"theirs".to_vec()).await.unwrap().mzxid;
+    assert!(node.adopt_data(b"theirs".to_vec(), theirs).unwrap(), "an edit after our create is taken");
+    assert_eq!(node.data(), b"theirs");
+
+    node.set_data(b"mine".to_vec()).unwrap();
+    assert!(eventually(deadline(), || async { data_of(&other, &path).await.as_deref() == Some(&b"mine"[..]) }).await);
+    assert!(!node.adopt_data(b"theirs".to_vec(), theirs).unwrap(), "our write went over that edit");
+    assert_eq!(node.data(), b"mine");
+    node.close().await;
+    fw.close().await;
+    other.close().await;
+}
+
 /// TestPersistentNode.testBasic: a persistent node outlives its framework's session: closing the
 /// framework stops the keeper without deleting the node, and a new client reads its data.
 #[tokio::test]

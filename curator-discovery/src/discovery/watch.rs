@@ -82,15 +82,16 @@ pub(super) fn watch<T: Clone + Send + Sync + 'static>(
     events.relay(&runtime, move |event| {
         let NodeCacheEvent::NodeChanged(Some(data)) = event else { return };
         let (Some(inner), Some(node)) = (weak.upgrade(), node.upgrade()) else { return };
-        inner.take_edit(&id, &node, &data.path, data.data().unwrap_or_default());
+        inner.take_edit(&id, &node, &data.path, data.data().unwrap_or_default(), data.stat.mzxid);
     });
     Ok(cache)
 }
 
 impl<T: Clone + Send + Sync + 'static> Inner<T> {
-    /// The node of registration `id` (kept by `node`) now holds `bytes`: take them into the
-    /// registration if another client wrote an instance of it there.
-    fn take_edit(&self, id: &str, node: &Arc<PersistentNode>, path: &str, bytes: &[u8]) {
+    /// The node of registration `id` (kept by `node`) holds `bytes`, written at zxid `mzxid`:
+    /// take them into the registration if another client wrote an instance of it there after
+    /// our last write (a read of the watch can come after our next write, with data of ours).
+    fn take_edit(&self, id: &str, node: &Arc<PersistentNode>, path: &str, bytes: &[u8], mzxid: i64) {
         if bytes == node.data() {
             return; // our own write
         }
@@ -108,13 +109,13 @@ impl<T: Clone + Send + Sync + 'static> Inner<T> {
             Err(e) => Err(DiscoveryError::BadNode { path: path.to_string(), source: Box::new(e) }),
         };
         let event = match instance {
-            Ok(instance) => match node.adopt_data(bytes.to_vec()) {
+            Ok(instance) => match node.adopt_data(bytes.to_vec(), mzxid) {
                 Ok(true) => {
                     tracing::debug!(%path, "a registered service instance was edited by another client");
                     registration.instance = instance.clone();
                     RegistrationEvent::Edited(instance)
                 }
-                // A write of ours is on its way: it replaces the edit.
+                // A write of ours is on its way (it replaces the edit), or the data is ours.
                 Ok(false) => return,
                 Err(e) => RegistrationEvent::Rejected { id: id.to_string(), error: e.into() },
             },

@@ -182,7 +182,7 @@ impl Keeper {
         tracing::debug!(path = %path, ?mode, "persistent node: create");
         match create.for_path_with_stat(&path, data).await {
             Ok((created, stat)) => {
-                self.took(&created, stat.ephemeral_owner, version);
+                self.took(&created, stat.ephemeral_owner, version, Some(stat.mzxid));
                 self.shared.created.publish(created.clone());
                 tracing::debug!(path = %created, "persistent node: created");
                 State::Own(created)
@@ -240,6 +240,8 @@ impl Keeper {
         // earlier run, or one this keeper never held, gets our data.
         // Compared decoded (section 3.10); data that does not decode is not ours.
         let current = self.fw.decode_data(&path, current).ok();
+        // The zxid of our write over the node's data, if we write it.
+        let mut zxid = None;
         let made_here =
             self.may_own && self.known.as_deref() == Some(path.as_str()) && (owner == 0 || owner == session.id());
         if current.as_deref() != Some(&data[..]) && (!made_here || version != self.written) {
@@ -249,22 +251,23 @@ impl Keeper {
             };
             tracing::debug!(path = %path, "persistent node: setData of the adopted node");
             match session.client().set_data(&path, &stored, Some(stat.version)).await {
-                Ok(_) => {}
+                Ok(written) => zxid = Some(written.mzxid),
                 Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => return State::Place,
                 Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
             }
         }
         drop(session);
-        self.took(&path, owner, version);
+        self.took(&path, owner, version, zxid);
         State::Own(path)
     }
 
     /// The node at `path` is ours now, made or adopted: owned by session `owner` (0 for a
-    /// persistent node), holding data version `version`.
-    fn took(&mut self, path: &str, owner: i64, version: u64) {
+    /// persistent node), holding data version `version`, written by us at zxid `zxid` (`None`:
+    /// the node kept the data it had).
+    fn took(&mut self, path: &str, owner: i64, version: u64, zxid: Option<i64>) {
         self.may_own = true;
         self.written = version;
-        self.shared.mark_written(version);
+        self.shared.mark_written(version, zxid);
         if owner != 0 && !self.sessions.contains(&owner) {
             self.sessions.push(owner);
         }
@@ -339,9 +342,9 @@ impl Keeper {
             (Err(err), _) | (_, Err(err)) => Err(err),
         };
         match written {
-            Ok(_) => {
+            Ok(stat) => {
                 self.written = version;
-                self.shared.mark_written(version);
+                self.shared.mark_written(version, Some(stat.mzxid));
                 Ok(())
             }
             Err(CuratorError::NoNode { .. }) => Err(State::Place),

@@ -171,7 +171,7 @@ impl PersistentNodeBuilder {
         let shared = Arc::new(Shared {
             fw: self.fw,
             config,
-            data: Mutex::new(DataSlot { bytes: self.data, version: 0, written: 0 }),
+            data: Mutex::new(DataSlot { bytes: self.data, version: 0, written: 0, written_zxid: 0 }),
             actual: Mutex::new(None),
             last_error: watch::channel(None).0,
             created: Listeners::new(),
@@ -316,17 +316,23 @@ impl PersistentNode {
     /// Takes `data` as the node's data without writing it: for data the node holds already
     /// because another client wrote it there (a service discovery's watched registration
     /// follows such edits). Every later re-create uses it, as after [`set_data`](Self::set_data).
-    /// A `set_data` not yet written wins: then nothing changes and the result is `false` (that
-    /// write is on its way and replaces the other client's edit).
+    ///
+    /// `mzxid` is the zxid of the write that put `data` in the node (its `Stat::mzxid`, as the
+    /// read that found it returned). Nothing changes, and the result is `false`:
+    /// - if a `set_data` of ours is not written yet: that write is on its way and replaces the
+    ///   other client's edit;
+    /// - if `data` is not newer than our last write (`mzxid` not above that write's): it is data
+    ///   of ours, or data our write went over, as a watch's read can report after our next write
+    ///   was answered.
     ///
     /// # Errors
     /// As [`set_data`](Self::set_data).
-    pub fn adopt_data(&self, data: impl Into<Vec<u8>>) -> Result<bool> {
+    pub fn adopt_data(&self, data: impl Into<Vec<u8>>, mzxid: i64) -> Result<bool> {
         let data = data.into();
         self.shared.fw.check_data(&self.shared.config.path, &data)?;
         self.lifecycle.with_started(|()| ())?;
         let mut slot = lock(&self.shared.data);
-        if slot.version != slot.written {
+        if slot.version != slot.written || mzxid <= slot.written_zxid {
             return Ok(false);
         }
         tracing::debug!(path = %self.shared.config.path, "persistent node: adopting data written by another client");

@@ -29,6 +29,9 @@ pub(crate) struct DataSlot {
     /// The version the keeper last wrote (or created the node with): a `set_data` is pending
     /// while it differs from `version`.
     pub(crate) written: u64,
+    /// The zxid of that write (the node's `mzxid` after it; 0 before the first): data the node
+    /// held no later than this is ours or was written over by ours.
+    pub(crate) written_zxid: i64,
 }
 
 /// What the handle and the keeper share.
@@ -64,9 +67,15 @@ impl Shared {
         (slot.version != written).then(|| (slot.bytes.clone(), slot.version))
     }
 
-    /// The keeper wrote (or created the node with) data version `version`.
-    pub(crate) fn mark_written(&self, version: u64) {
-        lock(&self.data).written = version;
+    /// The keeper wrote (or created the node with) data version `version`, in the write of
+    /// zxid `zxid`; `None` when it took a node whose data it did not write (that data may be
+    /// another client's edit, newer than our last write).
+    pub(crate) fn mark_written(&self, version: u64, zxid: Option<i64>) {
+        let mut slot = lock(&self.data);
+        slot.written = version;
+        if let Some(zxid) = zxid {
+            slot.written_zxid = zxid;
+        }
     }
 
     /// Tells the keeper to stop and the creation listeners that no more creates follow.
