@@ -161,25 +161,42 @@ async fn a_path_constructor_giving_invalid_paths_is_a_typed_error() {
     fw.close().await;
 }
 
+/// A started discovery at a unique base, registering `me` with its registration watched, on a
+/// framework of its own; `other` is a second client of the same server (an operator's tool).
+struct Watched {
+    fw: CuratorFramework,
+    other: CuratorFramework,
+    base: String,
+    discovery: ServiceDiscovery<String>,
+    events: curator_core::EventStream<RegistrationEvent<String>>,
+}
+
+impl Watched {
+    async fn start(me: &Instance) -> Watched {
+        let server = TestingServer::shared();
+        let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+        let other = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+        let base = unique_path("discovery");
+        let discovery = ServiceDiscovery::<String>::builder(&fw, &base)
+            .this_instance(me.clone())
+            .watch_instances(true)
+            .build()
+            .expect("discovery");
+        let events = discovery.registration_events();
+        discovery.start().expect("start");
+        discovery.ready().await.expect("ready: start");
+        Watched { fw, other, base, discovery, events }
+    }
+}
+
 /// Follows Curator's TestWatchedInstances.testWatchedInstances: another client writes a
 /// changed instance (another payload) to a watched registration's node; the registration
 /// takes it. Without the watch it does not. A local update afterwards writes over the edit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_registration_takes_another_clients_edit() {
     init_tracing();
-    let server = TestingServer::shared();
-    let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
-    let other = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
-    let base = unique_path("discovery");
     let me = instance("test", 10064, "thing");
-    let discovery = ServiceDiscovery::<String>::builder(&fw, &base)
-        .this_instance(me.clone())
-        .watch_instances(true)
-        .build()
-        .expect("discovery");
-    let mut events = discovery.registration_events();
-    discovery.start().expect("start");
-    discovery.ready().await.expect("ready: start");
+    let Watched { fw, other, base, discovery, mut events } = Watched::start(&me).await;
     assert_eq!(discovery.query_for_names().await.expect("names"), vec!["test".to_string()]);
     assert_eq!(discovery.query_for_instances("test").await.expect("instances"), vec![me.clone()]);
 
@@ -233,19 +250,8 @@ async fn a_watched_registration_takes_another_clients_edit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_own_quick_updates_are_never_taken_as_edits() {
     init_tracing();
-    let server = TestingServer::shared();
-    let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
-    let other = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
-    let base = unique_path("discovery");
     let me = instance("test", 10070, "0");
-    let discovery = ServiceDiscovery::<String>::builder(&fw, &base)
-        .this_instance(me.clone())
-        .watch_instances(true)
-        .build()
-        .expect("discovery");
-    let mut events = discovery.registration_events();
-    discovery.start().expect("start");
-    discovery.ready().await.expect("ready: start");
+    let Watched { fw, other, base, discovery, mut events } = Watched::start(&me).await;
     let path = format!("{base}/test/{}", me.id);
 
     let mut mine = me.clone();

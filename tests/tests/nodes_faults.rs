@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use curator_core::{ConnectionState, CreateMode, CuratorFramework, ErrorPolicy};
 use curator_recipes::{GroupMember, PersistentNode};
-use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
+use curator_test::{eventually, expire_session, ChaosProxy, RequestKind, SeenRequest, TestingServer, Timing};
 use futures::future::join_all;
 use tests::fixture::wait_for;
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
@@ -263,25 +263,41 @@ async fn another_sessions_node_is_waited_for_not_taken() {
     fw.close().await;
 }
 
+/// A persistent node made through a proxy and closed while the proxy refuses connections (the
+/// close returned, the connection still refused); `observer` is connected directly.
+struct Outage {
+    proxy: ChaosProxy,
+    fw: CuratorFramework,
+    observer: CuratorFramework,
+    path: String,
+}
+
+impl Outage {
+    async fn closed_in(policy: ErrorPolicy, retry: Retry, name: &str) -> Outage {
+        let timing = Timing::new();
+        let server = TestingServer::shared();
+        let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+        let fw = framework(&proxy.connect_string(), policy, retry).await;
+        let observer = framework(&server.connect_string(), policy, retry).await;
+        let path = format!("{}/node", unique_path(name));
+        let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).build().expect("node");
+        node.start().expect("node");
+        assert!(node.wait_for_initial_create(timing.deadline()).await);
+        let mut states = fw.connection_state_stream();
+        proxy.set_reject(true);
+        proxy.cut();
+        wait_for(&mut states, ConnectionState::Suspended, |_| true).await;
+        let closed = tokio::time::timeout(timing.deadline(), node.close()).await;
+        assert!(closed.is_ok(), "{policy:?}/{retry:?}: close() waited for the connection");
+        Outage { proxy, fw, observer, path }
+    }
+}
+
 /// Closing during an outage returns while the connection is still refused (it does not wait
 /// for a connection), and the node is deleted once the connection is back: the guaranteed
 /// delete goes on in the background. A persistent node, which no session end would remove.
 async fn close_during_an_outage(policy: ErrorPolicy, retry: Retry) {
-    let timing = Timing::new();
-    let server = TestingServer::shared();
-    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
-    let fw = framework(&proxy.connect_string(), policy, retry).await;
-    let observer = framework(&server.connect_string(), policy, retry).await;
-    let path = format!("{}/node", unique_path("close-outage"));
-    let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Persistent).build().expect("node");
-    node.start().expect("node");
-    assert!(node.wait_for_initial_create(timing.deadline()).await);
-    let mut states = fw.connection_state_stream();
-    proxy.set_reject(true);
-    proxy.cut();
-    wait_for(&mut states, ConnectionState::Suspended, |_| true).await;
-    let closed = tokio::time::timeout(timing.deadline(), node.close()).await;
-    assert!(closed.is_ok(), "{policy:?}/{retry:?}: close() waited for the connection");
+    let Outage { proxy, fw, observer, path } = Outage::closed_in(policy, retry, "close-outage").await;
     assert!(read_node(&observer, &path).await.is_some(), "deleted while the connection was refused?");
     proxy.set_reject(false);
     assert!(node_gone(&observer, &path).await, "{policy:?}/{retry:?}: the node outlived its close");
@@ -293,6 +309,41 @@ async fn close_during_an_outage(policy: ErrorPolicy, retry: Retry) {
 async fn close_during_an_outage_returns_and_the_node_goes_once_connected() {
     init_tracing();
     join_all(COMBINATIONS.map(|(policy, retry)| close_during_an_outage(policy, retry))).await;
+}
+
+/// A close during an outage deletes its own node once connected, and no other: a node made at
+/// the path meanwhile (here someone deleted ours and made a new one) is left. The delete on
+/// close goes by the node's identity (its czxid), not by its path. Failed before: the guaranteed
+/// delete on close, sent after the reconnection, deleted the new node. No Curator analog
+/// (Curator's close deletes by path, as ours did).
+async fn close_during_an_outage_leaves_a_new_node(policy: ErrorPolicy, retry: Retry) {
+    let Outage { proxy, fw, observer, path } = Outage::closed_in(policy, retry, "close-outage-new").await;
+    observer.delete().for_path(&path).await.expect("someone deletes our node");
+    observer.create().for_path(&path, b"new".to_vec()).await.expect("and makes a new one");
+    proxy.record_requests(true);
+    proxy.set_reject(false);
+    // The close's delete (or its look at the node) went out once the proxy saw a request of the
+    // path; answered once a later request of the same session is.
+    let of_path = |r: &SeenRequest| {
+        r.path.as_deref() == Some(path.as_str()) && (r.is(RequestKind::Delete) || r.is(RequestKind::Exists))
+    };
+    let sent = eventually(Timing::new().deadline(), || async { proxy.take_seen_requests().iter().any(of_path) }).await;
+    assert!(sent, "{policy:?}/{retry:?}: the close's delete never went out");
+    fw.check_exists().for_path(&path).await.expect("a request after it");
+    assert_eq!(
+        read_node(&observer, &path).await.map(|(_, data)| data),
+        Some(b"new".to_vec()),
+        "{policy:?}/{retry:?}: the new node was deleted"
+    );
+    proxy.record_requests(false);
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_during_an_outage_deletes_its_own_node_not_a_new_one_at_the_path() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| close_during_an_outage_leaves_a_new_node(policy, retry))).await;
 }
 
 /// True once the keeper of this thread's recorded events went through a node in the way of its

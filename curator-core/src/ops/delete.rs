@@ -205,6 +205,31 @@ impl CuratorFramework {
     }
 }
 
+/// Which node a cleanup delete takes (see [`CuratorFramework::delete_if_ours`] and
+/// [`CuratorFramework::delete_if_created_at`]).
+#[derive(Debug, Clone, Copy)]
+enum Mine {
+    /// An ephemeral node of the current session or, with `persistent`, a persistent node.
+    Made { persistent: bool },
+    /// The node created at this zxid, and no other.
+    CreatedAt(i64),
+}
+
+impl Mine {
+    fn matches(self, stat: &zk::Stat, session: i64) -> bool {
+        match self {
+            Mine::Made { persistent } => {
+                if stat.ephemeral_owner == 0 {
+                    persistent
+                } else {
+                    stat.ephemeral_owner == session
+                }
+            }
+            Mine::CreatedAt(czxid) => stat.czxid == czxid,
+        }
+    }
+}
+
 impl CuratorFramework {
     /// Deletes the node at `path` if it may be one that a create of ours made although its
     /// reply was lost: an ephemeral node of the current session or, with `persistent`, a
@@ -218,25 +243,49 @@ impl CuratorFramework {
     /// ([`CuratorError::Closed`]). The delete is at the version looked at, so a node made
     /// again in between is left.
     pub async fn delete_if_ours(&self, path: &str, persistent: bool) -> Result<()> {
+        self.delete_mine(path, Mine::Made { persistent }).await
+    }
+
+    /// Deletes the node at `path` if it is the node created at zxid `czxid` (its
+    /// `Stat::czxid`), whoever owns it: a node made again at the path since, by this client or
+    /// another, is left. `Ok` once that node is gone. For a recipe that deletes its own node
+    /// while not connected (a kept node's close): the delete may run long after, when a new
+    /// node may stand at the path.
+    ///
+    /// Retries as [`delete_if_ours`](Self::delete_if_ours). The delete is at the version
+    /// looked at; a node written in between is looked at again.
+    pub async fn delete_if_created_at(&self, path: &str, czxid: i64) -> Result<()> {
+        self.delete_mine(path, Mine::CreatedAt(czxid)).await
+    }
+
+    /// Looks at `path` and deletes the node there at the version seen if it is `mine`, until
+    /// done: the loop of [`delete_if_ours`](Self::delete_if_ours) and
+    /// [`delete_if_created_at`](Self::delete_if_created_at).
+    async fn delete_mine(&self, path: &str, mine: Mine) -> Result<()> {
         let mut retry = self.cleanup_retry_loop();
         loop {
             let attempt = async {
                 let session = self.session_for(path).await?;
                 let client = session.client();
-                tracing::debug!(path, "exists (a node of ours, after an unknown outcome?)");
-                let stat = match client.check_stat(path).await {
-                    Ok(Some(stat)) => stat,
-                    Ok(None) => return Ok(()),
-                    Err(err) => return Err(CuratorError::from_zk(path, err)),
-                };
-                let ours = if stat.ephemeral_owner == 0 { persistent } else { stat.ephemeral_owner == session.id() };
-                if !ours {
-                    return Ok(());
-                }
-                tracing::debug!(path, version = stat.version, "delete (a node of ours, left by an unknown outcome)");
-                match client.delete(path, Some(stat.version)).await {
-                    Ok(()) | Err(zk::Error::NoNode | zk::Error::BadVersion) => Ok(()),
-                    Err(err) => Err(CuratorError::from_zk(path, err)),
+                loop {
+                    tracing::debug!(path, ?mine, "exists (a node of ours to delete?)");
+                    let stat = match client.check_stat(path).await {
+                        Ok(Some(stat)) => stat,
+                        Ok(None) => return Ok(()),
+                        Err(err) => return Err(CuratorError::from_zk(path, err)),
+                    };
+                    if !mine.matches(&stat, session.id()) {
+                        return Ok(());
+                    }
+                    tracing::debug!(path, version = stat.version, "delete (a node of ours)");
+                    match client.delete(path, Some(stat.version)).await {
+                        Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+                        // Written since the look: still the same node, look again.
+                        Err(zk::Error::BadVersion) if matches!(mine, Mine::CreatedAt(_)) => continue,
+                        // Perhaps made again since the look: not known to be ours.
+                        Err(zk::Error::BadVersion) => return Ok(()),
+                        Err(err) => return Err(CuratorError::from_zk(path, err)),
+                    }
                 }
             };
             match attempt.await {

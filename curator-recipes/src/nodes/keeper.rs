@@ -25,7 +25,8 @@
 //!               set_data ─► write the new data, wait on
 //! Foreign: exists+watch; wait until it is deleted ──────────► Place
 //! Stuck: wait for a connection change or new data ──────────► Place
-//! closing, or the framework closed (from any wait) ─► delete the node if it may be ours; stop
+//! closing, or the framework closed (from any wait) ─► delete the node if it may be ours
+//!    (the node it made or adopted, by its czxid: not one made at the path since); stop
 //!    (closing before the first create, or after a NodeExists before its getData: the node at
 //!     the path is looked at first, and taken as ours if it is persistent or of this session)
 //! ```
@@ -83,6 +84,10 @@ struct Keeper {
     written: u64,
     /// Whether the node may be ours: a create may have succeeded, or we own it.
     may_own: bool,
+    /// The `czxid` of the node at `known` that the keeper made or adopted: the close deletes
+    /// that node and no other (one made again at the path since is someone's new node). `None`
+    /// while a create's outcome is unknown: the close then deletes by the path's ownership.
+    czxid: Option<i64>,
     /// Whether a create was tried at all (a close can come before the first).
     tried: bool,
     /// A create met a node at its path (NodeExists) that the keeper has not looked at yet: a
@@ -110,6 +115,7 @@ pub(super) async fn run(shared: Arc<Shared>, readiness: Readiness) {
         sessions: Vec::new(),
         written: 0,
         may_own: false,
+        czxid: None,
         tried: false,
         in_the_way: false,
         readiness,
@@ -182,7 +188,7 @@ impl Keeper {
         tracing::debug!(path = %path, ?mode, "persistent node: create");
         match create.for_path_with_stat(&path, data).await {
             Ok((created, stat)) => {
-                self.took(&created, stat.ephemeral_owner, version, Some(stat.mzxid));
+                self.took(&created, &stat, version, Some(stat.mzxid));
                 self.shared.created.publish(created.clone());
                 tracing::debug!(path = %created, "persistent node: created");
                 State::Own(created)
@@ -194,6 +200,7 @@ impl Keeper {
             Err(err) => {
                 if err.outcome_unknown() {
                     self.may_own = self.may_own || self.known.is_some() || !config.mode.is_sequential();
+                    self.czxid = None;
                 }
                 self.failed(err).await
             }
@@ -257,15 +264,16 @@ impl Keeper {
             }
         }
         drop(session);
-        self.took(&path, owner, version, zxid);
+        self.took(&path, &stat, version, zxid);
         State::Own(path)
     }
 
-    /// The node at `path` is ours now, made or adopted: owned by session `owner` (0 for a
-    /// persistent node), holding data version `version`, written by us at zxid `zxid` (`None`:
-    /// the node kept the data it had).
-    fn took(&mut self, path: &str, owner: i64, version: u64, zxid: Option<i64>) {
+    /// The node at `path`, of `stat`, is ours now, made or adopted, holding data version
+    /// `version`, written by us at zxid `zxid` (`None`: the node kept the data it had).
+    fn took(&mut self, path: &str, stat: &zk::Stat, version: u64, zxid: Option<i64>) {
+        let owner = stat.ephemeral_owner;
         self.may_own = true;
+        self.czxid = Some(stat.czxid);
         self.written = version;
         self.shared.mark_written(version, zxid);
         if owner != 0 && !self.sessions.contains(&owner) {
@@ -424,6 +432,9 @@ impl Keeper {
         if !self.may_own || !self.shared.config.delete_on_close || self.fw.is_closed() {
             return;
         }
+        if let Some(czxid) = self.czxid.filter(|_| self.known.as_deref() == Some(path.as_str())) {
+            return self.delete_created_at(path, czxid).await;
+        }
         let delete = self.fw.delete().guaranteed().for_path(&path);
         if !self.fw.connection_state().is_connected() {
             // The close does not wait for a connection: the guaranteed delete goes on in the
@@ -450,6 +461,29 @@ impl Keeper {
 }
 
 impl Keeper {
+    /// Deletes the node created at `czxid` at `path` on close: in the background, as a
+    /// guaranteed delete goes on, so that it is done once connected; waited for (at most the
+    /// connection timeout) when connected now. By its identity, not its path: the delete may
+    /// run after a reconnection, when a new node (this client's or another's) may stand there.
+    async fn delete_created_at(&self, path: String, czxid: i64) {
+        let (done, deleted) = tokio::sync::oneshot::channel();
+        let fw = self.fw.clone();
+        let connected = self.fw.connection_state().is_connected();
+        tracing::debug!(path = %path, czxid, connected, "persistent node: delete on close");
+        self.fw.spawn_background(async move {
+            let _ = done.send(fw.delete_if_created_at(&path, czxid).await);
+        });
+        if connected {
+            match tokio::time::timeout(self.fw.connection_timeout(), deleted).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(err))) => tracing::debug!(error = %err, "persistent node: the delete on close failed"),
+                Ok(Err(_)) | Err(_) => {
+                    tracing::debug!("persistent node: the delete on close goes on in the background")
+                }
+            }
+        }
+    }
+
     /// A close that came before the first create, or before the keeper looked at the node its
     /// first create met: a node already at the configured path is the one the keeper would have
     /// adopted (a node it may not adopt, another session's ephemeral, is left), so the close
@@ -488,6 +522,7 @@ impl Keeper {
                 tracing::debug!(path = %path, "persistent node: adopting the node in the way, to delete it on close");
                 self.known = Some(path);
                 self.may_own = true;
+                self.czxid = Some(stat.czxid);
             }
             Ok(_) => {}
             Err(err) => {
