@@ -66,7 +66,7 @@ pub(crate) struct Inner {
     /// holds the only lasting strong reference.
     shared: Arc<Shared>,
     lifecycle: Mutex<Lifecycle>,
-    manager: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    manager: Mutex<Option<tokio::task::JoinHandle<crate::session::Leftover>>>,
     pending_background: watch::Sender<usize>,
     pub(crate) listeners: Listeners<CuratorEvent>,
     pub(crate) unhandled: Listeners<UnhandledError>,
@@ -227,12 +227,15 @@ impl CuratorFramework {
         let old = shared.close_session();
         shared.shut_down();
         let manager = self.inner.manager.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(task) = manager {
-            let _ = task.await;
-        }
+        let leftover = match manager {
+            Some(task) => task.await.ok(),
+            None => None,
+        };
         if let Some(session) = old {
             self.end_session(session).await;
         }
+        // The manager's watches go once the session has ended: no RemoveWatches for them.
+        drop(leftover);
         shared.hub.publish(ConnectionStateEvent {
             state: ConnectionState::Closed,
             at: Instant::now(),

@@ -36,6 +36,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
+use crate::ensemble::Tracker;
 use crate::shared::Shared;
 use crate::state::{ConnectionState, ErrorPolicy};
 
@@ -79,12 +80,25 @@ struct Opened {
     /// When its first request was sent: the answer proves the server heard us after then.
     asked: Instant,
     events: SessionEvents,
+    /// The ensemble tracker of the session's current follow (`Manager::follow`), kept here so
+    /// that it outlives a shutdown (see [`Leftover`]).
+    tracker: Option<Tracker>,
+}
+
+/// What the manager held on the session when the framework's `close()` stopped it: watches
+/// whose drop would send RemoveWatches while the client lives. `close()` drops it after the
+/// session ended, when nothing is sent (the server drops a closed session's watches itself):
+/// otherwise every close sent one RemoveWatches per watch just ahead of its CloseSession.
+#[derive(Default)]
+pub(crate) struct Leftover {
+    _events: Option<SessionEvents>,
+    _tracker: Option<Tracker>,
 }
 
 /// The session manager's task: runs until the framework shuts down, or until every handle of
 /// the framework is dropped.
-pub(crate) async fn run(shared: Weak<Shared>, shutdown: watch::Receiver<bool>) {
-    let Some(strong) = shared.upgrade() else { return };
+pub(crate) async fn run(shared: Weak<Shared>, shutdown: watch::Receiver<bool>) -> Leftover {
+    let Some(strong) = shared.upgrade() else { return Leftover::default() };
     let config = &strong.config;
     let detached = config.ensemble.enabled();
     let closer = (detached || config.error_policy == ErrorPolicy::Session)
@@ -99,16 +113,21 @@ pub(crate) async fn run(shared: Weak<Shared>, shutdown: watch::Receiver<bool>) {
 }
 
 impl Manager {
-    async fn run(mut self) {
+    async fn run(mut self) -> Leftover {
         let mut generation = 0u64;
         loop {
-            let Some((client, servers)) = connect(&self.shared, &mut self.shutdown, None).await else { return };
+            let Some((client, servers)) = connect(&self.shared, &mut self.shutdown, None).await else {
+                return Leftover::default();
+            };
             // The answer to the first request of the session proves the server heard us after now.
             let asked = Instant::now();
             let Some(events) = SessionEvents::new(&client).await else { continue };
-            let mut opened = Opened { client, servers, asked, events };
+            let mut opened = Opened { client, servers, asked, events, tracker: None };
             generation += 1;
-            let Some(strong) = self.shared.upgrade() else { return self.abandon(opened.client, true).await };
+            let Some(strong) = self.shared.upgrade() else {
+                self.abandon(opened.client, true).await;
+                return Leftover::default();
+            };
             strong.set_live(opened.client.clone(), generation);
             let state = if opened.client.state() == zk::SessionState::ConnectedReadOnly {
                 ConnectionState::ReadOnly
@@ -122,7 +141,11 @@ impl Manager {
             // The session that is over, and (if a server may still take it) what closes it.
             let (session, alive) = loop {
                 let (heard, suspended) = match self.follow(&mut opened, generation).await {
-                    End::Shutdown => return self.abandon(opened.client, true).await,
+                    End::Shutdown => {
+                        let Opened { client, events, tracker, .. } = opened;
+                        self.abandon(client, true).await;
+                        return Leftover { _events: Some(events), _tracker: tracker };
+                    }
                     End::Lost => {
                         let client = &opened.client;
                         let alive = (!client.state().is_terminated()).then(|| client.session().clone());
@@ -134,12 +157,15 @@ impl Manager {
                     Moved::To(next) => opened = next,
                     Moved::Lost(session, alive) => break (session, alive),
                     // Never published, so close() does not know of it: end it here either way.
-                    Moved::Shutdown(Some(client)) => return self.abandon(client, false).await,
-                    Moved::Shutdown(None) => return,
+                    Moved::Shutdown(Some(client)) => {
+                        self.abandon(client, false).await;
+                        return Leftover::default();
+                    }
+                    Moved::Shutdown(None) => return Leftover::default(),
                 }
             };
             self.close_lost(alive);
-            let Some(strong) = self.shared.upgrade() else { return };
+            let Some(strong) = self.shared.upgrade() else { return Leftover::default() };
             strong.set_empty();
             strong.publish(ConnectionState::Lost, session, generation, false);
         }

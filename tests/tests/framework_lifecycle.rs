@@ -48,6 +48,38 @@ async fn slamming_door() -> (String, Arc<AtomicUsize>) {
 /// Before, it was passed to zookeeper-client as its connection timeout and also bounded each
 /// attempt to open a session, so with 1 ms the framework never connected (block_until_connected
 /// failed after its whole wait with "no session within 1ms").
+/// A framework's close sends no RemoveWatches. The session manager's watches (its
+/// session-events watch and, with the ensemble tracker on, its watch on `/zookeeper/config`) are
+/// dropped after the session ended, when there is nothing to remove: the server drops a closed
+/// session's watches itself. Before, the close sent one RemoveWatches for each, just ahead of
+/// the CloseSession: 2 requests a framework that Curator does not pay (issue 30's counts).
+#[tokio::test]
+async fn close_sends_no_remove_watches() {
+    const REMOVE_WATCHES: i32 = 18;
+    const CLOSE_SESSION: i32 = -11;
+    const ADD_WATCH: i32 = 106;
+    for tracker in [true, false] {
+        let server = TestingServer::shared();
+        let proxy = ChaosProxy::start(&server.connect_string()).await.unwrap();
+        proxy.record_requests(true);
+        let fw = connected(builder(&proxy.connect_string()).ensemble_tracker(tracker)).await;
+        let seen = Mutex::new(Vec::new());
+        let watching = || async {
+            let mut seen = seen.lock().unwrap();
+            seen.extend(proxy.take_seen_requests());
+            let config = seen.iter().any(|r| r.path.as_deref() == Some("/zookeeper/config"));
+            seen.iter().any(|r| r.opcode == ADD_WATCH) && (config || !tracker)
+        };
+        assert!(eventually(Timing::new().deadline(), watching).await, "tracker {tracker}: the manager's watches");
+        fw.close().await;
+        let mut seen = seen.into_inner().unwrap();
+        seen.extend(proxy.take_seen_requests());
+        let opcodes: Vec<i32> = seen.iter().map(|r| r.opcode).collect();
+        assert!(opcodes.contains(&CLOSE_SESSION), "tracker {tracker}: the session was closed: {opcodes:?}");
+        assert!(!opcodes.contains(&REMOVE_WATCHES), "tracker {tracker}: RemoveWatches sent on close: {opcodes:?}");
+    }
+}
+
 #[tokio::test]
 async fn a_one_millisecond_connection_timeout_still_connects() {
     let server = TestingServer::shared();

@@ -63,7 +63,7 @@ impl Manager {
     /// down, or it must move. `heard`, a time before which the server is known to have heard
     /// from us, starts at `opened.asked`.
     pub(super) async fn follow(&mut self, opened: &mut Opened, generation: u64) -> End {
-        let Opened { client, servers, asked, events } = opened;
+        let Opened { client, servers, asked, events, tracker } = opened;
         let (client, servers) = (&*client, servers.as_str());
         let mut heard = *asked;
         let mut phase = Phase::Connected;
@@ -87,7 +87,7 @@ impl Manager {
         let mut reconnected_at = Instant::now();
         let quiet = negotiated / PROBES_PER_TIMEOUT;
         let Some(strong) = self.shared.upgrade() else { return End::Shutdown };
-        let mut tracker = Tracker::new(strong.config.ensemble.clone(), client);
+        let tracker = tracker.insert(Tracker::new(strong.config.ensemble.clone(), client));
         drop(strong);
         loop {
             let lost_at = tokio::time::Instant::from_std(heard + lost_after);

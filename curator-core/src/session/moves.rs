@@ -72,7 +72,7 @@ impl Manager {
                 let (client, servers) = connect(&weak, &mut shutdown, Some(resume)).await?;
                 let asked = Instant::now();
                 let events = SessionEvents::new(&client).await?;
-                Some(Opened { client, servers, asked, events })
+                Some(Opened { client, servers, asked, events, tracker: None })
             };
             tokio::pin!(attempt);
             loop {
