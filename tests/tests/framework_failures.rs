@@ -371,11 +371,12 @@ async fn delete_if_ours_deletes_only_a_node_a_create_of_ours_may_have_made() {
     other.close().await;
 }
 
-/// `delete_if_created_at`: deletes the node at the path only if it is the one created at the
-/// given zxid, whoever's it is (a persistent node, another session's ephemeral), also after it
-/// was written; a node made again at the path is left, and a missing node is no error.
+/// `delete().if_created_at(czxid)`: deletes the node at the path only if it is the one created
+/// at the given zxid, whoever's it is (a persistent node, another session's ephemeral), also
+/// after it was written; a node made again at the path is left (`NoNode`: the node named is
+/// gone), and so is a missing node (quietly: no error).
 #[tokio::test]
-async fn delete_if_created_at_deletes_that_node_and_no_other() {
+async fn a_delete_if_created_at_deletes_that_node_and_no_other() {
     let server = TestingServer::shared();
     let fw = connected(builder(&server.connect_string())).await;
     let other = connected(builder(&server.connect_string())).await;
@@ -390,7 +391,7 @@ async fn delete_if_created_at_deletes_that_node_and_no_other() {
     other.create().with_mode(CreateMode::Ephemeral).for_path(&theirs, vec![]).await.unwrap();
     let made = czxid(theirs.clone()).await.expect("made");
     other.set_data().for_path(&theirs, b"written since".to_vec()).await.unwrap();
-    fw.delete_if_created_at(&theirs, made).await.unwrap();
+    fw.delete().if_created_at(made).for_path(&theirs).await.unwrap();
     assert_eq!(czxid(theirs.clone()).await, None, "the node created at that zxid is deleted, written or not");
 
     let again = format!("{base}/again");
@@ -399,9 +400,12 @@ async fn delete_if_created_at_deletes_that_node_and_no_other() {
     fw.delete().for_path(&again).await.unwrap();
     fw.create().for_path(&again, vec![]).await.unwrap();
     let second = czxid(again.clone()).await.expect("made again");
-    fw.delete_if_created_at(&again, first).await.unwrap();
+    let other_node = fw.delete().if_created_at(first).for_path(&again).await;
+    assert!(matches!(other_node, Err(CuratorError::NoNode { .. })), "{other_node:?}");
     assert_eq!(czxid(again.clone()).await, Some(second), "a node made again at the path is left");
-    fw.delete_if_created_at(&format!("{base}/missing"), first).await.unwrap();
+    fw.delete().guaranteed().quietly().if_created_at(first).for_path(&again).await.unwrap();
+    assert_eq!(czxid(again.clone()).await, Some(second), "also by a guaranteed delete");
+    fw.delete().quietly().if_created_at(first).for_path(&format!("{base}/missing")).await.unwrap();
     fw.close().await;
     other.close().await;
 }

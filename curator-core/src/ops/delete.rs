@@ -23,6 +23,7 @@ use crate::schema_set::SchemaOp;
 pub struct DeleteBuilder {
     fw: CuratorFramework,
     version: Option<i32>,
+    created_at: Option<i64>,
     guaranteed: bool,
     children: bool,
     quietly: bool,
@@ -45,7 +46,14 @@ impl CuratorFramework {
     /// # Ok(()) }
     /// ```
     pub fn delete(&self) -> DeleteBuilder {
-        DeleteBuilder { fw: self.clone(), version: None, guaranteed: false, children: false, quietly: false }
+        DeleteBuilder {
+            fw: self.clone(),
+            version: None,
+            created_at: None,
+            guaranteed: false,
+            children: false,
+            quietly: false,
+        }
     }
 }
 
@@ -53,6 +61,17 @@ impl DeleteBuilder {
     /// Delete only if the node has this version.
     pub fn with_version(mut self, version: i32) -> Self {
         self.version = Some(version);
+        self
+    }
+    /// Delete only the node created at zxid `czxid` (its `Stat::czxid`): a node made again at
+    /// the path since, by this client or another, is left, and the delete fails with `NoNode`
+    /// (the node it names is gone). The node is looked at first and deleted at the version seen
+    /// (or at [`with_version`](Self::with_version)'s), looked at again if written in between.
+    /// For a recipe deleting its own node where the delete may run long after, when a new node
+    /// may stand at the path (a kept node closed during an outage, with
+    /// [`guaranteed`](Self::guaranteed)).
+    pub fn if_created_at(mut self, czxid: i64) -> Self {
+        self.created_at = Some(czxid);
         self
     }
     /// Keep trying in the background after an unknown outcome, until the node is gone.
@@ -89,8 +108,7 @@ impl DeleteBuilder {
             let mut unfinished = self.guaranteed.then(|| Unfinished {
                 fw: self.fw.clone(),
                 path: owned.clone(),
-                version: self.version,
-                children: self.children,
+                target: self.target(),
                 armed: true,
             });
             let result = self
@@ -109,7 +127,7 @@ impl DeleteBuilder {
                 // not under the caller's deadline.
                 Err(err) if self.guaranteed && err.outcome_unknown() && !self.fw.is_closed() => {
                     tracing::info!(path = %owned, error = %err, "guaranteed delete continues in the background");
-                    self.fw.guarantee_delete(owned, self.version, self.children);
+                    self.fw.guarantee_delete(owned, self.target());
                     Err(err)
                 }
                 other => other,
@@ -117,10 +135,45 @@ impl DeleteBuilder {
         })
     }
 
+    /// What the delete removes, besides its path.
+    fn target(&self) -> Target {
+        Target { version: self.version, created_at: self.created_at, children: self.children }
+    }
+
     async fn attempt(&self, client: &zk::Client, path: &str) -> Result<()> {
-        match delete_node(client, path, self.version, self.children).await {
+        match self.target().delete(client, path).await {
             Err(CuratorError::NoNode { .. }) if self.quietly => Ok(()),
             other => other,
+        }
+    }
+}
+
+/// Which node a delete removes at its path, and how: a builder's settings, kept for a
+/// guaranteed delete's background attempts.
+#[derive(Debug, Clone, Copy)]
+struct Target {
+    version: Option<i32>,
+    created_at: Option<i64>,
+    children: bool,
+}
+
+impl Target {
+    /// Deletes the node at `path` this target names. With `created_at`, looks at the node
+    /// first: another node there (or none) is `NoNode`; deleted at the version seen unless one
+    /// was given, and looked at again after a `BadVersion` (written since the look).
+    async fn delete(self, client: &zk::Client, path: &str) -> Result<()> {
+        let Some(czxid) = self.created_at else { return delete_node(client, path, self.version, self.children).await };
+        loop {
+            tracing::debug!(path, czxid, "exists (the node to delete, by its czxid)");
+            let stat = match client.check_stat(path).await {
+                Ok(Some(stat)) if stat.czxid == czxid => stat,
+                Ok(_) => return Err(CuratorError::from_zk(path, zk::Error::NoNode)),
+                Err(err) => return Err(CuratorError::from_zk(path, err)),
+            };
+            match delete_node(client, path, Some(self.version.unwrap_or(stat.version)), self.children).await {
+                Err(CuratorError::BadVersion { .. }) if self.version.is_none() => continue,
+                other => return other,
+            }
         }
     }
 }
@@ -161,8 +214,7 @@ fn delete_node<'a>(
 struct Unfinished {
     fw: CuratorFramework,
     path: String,
-    version: Option<i32>,
-    children: bool,
+    target: Target,
     armed: bool,
 }
 
@@ -170,21 +222,21 @@ impl Drop for Unfinished {
     fn drop(&mut self) {
         if self.armed && !self.fw.is_closed() {
             tracing::info!(path = %self.path, "guaranteed delete dropped before it finished: it continues in the background");
-            self.fw.guarantee_delete(std::mem::take(&mut self.path), self.version, self.children);
+            self.fw.guarantee_delete(std::mem::take(&mut self.path), self.target);
         }
     }
 }
 
 impl CuratorFramework {
     /// Keeps deleting `path` in the background until it is gone.
-    pub(crate) fn guarantee_delete(&self, path: String, version: Option<i32>, children: bool) {
+    fn guarantee_delete(&self, path: String, target: Target) {
         let fw = self.clone();
         self.spawn_background(async move {
             let mut retry = fw.cleanup_retry_loop();
             loop {
                 let attempt = async {
                     let session = fw.session_for(&path).await?;
-                    delete_node(session.client(), &path, version, children).await
+                    target.delete(session.client(), &path).await
                 };
                 let err = match attempt.await {
                     Ok(()) | Err(CuratorError::NoNode { .. }) => {
@@ -205,31 +257,6 @@ impl CuratorFramework {
     }
 }
 
-/// Which node a cleanup delete takes (see [`CuratorFramework::delete_if_ours`] and
-/// [`CuratorFramework::delete_if_created_at`]).
-#[derive(Debug, Clone, Copy)]
-enum Mine {
-    /// An ephemeral node of the current session or, with `persistent`, a persistent node.
-    Made { persistent: bool },
-    /// The node created at this zxid, and no other.
-    CreatedAt(i64),
-}
-
-impl Mine {
-    fn matches(self, stat: &zk::Stat, session: i64) -> bool {
-        match self {
-            Mine::Made { persistent } => {
-                if stat.ephemeral_owner == 0 {
-                    persistent
-                } else {
-                    stat.ephemeral_owner == session
-                }
-            }
-            Mine::CreatedAt(czxid) => stat.czxid == czxid,
-        }
-    }
-}
-
 impl CuratorFramework {
     /// Deletes the node at `path` if it may be one that a create of ours made although its
     /// reply was lost: an ephemeral node of the current session or, with `persistent`, a
@@ -243,49 +270,25 @@ impl CuratorFramework {
     /// ([`CuratorError::Closed`]). The delete is at the version looked at, so a node made
     /// again in between is left.
     pub async fn delete_if_ours(&self, path: &str, persistent: bool) -> Result<()> {
-        self.delete_mine(path, Mine::Made { persistent }).await
-    }
-
-    /// Deletes the node at `path` if it is the node created at zxid `czxid` (its
-    /// `Stat::czxid`), whoever owns it: a node made again at the path since, by this client or
-    /// another, is left. `Ok` once that node is gone. For a recipe that deletes its own node
-    /// while not connected (a kept node's close): the delete may run long after, when a new
-    /// node may stand at the path.
-    ///
-    /// Retries as [`delete_if_ours`](Self::delete_if_ours). The delete is at the version
-    /// looked at; a node written in between is looked at again.
-    pub async fn delete_if_created_at(&self, path: &str, czxid: i64) -> Result<()> {
-        self.delete_mine(path, Mine::CreatedAt(czxid)).await
-    }
-
-    /// Looks at `path` and deletes the node there at the version seen if it is `mine`, until
-    /// done: the loop of [`delete_if_ours`](Self::delete_if_ours) and
-    /// [`delete_if_created_at`](Self::delete_if_created_at).
-    async fn delete_mine(&self, path: &str, mine: Mine) -> Result<()> {
         let mut retry = self.cleanup_retry_loop();
         loop {
             let attempt = async {
                 let session = self.session_for(path).await?;
                 let client = session.client();
-                loop {
-                    tracing::debug!(path, ?mine, "exists (a node of ours to delete?)");
-                    let stat = match client.check_stat(path).await {
-                        Ok(Some(stat)) => stat,
-                        Ok(None) => return Ok(()),
-                        Err(err) => return Err(CuratorError::from_zk(path, err)),
-                    };
-                    if !mine.matches(&stat, session.id()) {
-                        return Ok(());
-                    }
-                    tracing::debug!(path, version = stat.version, "delete (a node of ours)");
-                    match client.delete(path, Some(stat.version)).await {
-                        Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
-                        // Written since the look: still the same node, look again.
-                        Err(zk::Error::BadVersion) if matches!(mine, Mine::CreatedAt(_)) => continue,
-                        // Perhaps made again since the look: not known to be ours.
-                        Err(zk::Error::BadVersion) => return Ok(()),
-                        Err(err) => return Err(CuratorError::from_zk(path, err)),
-                    }
+                tracing::debug!(path, "exists (a node of ours, after an unknown outcome?)");
+                let stat = match client.check_stat(path).await {
+                    Ok(Some(stat)) => stat,
+                    Ok(None) => return Ok(()),
+                    Err(err) => return Err(CuratorError::from_zk(path, err)),
+                };
+                let ours = if stat.ephemeral_owner == 0 { persistent } else { stat.ephemeral_owner == session.id() };
+                if !ours {
+                    return Ok(());
+                }
+                tracing::debug!(path, version = stat.version, "delete (a node of ours, left by an unknown outcome)");
+                match client.delete(path, Some(stat.version)).await {
+                    Ok(()) | Err(zk::Error::NoNode | zk::Error::BadVersion) => Ok(()),
+                    Err(err) => Err(CuratorError::from_zk(path, err)),
                 }
             };
             match attempt.await {

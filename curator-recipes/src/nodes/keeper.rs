@@ -432,10 +432,13 @@ impl Keeper {
         if !self.may_own || !self.shared.config.delete_on_close || self.fw.is_closed() {
             return;
         }
+        let mut delete = self.fw.delete().guaranteed();
+        // The node it made or adopted, by its identity: the delete may run after a
+        // reconnection, when a new node (this client's or another's) may stand at the path.
         if let Some(czxid) = self.czxid.filter(|_| self.known.as_deref() == Some(path.as_str())) {
-            return self.delete_created_at(path, czxid).await;
+            delete = delete.if_created_at(czxid);
         }
-        let delete = self.fw.delete().guaranteed().for_path(&path);
+        let delete = delete.for_path(&path);
         if !self.fw.connection_state().is_connected() {
             // The close does not wait for a connection: the guaranteed delete goes on in the
             // background until the node is gone (docs/architecture.md, section 7).
@@ -461,29 +464,6 @@ impl Keeper {
 }
 
 impl Keeper {
-    /// Deletes the node created at `czxid` at `path` on close: in the background, as a
-    /// guaranteed delete goes on, so that it is done once connected; waited for (at most the
-    /// connection timeout) when connected now. By its identity, not its path: the delete may
-    /// run after a reconnection, when a new node (this client's or another's) may stand there.
-    async fn delete_created_at(&self, path: String, czxid: i64) {
-        let (done, deleted) = tokio::sync::oneshot::channel();
-        let fw = self.fw.clone();
-        let connected = self.fw.connection_state().is_connected();
-        tracing::debug!(path = %path, czxid, connected, "persistent node: delete on close");
-        self.fw.spawn_background(async move {
-            let _ = done.send(fw.delete_if_created_at(&path, czxid).await);
-        });
-        if connected {
-            match tokio::time::timeout(self.fw.connection_timeout(), deleted).await {
-                Ok(Ok(Ok(()))) => {}
-                Ok(Ok(Err(err))) => tracing::debug!(error = %err, "persistent node: the delete on close failed"),
-                Ok(Err(_)) | Err(_) => {
-                    tracing::debug!("persistent node: the delete on close goes on in the background")
-                }
-            }
-        }
-    }
-
     /// A close that came before the first create, or before the keeper looked at the node its
     /// first create met: a node already at the configured path is the one the keeper would have
     /// adopted (a node it may not adopt, another session's ephemeral, is left), so the close
