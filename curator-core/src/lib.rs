@@ -106,6 +106,7 @@ use left_out::sasl;
 #[cfg(not(feature = "tls"))]
 use left_out::tls;
 mod watcher;
+mod write_tag;
 mod zpath;
 
 // The public surface, flat (docs/architecture.md section 1.1): every item is reached from the
@@ -159,6 +160,7 @@ pub use state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, Er
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use tls::TlsConfig;
 /// The raw client crate, for its types (`Stat`, `Acl`, `WatchedEvent`...).
+pub use write_tag::{WriteTag, WRITE_TAG_PREFIX, WRITE_TAG_REAP_AGE};
 pub use zookeeper_client as zk;
 pub use zpath::{ZPath, DEFAULT_PARAMETER};
 

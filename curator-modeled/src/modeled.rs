@@ -172,7 +172,7 @@ impl<T: Send + Sync + 'static> ModeledFramework<T> {
     }
 
     async fn write(&self, path: &str, data: Vec<u8>, version: Option<i32>) -> Result<Stat> {
-        let mut set = self.fw.set_data().idempotent();
+        let mut set = self.fw.set_data();
         if let Some(version) = version {
             set = set.with_version(version);
         }
@@ -185,8 +185,10 @@ impl<T: Send + Sync + 'static> ModeledFramework<T> {
     /// Updates the node by compare-and-set: reads the model and its version, writes `change`'s
     /// result at that version, and when another writer came between (`BadVersion`) reads again
     /// and calls `change` again, until a write succeeds; so no concurrent update is lost, and
-    /// `change` may be called more than once. A write whose reply was lost and is retried is
-    /// recognised (core's idempotent set), so `change` is never applied twice. A missing node
+    /// `change` may be called more than once. A write whose reply was lost is not sent again on
+    /// a guess (another client may write the same bytes at the same version): the update ends
+    /// with [`CuratorError::OutcomeUnknown`], so `change` is never applied twice
+    /// (docs/architecture.md section 4.4); read the node to see where it stands. A missing node
     /// is [`CuratorError::NoNode`]. Resolves to the node as written.
     pub async fn update<F>(&self, mut change: F) -> Result<ZNode<T>>
     where

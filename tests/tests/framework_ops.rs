@@ -70,7 +70,7 @@ async fn create_modes_parents_and_protection() {
 }
 
 #[tokio::test]
-async fn create_or_set_data_idempotent_compressed_acl_ttl() {
+async fn create_or_set_data_if_missing_compressed_acl_ttl() {
     let fw = connected(builder(&server())).await;
     let base = unique_path("create-opts");
     let p = format!("{base}/node");
@@ -79,9 +79,13 @@ async fn create_or_set_data_idempotent_compressed_acl_ttl() {
     assert!(matches!(again, Err(CuratorError::NodeExists { .. })), "{again:?}");
     fw.create().or_set_data().for_path(&p, b"two".to_vec()).await.unwrap();
     assert_eq!(fw.get_data().for_path(&p).await.unwrap(), b"two");
-    fw.create().idempotent().for_path(&p, b"two".to_vec()).await.expect("same data: success");
-    let differs = fw.create().idempotent().for_path(&p, b"three".to_vec()).await;
-    assert!(matches!(differs, Err(CuratorError::NodeExists { .. })), "{differs:?}");
+    // if_missing: an existing node is success, whatever it holds, and is left as it is.
+    let (kept, stat) =
+        fw.create().if_missing().for_path_with_stat(&p, b"three".to_vec()).await.expect("exists: success");
+    assert_eq!((kept.as_str(), stat.data_length), (p.as_str(), 3));
+    assert_eq!(fw.get_data().for_path(&p).await.unwrap(), b"two", "the existing node is left alone");
+    let sequential = fw.create().if_missing().with_mode(CreateMode::PersistentSequential).for_path(&p, vec![]).await;
+    assert!(matches!(sequential, Err(CuratorError::InvalidArgument { .. })), "{sequential:?}");
 
     // Compression round trip; the stored bytes are gzip.
     let z = format!("{base}/zipped");

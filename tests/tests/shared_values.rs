@@ -25,7 +25,8 @@ async fn a_recreated_node_replaces_a_higher_version() {
         value.set(vec![i]).await.expect("set");
     }
     assert_eq!(value.versioned_value().version, 5);
-    f.fw.delete().for_path(&path).await.expect("delete");
+    // With its children: the handle's write tag is one.
+    f.fw.delete().deleting_children_if_needed().for_path(&path).await.expect("delete");
     f.fw.create().for_path(&path, b"again".to_vec()).await.expect("create");
     assert!(
         eventually(Timing::new().deadline(), || async { value.value() == b"again" }).await,

@@ -534,12 +534,18 @@ async fn ensure_path(fw: &CuratorFramework, root: &str) -> Result<()> {
         return Ok(());
     }
     let mode = if fw.use_container_parents() { CreateMode::Container } else { CreateMode::Persistent };
-    match fw.create().creating_parent_containers_if_needed().with_mode(mode).for_path(root, Vec::new()).await {
+    match fw
+        .create()
+        .creating_parent_containers_if_needed()
+        .if_missing()
+        .with_mode(mode)
+        .for_path(root, Vec::new())
+        .await
+    {
         Ok(_) => {
-            tracing::debug!(path = %root, "cache path created");
+            tracing::debug!(path = %root, "cache path made, or there already");
             Ok(())
         }
-        Err(CuratorError::NodeExists { .. }) => Ok(()),
         Err(err @ CuratorError::Closed) => Err(err),
         Err(err) if err.is_retryable() => Err(err),
         Err(err) => {

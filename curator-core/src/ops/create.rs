@@ -1,5 +1,6 @@
-//! `create()`: parents, protection, modes (container, TTL), ACLs, `or_set_data`, idempotence,
-//! compression.
+//! `create()`: parents, protection, modes (container, TTL), ACLs, what an existing node means
+//! (`or_set_data`, `if_missing`), unique data, compression; lost replies are the core's
+//! (module `outcome`).
 //!
 //! Protection (`with_protection`) prefixes the node's name with `_c_<uuid>-`. When a create's
 //! outcome is unknown (the connection died under it), the next attempt first looks for a child
@@ -16,9 +17,21 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 use crate::framework::{CuratorFramework, Session};
+use crate::ops::outcome::{decide_unique_data, find_protected, no_evidence, InFlight, Verdict};
 use crate::ops::{check_acl, check_request_len, check_ttl, check_version, op_len, CreateMode, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
+
+/// What a create does when the node exists already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnExists {
+    /// Fails with `NodeExists`.
+    Fail,
+    /// Sets its data, if it has this version (-1: any): `or_set_data`.
+    SetData(i32),
+    /// Succeeds with it: `if_missing`.
+    Keep,
+}
 
 /// How missing parents are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,9 +52,9 @@ pub struct CreateBuilder {
     acl: Option<Vec<zk::Acl>>,
     /// Whether missing parents get `acl` too (else the framework's ACL provider's).
     acl_to_parents: bool,
-    /// `Some(version)` with `or_set_data`: the write when the node exists (-1: any version).
-    or_set_data: Option<i32>,
-    idempotent: bool,
+    exists: OnExists,
+    /// `unique_data()`: the data holds an id no other write uses (module `outcome`).
+    unique: bool,
     /// `None`: the framework's default (`enable_compression`).
     compressed: Option<bool>,
 }
@@ -70,8 +83,8 @@ impl CuratorFramework {
             ttl: None,
             acl: None,
             acl_to_parents: false,
-            or_set_data: None,
-            idempotent: false,
+            exists: OnExists::Fail,
+            unique: false,
             compressed: None,
         }
     }
@@ -164,12 +177,41 @@ impl CreateBuilder {
     /// # Ok(()) }
     /// ```
     pub fn or_set_data_with_version(mut self, version: i32) -> Self {
-        self.or_set_data = Some(version);
+        self.exists = OnExists::SetData(version);
         self
     }
-    /// If the node exists with the same data, succeed (so a retried create is not an error).
-    pub fn idempotent(mut self) -> Self {
-        self.idempotent = true;
+    /// Makes the node unless it exists: an existing node, whoever made it, is success (its path
+    /// and stat; replaces [`or_set_data`](Self::or_set_data)). Such a create never makes a
+    /// second node, so after a lost reply it is simply sent again (docs/architecture.md section
+    /// 4.4): what it promises is that the node exists, not that this call made it. For nodes
+    /// that any participant may make (a recipe's parent, a shared seed). With a sequential mode
+    /// or [`with_protection`](Self::with_protection) (whose names never exist already) it is
+    /// [`InvalidArgument`](CuratorError::InvalidArgument), before anything is sent.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = curator_test::TestingServer::start().await?;
+    /// # let fw = curator_core::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.start()?;
+    /// fw.create().if_missing().for_path("/shared", b"seed".to_vec()).await?;
+    /// fw.create().if_missing().for_path("/shared", b"other".to_vec()).await?; // exists: fine
+    /// assert_eq!(fw.get_data().for_path("/shared").await?, b"seed");
+    /// # Ok(()) }
+    /// ```
+    pub fn if_missing(mut self) -> Self {
+        self.exists = OnExists::Keep;
+        self
+    }
+    /// Declares that the data is unique to this create: it holds an id that no other write, by
+    /// any client, ever puts in this node (a fresh UUID, as a timed lease's record does). Then
+    /// a create whose reply was lost is decided by reading the node: holding exactly this data,
+    /// it was applied (and so was an [`or_set_data`](Self::or_set_data) write); otherwise the
+    /// outcome is [`OutcomeUnknown`](CuratorError::OutcomeUnknown). Without it (or
+    /// [`with_protection`](Self::with_protection)), a lost reply is `OutcomeUnknown` at once
+    /// (docs/architecture.md section 4.4). Data that is not unique makes this unsound.
+    pub fn unique_data(mut self) -> Self {
+        self.unique = true;
         self
     }
     /// Compress the data with the framework's
@@ -224,7 +266,15 @@ impl CreateBuilder {
             return Err(CuratorError::InvalidPath { path: path.into(), reason: "cannot create the root" });
         }
         check_ttl(path, self.mode, self.ttl)?;
-        check_version(path, self.or_set_data)?;
+        if let OnExists::SetData(version) = self.exists {
+            check_version(path, Some(version))?;
+        }
+        if self.exists == OnExists::Keep && (self.protected || self.mode.is_sequential()) {
+            return Err(CuratorError::InvalidArgument {
+                path: path.into(),
+                reason: "if_missing() names a node that may exist: not a sequential or protected create".into(),
+            });
+        }
         let data = self.fw.encode_data_if(self.compressed, path, data)?;
         self.fw.check_data(path, &data)?;
         self.fw.check_schema(path, SchemaOp::Create(self.mode, &data))?;
@@ -256,8 +306,8 @@ impl CreateBuilder {
             parents_acl,
             data,
             parents,
-            or_set_data: self.or_set_data,
-            idempotent: self.idempotent,
+            exists: self.exists,
+            unique: self.unique,
             attempted_on: Arc::new(AtomicU64::new(0)),
         })
     }
@@ -277,8 +327,8 @@ struct CreateOp {
     parents_acl: Option<Vec<zk::Acl>>,
     data: Vec<u8>,
     parents: Parents,
-    or_set_data: Option<i32>,
-    idempotent: bool,
+    exists: OnExists,
+    unique: bool,
     /// The session generation of the latest attempt (0: none yet). An ephemeral orphan can only
     /// belong to that session: earlier ones have ended, and their nodes with them.
     attempted_on: Arc<AtomicU64>,
@@ -294,8 +344,16 @@ impl CreateOp {
             attempted_on: self.attempted_on.clone(),
             armed: true,
         });
-        let result =
-            self.fw.call_with_retry("create", &self.path, |session, attempt| self.attempt(session, attempt)).await;
+        let this = &self;
+        let result = self
+            .fw
+            .write_with_retry(
+                "create",
+                &self.path,
+                |session, flight| async move { this.attempt(session, &flight).await },
+                |session, _| async move { this.decide(&session).await },
+            )
+            .await;
         if let Some(guard) = orphan.as_mut() {
             // Only an unknown outcome can leave a node behind.
             guard.armed = matches!(&result, Err(e) if e.outcome_unknown());
@@ -303,24 +361,39 @@ impl CreateOp {
         result
     }
 
-    async fn attempt(&self, session: Session, attempt: u32) -> Result<(String, zk::Stat)> {
+    /// Whether an attempt whose reply was lost was applied (module `outcome`): by the protected
+    /// name, or by unique data; otherwise nothing tells.
+    async fn decide(&self, session: &Session) -> Result<Verdict<(String, zk::Stat)>> {
+        // Sending it again cannot make a second node, and an existing node is success.
+        if self.exists == OnExists::Keep {
+            return Ok(Verdict::NotApplied);
+        }
+        if let Some(id) = &self.protection {
+            return find_protected(session, &self.parent, &protected_prefix(id), self.mode.is_ephemeral()).await;
+        }
+        if self.unique && !self.mode.is_sequential() {
+            return Ok(match decide_unique_data(session, &self.full_path, &self.data, None).await? {
+                Verdict::Applied(stat) => Verdict::Applied((self.full_path.clone(), stat)),
+                Verdict::NotApplied => Verdict::NotApplied,
+                Verdict::Unknown(reason) => Verdict::Unknown(reason),
+            });
+        }
+        Ok(no_evidence("a create that is neither protected nor of unique data"))
+    }
+
+    async fn attempt(&self, session: Session, flight: &InFlight) -> Result<(String, zk::Stat)> {
         self.attempted_on.store(session.generation(), Ordering::Release);
         let client = session.client();
-        if let (Some(id), true) = (&self.protection, attempt > 0) {
-            if let Some(found) = self.find_protected(&session, id).await? {
-                return Ok(found);
-            }
-        }
         let mut options = self.mode.to_zk().with_acls(zk::Acls::new(&self.acl));
         if let Some(ttl) = self.ttl {
             options = options.with_ttl(ttl);
         }
         if self.full_path == "/" {
-            return self.create_in_root(client, &options).await;
+            return self.create_in_root(client, &options, flight).await;
         }
         let mut made_parents = false;
         loop {
-            match client.create(&self.full_path, &self.data, &options).await {
+            match flight.seen(client.create(&self.full_path, &self.data, &options).await) {
                 Ok((stat, sequence)) => {
                     let created = if self.mode.is_sequential() {
                         format!("{}{}", self.full_path, path::format_sequence(sequence.into_i64()))
@@ -336,24 +409,25 @@ impl CreateOp {
                         .await?;
                     made_parents = true;
                 }
-                Err(zk::Error::NodeExists) if self.or_set_data.is_some() => {
-                    let version = self.or_set_data.filter(|v| *v != -1);
+                Err(zk::Error::NodeExists) if self.exists == OnExists::Keep => {
+                    tracing::debug!(path = %self.full_path, "node exists: kept");
+                    match client.check_stat(&self.full_path).await {
+                        Ok(Some(stat)) => return Ok((self.full_path.clone(), stat)),
+                        // Deleted since: make it.
+                        Ok(None) => continue,
+                        Err(err) => return Err(CuratorError::from_zk(&self.full_path, err)),
+                    }
+                }
+                Err(zk::Error::NodeExists) if matches!(self.exists, OnExists::SetData(_)) => {
+                    let version = match self.exists {
+                        OnExists::SetData(v) if v != -1 => Some(v),
+                        _ => None,
+                    };
                     tracing::debug!(path = %self.full_path, ?version, "node exists: setData");
-                    let stat = client
-                        .set_data(&self.full_path, &self.data, version)
-                        .await
+                    let stat = flight
+                        .seen(client.set_data(&self.full_path, &self.data, version).await)
                         .map_err(|e| CuratorError::from_zk(&self.full_path, e))?;
                     return Ok((self.full_path.clone(), stat));
-                }
-                Err(zk::Error::NodeExists) if self.idempotent => {
-                    let (data, stat) = client
-                        .get_data(&self.full_path)
-                        .await
-                        .map_err(|e| CuratorError::from_zk(&self.full_path, e))?;
-                    if data == self.data {
-                        return Ok((self.full_path.clone(), stat));
-                    }
-                    return Err(CuratorError::NodeExists { path: self.full_path.clone() });
                 }
                 Err(err) => return Err(CuratorError::from_zk(&self.full_path, err)),
             }
@@ -367,7 +441,12 @@ impl CreateOp {
     /// namespace): so the request names the parent with a trailing `/` (`/ns/`, or `/` alone),
     /// on the session's client rooted at the server's root, in a transaction of one, which
     /// zookeeper-client sends as it is.
-    async fn create_in_root(&self, client: &zk::Client, options: &zk::CreateOptions<'_>) -> Result<(String, zk::Stat)> {
+    async fn create_in_root(
+        &self,
+        client: &zk::Client,
+        options: &zk::CreateOptions<'_>,
+        flight: &InFlight,
+    ) -> Result<(String, zk::Stat)> {
         let parent = match client.path() {
             "/" => "/".to_string(),
             namespace => format!("{namespace}/"),
@@ -378,7 +457,7 @@ impl CreateOp {
             .map_err(|_| CuratorError::InvalidPath { path: "/".into(), reason: "no client at the server's root" })?;
         let mut writer = root.new_multi_writer();
         writer.add_create(&parent, &self.data, options).map_err(|e| CuratorError::from_zk(&parent, e))?;
-        let created = match writer.commit().await {
+        let created = match flight.seen_multi(writer.commit().await) {
             Ok(mut results) if results.len() == 1 => results.remove(0),
             Ok(results) => {
                 let detail = format!("a transaction of one create answered with {} results", results.len());
@@ -399,32 +478,6 @@ impl CreateOp {
         let created = format!("/{}", made.strip_prefix(parent.as_str()).unwrap_or(&made));
         tracing::debug!(path = %made, "created (sequential child of the root)");
         Ok((created, stat))
-    }
-
-    /// Looks for the node an earlier attempt may have made. One from another session is
-    /// deleted, not adopted: its owner is gone or going, and so will the node be.
-    async fn find_protected(&self, session: &Session, id: &uuid::Uuid) -> Result<Option<(String, zk::Stat)>> {
-        let client = session.client();
-        let prefix = protected_prefix(id);
-        let children = match client.list_children(&self.parent).await {
-            Ok(children) => children,
-            Err(zk::Error::NoNode) => return Ok(None),
-            Err(err) => return Err(CuratorError::from_zk(&self.parent, err)),
-        };
-        let Some(name) = children.into_iter().find(|c| c.starts_with(&prefix)) else { return Ok(None) };
-        let found = path::make_path(&self.parent, &name);
-        let Some(stat) = client.check_stat(&found).await.map_err(|e| CuratorError::from_zk(&found, e))? else {
-            return Ok(None);
-        };
-        if self.mode.is_ephemeral() && stat.ephemeral_owner != session.id() {
-            tracing::info!(path = %found, owner = format_args!("{:#x}", stat.ephemeral_owner), "protected node from an old session: deleting it");
-            match client.delete(&found, None).await {
-                Ok(()) | Err(zk::Error::NoNode) => return Ok(None),
-                Err(err) => return Err(CuratorError::from_zk(&found, err)),
-            }
-        }
-        tracing::info!(path = %found, "found the node of an earlier attempt");
-        Ok(Some((found, stat)))
     }
 }
 

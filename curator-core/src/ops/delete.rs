@@ -14,6 +14,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
+use crate::ops::outcome::{decide_delete, InFlight};
 use crate::ops::{check_version, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
@@ -111,13 +112,15 @@ impl DeleteBuilder {
                 target: self.target(),
                 armed: true,
             });
+            let (this, path) = (&self, &owned);
             let result = self
                 .fw
-                .call_with_retry("delete", &owned, |session, _| {
-                    let client = session.client().clone();
-                    let (path, this) = (owned.clone(), &self);
-                    async move { this.attempt(&client, &path).await }
-                })
+                .write_with_retry(
+                    "delete",
+                    &owned,
+                    |session, flight| async move { this.attempt(session.client(), path, &flight).await },
+                    |session, _| async move { decide_delete(&session, path, this.created_at, this.quietly).await },
+                )
                 .await;
             if let Some(unfinished) = unfinished.as_mut() {
                 unfinished.armed = false;
@@ -140,8 +143,8 @@ impl DeleteBuilder {
         Target { version: self.version, created_at: self.created_at, children: self.children }
     }
 
-    async fn attempt(&self, client: &zk::Client, path: &str) -> Result<()> {
-        match self.target().delete(client, path).await {
+    async fn attempt(&self, client: &zk::Client, path: &str, flight: &InFlight) -> Result<()> {
+        match self.target().delete(client, path, Some(flight)).await {
             Err(CuratorError::NoNode { .. }) if self.quietly => Ok(()),
             other => other,
         }
@@ -161,8 +164,11 @@ impl Target {
     /// Deletes the node at `path` this target names. With `created_at`, looks at the node
     /// first: another node there (or none) is `NoNode`; deleted at the version seen unless one
     /// was given, and looked at again after a `BadVersion` (written since the look).
-    async fn delete(self, client: &zk::Client, path: &str) -> Result<()> {
-        let Some(czxid) = self.created_at else { return delete_node(client, path, self.version, self.children).await };
+    /// `flight`, when given, notes the reply of the delete of the node itself.
+    async fn delete(self, client: &zk::Client, path: &str, flight: Option<&InFlight>) -> Result<()> {
+        let Some(czxid) = self.created_at else {
+            return delete_node(client, path, self.version, self.children, flight).await;
+        };
         loop {
             tracing::debug!(path, czxid, "exists (the node to delete, by its czxid)");
             let stat = match client.check_stat(path).await {
@@ -170,7 +176,7 @@ impl Target {
                 Ok(_) => return Err(CuratorError::from_zk(path, zk::Error::NoNode)),
                 Err(err) => return Err(CuratorError::from_zk(path, err)),
             };
-            match delete_node(client, path, Some(self.version.unwrap_or(stat.version)), self.children).await {
+            match delete_node(client, path, Some(self.version.unwrap_or(stat.version)), self.children, flight).await {
                 Err(CuratorError::BadVersion { .. }) if self.version.is_none() => continue,
                 other => return other,
             }
@@ -178,16 +184,23 @@ impl Target {
     }
 }
 
-/// Deletes `path`, its children first when `children` is set.
+/// Deletes `path`, its children first when `children` is set; `flight`, when given, notes the
+/// reply of the delete of `path` itself.
 fn delete_node<'a>(
     client: &'a zk::Client,
     path: &'a str,
     version: Option<i32>,
     children: bool,
+    flight: Option<&'a InFlight>,
 ) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>> {
     Box::pin(async move {
         loop {
-            match client.delete(path, version).await {
+            let deleted = client.delete(path, version).await;
+            let deleted = match flight {
+                Some(flight) => flight.seen(deleted),
+                None => deleted,
+            };
+            match deleted {
                 Ok(()) => return Ok(()),
                 Err(zk::Error::NotEmpty) if children => {
                     let kids = match client.list_children(path).await {
@@ -197,7 +210,7 @@ fn delete_node<'a>(
                     };
                     for kid in kids {
                         let child = path::make_path(path, &kid);
-                        match delete_node(client, &child, None, true).await {
+                        match delete_node(client, &child, None, true, None).await {
                             Ok(()) | Err(CuratorError::NoNode { .. }) => {}
                             Err(err) => return Err(err),
                         }
@@ -236,7 +249,7 @@ impl CuratorFramework {
             loop {
                 let attempt = async {
                     let session = fw.session_for(&path).await?;
-                    target.delete(session.client(), &path).await
+                    target.delete(session.client(), &path, None).await
                 };
                 let err = match attempt.await {
                     Ok(()) | Err(CuratorError::NoNode { .. }) => {

@@ -95,15 +95,3 @@ impl Guard {
         self.0.guard_refused(false)
     }
 }
-
-/// The error of a guarded transaction refused (`refusal`) after an earlier attempt's reply was
-/// lost: that attempt may have been applied while the hold still held.
-pub(crate) fn maybe_applied(guard_path: &str, refusal: CuratorError) -> CuratorError {
-    CuratorError::OutcomeUnknown {
-        path: guard_path.to_string(),
-        reason: format!(
-            "the guard refused a retry ({refusal}), but an earlier attempt's reply was lost: it may have been \
-             applied while the hold held"
-        ),
-    }
-}

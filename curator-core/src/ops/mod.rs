@@ -5,6 +5,7 @@ pub mod create;
 pub mod delete;
 pub(crate) mod guarded;
 pub(crate) mod ordered;
+pub(crate) mod outcome;
 pub mod read;
 pub mod reconfig;
 pub mod remove_watch;

@@ -15,6 +15,7 @@ use crate::background::CuratorEventType;
 use crate::ensemble::CONFIG_PATH;
 use crate::error::{CuratorError, Result};
 use crate::framework::CuratorFramework;
+use crate::ops::outcome::{no_evidence, Verdict};
 use crate::ops::Pending;
 
 /// Builder of a reconfiguration. See [`CuratorFramework::reconfig`].
@@ -99,9 +100,11 @@ impl ReconfigBuilder {
         let version = from_config.filter(|v| *v != -1);
         let fw2 = fw.clone();
         Pending::new(&fw, kind, CONFIG_PATH, async move {
-            fw2.call_with_retry("reconfig", CONFIG_PATH, |session, _| {
-                let (joining, leaving, members) = (&joining, &leaving, &members);
-                async move {
+            let (joining, leaving, members) = (&joining, &leaving, &members);
+            fw2.write_with_retry(
+                "reconfig",
+                CONFIG_PATH,
+                |session, flight| async move {
                     tracing::debug!(path = CONFIG_PATH, ?joining, ?leaving, ?members, ?version, "reconfig");
                     let client = session.client();
                     let sent = match members.as_ref().filter(|m| !m.is_empty()) {
@@ -117,9 +120,10 @@ impl ReconfigBuilder {
                             client.update_ensemble(update, version).await
                         }
                     };
-                    sent.map_err(|e| CuratorError::from_zk(CONFIG_PATH, e))
-                }
-            })
+                    flight.seen(sent).map_err(|e| CuratorError::from_zk(CONFIG_PATH, e))
+                },
+                |session, _| async move { decide(&session, version).await },
+            )
             .await
         })
     }
@@ -221,6 +225,29 @@ fn check_server_spec(spec: &str) -> Result<()> {
 pub fn config_version(config: &[u8]) -> Option<i64> {
     let text = std::str::from_utf8(config).ok()?;
     text.lines().find_map(|line| line.trim().strip_prefix("version=")).and_then(|v| i64::from_str_radix(v, 16).ok())
+}
+
+/// Whether a reconfiguration whose reply was lost was applied (docs/architecture.md section
+/// 4.4): one made `from_config(version)` was not while the configuration is still at `version`
+/// (after a sync); anything else tells nothing (another client may have changed it, maybe to
+/// the same members).
+async fn decide(session: &crate::framework::Session, version: Option<i64>) -> Result<Verdict<(Vec<u8>, zk::Stat)>> {
+    let Some(version) = version else { return Ok(no_evidence("a reconfiguration not made from a known version")) };
+    let client = session.client();
+    tracing::debug!(path = CONFIG_PATH, version, "sync + getConfig (a reconfiguration in doubt)");
+    let sync = client.sync(CONFIG_PATH);
+    let read = client.get_config();
+    match sync.await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(err) => return Err(CuratorError::from_zk(CONFIG_PATH, err)),
+    }
+    let (config, _) = read.await.map_err(|e| CuratorError::from_zk(CONFIG_PATH, e))?;
+    Ok(match config_version(&config) {
+        Some(now) if now == version => Verdict::NotApplied,
+        _ => {
+            Verdict::Unknown("the configuration changed since the reconfiguration was sent, by it or by another".into())
+        }
+    })
 }
 
 #[cfg(test)]

@@ -21,20 +21,25 @@
 //! A transaction can be guarded by a hold (a lock, a lease, a leadership): see
 //! [`TransactionBuilder::guarded_by`] and module `guarded`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+mod rebuild;
+
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
 
 use zookeeper_client as zk;
 
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 pub use crate::event::TransactionResult;
-use crate::framework::CuratorFramework;
-use crate::ops::guarded::{maybe_applied, Guard, TransactionGuard};
+use crate::framework::{CuratorFramework, Session};
+use crate::ops::guarded::{Guard, TransactionGuard};
+use crate::ops::outcome::{no_evidence, InFlight, Verdict};
 use crate::ops::{check_acl, check_request_len, check_ttl, check_version, op_len, CreateMode, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
+use crate::write_tag::{TagLock, WriteTag};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -161,6 +166,7 @@ pub struct TransactionBuilder {
     fw: CuratorFramework,
     ops: Vec<Op>,
     guard: Option<Guard>,
+    tag: Option<WriteTag>,
 }
 
 impl CuratorFramework {
@@ -186,7 +192,7 @@ impl CuratorFramework {
     /// # Ok(()) }
     /// ```
     pub fn transaction(&self) -> TransactionBuilder {
-        TransactionBuilder { fw: self.clone(), ops: Vec::new(), guard: None }
+        TransactionBuilder { fw: self.clone(), ops: Vec::new(), guard: None, tag: None }
     }
 }
 
@@ -245,14 +251,37 @@ impl TransactionBuilder {
     /// When the server refuses the check, the guard marks the hold lost and the commit fails
     /// with the guard's error (for curator-recipes' holds,
     /// [`OwnNodeLost`](CuratorError::OwnNodeLost) with the hold's node path; nothing was
-    /// written) unless an earlier attempt's reply was lost: that attempt may have been applied
-    /// while the hold held, and the error is then [`OutcomeUnknown`](CuratorError::OutcomeUnknown).
+    /// written). After a lost reply the guard proves nothing about the write (it says the hold
+    /// held, not that the multi was applied): the commit ends with
+    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown), under either
+    /// [`ErrorPolicy`](crate::ErrorPolicy), unless a [`WriteTag`] decides
+    /// ([`with_write_tag`](Self::with_write_tag)). Nothing is sent twice.
     /// A guard of another framework or namespace is
     /// [`InvalidArgument`](CuratorError::InvalidArgument) (nothing sent). Most callers use the
     /// hold's own `transaction()` (curator-recipes' `HeldNode`), which is this on the hold's
     /// framework. Design: docs/architecture.md section 8.7.
     pub fn guarded_by(mut self, guard: Arc<dyn TransactionGuard>) -> Self {
         self.guard = Some(Guard(guard));
+        self
+    }
+
+    /// Carries `tag` (replaces an earlier one): its operation goes last in the same multi (no
+    /// extra request), so that after a lost reply the tag decides whether the transaction was
+    /// applied, exactly: `Ok` with its results read back if it was, sent again if it was not,
+    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown) only if the tag was changed by someone
+    /// else or reaped meanwhile (module `write_tag`). Without a tag, a lost reply is
+    /// `OutcomeUnknown`. The tag's operation is not among the results.
+    ///
+    /// Results read back after a lost reply: a create's path (for a sequential create, the child
+    /// of its parent made by the transaction's zxid; if it is gone already, the outcome is
+    /// reported unknown, as its name cannot be known), a delete's and a check's path, and a data
+    /// write's stat: exact when no write came after it; otherwise its `mzxid` is the
+    /// transaction's, its `version` the one the write made when it named one (else -1: not
+    /// known), its other fields as read. A tag of another framework or namespace is
+    /// [`InvalidArgument`](CuratorError::InvalidArgument) (nothing sent). Writes carrying one
+    /// tag run one at a time: the commit waits for the tag.
+    pub fn with_write_tag(mut self, tag: &WriteTag) -> Self {
+        self.tag = Some(tag.clone());
         self
     }
 
@@ -315,6 +344,17 @@ impl TransactionBuilder {
             path::validate(guard.path())?;
             len += op_len(&self.fw, guard.path(), 0, &[]);
         }
+        if let Some(tag) = &self.tag {
+            let own = tag.framework();
+            if !(own.same_connection(&self.fw) && own.namespace() == self.fw.namespace()) {
+                return Err(CuratorError::InvalidArgument {
+                    path: tag.path(),
+                    reason: "the write tag belongs to another framework or namespace".into(),
+                });
+            }
+            let tag_path = tag.path();
+            len += op_len(&self.fw, &tag_path, 0, &self.fw.acl_for_path(&tag_path));
+        }
         let first = self.ops.first().map_or("/", Op::path);
         check_request_len(&self.fw, first, len)
     }
@@ -322,7 +362,31 @@ impl TransactionBuilder {
     /// Commits the operations atomically; resolves to one result per operation. A failed
     /// operation fails the whole transaction with that operation's error (and path); a guarded
     /// transaction's refused check fails it as [`guarded_by`](Self::guarded_by) says.
-    pub fn commit(mut self) -> Pending<Vec<TransactionResult>> {
+    ///
+    /// Applied once, or reported as unknown: after a lost reply (the connection died under the
+    /// request), nothing is sent again on a guess. With a [`WriteTag`] the tag decides whether
+    /// the transaction was applied (its results are then read back: see
+    /// [`with_write_tag`](Self::with_write_tag)); without one, the transaction fails with
+    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown), since no other evidence proves it
+    /// (docs/architecture.md section 4.4).
+    pub fn commit(self) -> Pending<Vec<TransactionResult>> {
+        self.run(Runs::WithRetry)
+    }
+
+    /// One attempt, outside the framework's retry loop, for a caller that runs a loop of its
+    /// own (a recipe under its own retry policy). It ends with the attempt's answer, except
+    /// after a lost reply with a [`WriteTag`]: the tag then decides, on the next session (for as
+    /// long as the framework is open), and the transaction ends `Ok` if it was applied, with the
+    /// connection error if it was not (send it again), or with
+    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown). Without a tag a lost reply ends it with
+    /// the connection error, its outcome unknown ([`CuratorError::outcome_unknown`]). A tag
+    /// found gone or out of step is read again and the error is the tag's, with its path:
+    /// nothing was written.
+    pub fn commit_once(self) -> Pending<Vec<TransactionResult>> {
+        self.run(Runs::Once)
+    }
+
+    fn run(mut self, runs: Runs) -> Pending<Vec<TransactionResult>> {
         let first = self.ops.first().map(|o| o.path().to_string()).unwrap_or_else(|| "/".into());
         // A create's own ACL, else the provider's, asked once per create with the full path,
         // namespace included.
@@ -339,64 +403,176 @@ impl TransactionBuilder {
         if let Err(err) = self.compress_data().and_then(|()| self.validate(&acls)) {
             return Pending::failed(&self.fw, CuratorEventType::Transaction, &first, err);
         }
-        let Self { fw, ops, guard } = self;
-        let fw2 = fw.clone();
+        let Self { fw, ops, guard, tag } = self;
         let path = first.clone();
+        let work = Work { fw: fw.clone(), first, ops, acls, guard };
         Pending::new(&fw, CuratorEventType::Transaction, &path, async move {
-            if ops.is_empty() {
+            if work.ops.is_empty() {
                 return Ok(Vec::new());
             }
-            let Some(guard) = guard else {
-                return fw2
-                    .call_with_retry("transaction", &first, |session, _| {
-                        let (ops, acls) = (&ops, &acls);
-                        async move { commit_once(session.client(), None, ops, acls).await }
-                    })
-                    .await;
-            };
             // A hold already known lost refuses at once, also while disconnected: the retry loop
             // would first wait for a connection (up to its timeout) only to refuse then.
-            guard.held()?;
-            // Whether an attempt's reply was lost (it may have been applied).
-            let lost_reply = AtomicBool::new(false);
-            fw2.call_with_retry("guarded_transaction", &first, |session, _| {
-                let (ops, acls, guard, lost_reply) = (&ops, &acls, &guard, &lost_reply);
-                async move {
-                    let earlier = lost_reply.load(Ordering::Relaxed);
-                    let result = match guard.before_attempt(&session) {
-                        Ok(()) => commit_once(session.client(), Some(guard), ops, acls).await,
-                        Err(err) => Err(err),
-                    };
-                    match result {
-                        Err(err @ CuratorError::ConnectionLoss { .. }) => {
-                            lost_reply.store(true, Ordering::Relaxed);
-                            Err(err)
-                        }
-                        // The guard refused this attempt: an earlier one may have been applied.
-                        Err(err) if earlier && err.path() == Some(guard.path()) && !err.is_retryable() => {
-                            Err(maybe_applied(guard.path(), err))
-                        }
-                        other => other,
-                    }
-                }
-            })
-            .await
+            if let Some(guard) = &work.guard {
+                guard.held()?;
+            }
+            let lock = match &tag {
+                Some(tag) => Some(tag.lock().await),
+                None => None,
+            };
+            match runs {
+                Runs::WithRetry => work.with_retry(lock.as_ref()).await,
+                Runs::Once => work.once(lock.as_ref()).await,
+            }
         })
     }
 }
 
-/// One attempt: the multi of `ops`, after `guard`'s check if there is one.
+/// How a commit runs: under the framework's retry loop, or one attempt.
+#[derive(Debug, Clone, Copy)]
+enum Runs {
+    WithRetry,
+    Once,
+}
+
+/// A validated transaction, ready to send.
+struct Work {
+    fw: CuratorFramework,
+    first: String,
+    ops: Vec<Op>,
+    acls: Vec<Vec<zk::Acl>>,
+    guard: Option<Guard>,
+}
+
+impl Work {
+    fn op_name(&self) -> &'static str {
+        if self.guard.is_some() {
+            "guarded_transaction"
+        } else {
+            "transaction"
+        }
+    }
+
+    /// Under the retry loop, which owns lost replies (module `outcome`).
+    async fn with_retry(&self, lock: Option<&TagLock>) -> Result<Vec<TransactionResult>> {
+        self.fw
+            .write_with_retry(
+                self.op_name(),
+                &self.first,
+                |session, flight| async move {
+                    let mut resent = false;
+                    loop {
+                        match self.attempt(&session, &flight, lock).await {
+                            // The tag was reaped while idle (or its parent made again): nothing
+                            // was written; the tag was read again, so send once more at once.
+                            Err(Failed::Tag(_)) if !resent => resent = true,
+                            Err(Failed::Tag(err) | Failed::Other(err)) => return Err(err),
+                            Ok(results) => return Ok(results),
+                        }
+                    }
+                },
+                |session, doubt| async move { self.decide(&session, doubt.sent, lock).await },
+            )
+            .await
+    }
+
+    /// One attempt; after a lost reply with a tag, decided under the cleanup loop.
+    async fn once(&self, lock: Option<&TagLock>) -> Result<Vec<TransactionResult>> {
+        let span = tracing::debug_span!("zk", op = self.op_name(), path = %self.first);
+        async {
+            let session = self.fw.session_for(&self.first).await?;
+            let flight = Arc::new(InFlight::default());
+            let sent = Instant::now();
+            let err = match self.attempt(&session, &flight, lock).await {
+                Ok(results) => return Ok(results),
+                Err(Failed::Tag(err) | Failed::Other(err)) => err,
+            };
+            drop(session);
+            let Some(lock) = lock.filter(|_| flight.lost()) else { return Err(err) };
+            let mut retry = self.fw.cleanup_retry_loop();
+            loop {
+                let decided = async {
+                    let session = self.fw.session_for(&self.first).await?;
+                    self.decide(&session, sent, Some(lock)).await
+                };
+                match decided.await {
+                    Ok(Verdict::Applied(results)) => return Ok(results),
+                    Ok(Verdict::NotApplied) => return Err(err),
+                    Ok(Verdict::Unknown(reason)) => {
+                        return Err(CuratorError::OutcomeUnknown { path: self.first.clone(), reason })
+                    }
+                    Err(e) => retry.on_error(e).await?,
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// One attempt on `session`: the guard's session first, then the multi.
+    async fn attempt(
+        &self,
+        session: &Session,
+        flight: &InFlight,
+        lock: Option<&TagLock>,
+    ) -> std::result::Result<Vec<TransactionResult>, Failed> {
+        if let Some(guard) = &self.guard {
+            guard.before_attempt(session).map_err(Failed::Other)?;
+        }
+        let result = commit_once(session.client(), self.guard.as_ref(), &self.ops, &self.acls, lock, flight).await;
+        match (&result, lock) {
+            (Ok(_), Some(lock)) => lock.written(),
+            (Err(Failed::Tag(_)), Some(lock)) => lock.learn(session).await.map_err(Failed::Other)?,
+            _ => {}
+        }
+        result
+    }
+
+    /// Whether the attempt whose reply was lost (sent at `sent`) was applied: only a write tag
+    /// can tell (module `outcome`).
+    async fn decide(
+        &self,
+        session: &Session,
+        sent: Instant,
+        lock: Option<&TagLock>,
+    ) -> Result<Verdict<Vec<TransactionResult>>> {
+        let Some(lock) = lock else { return Ok(no_evidence("a transaction without a write tag")) };
+        let (verdict, seen) = lock.decide(session, sent).await?;
+        // The results are read back before the tag's state is recorded: if that fails, the
+        // next try decides again from the same state.
+        let verdict = match verdict {
+            Verdict::Applied(zxid) => rebuild::results(session, &self.ops, zxid).await?,
+            Verdict::NotApplied => Verdict::NotApplied,
+            Verdict::Unknown(reason) => Verdict::Unknown(reason),
+        };
+        lock.settle(seen);
+        Ok(verdict)
+    }
+}
+
+/// How an attempt failed: on the write tag's operation (nothing written: the tag is out of
+/// step), or otherwise.
+enum Failed {
+    Tag(CuratorError),
+    Other(CuratorError),
+}
+
+/// One attempt: the multi of `ops`, after `guard`'s check if there is one and before the write
+/// tag's operation if there is one (the last), with its request's answer noted in `flight`.
 async fn commit_once(
     client: &zk::Client,
     guard: Option<&Guard>,
     ops: &[Op],
     acls: &[Vec<zk::Acl>],
-) -> Result<Vec<TransactionResult>> {
+    tag: Option<&TagLock>,
+    flight: &InFlight,
+) -> std::result::Result<Vec<TransactionResult>, Failed> {
     let paths: Vec<&str> = ops.iter().map(Op::path).collect();
-    tracing::debug!(guard = guard.map(Guard::path), ?paths, "multi");
+    tracing::debug!(guard = guard.map(Guard::path), tag = tag.map(|t| t.tag().path()), ?paths, "multi");
     let mut writer = client.new_multi_writer();
     if let Some(guard) = guard {
-        writer.add_check_version(guard.path(), -1).map_err(|e| CuratorError::from_zk(guard.path(), e))?;
+        writer
+            .add_check_version(guard.path(), -1)
+            .map_err(|e| Failed::Other(CuratorError::from_zk(guard.path(), e)))?;
     }
     for (op, acl) in ops.iter().zip(acls) {
         let added = match op {
@@ -411,23 +587,34 @@ async fn commit_once(
             Op::SetData { path, data, options } => writer.add_set_data(path, data, options.version),
             Op::Check { path, version } => writer.add_check_version(path, *version),
         };
-        added.map_err(|e| CuratorError::from_zk(op.path(), e))?;
+        added.map_err(|e| Failed::Other(CuratorError::from_zk(op.path(), e)))?;
     }
-    // The guard's check, if any, is operation 0.
+    if let Some(tag) = tag {
+        tag.add_op(&mut writer).map_err(Failed::Other)?;
+    }
+    // The guard's check, if any, is operation 0; the tag's, if any, the last.
     let skip = usize::from(guard.is_some());
-    let results = match writer.commit().await {
+    let results = match flight.seen_multi(writer.commit().await) {
         Ok(results) => results,
         Err(zk::MultiWriteError::OperationFailed { index, source }) => {
             if let (Some(guard), true) = (guard, index < skip) {
-                return Err(match source {
+                return Err(Failed::Other(match source {
                     zk::Error::NoNode | zk::Error::BadVersion => guard.refused(),
                     other => CuratorError::from_zk(guard.path(), other),
-                });
+                }));
             }
-            let path = ops.get(index - skip).map(Op::path).unwrap_or("/");
-            return Err(CuratorError::from_zk(path, source));
+            return Err(match (ops.get(index - skip), tag) {
+                (Some(op), _) => Failed::Other(CuratorError::from_zk(op.path(), source)),
+                (None, Some(tag)) => {
+                    tracing::debug!(tag = %tag.tag().path(), error = %source, "write tag out of step: nothing written");
+                    Failed::Tag(CuratorError::from_zk(&tag.tag().path(), source))
+                }
+                (None, None) => Failed::Other(CuratorError::from_zk("/", source)),
+            });
         }
-        Err(zk::MultiWriteError::RequestFailed { source }) => return Err(CuratorError::from_zk(ops[0].path(), source)),
+        Err(zk::MultiWriteError::RequestFailed { source }) => {
+            return Err(Failed::Other(CuratorError::from_zk(ops[0].path(), source)))
+        }
     };
     Ok(ops
         .iter()

@@ -5,6 +5,7 @@ use zookeeper_client as zk;
 use crate::background::CuratorEventType;
 use crate::error::CuratorError;
 use crate::framework::CuratorFramework;
+use crate::ops::outcome::{decide_unique_data, no_evidence};
 use crate::ops::{check_acl, check_request_len, check_version, op_len, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
@@ -14,7 +15,8 @@ use crate::schema_set::SchemaOp;
 pub struct SetDataBuilder {
     fw: CuratorFramework,
     version: Option<i32>,
-    idempotent: bool,
+    /// `unique_data()`: the data holds an id no other write uses (module `outcome`).
+    unique: bool,
     /// `None`: the framework's default (`enable_compression`).
     compressed: Option<bool>,
 }
@@ -61,7 +63,7 @@ impl CuratorFramework {
     /// # Ok(()) }
     /// ```
     pub fn set_data(&self) -> SetDataBuilder {
-        SetDataBuilder { fw: self.clone(), version: None, idempotent: false, compressed: None }
+        SetDataBuilder { fw: self.clone(), version: None, unique: false, compressed: None }
     }
     /// Starts an ACL write. The ACL must be given ([`SetAclBuilder::with_acl`]) before the path,
     /// as in Curator: there is no default to open a node to the world by mistake.
@@ -88,10 +90,15 @@ impl SetDataBuilder {
         self.version = Some(version);
         self
     }
-    /// After an unknown outcome, a `BadVersion` whose node holds our data at the next version
-    /// counts as success.
-    pub fn idempotent(mut self) -> Self {
-        self.idempotent = true;
+    /// Declares that the data is unique to this write: it holds an id that no other write,
+    /// by any client, ever puts in this node (a fresh UUID, as a timed lease's record does). Then
+    /// a write whose reply was lost is decided by reading the node: holding exactly this data, it
+    /// was applied; at the version the write named, it was not (and is sent again); anything
+    /// else is [`OutcomeUnknown`](CuratorError::OutcomeUnknown). Without it, a lost reply is
+    /// `OutcomeUnknown` at once: equal bytes written by another client would prove nothing
+    /// (docs/architecture.md section 4.4). Data that is not unique makes this unsound.
+    pub fn unique_data(mut self) -> Self {
+        self.unique = true;
         self
     }
     /// Compress the data with the framework's
@@ -111,6 +118,13 @@ impl SetDataBuilder {
     }
 
     /// Writes `data` to `path`; resolves to the new stat.
+    ///
+    /// Applied once, or reported as unknown: after a lost reply (the connection died under the
+    /// request) the write is not sent again on a guess; it ends with
+    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown) unless its data is
+    /// [unique](Self::unique_data) (docs/architecture.md section 4.4). For a write decided
+    /// exactly whatever its data, carry a [`WriteTag`](crate::WriteTag) in a
+    /// [`transaction`](CuratorFramework::transaction).
     pub fn for_path(self, path: &str, data: impl Into<Vec<u8>>) -> Pending<zk::Stat> {
         let data = data.into();
         let data = match self.fw.encode_data_if(self.compressed, path, data) {
@@ -125,27 +139,23 @@ impl SetDataBuilder {
         if let Err(err) = checked {
             return Pending::failed(&self.fw, CuratorEventType::SetData, path, err);
         }
-        let (fw, owned, version, idempotent) = (self.fw.clone(), path.to_string(), self.version, self.idempotent);
+        let (fw, owned, version, unique) = (self.fw.clone(), path.to_string(), self.version, self.unique);
         Pending::new(&self.fw, CuratorEventType::SetData, path, async move {
-            fw.call_with_retry("set_data", &owned, |session, attempt| {
-                let (path, data) = (&owned, &data);
-                async move {
-                    let client = session.client();
-                    match client.set_data(path, data, version).await {
-                        Ok(stat) => Ok(stat),
-                        Err(zk::Error::BadVersion) if idempotent && attempt > 0 => {
-                            let (current, stat) =
-                                client.get_data(path).await.map_err(|e| CuratorError::from_zk(path, e))?;
-                            if version.is_some_and(|v| stat.version == v + 1) && current == *data {
-                                Ok(stat)
-                            } else {
-                                Err(CuratorError::BadVersion { path: path.clone() })
-                            }
-                        }
-                        Err(err) => Err(CuratorError::from_zk(path, err)),
+            let (path, data) = (&owned, &data);
+            fw.write_with_retry(
+                "set_data",
+                path,
+                |session, flight| async move {
+                    let sent = session.client().set_data(path, data, version).await;
+                    flight.seen(sent).map_err(|e| CuratorError::from_zk(path, e))
+                },
+                |session, _| async move {
+                    if !unique {
+                        return Ok(no_evidence("a data write without unique data"));
                     }
-                }
-            })
+                    decide_unique_data(&session, path, data, version.map(|v| (v, None))).await
+                },
+            )
             .await
         })
     }
@@ -171,7 +181,8 @@ impl SetAclWithAcl {
     }
 
     /// Sets the ACL of `path`; resolves to the new stat. An empty ACL is refused with
-    /// [`CuratorError::InvalidAcl`] before anything is sent.
+    /// [`CuratorError::InvalidAcl`] before anything is sent. A write whose reply was lost is
+    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown), never sent twice.
     pub fn for_path(self, path: &str) -> Pending<zk::Stat> {
         let checked = path::validate(path)
             .and_then(|_| check_version(path, self.version))
@@ -182,10 +193,16 @@ impl SetAclWithAcl {
         }
         let (fw, owned, version, acl) = (self.fw.clone(), path.to_string(), self.version, self.acl);
         Pending::new(&self.fw, CuratorEventType::SetAcl, path, async move {
-            fw.call_with_retry("set_acl", &owned, |session, _| {
-                let (path, acl) = (&owned, &acl);
-                async move { session.client().set_acl(path, acl, version).await.map_err(|e| CuratorError::from_zk(path, e)) }
-            })
+            let (path, acl) = (&owned, &acl);
+            fw.write_with_retry(
+                "set_acl",
+                path,
+                |session, flight| async move {
+                    let sent = session.client().set_acl(path, acl, version).await;
+                    flight.seen(sent).map_err(|e| CuratorError::from_zk(path, e))
+                },
+                |_, _| async move { Ok(no_evidence("an ACL write")) },
+            )
             .await
         })
     }

@@ -7,15 +7,13 @@ mod long;
 mod number;
 mod optimistic;
 mod promotion;
-mod reap;
 mod result;
-mod tag;
 
 pub use cached::{CachedAtomicInteger, CachedAtomicLong, CachedAtomicNumber};
+pub use curator_core::{WRITE_TAG_PREFIX, WRITE_TAG_REAP_AGE};
 pub use distributed_value::DistributedAtomicValue;
 pub use integer::DistributedAtomicInteger;
 pub use long::DistributedAtomicLong;
 pub use number::{AtomicNumber, DistributedAtomicNumber};
 pub use optimistic::PromotedToLock;
 pub use result::{AtomicStats, AtomicValue};
-pub use tag::{WRITE_TAG_PREFIX, WRITE_TAG_REAP_AGE};

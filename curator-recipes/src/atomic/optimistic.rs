@@ -11,42 +11,28 @@
 //!         as that write left it (its data, version + 1) instead (no read); if P or our tag
 //!         changed since, nothing was written and the same try goes on from a read
 //!         (not a conflict)
-//!                                  │ outcome unknown: sync, read the tag's version:
-//!                                  │     bumped ─► it was applied: done
-//!                                  │     not, or gone within the reap age
-//!                                  │           ─► it was not: retry as a connection error
-//!                                  │     changed by someone else, or gone past the reap age
-//!                                  │           ─► OutcomeUnknown: read the value and decide
+//!                                  │ reply lost: the core's write tag decides (curator-core
+//!                                  │   `WriteTag`): applied ─► done; not ─► retry as a
+//!                                  │   connection error; unknown ─► OutcomeUnknown
 //!   conflicts exhausted and promotion configured:
 //!     acquire the mutex (up to max_lock_time) ─► the same tries under the promoted policy
 //!
-//! the write made our tag: in the background, list P, stat the other tags (one round),
-//!   delete those unwritten for longer than the reap age, each at the version read
-//! our tag found gone (reaped while idle): send the same write again, making it
+//! our tag found gone (reaped while idle): send the same write again, making it (the tag
+//!   itself, its reaping of others and its decisions are curator-core's `WriteTag`)
 //! ```
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use curator_core::make_parents;
-use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
+use curator_core::{path, zk, CreateMode, CuratorError, CuratorFramework, Result, WriteTag, WRITE_TAG_PREFIX};
 use curator_core::{RetryLoop, RetryPolicy};
 use tokio::sync::Mutex;
 
 pub use super::promotion::PromotedToLock;
 use super::promotion::{is_conflict, ConflictsToo};
 use super::result::{AtomicStats, AtomicValue};
-use super::tag::{WRITE_TAG_PREFIX, WRITE_TAG_REAP_AGE};
 use crate::locks::InterProcessMutex;
-
-/// What we know of our write tag's node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tag {
-    /// Not created (or gone).
-    Absent,
-    /// Exists at this version; only our writes change it.
-    At(i32),
-}
 
 /// The value's node as our last write left it.
 #[derive(Debug, Clone)]
@@ -58,8 +44,6 @@ struct Basis {
 /// What a handle keeps between its operations (held for a whole operation).
 #[derive(Debug)]
 struct Own {
-    /// Our write tag.
-    tag: Tag,
     /// The node as our last write left it: where the next try starts, without
     /// a read of its own. Sound while our tag exists: a write of `P` at `version` that also
     /// bumps our tag at its version applies only if `P` was neither written nor deleted since
@@ -92,13 +76,12 @@ enum Write<'a> {
 pub(crate) struct Engine {
     fw: CuratorFramework,
     path: String,
-    tag_path: String,
+    /// Our write tag (curator-core's): bumped by every write, it decides lost replies.
+    tag: WriteTag,
     policy: Arc<dyn RetryPolicy>,
     promoted: Option<(PromotedToLock, InterProcessMutex)>,
-    /// Held for a whole operation: the tag's version is exact only if one write at a time uses it.
+    /// Held for a whole operation.
     own: Mutex<Own>,
-    /// Other handles' tags unwritten for longer are reaped when we make ours.
-    reap_age: Duration,
 }
 
 impl Engine {
@@ -116,20 +99,18 @@ impl Engine {
             }
             None => None,
         };
-        let tag_path = path::make_path(value_path, &format!("{WRITE_TAG_PREFIX}{}", uuid::Uuid::new_v4()));
         Ok(Self {
             fw: fw.clone(),
             path: value_path.to_string(),
-            tag_path,
+            tag: WriteTag::new(fw, value_path)?,
             policy,
             promoted,
-            own: Mutex::new(Own { tag: Tag::Absent, basis: None }),
-            reap_age: WRITE_TAG_REAP_AGE,
+            own: Mutex::new(Own { basis: None }),
         })
     }
 
     pub(crate) fn set_reap_age(&mut self, age: Duration) {
-        self.reap_age = age;
+        self.tag = self.tag.clone().with_reap_age(age);
     }
 
     pub(crate) fn path(&self) -> &str {
@@ -166,184 +147,57 @@ impl Engine {
         }
     }
 
-    /// Writes `write` and bumps our tag in one transaction; when written, `own.basis` is the
-    /// node as the write left it (else it is cleared). `Written`,
-    /// `Conflict` (the node changed, appeared or went), `Stale` (only when `speculative`: the
-    /// node or our tag changed since the basis was read), or `Err` for anything else; a write
-    /// whose outcome is unknown is decided first (`resolve`), and is an `Err` (retryable) only
-    /// when it was not applied.
+    /// Writes `write` and bumps our tag in one transaction (curator-core's tagged
+    /// `commit_once`); when written, `own.basis` is the node as the write left it (else it is
+    /// cleared). `Written`, `Conflict` (the node changed, appeared or went), `Stale` (only when
+    /// `speculative`: the node or our tag changed since the basis was read), or `Err` for
+    /// anything else; a write whose reply was lost is decided by the tag first, and is an `Err`
+    /// (retryable) only when it was not applied.
     async fn write(&self, own: &mut Own, write: Write<'_>, speculative: bool) -> Result<Outcome> {
-        let data = match write {
-            Write::Create(d) | Write::Set(d, _) => d,
-        };
-        // Stored as the framework stores data (section 3.10); the basis keeps the value itself.
-        let stored = self.fw.encode_data(&self.path, data)?;
-        self.fw.check_data(&self.path, &stored)?;
-        let session = self.fw.session().await?;
-        let client = session.client();
         if let Write::Create(_) = write {
-            make_parents(&self.fw, client, &self.path, true).await?;
+            let session = self.fw.session().await?;
+            make_parents(&self.fw, session.client(), &self.path, true).await?;
         }
-        let acl = self.fw.acl_for_path(&self.path);
-        let tag_acl = self.fw.acl_for_path(&self.tag_path);
-        let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acl));
-        let tag_options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&tag_acl));
-        let invalid = |e: zk::Error| CuratorError::from_zk(&self.path, e);
-        let mut resent = false;
         own.basis = None;
+        let mut resent = false;
         loop {
-            let tag = &mut own.tag;
-            let making_tag = *tag == Tag::Absent;
-            let mut multi = client.new_multi_writer();
-            match write {
-                Write::Create(_) => multi.add_create(&self.path, &stored, &options).map_err(invalid)?,
-                Write::Set(_, version) => multi.add_set_data(&self.path, &stored, Some(version)).map_err(invalid)?,
-            }
-            match *tag {
-                Tag::Absent => multi.add_create(&self.tag_path, &[], &tag_options).map_err(invalid)?,
-                Tag::At(version) => multi.add_set_data(&self.tag_path, &[], Some(version)).map_err(invalid)?,
-            }
-            tracing::debug!(path = %self.path, tag = ?*tag, write = ?write_kind(write), "atomic: versioned write");
-            let sent = Instant::now();
-            let commit = multi.commit();
-            match commit.await {
+            tracing::debug!(path = %self.path, tag_made = self.tag.exists(), write = ?write_kind(write), "atomic: versioned write");
+            // Stored as the framework stores data (section 3.10); the basis keeps the value itself.
+            let transaction = match write {
+                Write::Create(d) => self.fw.transaction().create(&self.path, d.to_vec(), CreateMode::Persistent),
+                Write::Set(d, version) => self.fw.transaction().set_data(&self.path, d.to_vec(), Some(version)),
+            };
+            match transaction.with_write_tag(&self.tag).commit_once().await {
                 Ok(_) => {
-                    *tag = bumped(*tag);
                     // A create makes version 0, a set the version after the one it named.
                     own.basis = Some(match write {
                         Write::Create(d) => Basis { data: d.to_vec(), version: 0 },
                         Write::Set(d, version) => Basis { data: d.to_vec(), version: version.wrapping_add(1) },
                     });
-                    if making_tag {
-                        self.reap_others();
-                    }
                     return Ok(Outcome::Written);
                 }
-                Err(zk::MultiWriteError::OperationFailed { index: 0, source }) => {
-                    let err = CuratorError::from_zk(&self.path, source);
-                    if !is_conflict(&err) {
-                        return Err(err);
-                    }
+                Err(err) if err.path() == Some(self.path.as_str()) && is_conflict(&err) => {
                     return Ok(if speculative { Outcome::Stale } else { Outcome::Conflict });
                 }
-                Err(zk::MultiWriteError::OperationFailed { source, .. }) => {
-                    // Our tag is not as we thought: reaped by another handle while we were idle
-                    // (or deleted with its parent, which was then made again). Nothing was
-                    // written: learn it and send the same write again at once (it is no
-                    // conflict), once; a second miss counts as a conflict. A speculative
-                    // write is not sent again: its basis may predate the node's deletion.
-                    tracing::debug!(tag = %self.tag_path, error = %source, "atomic: write tag out of step, reading it");
-                    let now = self.read_tag(client).await?;
-                    let changed = now != *tag;
-                    *tag = now;
+                // Our tag is not as we thought: reaped by another handle while we were idle (or
+                // deleted with its parent, which was then made again). Nothing was written, and
+                // the core read the tag again: send the same write again at once (it is no
+                // conflict), once; a second miss counts as a conflict. A speculative write is not
+                // sent again: its basis may predate the node's deletion.
+                Err(err) if is_tag(&self.path, &err) => {
+                    tracing::debug!(error = %err, "atomic: write tag out of step");
                     if speculative {
                         return Ok(Outcome::Stale);
                     }
-                    if changed && !resent {
+                    if !resent {
                         resent = true;
                         continue;
                     }
                     return Ok(Outcome::Conflict);
                 }
-                Err(zk::MultiWriteError::RequestFailed { source }) => {
-                    let err = CuratorError::from_zk(&self.path, source);
-                    if !err.is_retryable() {
-                        return Err(err);
-                    }
-                    drop(session);
-                    if !self.resolve(tag, sent).await? {
-                        return Err(err);
-                    }
-                    if making_tag {
-                        self.reap_others();
-                    }
-                    return Ok(Outcome::Written);
-                }
+                Err(err) => return Err(err),
             }
         }
-    }
-
-    /// Reaps, in the background, the other write tags of our node left unwritten for longer
-    /// than the reap age (`reap`). Called when we made our tag: a first write, or one after
-    /// our tag was found gone.
-    fn reap_others(&self) {
-        if self.fw.is_closed() {
-            return;
-        }
-        let (fw, path, own, age) = (self.fw.clone(), self.path.clone(), self.tag_path.clone(), self.reap_age);
-        self.fw.spawn_background(async move { super::reap::reap(&fw, &path, &own, age).await });
-    }
-
-    async fn read_tag(&self, client: &zk::Client) -> Result<Tag> {
-        match client.check_stat(&self.tag_path).await {
-            Ok(Some(stat)) => Ok(Tag::At(stat.version)),
-            Ok(None) => Ok(Tag::Absent),
-            Err(err) => Err(CuratorError::from_zk(&self.tag_path, err)),
-        }
-    }
-
-    /// Decides whether the write just sent with the tag at `tag` was applied: only our
-    /// writes change the tag, one at a time, so it was applied if and only if the tag moved
-    /// on by one. The `sync` first makes the read see everything the server ordered before it,
-    /// the lost write included if it was ever going to be applied (a request of an earlier
-    /// connection either reached the leader before the session moved, or is refused). Runs
-    /// under the cleanup loop: until it knows, or the framework closes. Updates `tag`.
-    ///
-    /// A tag found gone means "not applied" while less than the reap age has passed since the
-    /// write was `sent`: a tag bumped by it has an mtime after `sent`, and a reaper deletes
-    /// only tags whose mtime is older than the reap age by the server's clock. Later, it might
-    /// have been applied and then reaped: the outcome is unknown, an error.
-    async fn resolve(&self, tag: &mut Tag, sent: Instant) -> Result<bool> {
-        let before = *tag;
-        let mut retry = self.fw.cleanup_retry_loop();
-        let now = loop {
-            let attempt = async {
-                let session = self.fw.session().await?;
-                let client = session.client();
-                let sync = client.sync(&self.tag_path);
-                let read = client.check_stat(&self.tag_path);
-                match sync.await {
-                    Ok(()) | Err(zk::Error::NoNode) => {}
-                    Err(err) => return Err(CuratorError::from_zk(&self.tag_path, err)),
-                }
-                match read.await {
-                    Ok(Some(stat)) => Ok(Tag::At(stat.version)),
-                    Ok(None) => Ok(Tag::Absent),
-                    Err(err) => Err(CuratorError::from_zk(&self.tag_path, err)),
-                }
-            };
-            match attempt.await {
-                Ok(now) => break now,
-                Err(err) => retry.on_error(err).await?,
-            }
-        };
-        if now == Tag::Absent && sent.elapsed() >= self.reap_age {
-            *tag = now;
-            return Err(CuratorError::OutcomeUnknown {
-                path: self.path.clone(),
-                reason: format!(
-                    "its write tag {} is gone, and more than the reap age ({:?}) has passed since the write, so it may have been applied and then reaped",
-                    self.tag_path, self.reap_age
-                ),
-            });
-        }
-        let applied = match (before, now) {
-            // Never made, or reaped before the write arrived (see above).
-            (_, Tag::Absent) => false,
-            (Tag::Absent, Tag::At(_)) => true,
-            (Tag::At(v), Tag::At(n)) if n == v.wrapping_add(1) => true,
-            (Tag::At(v), Tag::At(n)) if n == v => false,
-            (Tag::At(_), Tag::At(_)) => {
-                *tag = now;
-                return Err(CuratorError::OutcomeUnknown {
-                    path: self.path.clone(),
-                    reason: format!("its write tag {} was changed by someone else meanwhile", self.tag_path),
-                });
-            }
-        };
-        tracing::info!(path = %self.path, tag = ?now, applied, "atomic: decided a write whose reply was lost");
-        *tag = now;
-        Ok(applied)
     }
 
     /// One try: read, make the new value, write it at the version read. `Ok(Some((pre,
@@ -401,7 +255,7 @@ impl Engine {
     {
         let mut retry = self.retry_loop(policy, true);
         // The basis is sound only while our tag exists (`Own::basis`).
-        let mut speculative = first && matches!(own.tag, Tag::At(_));
+        let mut speculative = first && self.tag.exists();
         if !speculative {
             own.basis = None;
         }
@@ -523,43 +377,33 @@ impl Engine {
 
     /// Sets the value whatever it is (Curator's `forceSet`): set, else create, else set.
     pub(crate) async fn force_set(&self, value: &[u8]) -> Result<()> {
-        match self.fw.set_data().for_path(&self.path, value.to_vec()).await {
-            Err(CuratorError::NoNode { .. }) => {}
+        // Each write carries our tag, so a lost reply is decided, never sent twice on a guess
+        // (section 16.2); holding `own` keeps the tag to one write at a time, as every write of
+        // this handle.
+        let mut own = self.own.lock().await;
+        own.basis = None;
+        let set = || self.fw.transaction().set_data(&self.path, value.to_vec(), None).with_write_tag(&self.tag);
+        match set().commit().await {
+            Err(CuratorError::NoNode { path }) if path == self.path => {}
             other => return other.map(drop),
         }
-        match self.fw.create().creating_parent_containers_if_needed().for_path(&self.path, value.to_vec()).await {
-            Err(CuratorError::NodeExists { .. }) => {
-                self.fw.set_data().for_path(&self.path, value.to_vec()).await.map(drop)
-            }
+        let session = self.fw.session().await?;
+        make_parents(&self.fw, session.client(), &self.path, true).await?;
+        drop(session);
+        let create = self.fw.transaction().create(&self.path, value.to_vec(), CreateMode::Persistent);
+        match create.with_write_tag(&self.tag).commit().await {
+            Err(CuratorError::NodeExists { path }) if path == self.path => set().commit().await.map(drop),
             other => other.map(drop),
         }
     }
 }
 
-impl Drop for Engine {
-    fn drop(&mut self) {
-        // Our tag, if any, goes with us (a guaranteed delete, tracked by the framework).
-        let tag = self.own.get_mut().tag;
-        if tag == Tag::Absent || self.fw.is_closed() {
-            return;
-        }
-        let (fw, tag_path) = (self.fw.clone(), self.tag_path.clone());
-        let work = async move {
-            if let Err(err) = fw.delete().guaranteed().quietly().for_path(&tag_path).await {
-                tracing::debug!(tag = %tag_path, error = %err, "atomic: write tag not deleted");
-            }
-        };
-        // Outside a runtime (a drop at exit) the spawn only logs, and the tag stays for the
-        // reaper (16.2).
-        self.fw.spawn_background(work);
-    }
-}
-
-fn bumped(tag: Tag) -> Tag {
-    match tag {
-        Tag::Absent => Tag::At(0),
-        Tag::At(v) => Tag::At(v.wrapping_add(1)),
-    }
+/// Whether `err` is about one of the write tags under `value_path` (ours, found out of step).
+fn is_tag(value_path: &str, err: &CuratorError) -> bool {
+    err.path().is_some_and(|p| {
+        let (parent, name) = path::parent_and_node(p);
+        parent == value_path && name.starts_with(WRITE_TAG_PREFIX)
+    })
 }
 
 fn write_kind(write: Write<'_>) -> &'static str {

@@ -92,11 +92,10 @@ impl DistributedBarrier {
     /// ```
     pub async fn set_barrier(&self) -> Result<()> {
         tracing::debug!(path = %self.path, "set barrier: create");
-        let created = self.fw.create().creating_parent_containers_if_needed().for_path_with_default_data(&self.path);
-        match created.await {
-            Ok(_) | Err(CuratorError::NodeExists { .. }) => Ok(()),
-            Err(err) => Err(err),
-        }
+        // if_missing: set already is fine, and a create whose reply was lost is sent again.
+        let created =
+            self.fw.create().creating_parent_containers_if_needed().if_missing().for_path_with_default_data(&self.path);
+        created.await.map(drop)
     }
 
     /// Removes the barrier: deletes its node, which lets every waiter through. Removing a

@@ -69,8 +69,9 @@ impl Leadership {
     /// connection suspended under [`ErrorPolicy::Standard`](curator_core::ErrorPolicy::Standard),
     /// the session lost) or refused by the server (our node is gone); nothing is written.
     /// [`CuratorError::NotHeld`] once the term was given up (step down, close, the selector's
-    /// function returned). [`CuratorError::OutcomeUnknown`] when a reply was lost and the retry
-    /// was refused: the first attempt may have been applied while we led. The server's refusals
+    /// function returned). [`CuratorError::OutcomeUnknown`] when a reply was lost: the write may
+    /// have been applied while we led, and is not sent again on a guess (docs/architecture.md
+    /// section 4.4); proclaiming the same value again is harmless. The server's refusals
     /// of the write itself otherwise (`NoAuth` on the election's path, a value over the server's
     /// size limit).
     ///

@@ -165,7 +165,7 @@ impl TimedLease {
         let record = Record::new(&self.holder, self.duration);
         let sent = Instant::now();
         let written =
-            self.fw.set_data().with_version(stat.version).idempotent().for_path(&self.path, record.encode()).await;
+            self.fw.set_data().with_version(stat.version).unique_data().for_path(&self.path, record.encode()).await;
         match written {
             Ok(stat) => Ok(Some(self.granted(stat.mzxid, stat.version, sent))),
             Err(CuratorError::BadVersion { .. } | CuratorError::NoNode { .. }) => Ok(None),
@@ -198,7 +198,7 @@ impl TimedLease {
             .fw
             .create()
             .creating_parents_if_needed()
-            .idempotent()
+            .unique_data()
             .for_path_with_stat(&self.path, record.encode())
             .await;
         match created {
@@ -415,7 +415,7 @@ impl LeaseGrant {
             }
             let sent = Instant::now();
             let written =
-                grant.fw.set_data().with_version(version).idempotent().for_path(&grant.path, record.encode()).await;
+                grant.fw.set_data().with_version(version).unique_data().for_path(&grant.path, record.encode()).await;
             match written {
                 Ok(stat) => {
                     let mut state = grant.state();

@@ -96,8 +96,10 @@ impl<T> Shared<T> {
 /// ends with it; their lock-safe take cannot create `L/<item>`).
 pub(crate) async fn create_path(fw: &CuratorFramework, path: &str) -> Result<()> {
     tracing::debug!(path, "queue: create the path (persistent, parents: containers)");
-    match fw.create().creating_parent_containers_if_needed().for_path(path, fw.default_data().to_vec()).await {
-        Ok(_) | Err(CuratorError::NodeExists { .. }) => Ok(()),
-        Err(err) => Err(err),
-    }
+    fw.create()
+        .creating_parent_containers_if_needed()
+        .if_missing()
+        .for_path(path, fw.default_data().to_vec())
+        .await
+        .map(drop)
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use curator_core::zk::{self, EventType};
 use curator_core::Watch;
-use curator_core::{path, ConnectionState, CuratorError, CuratorFramework, Result};
+use curator_core::{path, ConnectionState, CuratorError, CuratorFramework, Result, TransactionResult, WriteTag};
 use curator_core::{EventStream, ListenerId, Listeners};
 use curator_core::{LifeState, Lifecycle, Readiness, Starting};
 use tokio::sync::watch;
@@ -63,13 +63,18 @@ struct Inner {
     lifecycle: Lifecycle<ListenerId>,
     /// True once closed: ends the task.
     shutdown: watch::Sender<bool>,
+    /// Bumped by every write of this handle, in the same multi: it decides a write whose reply
+    /// was lost (curator-core's `WriteTag`, docs/architecture.md section 16.1).
+    tag: WriteTag,
 }
 
 impl Inner {
     /// Takes `data` at `stat` if it is newer than the local copy. True if it was.
     fn update(&self, stat: &zk::Stat, data: Vec<u8>) -> bool {
         self.current.send_if_modified(|current| {
-            if stat.mzxid <= current.mzxid {
+            // A stat read back after a lost reply, the node written again since, may not know
+            // its version (-1): the watch brings the newer value.
+            if stat.mzxid <= current.mzxid || stat.version == -1 {
                 return false;
             }
             *current = Current { mzxid: stat.mzxid, version: stat.version, value: data };
@@ -79,6 +84,17 @@ impl Inner {
 
     fn check_started(&self) -> Result<()> {
         self.lifecycle.with_started(|_| ())
+    }
+
+    /// Writes `value` (at `version`, if given) with the handle's write tag: one multi, decided
+    /// by the tag after a lost reply. Resolves to the node's stat after the write.
+    async fn write(&self, value: Vec<u8>, version: Option<i32>) -> Result<zk::Stat> {
+        let results =
+            self.fw.transaction().set_data(&self.path, value, version).with_write_tag(&self.tag).commit().await?;
+        match results.into_iter().next() {
+            Some(TransactionResult::SetData { stat, .. }) => Ok(stat),
+            other => Err(CuratorError::IllegalState(format!("a value write of {} answered {other:?}", self.path))),
+        }
     }
 }
 
@@ -144,6 +160,7 @@ impl SharedValue {
                 events: Listeners::new(),
                 lifecycle: Lifecycle::new(what),
                 shutdown,
+                tag: WriteTag::new(fw, path)?,
             }),
         })
     }
@@ -239,13 +256,20 @@ impl SharedValue {
 
     /// Sets the value whatever it was.
     ///
+    /// Applied once, or reported as unknown: the write carries this handle's write tag (a
+    /// child of the node, `curator-rs-write-tag-<uuid>`, made by its first write and deleted
+    /// when the handle is dropped), so a write whose reply was lost is decided exactly, never
+    /// sent twice on a guess; [`OutcomeUnknown`](CuratorError::OutcomeUnknown) only if the tag
+    /// was changed or reaped meanwhile (docs/architecture.md section 16.1). While a handle's
+    /// tag is there, a plain delete of the node fails (`NotEmpty`): delete it with its children.
+    ///
     /// # Errors
     /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] (module
     /// [`Lifecycle`](curator_core::Lifecycle)); the write's error.
     pub async fn set(&self, value: Vec<u8>) -> Result<()> {
         let inner = &self.inner;
         inner.check_started()?;
-        let stat = inner.fw.set_data().for_path(&inner.path, value.clone()).await?;
+        let stat = inner.write(value.clone(), None).await?;
         inner.update(&stat, value);
         Ok(())
     }
@@ -254,15 +278,21 @@ impl SharedValue {
     /// [`versioned_value`](Self::versioned_value)): false, and the local copy read again, if
     /// anyone wrote since. A `previous` that is not the local copy is false at once.
     ///
-    /// A write whose reply was lost counts as made if the node then holds `value` at the next
-    /// version (the framework's idempotent set). Version `-1` cannot be compared (ZooKeeper
-    /// takes it as "any version"): after 2^32 writes the node passes through it, and
-    /// `try_set` with it is [`IllegalState`](CuratorError::IllegalState).
+    /// True only for this call's own write, false only when it was not applied: the write
+    /// carries this handle's write tag (see [`set`](Self::set)), so a write whose reply was lost
+    /// is decided by the tag, not by the node's bytes (another client may write the same
+    /// value at the same version, and ours may be written over before we look). Version `-1`
+    /// cannot be compared (ZooKeeper takes it as "any version"): after 2^32 writes the node
+    /// passes through it, and `try_set` with it is
+    /// [`InvalidArgument`](CuratorError::InvalidArgument). The version compared is the node's
+    /// data version: a node deleted and made again, then written back to the same version, is
+    /// not told apart (as in Curator).
     ///
     /// # Errors
     /// [`CuratorError::NotStarted`] or [`CuratorError::AlreadyClosed`] (module
-    /// [`Lifecycle`](curator_core::Lifecycle)); [`CuratorError::InvalidArgument`] for version `-1`; the write's or
-    /// the read's error.
+    /// [`Lifecycle`](curator_core::Lifecycle)); [`CuratorError::InvalidArgument`] for version `-1`;
+    /// [`CuratorError::OutcomeUnknown`] when the tag cannot decide; the write's or the read's
+    /// error.
     pub async fn try_set(&self, previous: &VersionedValue<Vec<u8>>, value: Vec<u8>) -> Result<bool> {
         let inner = &self.inner;
         inner.check_started()?;
@@ -278,13 +308,12 @@ impl SharedValue {
                 reason: "version -1 cannot be compared (ZooKeeper reads it as any version)".into(),
             });
         }
-        match inner.fw.set_data().with_version(previous.version).idempotent().for_path(&inner.path, value.clone()).await
-        {
+        match inner.write(value.clone(), Some(previous.version)).await {
             Ok(stat) => {
                 inner.update(&stat, value);
                 Ok(true)
             }
-            Err(CuratorError::BadVersion { .. }) => {
+            Err(CuratorError::BadVersion { path }) if path == inner.path => {
                 let (data, stat) = inner.fw.get_data().for_path_with_stat(&inner.path).await?;
                 inner.update(&stat, data);
                 Ok(false)
@@ -420,10 +449,13 @@ impl Task {
     async fn first(&mut self) -> Result<Followed> {
         let Some(inner) = self.inner.upgrade() else { return Err(CuratorError::Closed) };
         tracing::debug!(path = %inner.path, "shared value: create with the seed if missing");
-        match inner.fw.create().creating_parent_containers_if_needed().for_path(&inner.path, inner.seed.clone()).await {
-            Ok(_) | Err(CuratorError::NodeExists { .. }) => {}
-            Err(err) => return Err(err),
-        }
+        inner
+            .fw
+            .create()
+            .creating_parent_containers_if_needed()
+            .if_missing()
+            .for_path(&inner.path, inner.seed.clone())
+            .await?;
         let first = read_and_watch(&inner).await?;
         self.published = inner.current.borrow().mzxid;
         Ok(first)

@@ -1,13 +1,18 @@
 //! Reaping the write tags left behind (docs/architecture.md section 16.2, "Tags left behind"):
-//! a handle that makes its own tag lists the value's node, reads the other tags' stats in one
-//! round and deletes, each at the version read, those unwritten for longer than the reap age by
-//! the server's clock. A tag written meanwhile fails the version check and is kept.
+//! a handle that makes its own tag lists the parent, reads the other tags' stats in one round
+//! and deletes, each at the version read, those unwritten for longer than the reap age by the
+//! server's clock. A tag written meanwhile fails the version check and is kept; a tag made again
+//! has a fresh name (module `write_tag`), so no delete of an old name can take it.
 
 use std::time::Duration;
 
-use curator_core::{path, zk, CuratorError, CuratorFramework, Result};
+use zookeeper_client as zk;
 
-use super::tag::WRITE_TAG_PREFIX;
+use crate::error::{CuratorError, Result};
+use crate::framework::CuratorFramework;
+use crate::path;
+
+use super::WRITE_TAG_PREFIX;
 
 /// Deletes the write tags under `path`, other than `own`, unwritten for longer than `age`
 /// (section 16.2). Its failures are logged, never reported: it runs in the background of a
@@ -22,9 +27,9 @@ pub(super) async fn reap(fw: &CuratorFramework, path: &str, own: &str, age: Dura
     };
     match reaped.await {
         Ok(0) => {}
-        Ok(n) => tracing::info!(path, reaped = n, "atomic: deleted write tags left behind"),
-        Err(CuratorError::Closed) => tracing::debug!(path, "atomic: write tags not reaped: closed"),
-        Err(err) => tracing::warn!(path, error = %err, "atomic: write tags left behind not reaped"),
+        Ok(n) => tracing::info!(path, reaped = n, "write tag: deleted write tags left behind"),
+        Err(CuratorError::Closed) => tracing::debug!(path, "write tag: write tags not reaped: closed"),
+        Err(err) => tracing::warn!(path, error = %err, "write tag: write tags left behind not reaped"),
     }
 }
 
@@ -35,7 +40,7 @@ pub(super) async fn reap(fw: &CuratorFramework, path: &str, own: &str, age: Dura
 async fn stale_tags(fw: &CuratorFramework, path: &str, own: &str, age: Duration) -> Result<Vec<(String, i32)>> {
     let (children, parent) = fw
         .call_with_retry("get_children (write tags)", path, |session, _| async move {
-            tracing::debug!(path, "atomic: listing write tags");
+            tracing::debug!(path, "write tag: listing write tags");
             session.client().get_children(path).await.map_err(|e| CuratorError::from_zk(path, e))
         })
         .await?;
@@ -57,7 +62,7 @@ async fn stale_tags(fw: &CuratorFramework, path: &str, own: &str, age: Duration)
                 let reads: Vec<_> = tags
                     .iter()
                     .map(|tag| {
-                        tracing::debug!(path = %tag, "atomic: stat of a write tag");
+                        tracing::debug!(path = %tag, "write tag: stat of a write tag");
                         client.check_stat(tag)
                     })
                     .collect();
@@ -88,7 +93,7 @@ async fn delete_tags(fw: &CuratorFramework, path: &str, tags: &[(String, i32)]) 
         let deletes: Vec<_> = tags
             .iter()
             .map(|(tag, version)| {
-                tracing::debug!(path = %tag, version, "atomic: deleting a write tag left behind");
+                tracing::debug!(path = %tag, version, "write tag: deleting a write tag left behind");
                 client.delete(tag, Some(*version))
             })
             .collect();
@@ -97,7 +102,7 @@ async fn delete_tags(fw: &CuratorFramework, path: &str, tags: &[(String, i32)]) 
             match done {
                 Ok(()) => deleted += 1,
                 Err(zk::Error::BadVersion) => {
-                    tracing::debug!(path = %tag, "atomic: write tag written since it was read: kept")
+                    tracing::debug!(path = %tag, "write tag: write tag written since it was read: kept")
                 }
                 Err(zk::Error::NoNode) => {}
                 Err(e) => return Err(CuratorError::from_zk(tag, e)),
