@@ -108,6 +108,17 @@ impl<T: EventData + Send + 'static> Pending<T> {
     /// Runs the operation in the background and calls `callback` with its event (success or
     /// failure) on the blocking pool.
     ///
+    /// **Order.** Background operations reach the server in the order they were submitted,
+    /// as Curator's do. With a session at hand (connected, the namespace, if any, made) and no
+    /// earlier background operation still waiting for one, the operation's first request is
+    /// queued on the session before this returns: everything issued after it, in the
+    /// foreground or the background, reaches the server after it (add a watch in the
+    /// background, then write: the watch is in place for the write). Otherwise (no session
+    /// yet, a suspended connection, or earlier background operations still waiting) it waits
+    /// behind those, up to the connection timeout from now, and goes out when a session can
+    /// take it: still after every background operation submitted before it, but a foreground
+    /// operation issued meanwhile may reach the server first.
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -129,13 +140,15 @@ impl<T: EventData + Send + 'static> Pending<T> {
 
     /// Runs the operation in the background and delivers its event to the framework's
     /// [`CuratorListener`](crate::background::CuratorListener)s (errors nobody receives go to
-    /// the unhandled-error listeners).
+    /// the unhandled-error listeners). It reaches the server in the order
+    /// [`in_background`](Self::in_background) says.
     pub fn in_background_to_listeners(self) {
         self.spawn(None);
     }
 
-    /// Queues the operation behind earlier background operations of the framework: they reach
-    /// the server in the order they were submitted (module `ordered`).
+    /// Sends the operation behind earlier background operations of the framework: they reach
+    /// the server in the order they were submitted, and, with a session at hand, before
+    /// whatever is issued after this returns (module `ordered`).
     fn spawn(self, callback: Option<BackgroundCallback>) {
         let Pending { fw, kind, path, future } = self;
         let ready = fw.session_ready(&path);
