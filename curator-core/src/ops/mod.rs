@@ -80,6 +80,9 @@ pub struct Pending<T> {
     kind: CuratorEventType,
     path: String,
     future: BoxFuture<Result<T>>,
+    /// Sends nothing to the server (bad input, `locally()`): in the background it neither
+    /// waits for a session nor queues behind operations that do.
+    local: bool,
 }
 
 impl<T> std::fmt::Debug for Pending<T> {
@@ -95,12 +98,19 @@ impl<T: Send + 'static> Pending<T> {
         path: &str,
         future: impl Future<Output = Result<T>> + Send + 'static,
     ) -> Self {
-        Self { fw: fw.clone(), kind, path: path.to_string(), future: Box::pin(future) }
+        Self { fw: fw.clone(), kind, path: path.to_string(), future: Box::pin(future), local: false }
     }
 
     /// A pending operation that fails at once (bad input found while building it).
     pub(crate) fn failed(fw: &CuratorFramework, kind: CuratorEventType, path: &str, err: CuratorError) -> Self {
-        Self::new(fw, kind, path, async move { Err(err) })
+        Self::new(fw, kind, path, async move { Err(err) }).sending_nothing()
+    }
+
+    /// Marks an operation that sends nothing to the server (a removal `locally()`): sent to
+    /// the background, it runs at once instead of waiting for a session.
+    pub(crate) fn sending_nothing(mut self) -> Self {
+        self.local = true;
+        self
     }
 }
 
@@ -117,7 +127,8 @@ impl<T: EventData + Send + 'static> Pending<T> {
     /// yet, a suspended connection, or earlier background operations still waiting) it waits
     /// behind those, up to the connection timeout from now, and goes out when a session can
     /// take it: still after every background operation submitted before it, but a foreground
-    /// operation issued meanwhile may reach the server first.
+    /// operation issued meanwhile may reach the server first. An operation that sends nothing
+    /// (a removal `locally()`, bad input) waits for nothing: its callback comes at once.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -148,10 +159,11 @@ impl<T: EventData + Send + 'static> Pending<T> {
 
     /// Sends the operation behind earlier background operations of the framework: they reach
     /// the server in the order they were submitted, and, with a session at hand, before
-    /// whatever is issued after this returns (module `ordered`).
+    /// whatever is issued after this returns (module `ordered`). One that sends nothing runs at
+    /// once.
     fn spawn(self, callback: Option<BackgroundCallback>) {
-        let Pending { fw, kind, path, future } = self;
-        let ready = fw.session_ready(&path);
+        let Pending { fw, kind, path, future, local } = self;
+        let ready = (!local).then(|| fw.session_ready(&path));
         let (queue, queue_path) = (fw.clone(), path.clone());
         let run = Box::pin(async move {
             let result = future.await;
@@ -165,7 +177,13 @@ impl<T: EventData + Send + 'static> Pending<T> {
             }
             fw.deliver(event, callback);
         });
-        queue.inner.background.submit(&queue_path, ready, run);
+        match ready {
+            Some(ready) => queue.inner.background.submit(&queue_path, ready, run),
+            None => {
+                tracing::trace!(path = %queue_path, "background operation that sends nothing: run at once");
+                ordered::start(run);
+            }
+        }
     }
 }
 

@@ -5,17 +5,19 @@
 //!
 //! ```text
 //! Pending::in_background ──submit──► nothing queued before it, and a session at hand?
-//!                                       yes: its first poll, there and then (its first request
-//!                                            is queued on the session before in_background
-//!                                            returns); the rest runs in a task of its own
-//!                                       no:  queue (one per framework, FIFO)
-//!                                                │  one dispatcher task, one job at a time:
-//!                                                │  1. wait until a session can take a request
-//!                                                │     (or the job's connection timeout
-//!                                                │     passed, or close)
-//!                                                │  2. its first poll, as above
-//!                                                ▼
-//!                                             next job
+//!        │                              yes: its first poll, there and then (its first request
+//!        │                                   is queued on the session before in_background
+//!        │                                   returns); the rest runs in a task of its own
+//!        │                              no:  queue (one per framework, FIFO)
+//!        │                                       │  one dispatcher task, one job at a time:
+//!        │                                       │  1. wait until a session can take a request
+//!        │                                       │     (or the job's connection timeout
+//!        │                                       │     passed, or close)
+//!        │                                       │  2. its first poll, as above
+//!        │                                       ▼
+//!        │                                    next job
+//!        └─ an operation that sends nothing (locally(), bad input): its first poll at once,
+//!           never queued
 //! ```
 //!
 //! Every first poll runs outside tokio's cooperative budget: a timer or a channel in the
@@ -135,7 +137,7 @@ fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
 /// a session is at hand); the rest of it runs in a task of its own. Outside a runtime it is
 /// only handed to [`spawn_detached`](crate::task::spawn_detached), which says why it cannot
 /// run.
-fn start(mut run: BoxFuture<()>) {
+pub(crate) fn start(mut run: BoxFuture<()>) {
     if tokio::runtime::Handle::try_current().is_err() || poll_once(run.as_mut()).is_pending() {
         crate::task::spawn_detached(run);
     }
