@@ -178,7 +178,10 @@ impl<T: EventData + Send + 'static> Pending<T> {
             fw.deliver(event, callback);
         });
         match ready {
-            Some(ready) => queue.inner.background.submit(&queue_path, ready, run),
+            Some(ready) => {
+                let connected = queue.connection_state().is_connected();
+                queue.inner.background.submit(&queue_path, connected, ready, run);
+            }
             None => {
                 tracing::trace!(path = %queue_path, "background operation that sends nothing: run at once");
                 ordered::start(run);

@@ -77,9 +77,15 @@ impl Queue {
     /// its first request is queued on the session before this returns; else in the queue, whose
     /// dispatcher waits for `ready`. `ready` resolves once a session can take the request, or
     /// once the operation should go on without one (its own wait then reports why).
-    pub(crate) fn submit(&self, path: &str, mut ready: BoxFuture<()>, run: BoxFuture<()>) {
+    ///
+    /// `connected`: whether the framework's connection state says connected now. Only then is
+    /// `ready` polled here: without a connection there is no session to hand, and a first poll
+    /// would only arm `ready`'s timer in the caller's context, where polling a timer panics if
+    /// the runtime is shutting down (a cleanup sent to the background from a `Drop`, say); the
+    /// dispatcher's task is simply never polled again then.
+    pub(crate) fn submit(&self, path: &str, connected: bool, mut ready: BoxFuture<()>, run: BoxFuture<()>) {
         // Outside a runtime the dispatcher (if one runs) takes it: a first poll needs timers.
-        let at_hand = tokio::runtime::Handle::try_current().is_ok() && self.nothing_queued();
+        let at_hand = connected && tokio::runtime::Handle::try_current().is_ok() && self.nothing_queued();
         if at_hand && poll_once(ready.as_mut()).is_ready() {
             tracing::trace!(path, "background operation sent at submission");
             start(run);
