@@ -267,3 +267,67 @@ async fn a_background_create_retrying_every_error_cut_short_by_close_reports_the
     setup.delete().for_path(&path).await.unwrap();
     setup.close().await;
 }
+
+/// Issues, `ROUNDS` times on one node, each kind of write in the background and right after it
+/// a foreground read that must see it: a create (then exists), a set_data (then get_data), a
+/// transaction (then get_data), a delete (then exists). Returns what the reads missed; every
+/// background operation must report success.
+async fn reads_after_background_writes(fw: &curator_core::CuratorFramework, base: &str) -> Vec<String> {
+    const ROUNDS: usize = 20;
+    let (cb, mut rx) = collector();
+    let mut missed = Vec::new();
+    for round in 0..ROUNDS {
+        let p = format!("{base}/n{round}");
+        fw.create().for_path(&p, b"0".to_vec()).in_background(cb.clone());
+        if fw.check_exists().for_path(&p).await.unwrap().is_none() {
+            missed.push(format!("round {round}: create"));
+        }
+        fw.set_data().for_path(&p, b"1".to_vec()).in_background(cb.clone());
+        if fw.get_data().for_path(&p).await.unwrap() != b"1" {
+            missed.push(format!("round {round}: set_data"));
+        }
+        fw.transaction().set_data(&p, b"2".to_vec(), None).commit().in_background(cb.clone());
+        if fw.get_data().for_path(&p).await.unwrap() != b"2" {
+            missed.push(format!("round {round}: transaction"));
+        }
+        fw.delete().for_path(&p).in_background(cb.clone());
+        if fw.check_exists().for_path(&p).await.unwrap().is_some() {
+            missed.push(format!("round {round}: delete"));
+        }
+    }
+    for _ in 0..ROUNDS * 4 {
+        let e = next(&mut rx).await;
+        assert_eq!(e.result_code, 0, "{:?} {}: {:?}", e.event_type, e.path, e.error);
+    }
+    missed
+}
+
+/// A background operation issued while a session is at hand reaches the server before any
+/// operation issued after it, foreground ones included (issue 40 item 6): its first request is
+/// queued on the session before `in_background` returns, as Curator's are queued on its one
+/// handle in call order. Every kind of write, on one runtime thread and on two. Failed before:
+/// the foreground read, sent at once, overtook the background write still waiting for the
+/// background queue's task (on one thread, every read in every round; on two, most).
+#[tokio::test]
+async fn a_background_write_is_seen_by_a_foreground_read_issued_after_it() {
+    let fw = connected(builder(&server())).await;
+    let base = unique_path("bg-then-fg");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+    let missed = reads_after_background_writes(&fw, &base).await;
+    assert!(missed.is_empty(), "{} reads did not see the write before them: {missed:?}", missed.len());
+    fw.delete().deleting_children_if_needed().for_path(&base).await.unwrap();
+    fw.close().await;
+}
+
+/// As [`a_background_write_is_seen_by_a_foreground_read_issued_after_it`], on two runtime
+/// threads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_write_is_seen_by_a_foreground_read_issued_after_it_on_two_threads() {
+    let fw = connected(builder(&server())).await;
+    let base = unique_path("bg-then-fg-mt");
+    fw.create().for_path(&base, vec![]).await.unwrap();
+    let missed = reads_after_background_writes(&fw, &base).await;
+    assert!(missed.is_empty(), "{} reads did not see the write before them: {missed:?}", missed.len());
+    fw.delete().deleting_children_if_needed().for_path(&base).await.unwrap();
+    fw.close().await;
+}

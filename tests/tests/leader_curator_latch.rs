@@ -1,5 +1,5 @@
-//! Apache Curator's `TestLeaderLatch` and `TestLeaderLatchCluster`, ported to our `LeaderLatch`
-//! against a real ZooKeeper. Java threads are tokio tasks, Curator's listener executors are the
+//! Apache Curator's `TestLeaderLatch`, `TestLeaderLatchCluster` and `TestLeaderAcls`, ported to
+//! our `LeaderLatch` against a real ZooKeeper. Java threads are tokio tasks, Curator's listener executors are the
 //! latch's event streams, Curator's `reset()` (a test hook that drops our node and takes a new
 //! one) is our public `step_down()`, and Curator's sleeps are waits for what they stood for.
 //!
@@ -756,6 +756,70 @@ async fn no_server_at_start() {
     latch.close().await;
     assert!(events.next().await.is_none(), "elected once, never unelected");
     fw.close().await;
+}
+
+/// Gives `guarded` an ACL that only the session's own authenticated identities may use (the
+/// server turns `auth` into the creator's digest identity: Curator's test writes that digest
+/// out), and every other node the default `world:anyone` ALL.
+#[derive(Debug)]
+struct OwnerOnly {
+    guarded: String,
+}
+
+impl curator_core::AclProvider for OwnerOnly {
+    fn default_acl(&self) -> Vec<curator_core::zk::Acl> {
+        curator_core::zk::Acls::anyone_all().to_vec()
+    }
+
+    fn acl_for_path(&self, path: &str) -> Vec<curator_core::zk::Acl> {
+        use curator_core::zk::{Acl, AuthId, Permission};
+        if path == self.guarded {
+            return vec![Acl::new(Permission::ALL, AuthId::authed())];
+        }
+        self.default_acl()
+    }
+}
+
+/// TestLeaderAcls.testAclErrorWithLeader (CURATOR-365): a latch on a path whose ACL its client
+/// satisfies (digest `test:test`) leads; a latch of a client without those credentials on a
+/// path below it cannot make the missing parent (the server refuses the create with `NoAuth`),
+/// and the framework's unhandled-error listeners hear `NoAuth`, as Curator's do. Ours also
+/// returns the refusal from `ready()` and closes the latch (issue 27); before issue 40 item 5
+/// the listeners heard nothing of a refusal of the very first attempt (only of later ones).
+#[tokio::test]
+async fn acl_error_with_leader() {
+    init_tracing();
+    let base = unique_path("leader-acls");
+    let provider = OwnerOnly { guarded: base.clone() };
+    let owner =
+        connected(builder(&shared()).acl_provider(provider).authorization("digest", b"test:test".to_vec())).await;
+    let latch = LeaderLatch::new(&owner, &base, "owner").unwrap();
+    latch.start().unwrap();
+    let leading = latch.await_leadership_timeout(deadline()).await.unwrap();
+    assert!(leading.is_some(), "the owner's latch leads");
+    latch.close().await;
+    let acl = owner.get_acl().for_path(&base).await.unwrap().0;
+    assert!(acl.iter().all(|a| a.scheme() == "digest"), "{base} is guarded: {acl:?}");
+
+    let stranger = client(&shared()).await;
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    stranger.add_unhandled_error_listener(move |message: &str, err: &CuratorError| {
+        let _ = tx.send((message.to_string(), err.clone()));
+    });
+    // Below the guarded node, so that the latch must make its parent there first.
+    let latch = LeaderLatch::new(&stranger, &format!("{base}/second"), "stranger").unwrap();
+    latch.start().unwrap();
+    let (message, err) = tokio::time::timeout(deadline(), heard.recv())
+        .await
+        .expect("the unhandled-error listeners hear the refusal")
+        .expect("listener open");
+    assert!(matches!(err, CuratorError::NoAuth { .. }), "{message}: {err:?}");
+    assert!(matches!(latch.ready().await, Err(CuratorError::NoAuth { .. })));
+    assert_eq!(latch.state(), LatchState::Closed);
+    latch.close().await;
+    stranger.close().await;
+    owner.delete().deleting_children_if_needed().for_path(&base).await.unwrap();
+    owner.close().await;
 }
 
 /// TestLeaderLatch.testRelativePath: a relative path is refused, as a typed error.

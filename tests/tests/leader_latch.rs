@@ -747,8 +747,9 @@ async fn close_is_idempotent_and_lifecycle_errors_are_typed() {
 /// election path allows reading only) starts (`start()` only spawns its task), and `ready()`
 /// reports `NoAuth`, promptly, with the latch closed; before issue 27 `start()` returned `Ok`
 /// and the latch tried again for ever without ever leading (an ERROR line the only sign).
-/// Under every error and retry policy. Curator has no such test: its `LeaderLatch` only logs
-/// the refusal (`TestLeaderLatch` covers the started path).
+/// The framework's unhandled-error listeners hear the refusal too, as Curator's do
+/// (`TestLeaderAcls`, ported in `leader_curator_latch::acl_error_with_leader`); after issue 27
+/// they heard nothing of it (issue 40 item 5). Under every error and retry policy.
 #[tokio::test]
 async fn a_refused_first_join_is_reported_by_ready() {
     init_tracing();
@@ -757,11 +758,15 @@ async fn a_refused_first_join_is_reported_by_ready() {
         let fw = framework(&connect, policy, retry).await;
         let path = unique_path("latch-noauth");
         tests::zk::read_only_node(&fw, &path).await;
+        let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        fw.add_unhandled_error_listener(move |_: &str, err: &CuratorError| drop(tx.send(err.clone())));
         let latch = LeaderLatch::new(&fw, &path, "refused").unwrap();
         let started = std::time::Instant::now();
         latch.start().expect("start only spawns the task");
         let r = tokio::time::timeout(deadline(), latch.ready()).await.expect("ready returns");
         assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
+        let told = tokio::time::timeout(deadline(), heard.recv()).await;
+        assert!(matches!(told, Ok(Some(CuratorError::NoAuth { .. }))), "{policy:?}/{retry:?}: listeners: {told:?}");
         assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
         assert_eq!(latch.state(), curator_recipes::LatchState::Closed);
         assert!(!latch.has_leadership());

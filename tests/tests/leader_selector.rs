@@ -635,9 +635,11 @@ async fn participant_ids_are_validated_the_same_way_everywhere() {
 /// Issue 27 (item 2's convention): a selector whose node the server refuses (the election
 /// path allows reading only) starts (`start()` only spawns its run loop), and `ready()` reports
 /// `NoAuth`, promptly, with the selector closed; before issue 27 `start()` returned `Ok`, the
-/// refusal went only to the unhandled-error listeners and the selector sat idle. Under every
-/// error and retry policy. (As `leader_latch::a_refused_first_join_is_reported_by_ready`;
-/// Curator's `LeaderSelector` only logs the refusal, `TestLeaderSelector` has no such case.)
+/// refusal went only to the unhandled-error listeners and the selector sat idle. Those
+/// listeners hear it still (issue 40 item 5: after issue 27 they heard nothing of a refusal of
+/// the first attempt, only of later ones). Under every error and retry policy. (As
+/// `leader_latch::a_refused_first_join_is_reported_by_ready`; Curator's `LeaderSelector` tells
+/// nobody of the refusal, `TestLeaderSelector` has no such case.)
 #[tokio::test]
 async fn a_refused_first_turn_is_reported_by_ready() {
     init_tracing();
@@ -646,11 +648,15 @@ async fn a_refused_first_turn_is_reported_by_ready() {
         let fw = framework(&fx.connect_string(), policy, retry).await;
         let path = unique_path("sel-noauth");
         tests::zk::read_only_node(&fw, &path).await;
+        let (tx, mut heard) = unbounded_channel();
+        fw.add_unhandled_error_listener(move |_: &str, err: &CuratorError| drop(tx.send(err.clone())));
         let s = LeaderSelector::builder(&fw, &path, |_l: Leadership| async {}).id("refused").build().unwrap();
         let started = Instant::now();
         s.start().expect("start only spawns the run loop");
         let r = tokio::time::timeout(Timing::new().deadline(), s.ready()).await.expect("ready returns");
         assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?}: {r:?}");
+        let told = tokio::time::timeout(Timing::new().deadline(), heard.recv()).await;
+        assert!(matches!(told, Ok(Some(CuratorError::NoAuth { .. }))), "{policy:?}/{retry:?}: listeners: {told:?}");
         assert!(started.elapsed() < Duration::from_secs(1), "{policy:?}/{retry:?}: took {:?}", started.elapsed());
         assert!(!s.has_leadership());
         assert!(matches!(s.requeue(), Err(CuratorError::AlreadyClosed { what: "LeaderSelector" })), "closed");

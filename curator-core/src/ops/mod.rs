@@ -81,6 +81,9 @@ pub struct Pending<T> {
     kind: CuratorEventType,
     path: String,
     future: BoxFuture<Result<T>>,
+    /// Sends nothing to the server (bad input, `locally()`): in the background it neither
+    /// waits for a session nor queues behind operations that do.
+    local: bool,
 }
 
 impl<T> std::fmt::Debug for Pending<T> {
@@ -96,18 +99,37 @@ impl<T: Send + 'static> Pending<T> {
         path: &str,
         future: impl Future<Output = Result<T>> + Send + 'static,
     ) -> Self {
-        Self { fw: fw.clone(), kind, path: path.to_string(), future: Box::pin(future) }
+        Self { fw: fw.clone(), kind, path: path.to_string(), future: Box::pin(future), local: false }
     }
 
     /// A pending operation that fails at once (bad input found while building it).
     pub(crate) fn failed(fw: &CuratorFramework, kind: CuratorEventType, path: &str, err: CuratorError) -> Self {
-        Self::new(fw, kind, path, async move { Err(err) })
+        Self::new(fw, kind, path, async move { Err(err) }).sending_nothing()
+    }
+
+    /// Marks an operation that sends nothing to the server (a removal `locally()`): sent to
+    /// the background, it runs at once instead of waiting for a session.
+    pub(crate) fn sending_nothing(mut self) -> Self {
+        self.local = true;
+        self
     }
 }
 
 impl<T: EventData + Send + 'static> Pending<T> {
     /// Runs the operation in the background and calls `callback` with its event (success or
     /// failure) on the blocking pool.
+    ///
+    /// **Order.** Background operations reach the server in the order they were submitted,
+    /// as Curator's do. With a session at hand (connected, the namespace, if any, made) and no
+    /// earlier background operation still waiting for one, the operation's first request is
+    /// queued on the session before this returns: everything issued after it, in the
+    /// foreground or the background, reaches the server after it (add a watch in the
+    /// background, then write: the watch is in place for the write). Otherwise (no session
+    /// yet, a suspended connection, or earlier background operations still waiting) it waits
+    /// behind those, up to the connection timeout from now, and goes out when a session can
+    /// take it: still after every background operation submitted before it, but a foreground
+    /// operation issued meanwhile may reach the server first. An operation that sends nothing
+    /// (a removal `locally()`, bad input) waits for nothing: its callback comes at once.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -130,16 +152,19 @@ impl<T: EventData + Send + 'static> Pending<T> {
 
     /// Runs the operation in the background and delivers its event to the framework's
     /// [`CuratorListener`](crate::background::CuratorListener)s (errors nobody receives go to
-    /// the unhandled-error listeners).
+    /// the unhandled-error listeners). It reaches the server in the order
+    /// [`in_background`](Self::in_background) says.
     pub fn in_background_to_listeners(self) {
         self.spawn(None);
     }
 
-    /// Queues the operation behind earlier background operations of the framework: they reach
-    /// the server in the order they were submitted (module `ordered`).
+    /// Sends the operation behind earlier background operations of the framework: they reach
+    /// the server in the order they were submitted, and, with a session at hand, before
+    /// whatever is issued after this returns (module `ordered`). One that sends nothing runs at
+    /// once.
     fn spawn(self, callback: Option<BackgroundCallback>) {
-        let Pending { fw, kind, path, future } = self;
-        let ready = fw.session_ready(&path);
+        let Pending { fw, kind, path, future, local } = self;
+        let ready = (!local).then(|| fw.session_ready(&path));
         let (queue, queue_path) = (fw.clone(), path.clone());
         let run = Box::pin(async move {
             let result = future.await;
@@ -153,7 +178,16 @@ impl<T: EventData + Send + 'static> Pending<T> {
             }
             fw.deliver(event, callback);
         });
-        queue.inner.background.submit(&queue_path, ready, run);
+        match ready {
+            Some(ready) => {
+                let connected = queue.connection_state().is_connected();
+                queue.inner.background.submit(&queue_path, connected, ready, run);
+            }
+            None => {
+                tracing::trace!(path = %queue_path, "background operation that sends nothing: run at once");
+                ordered::start(run);
+            }
+        }
     }
 }
 

@@ -165,8 +165,9 @@ impl RemoveWatchesBuilder {
     }
 
     /// Remove the watch from the client without waiting for the server, which may be out of
-    /// reach: succeeds at once, and the client tells the server when it is connected (a
-    /// session that ends first takes the watch with it).
+    /// reach: succeeds at once (in the background too: the callback comes at once, whatever the
+    /// connection), and the client tells the server when it is connected (a session that ends
+    /// first takes the watch with it).
     pub fn locally(mut self) -> Self {
         self.local = true;
         self
@@ -199,7 +200,7 @@ impl RemoveWatchesBuilder {
         let Self { fw, watch, of_type, local, guaranteed, quietly } = self;
         let no_watcher = |path: &str| {
             if quietly {
-                Pending::new(&fw, kind, path, async { Ok(()) })
+                Pending::new(&fw, kind, path, async { Ok(()) }).sending_nothing()
             } else {
                 Pending::failed(&fw, kind, path, CuratorError::NoWatcher { path: path.to_string() })
             }
@@ -215,7 +216,7 @@ impl RemoveWatchesBuilder {
         if local {
             tracing::debug!(path, ?of_type, "removeWatches (locally)");
             drop(raw);
-            return Pending::new(&fw, kind, path, async { Ok(()) });
+            return Pending::new(&fw, kind, path, async { Ok(()) }).sending_nothing();
         }
         let owned = path.to_string();
         Pending::new(&fw.clone(), kind, path, async move {
@@ -456,8 +457,9 @@ impl RemoveAllWatchesBuilder {
         self
     }
 
-    /// Do not wait for the server, which may be out of reach: the watches end at once, and the
-    /// client tells the server when it is connected.
+    /// Do not wait for the server, which may be out of reach: the watches end at once (in the
+    /// background too: the callback comes at once, whatever the connection), and the client
+    /// tells the server when it is connected.
     pub fn locally(mut self) -> Self {
         self.local = true;
         self
@@ -479,7 +481,7 @@ impl RemoveAllWatchesBuilder {
         }
         let Self { fw, of_type, local, quietly } = self;
         let owned = path.to_string();
-        Pending::new(&fw.clone(), kind, path, async move {
+        let pending = Pending::new(&fw.clone(), kind, path, async move {
             let held = fw.inner.held_watches.take(&fw.held_key(&owned), of_type);
             if held.is_empty() {
                 tracing::debug!(path = %owned, ?of_type, "removeWatches (all): none held");
@@ -506,6 +508,11 @@ impl RemoveAllWatchesBuilder {
                 }
             })
             .await
-        })
+        });
+        if local {
+            pending.sending_nothing()
+        } else {
+            pending
+        }
     }
 }

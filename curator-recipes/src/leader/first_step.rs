@@ -1,10 +1,11 @@
 //! The first outcome of a participant's start ([`curator_core::Lifecycle`]): for the
-//! latch and the selector, ready once our node exists. One helper for both.
+//! latch and the selector, ready once our node exists, or refused. One helper of each for both.
 
 use std::convert::Infallible;
 use std::future::Future;
 
 use curator_core::Readiness;
+use curator_core::{CuratorError, CuratorFramework};
 
 use crate::sequential::cleanup::NodeReporter;
 
@@ -37,4 +38,20 @@ pub(super) async fn ready_once_in_line<T>(
         readiness.ready();
     }
     out
+}
+
+/// The first attempt of the participant `what` (of id `id`) to get in line at `path` was refused for good
+/// (`err`, [`CuratorError::is_permanent`]): the framework's unhandled-error listeners hear it,
+/// as they hear a later attempt's refusal (`rejoin.rs`) and as Curator's hear its latch's
+/// (CURATOR-365), and then `readiness` is refused, which closes the participant (ignored if a
+/// first outcome was reported already: the listeners are then the only ones told).
+pub(super) fn refuse_first(
+    fw: &CuratorFramework,
+    readiness: &Readiness,
+    (what, path, id): (&str, &str, &str),
+    err: CuratorError,
+) {
+    tracing::warn!(path = %path, id = %id, error = %err, "{what}: the first attempt to get in line was refused; it ends");
+    fw.report_unhandled(&format!("{what} {path}: could not get in line; it ends"), &err);
+    readiness.refused(err);
 }

@@ -304,8 +304,9 @@ impl LeaderLatch {
     /// once the first attempt to make it failed in a way worth trying again (no connection
     /// within the retry policy, say: the latch keeps trying in the background, as Curator's
     /// does, and leads once it can). A first attempt refused for good (no permission to create
-    /// our node, an ACL the server refuses) is returned, and the latch is closed by then:
-    /// Curator's only logs it, and its latch never leads.
+    /// our node, an ACL the server refuses) is returned, and the latch is closed by then; the
+    /// framework's unhandled-error listeners hear it too, as they hear a later attempt's
+    /// refusal (Curator's hear it, CURATOR-365, and its latch never leads).
     ///
     /// # Errors
     /// The refusal of the first attempt ([`CuratorError::is_permanent`]: `NoAuth`,

@@ -22,8 +22,9 @@
 //!   gave up on a connection error is tried again (the latch's wait, `rejoin.rs`: the cleanup
 //!   loop's backoff, or the next connection change): a selector in line stays in line while the session is down. A
 //!   refusal for good ([`CuratorError::is_permanent`]) of the very first attempt ends the task
-//!   and closes the selector, and [`ready`](LeaderSelector::ready) returns it. Any other error is reported to the framework's unhandled-error
-//!   listeners and leaves the selector Idle, unless it auto-requeues.
+//!   and closes the selector, [`ready`](LeaderSelector::ready) returns it, and the framework's
+//!   unhandled-error listeners hear it. Any other error is reported to those listeners and
+//!   leaves the selector Idle, unless it auto-requeues.
 //! - **Leading**: publish [`SelectorEvent::Took`], then run the user's future against
 //!   [`Leadership::lost`](crate::sequential::HeldNode::lost) and the selector's own stop (interrupt, close). Whichever comes first
 //!   ends the term: the future is dropped at once, the state moves on,
@@ -318,7 +319,9 @@ impl LeaderSelector {
     /// trying again (no connection within the retry policy, say: the selector keeps trying in
     /// the background). A first attempt refused for good (no permission to create our node,
     /// an ACL the server refuses) is returned, and the selector is closed by then, as
-    /// [`LeaderLatch::ready`](super::LeaderLatch::ready) does (Curator's only logs it).
+    /// [`LeaderLatch::ready`](super::LeaderLatch::ready) does; the framework's unhandled-error
+    /// listeners hear it too, as they hear a later attempt's refusal (Curator's selector tells
+    /// nobody).
     ///
     /// # Errors
     /// The refusal of the first attempt ([`CuratorError::is_permanent`]: `NoAuth`,

@@ -8,7 +8,7 @@ use curator_core::{CuratorError, Result};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{CloseMode, Command, LatchEvent, Shared, Status};
-use crate::leader::first_step::ready_once_in_line;
+use crate::leader::first_step::{ready_once_in_line, refuse_first};
 use crate::leader::leadership::Leadership;
 use crate::leader::rejoin::Rejoin;
 use crate::sequential::{Hold, LockLost, LockNode, NodeKind, Predicate};
@@ -42,9 +42,10 @@ pub(super) async fn run(shared: Arc<Shared>, mut commands: mpsc::UnboundedReceiv
         joined |= shared.ours.borrow().is_some();
         phase = match phase {
             Phase::Retry(err) if !joined && err.is_permanent() => {
-                tracing::warn!(path = %shared.group.base_path(), id = %shared.id, error = %err, "leader latch: the first join was refused; the latch ends");
-                // Closes the latch (unless a first outcome was reported already); `ready` says why.
-                readiness.refused(err);
+                // Told to the unhandled-error listeners; closes the latch (unless a first
+                // outcome was reported already), and `ready` says why.
+                let who = ("leader latch", shared.group.base_path(), &*shared.id);
+                refuse_first(shared.group.framework(), &readiness, who, err);
                 shared.events.close();
                 break None;
             }

@@ -11,7 +11,7 @@ use futures::FutureExt;
 use tokio::sync::watch;
 
 use super::{SelectorEvent, Shared, State, TermEnd};
-use crate::leader::first_step::ready_once_in_line;
+use crate::leader::first_step::{ready_once_in_line, refuse_first};
 use crate::leader::leadership::Leadership;
 use crate::leader::rejoin::Rejoin;
 use crate::sequential::{Hold, NodeKind, Predicate};
@@ -55,9 +55,8 @@ impl Shared {
                 Err(err) => err,
             };
             if err.is_permanent() && !readiness.is_reported() {
-                tracing::warn!(path = %self.group.base_path(), id = %self.id, error = %err, "leader selector: the first attempt to get in line was refused; the selector ends");
-                // Closes the selector; `ready` says why.
-                readiness.refused(err);
+                // Told to the unhandled-error listeners; closes the selector, and `ready` says why.
+                refuse_first(fw, readiness, ("leader selector", self.group.base_path(), &*self.id), err);
                 return Turn::Stop;
             }
             // Failed in a way worth trying again, or left to the error listeners: `ready` need
