@@ -75,7 +75,7 @@ fn fresh_name(parent: &str) -> String {
 /// # fw.start()?;
 /// use curator_core::{TransactionSetData, WriteTag};
 ///
-/// fw.create().for_path("/orders/next", b"1".to_vec()).await?;
+/// fw.create().creating_parents_if_needed().for_path("/orders/next", b"1".to_vec()).await?;
 /// let tag = WriteTag::new(&fw, "/orders/next")?;
 /// // Applied once, or reported as OutcomeUnknown: never sent twice on a guess.
 /// fw.transaction()
