@@ -232,6 +232,14 @@ impl CreateBuilder {
 
     /// Creates `path` with `data`; resolves to the path created (sequence number and protection
     /// prefix included, relative to the namespace).
+    ///
+    /// Applied once, or reported as unknown: a create whose reply was lost (the connection died
+    /// under it) is decided by its protected name ([`with_protection`](Self::with_protection)),
+    /// by its [unique data](Self::unique_data), or, for [`if_missing`](Self::if_missing), simply
+    /// sent again; any other create (a fixed path, a sequential one) ends with
+    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown) and is never sent twice: a second
+    /// sequential node, or a `NodeExists` for a create that was applied, cannot happen
+    /// (docs/architecture.md section 4.4).
     pub fn for_path(self, path: &str, data: impl Into<Vec<u8>>) -> Pending<String> {
         let fw = self.fw.clone();
         let with_stat = self.for_path_with_stat(path, data);

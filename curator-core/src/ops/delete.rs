@@ -92,6 +92,15 @@ impl DeleteBuilder {
     }
 
     /// Deletes `path`.
+    ///
+    /// Applied once, or reported as unknown: a delete whose reply was lost is decided by the
+    /// node's identity ([`if_created_at`](Self::if_created_at): that node still there, it is sent
+    /// again) or, told [`quietly`](Self::quietly), by the node being gone (its contract: gone,
+    /// whoever did it); otherwise it ends with [`OutcomeUnknown`](CuratorError::OutcomeUnknown)
+    /// (a node at the path may have been made again since: sending again could delete it). A
+    /// [`guaranteed`](Self::guaranteed) delete goes on in the background after an unknown
+    /// outcome, by path (or by identity, when given), until the node is gone
+    /// (docs/architecture.md sections 4.4 and 7).
     pub fn for_path(self, path: &str) -> Pending<()> {
         let checked = path::validate(path)
             .and_then(|_| check_version(path, self.version))

@@ -30,10 +30,13 @@ impl HeldNode {
     /// lost: known before sending (nothing sent: [`is_held`](Self::is_held) is false), or
     /// refused by the server (nothing written; the hold then reports lost, as
     /// [`lost`](Self::lost) says). After a release it fails with [`CuratorError::NotHeld`]
-    /// (nothing sent). If an earlier attempt's reply was lost and a retry is refused, the error
-    /// is [`CuratorError::OutcomeUnknown`]: the earlier attempt may have been applied while the
-    /// hold held. The results are those of the operations added, without the guard's check.
-    /// See [`TransactionBuilder::guarded_by`].
+    /// (nothing sent). A write whose reply was lost is never sent again on a guess: it fails
+    /// with [`CuratorError::OutcomeUnknown`] (it may have been applied while the hold held),
+    /// under either error policy, unless the transaction carries a
+    /// [`WriteTag`](curator_core::WriteTag)
+    /// ([`with_write_tag`](curator_core::TransactionBuilder::with_write_tag)), which then
+    /// decides exactly (docs/architecture.md section 4.4). The results are those of the
+    /// operations added, without the guard's check. See [`TransactionBuilder::guarded_by`].
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

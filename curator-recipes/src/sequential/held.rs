@@ -54,7 +54,10 @@ use super::node::LockNode;
 /// only while the hold's node exists (a server-side check in the same multi, no extra round
 /// trip), so a holder whose session was closed from outside cannot write even before it is
 /// told. A refused write is [`OwnNodeLost`](curator_core::CuratorError::OwnNodeLost), and the
-/// hold then reports lost. Design: docs/architecture.md section 8.7.
+/// hold then reports lost. A guarded write whose reply was lost is
+/// [`OutcomeUnknown`](curator_core::CuratorError::OutcomeUnknown), never sent twice; with a
+/// [`WriteTag`](curator_core::WriteTag) in its transaction it is decided exactly. Design:
+/// docs/architecture.md sections 8.7 and 4.4.
 #[derive(Debug, Clone)]
 pub struct HeldNode {
     hold: Arc<Hold>,
