@@ -232,6 +232,14 @@ async fn a_lost_reply_whose_tag_someone_else_changed_is_outcome_unknown() {
         let (outcome, ()) = tokio::join!(counter.increment(), async {
             let swallowed = eventually(Timing::new().deadline(), || async { !proxy.swallow_pending() }).await;
             assert!(swallowed, "{case}: the increment was not sent");
+            // The swallow is taken when the proxy reads the request, which may be before the
+            // server applies it: the tag is changed only once the increment was applied (else
+            // the increment meets the change, writes nothing and goes again, successfully).
+            let applied = eventually(Timing::new().deadline(), || async {
+                observer.get_data().for_path(&path).await.is_ok_and(|d| d == 2i64.to_be_bytes())
+            })
+            .await;
+            assert!(applied, "{case}: the increment was not applied");
             observer.set_data().for_path(&tag, b"someone else".to_vec()).await.expect("change the tag");
             proxy.set_reject(false);
         });

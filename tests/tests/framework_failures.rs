@@ -44,7 +44,9 @@ async fn protected_create_that_finally_fails_leaves_no_orphan() {
     proxy.swallow_next_reply();
     let result =
         fw.create().with_protection().with_mode(CreateMode::Persistent).for_path(&format!("{base}/node"), vec![]).await;
-    assert!(result.as_ref().is_err_and(|e| e.is_retryable()), "no retries allowed: {result:?}");
+    // No retry allowed: the create's name could not be looked for, so its outcome is unknown,
+    // and said so (docs/architecture.md section 4.4).
+    assert!(matches!(result, Err(CuratorError::OutcomeUnknown { .. })), "no retries allowed: {result:?}");
     let clean = eventually(Timing::new().deadline(), || async {
         observer.get_children().for_path(&base).await.map(|c| c.is_empty()).unwrap_or(false)
     })

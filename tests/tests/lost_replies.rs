@@ -24,9 +24,10 @@ async fn proxied(server: &TestingServer, policy: ErrorPolicy, retry: Retry) -> (
     (proxy, fw)
 }
 
-/// Whether `err` leaves the outcome to be found by reading: `OutcomeUnknown`, or the connection
-/// error a short retry policy gave up with (never a refusal such as `NodeExists` or
-/// `BadVersion`, which would say the write was not applied).
+/// Whether `err` leaves the outcome to be found by reading: `OutcomeUnknown` (also when a short
+/// retry policy gave up before deciding), or a connection error a short policy gave up with
+/// before anything was in doubt; never a refusal such as `NodeExists` or `BadVersion`, which
+/// would say the write was not applied.
 fn undecided(err: &CuratorError) -> bool {
     matches!(err, CuratorError::OutcomeUnknown { .. }) || err.is_retryable()
 }
@@ -156,7 +157,7 @@ async fn a_guarded_transaction_with_a_write_tag_is_decided_exactly() {
         let results = match with_lost_reply(&proxy, RequestKind::Multi, transaction.commit()).await {
             Ok(results) => results,
             // A short policy may give up before a session is back: nothing decided, nothing sent again.
-            Err(err) if retry == Retry::Short && err.is_retryable() => {
+            Err(err) if retry == Retry::Short && undecided(&err) => {
                 tracing::info!(%case, error = %err, "gave up before deciding");
                 drop(guard);
                 fw.close().await;
@@ -244,16 +245,16 @@ async fn plain_writes_whose_reply_is_lost_are_applied_once() {
         )
         .await;
         if let Err(err) = &protected {
-            assert!(retry == Retry::Short && err.is_retryable(), "{case}: {err}");
+            assert!(retry == Retry::Short && undecided(err), "{case}: {err}");
         }
         let gone = with_lost_reply(&proxy, RequestKind::Delete, fw.delete().quietly().for_path(&fixed)).await;
         if let Err(err) = &gone {
-            assert!(retry == Retry::Short && err.is_retryable(), "{case}: {err}");
+            assert!(retry == Retry::Short && undecided(err), "{case}: {err}");
         }
         let again =
             with_lost_reply(&proxy, RequestKind::Create, fw.create().if_missing().for_path(&fixed, Vec::new())).await;
         if let Err(err) = &again {
-            assert!(retry == Retry::Short && err.is_retryable(), "{case}: {err}");
+            assert!(retry == Retry::Short && undecided(err), "{case}: {err}");
         }
         assert!(observer.check_exists().for_path(&fixed).await.expect("stat").is_some(), "{case}");
         fw.close().await;
@@ -343,7 +344,7 @@ async fn a_try_set_whose_reply_is_lost_under_another_write_is_its_own() {
         });
         match mine {
             Ok(won) => assert!(won, "{case}: A denied its own applied write"),
-            Err(err) => assert!(retry == Retry::Short && err.is_retryable(), "{case}: {err}"),
+            Err(err) => assert!(retry == Retry::Short && undecided(&err), "{case}: {err}"),
         }
         let (data, stat) = observer.get_data().for_path_with_stat(&path).await.expect("read");
         assert_eq!((data, stat.version), (2i32.to_be_bytes().to_vec(), 2), "{case}");

@@ -18,8 +18,9 @@
 //!
 //! A write is never sent twice on a guess: without evidence it is `Unknown` at once. So a write
 //! is applied at most once, and it is reported applied only when it was, and refused only when
-//! it was not. If the retry loop gives up while the write is in doubt, the error it gives up with
-//! is one of [`CuratorError::outcome_unknown`]'s.
+//! it was not. If the retry loop gives up while the write is in doubt, or the evidence cannot be
+//! read for good, the write ends with `OutcomeUnknown` too (a deadline's `Timeout` and a close's
+//! `Closed` stay as they are: both are [`CuratorError::outcome_unknown`]'s).
 //!
 //! # The evidence, by kind of write ([`Evidence`])
 //! - `None`: a create at a fixed path or a sequential one, a data write, a delete by path, a
@@ -149,43 +150,66 @@ impl CuratorFramework {
         let doubt: Mutex<Option<Doubt>> = Mutex::new(None);
         let doubt = &doubt;
         let put = move |d: Doubt| *doubt.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
-        self.call_with_retry(op, path, |session, _| {
-            let pending = doubt.lock().unwrap_or_else(|e| e.into_inner()).take();
-            // Both futures are made here and do nothing until polled; the attempt is dropped
-            // unpolled when the decision ends the write.
-            let decision = pending.map(|pending| (pending, decide(session.clone(), pending)));
-            let flight = Arc::new(InFlight::default());
-            let send = attempt(session, flight.clone());
-            async move {
-                if let Some((pending, decision)) = decision {
-                    match decision.await {
-                        Ok(Verdict::Applied(value)) => {
-                            tracing::info!(path, "a write whose reply was lost was applied");
-                            return Ok(value);
-                        }
-                        Ok(Verdict::NotApplied) => {
-                            tracing::info!(path, "a write whose reply was lost was not applied: sending it again");
-                        }
-                        Ok(Verdict::Unknown(reason)) => {
-                            tracing::warn!(path, %reason, "the outcome of a write whose reply was lost is unknown");
-                            return Err(CuratorError::OutcomeUnknown { path: path.to_string(), reason });
-                        }
-                        Err(err) => {
-                            put(pending);
-                            return Err(err);
+        let result = self
+            .call_with_retry(op, path, |session, _| {
+                let pending = doubt.lock().unwrap_or_else(|e| e.into_inner()).take();
+                // Both futures are made here and do nothing until polled; the attempt is dropped
+                // unpolled when the decision ends the write.
+                let decision = pending.map(|pending| (pending, decide(session.clone(), pending)));
+                let flight = Arc::new(InFlight::default());
+                let send = attempt(session, flight.clone());
+                async move {
+                    if let Some((pending, decision)) = decision {
+                        match decision.await {
+                            Ok(Verdict::Applied(value)) => {
+                                tracing::info!(path, "a write whose reply was lost was applied");
+                                return Ok(value);
+                            }
+                            Ok(Verdict::NotApplied) => {
+                                tracing::info!(path, "a write whose reply was lost was not applied: sending it again");
+                            }
+                            Ok(Verdict::Unknown(reason)) => {
+                                tracing::warn!(path, %reason, "the outcome of a write whose reply was lost is unknown");
+                                return Err(CuratorError::OutcomeUnknown { path: path.to_string(), reason });
+                            }
+                            // Not decided yet: decide on the next attempt.
+                            Err(err) if err.is_retryable() || matches!(err, CuratorError::Closed) => {
+                                put(pending);
+                                return Err(err);
+                            }
+                            // The evidence could not be read for good (no permission, say): the
+                            // write's outcome stays unknown, which is what the caller must hear,
+                            // not the read's refusal.
+                            Err(err) => {
+                                return Err(CuratorError::OutcomeUnknown {
+                                    path: path.to_string(),
+                                    reason: format!("its reply was lost, and reading what would tell failed: {err}"),
+                                });
+                            }
                         }
                     }
+                    let sent = Doubt { sent: Instant::now() };
+                    let result = send.await;
+                    if result.is_err() && flight.lost() {
+                        tracing::debug!(path, "the write's reply was lost: in doubt");
+                        put(sent);
+                    }
+                    result
                 }
-                let sent = Doubt { sent: Instant::now() };
-                let result = send.await;
-                if result.is_err() && flight.lost() {
-                    tracing::debug!(path, "the write's reply was lost: in doubt");
-                    put(sent);
-                }
-                result
+            })
+            .await;
+        match result {
+            // The retry loop gave up while the write was in doubt: say so.
+            Err(err) if err.is_retryable() && doubt.lock().unwrap_or_else(|e| e.into_inner()).is_some() => {
+                Err(CuratorError::OutcomeUnknown {
+                    path: path.to_string(),
+                    reason: format!(
+                        "its reply was lost, and the retry policy gave up before it could be decided: {err}"
+                    ),
+                })
             }
-        })
-        .await
+            other => other,
+        }
     }
 }
 

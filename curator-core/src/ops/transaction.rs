@@ -375,13 +375,12 @@ impl TransactionBuilder {
 
     /// One attempt, outside the framework's retry loop, for a caller that runs a loop of its
     /// own (a recipe under its own retry policy). It ends with the attempt's answer, except
-    /// after a lost reply with a [`WriteTag`]: the tag then decides, on the next session (for as
+    /// after a lost reply: with a [`WriteTag`] the tag then decides, on the next session (for as
     /// long as the framework is open), and the transaction ends `Ok` if it was applied, with the
-    /// connection error if it was not (send it again), or with
-    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown). Without a tag a lost reply ends it with
-    /// the connection error, its outcome unknown ([`CuratorError::outcome_unknown`]). A tag
-    /// found gone or out of step is read again and the error is the tag's, with its path:
-    /// nothing was written.
+    /// connection error if it was not, or with [`OutcomeUnknown`](CuratorError::OutcomeUnknown);
+    /// without a tag it ends with `OutcomeUnknown`. So a retryable error always means that
+    /// nothing was applied: send it again. A tag found gone or out of step is read again and the
+    /// error is the tag's, with its path: nothing was written.
     pub fn commit_once(self) -> Pending<Vec<TransactionResult>> {
         self.run(Runs::Once)
     }
@@ -487,7 +486,17 @@ impl Work {
                 Err(Failed::Tag(err) | Failed::Other(err)) => err,
             };
             drop(session);
-            let Some(lock) = lock.filter(|_| flight.lost()) else { return Err(err) };
+            if !flight.lost() {
+                return Err(err);
+            }
+            let Some(lock) = lock else {
+                return Err(CuratorError::OutcomeUnknown {
+                    path: self.first.clone(),
+                    reason: format!(
+                        "its reply was lost ({err}), and a transaction without a write tag leaves nothing to tell"
+                    ),
+                });
+            };
             let mut retry = self.fw.cleanup_retry_loop();
             loop {
                 let decided = async {
