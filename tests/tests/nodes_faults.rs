@@ -415,7 +415,8 @@ fn placed_again(events: &tests::logs::Events) -> bool {
 /// reply (the connection closes): the keeper places the node again, finds its own node in the
 /// way (same session) and adopts it, keeping the edit, as it keeps one while it watches the
 /// node (a watched discovery registration takes the edit in: discovery_watched.rs). Failed
-/// before: the keeper wrote its own data over the edit (the node read `ours`, version 2).
+/// before: the keeper wrote its own data over the edit (the node read `ours`, version 2). The
+/// create the keeper sends then is no create: nothing is published.
 async fn edit_kept_when_placed_again(policy: ErrorPolicy, retry: Retry) {
     let (events, _recording) = tests::logs::record_events();
     let server = TestingServer::shared();
@@ -427,6 +428,7 @@ async fn edit_kept_when_placed_again(policy: ErrorPolicy, retry: Retry) {
         PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"ours".to_vec()).build().expect("node");
     node.start().expect("start");
     assert!(node.wait_for_initial_create(Timing::new().deadline()).await);
+    let mut creates = node.created_events();
     // The keeper watches its node (its only request until the edit fires the watch).
     let watching = || async { events.all().iter().any(|e| e.ends_with("persistent node: exists+watch")) };
     assert!(eventually(Timing::new().deadline(), watching).await);
@@ -441,6 +443,8 @@ async fn edit_kept_when_placed_again(policy: ErrorPolicy, retry: Retry) {
         "{policy:?}/{retry:?}: the edit was written over"
     );
     assert_eq!(stat.ephemeral_owner, session_id(&fw).await);
+    // The create sent after the lost reply met the node still there: not a create.
+    assert!(creates.try_next().is_none(), "{policy:?}/{retry:?}: published as created again");
     // Data of our own set after that goes over the edit, as always.
     node.set_data(b"newer".to_vec()).expect("set data");
     assert!(eventually(Timing::new().deadline(), || owned_with(&fw, &observer, &path, b"newer")).await);
