@@ -103,6 +103,60 @@ async fn member_is_back_at_once_after_an_outage_longer_than_the_session_timeout(
     join_all(COMBINATIONS.map(|(policy, retry)| outage_longer_than_the_session_timeout(policy, retry))).await;
 }
 
+/// A server restart that outlasts the session: the case behind the flake of
+/// `ephemeral_sequential_with_protection_reconnection` (nodes_curator_persistent.rs), made
+/// certain here by restarting only once the client has presumed its session lost (19/20 of the
+/// session timeout after the server last answered, docs/architecture.md section 3.2). The
+/// protected ephemeral-sequential node is made again on the new session, under its name, as
+/// the only child, and that create is published once (Curator calls `nodeCreated` for its
+/// create after RECONNECTED too). Every error and retry policy, on one server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_is_made_again_once_after_a_restart_that_outlasts_the_session() {
+    init_tracing();
+    let deadline = Timing::new().deadline();
+    let mut server = TestingServer::start().await.expect("server");
+    let connect = server.connect_string();
+    let mut rounds = Vec::new();
+    for (policy, retry) in COMBINATIONS {
+        let fw = framework(&connect, policy, retry).await;
+        let parent = unique_path("restart-lost");
+        let node = PersistentNode::builder(&fw, &format!("{parent}/two"))
+            .mode(CreateMode::EphemeralSequential)
+            .protection(true)
+            .build()
+            .expect("node");
+        node.start().expect("start");
+        assert!(node.wait_for_initial_create(deadline).await);
+        let actual = node.actual_path().expect("a path");
+        let before = children(&fw, &parent).await;
+        assert_eq!(before.len(), 1, "{before:?}");
+        let old = session_id(&fw).await;
+        let (creates, states) = (node.created_events(), fw.connection_state_stream());
+        rounds.push((policy, retry, fw, node, parent, actual, before, old, creates, states));
+    }
+    server.stop().await.expect("stop");
+    for (.., states) in &mut rounds {
+        wait_for(states, ConnectionState::Lost, |_| true).await;
+    }
+    server.restart().await.expect("restart");
+    let observer = framework(&connect, ErrorPolicy::Standard, Retry::Default).await;
+    for (policy, retry, fw, node, parent, actual, before, old, mut creates, mut states) in rounds {
+        wait_for(&mut states, ConnectionState::Reconnected, |e| e.new_session).await;
+        let again = tokio::time::timeout(deadline, creates.next()).await.ok().flatten();
+        assert_eq!(again.as_deref(), Some(actual.as_str()), "{policy:?}/{retry:?}: not made again under its name");
+        let new = session_id(&fw).await;
+        assert_ne!(new, old, "{policy:?}/{retry:?}");
+        let owner = read_node(&observer, &actual).await.map(|(owner, _)| owner);
+        assert_eq!(owner, Some(new), "{policy:?}/{retry:?}: not the new session's node");
+        assert_eq!(children(&observer, &parent).await, before, "{policy:?}/{retry:?}: one node, under its name");
+        assert_eq!(node.actual_path().as_deref(), Some(actual.as_str()));
+        assert!(creates.try_next().is_none(), "{policy:?}/{retry:?}: made more than once");
+        node.close().await;
+        fw.close().await;
+    }
+    observer.close().await;
+}
+
 /// Expiry of the node's session: the node is made again on the new session, with the latest
 /// data (set while the session was being replaced).
 async fn session_expiry(policy: ErrorPolicy, retry: Retry) {
@@ -361,7 +415,8 @@ fn placed_again(events: &tests::logs::Events) -> bool {
 /// reply (the connection closes): the keeper places the node again, finds its own node in the
 /// way (same session) and adopts it, keeping the edit, as it keeps one while it watches the
 /// node (a watched discovery registration takes the edit in: discovery_watched.rs). Failed
-/// before: the keeper wrote its own data over the edit (the node read `ours`, version 2).
+/// before: the keeper wrote its own data over the edit (the node read `ours`, version 2). The
+/// create the keeper sends then is no create: nothing is published.
 async fn edit_kept_when_placed_again(policy: ErrorPolicy, retry: Retry) {
     let (events, _recording) = tests::logs::record_events();
     let server = TestingServer::shared();
@@ -373,6 +428,7 @@ async fn edit_kept_when_placed_again(policy: ErrorPolicy, retry: Retry) {
         PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"ours".to_vec()).build().expect("node");
     node.start().expect("start");
     assert!(node.wait_for_initial_create(Timing::new().deadline()).await);
+    let mut creates = node.created_events();
     // The keeper watches its node (its only request until the edit fires the watch).
     let watching = || async { events.all().iter().any(|e| e.ends_with("persistent node: exists+watch")) };
     assert!(eventually(Timing::new().deadline(), watching).await);
@@ -387,6 +443,8 @@ async fn edit_kept_when_placed_again(policy: ErrorPolicy, retry: Retry) {
         "{policy:?}/{retry:?}: the edit was written over"
     );
     assert_eq!(stat.ephemeral_owner, session_id(&fw).await);
+    // The create sent after the lost reply met the node still there: not a create.
+    assert!(creates.try_next().is_none(), "{policy:?}/{retry:?}: published as created again");
     // Data of our own set after that goes over the edit, as always.
     node.set_data(b"newer".to_vec()).expect("set data");
     assert!(eventually(Timing::new().deadline(), || owned_with(&fw, &observer, &path, b"newer")).await);

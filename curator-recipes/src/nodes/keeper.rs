@@ -188,9 +188,12 @@ impl Keeper {
         tracing::debug!(path = %path, ?mode, "persistent node: create");
         match create.for_path_with_stat(&path, data).await {
             Ok((created, stat)) => {
-                self.took(&created, &stat, version, Some(stat.mzxid));
-                self.shared.created.publish(created.clone());
                 tracing::debug!(path = %created, "persistent node: created");
+                self.took(&created, &stat, version, Some(stat.mzxid));
+                // Published before the node is told made: a stream taken once
+                // `wait_for_initial_create` or `ready` returned gets the creates to come only.
+                self.shared.created.publish(created.clone());
+                self.settled();
                 State::Own(created)
             }
             Err(CuratorError::NodeExists { .. }) => {
@@ -265,6 +268,7 @@ impl Keeper {
         }
         drop(session);
         self.took(&path, &stat, version, zxid);
+        self.settled();
         State::Own(path)
     }
 
@@ -283,6 +287,11 @@ impl Keeper {
         *lock(&self.shared.actual) = Some(path.to_string());
         self.shared.last_error.send_if_modified(|last| last.take().is_some());
         self.retry.reset();
+    }
+
+    /// After [`took`](Self::took) (and the create's publication, if any): the node is there, for
+    /// `wait_for_initial_create` and the first outcome.
+    fn settled(&mut self) {
         self.shared.initial.send_replace(true);
         self.readiness.ready();
     }

@@ -364,8 +364,9 @@ impl PersistentNode {
         }
     }
 
-    /// Calls `listener` with the node's path after each time this node creates it (not when it
-    /// adopts one already there), as Curator's `PersistentNodeListener.nodeCreated`.
+    /// Calls `listener` with the node's path after each time this node creates it, as Curator's
+    /// `PersistentNodeListener.nodeCreated`: the creates [`created_events`](Self::created_events)
+    /// publishes (not a node adopted, nor one found still in place).
     pub fn add_created_listener(&self, listener: impl Fn(&str) + Send + Sync + 'static) -> ListenerId {
         self.shared.created.add_callback(Arc::new(move |path: &String| listener(path)))
     }
@@ -375,7 +376,29 @@ impl PersistentNode {
         self.shared.created.remove(id)
     }
 
-    /// The paths of the creates to come, as a stream.
+    /// The paths of the creates to come, as a stream: a stream taken once
+    /// [`ready`](Self::ready) or [`wait_for_initial_create`](Self::wait_for_initial_create)
+    /// returned after the first create does not get that create.
+    ///
+    /// # What is published
+    /// One event for each node a create request of this node made, once it is known to have
+    /// made it:
+    /// - the first create, also when its reply was lost and the node was found by evidence only
+    ///   that request could leave (its protected `_c_<uuid>-` name, on this session:
+    ///   docs/architecture.md, section 4.4). That request made the node, once, and no event
+    ///   told it before;
+    /// - each create after the node went: deleted by someone, or gone with its session (one
+    ///   that expired, or that the client presumed lost because the server stayed silent for
+    ///   most of a session timeout, a server restart that long included): the node is made
+    ///   again, under its name, on the new session.
+    ///
+    /// Nothing for a node that was there already: a node at the path that is adopted (a
+    /// persistent node, or our own ephemeral met by a create), and our node found still in
+    /// place after a reconnection on the same session, which is checked with one request and
+    /// not created again. A create at the node's known path whose reply was lost and that then
+    /// meets its node cannot tell it from such a node (a fixed path carries no evidence of its
+    /// own): it is adopted, without an event, as Curator's `PersistentNode` does not call
+    /// `nodeCreated` for a node its create found there.
     pub fn created_events(&self) -> EventStream<String> {
         self.shared.created.stream()
     }
