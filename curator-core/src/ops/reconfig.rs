@@ -91,6 +91,11 @@ impl ReconfigBuilder {
     }
 
     /// Sends the reconfiguration; resolves to the new configuration and its stat.
+    ///
+    /// After a lost reply it is sent again only when it was made [`from_config`](Self::from_config)
+    /// and the configuration is still at that version (so it was not applied); otherwise it ends
+    /// with [`OutcomeUnknown`](CuratorError::OutcomeUnknown): read the configuration to see
+    /// (docs/architecture.md section 4.4).
     pub fn for_ensemble(self) -> Pending<(Vec<u8>, zk::Stat)> {
         let kind = CuratorEventType::Reconfig;
         if let Err(err) = self.check() {

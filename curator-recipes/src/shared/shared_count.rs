@@ -158,13 +158,17 @@ impl SharedCount {
         CountReader { path: self.path().to_string(), copy: self.value.subscribe() }
     }
 
-    /// Sets the count whatever it was.
+    /// Sets the count whatever it was (applied once, decided by the handle's write tag after a
+    /// lost reply: see [`SharedValue::set`]).
     pub async fn set(&self, count: i32) -> Result<()> {
         self.value.set(to_bytes(count)).await
     }
 
     /// Sets `count` only if the node is still at `previous`; false (and the local copy read
-    /// again) if anyone wrote since. See [`SharedValue::try_set`].
+    /// again) if anyone wrote since. True only for this call's own write and false only when
+    /// it was not applied, also after a lost reply: the write carries the handle's write tag
+    /// ([`OutcomeUnknown`](curator_core::CuratorError::OutcomeUnknown) only if the tag cannot
+    /// tell). See [`SharedValue::try_set`].
     pub async fn try_set(&self, previous: &VersionedValue<i32>, count: i32) -> Result<bool> {
         let previous = VersionedValue { version: previous.version, value: to_bytes(previous.value) };
         self.value.try_set(&previous, to_bytes(count)).await
