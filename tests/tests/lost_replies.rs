@@ -190,6 +190,72 @@ async fn a_guarded_transaction_with_a_write_tag_is_decided_exactly() {
     observer.close().await;
 }
 
+/// A transaction decided by data unique to it is `Ok` after a lost reply, its results read
+/// back; one decided by a node it deletes is `OutcomeUnknown` once that node is gone (another
+/// client could have deleted it), never sent again; evidence naming a node the transaction does
+/// not write is `InvalidArgument`, nothing sent.
+#[tokio::test]
+async fn transactions_decided_by_unique_data_or_a_deleted_node() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let observer = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    for (policy, retry) in COMBINATIONS {
+        let case = format!("{policy:?}/{retry:?}");
+        let (proxy, fw) = proxied(server, policy, retry).await;
+        let node = unique_path("decided");
+        let id = |n: u32| format!("record {n} {:016x}", fastrand::u64(..)).into_bytes();
+        let made = with_lost_reply(
+            &proxy,
+            RequestKind::Multi,
+            fw.transaction().create(&node, id(1), CreateMode::Persistent).decided_by_data(&node, None).commit(),
+        )
+        .await;
+        match &made {
+            Ok(results) => {
+                assert!(matches!(&results[0], TransactionResult::Create { path } if *path == node), "{case}")
+            }
+            Err(err) => assert!(retry == Retry::Short && undecided(err), "{case}: {err}"),
+        }
+        let (_, found) = observer.get_data().for_path_with_stat(&node).await.expect("made once");
+        let second = id(2);
+        let written = with_lost_reply(
+            &proxy,
+            RequestKind::Multi,
+            fw.transaction()
+                .set_data(&node, second.clone(), Some(found.version))
+                .decided_by_data(&node, Some(&found))
+                .commit(),
+        )
+        .await;
+        let (data, stat) = observer.get_data().for_path_with_stat(&node).await.expect("read");
+        assert_eq!((data, stat.version), (second, found.version + 1), "{case}: applied once ({written:?})");
+        match &written {
+            Ok(results) => assert!(
+                matches!(&results[0], TransactionResult::SetData { stat: s, .. } if s.mzxid == stat.mzxid),
+                "{case}: {results:?}"
+            ),
+            Err(err) => assert!(retry == Retry::Short && undecided(err), "{case}: {err}"),
+        }
+        let deleted = with_lost_reply(
+            &proxy,
+            RequestKind::Multi,
+            fw.transaction().delete(&node, None).decided_by_delete(&node, stat.czxid).commit(),
+        )
+        .await;
+        assert!(deleted.as_ref().is_err_and(undecided), "{case}: gone proves nothing: {deleted:?}");
+        assert!(observer.check_exists().for_path(&node).await.expect("exists").is_none(), "{case}");
+        let bad = fw
+            .transaction()
+            .create(&node, id(3), CreateMode::Persistent)
+            .decided_by_data("/elsewhere", None)
+            .commit()
+            .await;
+        assert!(matches!(bad, Err(CuratorError::InvalidArgument { .. })), "{case}: {bad:?}");
+        fw.close().await;
+    }
+    observer.close().await;
+}
+
 /// Plain writes whose reply is lost, with nothing to prove their outcome, are not sent again:
 /// a sequential create makes one node (before: two), an unversioned `set_data` moves the
 /// version by one (before: two), a create at a fixed path is not reported `NodeExists` and a

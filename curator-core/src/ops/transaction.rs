@@ -22,24 +22,23 @@
 //! [`TransactionBuilder::guarded_by`] and module `guarded`.
 
 mod rebuild;
+mod run;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use tracing::Instrument;
+use std::time::Duration;
 
 use zookeeper_client as zk;
 
 use crate::background::CuratorEventType;
 use crate::error::{CuratorError, Result};
 pub use crate::event::TransactionResult;
-use crate::framework::{CuratorFramework, Session};
+use crate::framework::CuratorFramework;
 use crate::ops::guarded::{Guard, TransactionGuard};
-use crate::ops::outcome::{no_evidence, InFlight, Verdict};
 use crate::ops::{check_acl, check_request_len, check_ttl, check_version, op_len, CreateMode, Pending};
 use crate::path;
 use crate::schema_set::SchemaOp;
-use crate::write_tag::{TagLock, WriteTag};
+use crate::write_tag::WriteTag;
+use run::{Proof, Runs, Work};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -166,7 +165,25 @@ pub struct TransactionBuilder {
     fw: CuratorFramework,
     ops: Vec<Op>,
     guard: Option<Guard>,
-    tag: Option<WriteTag>,
+    evidence: Evidence,
+}
+
+/// What decides a transaction whose reply was lost (docs/architecture.md section 4.4): one of
+/// [`TransactionBuilder::with_write_tag`], [`decided_by_data`](TransactionBuilder::decided_by_data),
+/// [`decided_by_delete`](TransactionBuilder::decided_by_delete), or none.
+#[derive(Debug, Clone, Default)]
+enum Evidence {
+    #[default]
+    None,
+    Tag(WriteTag),
+    Data {
+        path: String,
+        found: Option<(i64, i32)>,
+    },
+    Delete {
+        path: String,
+        czxid: i64,
+    },
 }
 
 impl CuratorFramework {
@@ -192,7 +209,7 @@ impl CuratorFramework {
     /// # Ok(()) }
     /// ```
     pub fn transaction(&self) -> TransactionBuilder {
-        TransactionBuilder { fw: self.clone(), ops: Vec::new(), guard: None, tag: None }
+        TransactionBuilder { fw: self.clone(), ops: Vec::new(), guard: None, evidence: Evidence::None }
     }
 }
 
@@ -281,8 +298,42 @@ impl TransactionBuilder {
     /// [`InvalidArgument`](CuratorError::InvalidArgument) (nothing sent). Writes carrying one
     /// tag run one at a time: the commit waits for the tag.
     pub fn with_write_tag(mut self, tag: &WriteTag) -> Self {
-        self.tag = Some(tag.clone());
+        self.evidence = Evidence::Tag(tag.clone());
         self
+    }
+
+    /// Declares that the data one of the transaction's operations writes at `path` (a create's
+    /// or a data write's; the last one, if several) is unique to it: it holds an id that no
+    /// other write, by any client, ever puts in that node. Then, after a lost reply, the node
+    /// holding exactly that data proves the transaction applied (its results are read back, as
+    /// for a [write tag](Self::with_write_tag)); `found`, the node's stat as read when the
+    /// transaction was made (for a transaction that writes that node at that stat's version),
+    /// still matching (same czxid, same version) proves it was not (it is sent again);
+    /// anything else is [`OutcomeUnknown`](CuratorError::OutcomeUnknown). Replaces any other
+    /// evidence. A path no operation writes is [`InvalidArgument`](CuratorError::InvalidArgument)
+    /// (nothing sent). Data that is not unique makes this unsound.
+    pub fn decided_by_data(mut self, path: &str, found: Option<&zk::Stat>) -> Self {
+        self.evidence = Evidence::Data { path: path.to_string(), found: found.map(|s| (s.czxid, s.version)) };
+        self
+    }
+
+    /// Declares that the transaction deletes the node made at zxid `czxid` at `path` (its
+    /// `Stat::czxid`). Then, after a lost reply, that node still there proves the transaction
+    /// was not applied (it is sent again); gone, it proves nothing (another client may have
+    /// deleted it): [`OutcomeUnknown`](CuratorError::OutcomeUnknown). Replaces any other
+    /// evidence. A path no operation deletes is [`InvalidArgument`](CuratorError::InvalidArgument)
+    /// (nothing sent).
+    pub fn decided_by_delete(mut self, path: &str, czxid: i64) -> Self {
+        self.evidence = Evidence::Delete { path: path.to_string(), czxid };
+        self
+    }
+
+    /// The data the last operation writing `path` writes, as it will be sent.
+    fn written_data(&self, path: &str) -> Option<&[u8]> {
+        self.ops.iter().rev().find_map(|op| match op {
+            Op::Create { path: p, data, .. } | Op::SetData { path: p, data, .. } if p == path => Some(data.as_slice()),
+            _ => None,
+        })
     }
 
     /// Compresses the data of the operations whose compression (their own, else the
@@ -344,16 +395,35 @@ impl TransactionBuilder {
             path::validate(guard.path())?;
             len += op_len(&self.fw, guard.path(), 0, &[]);
         }
-        if let Some(tag) = &self.tag {
-            let own = tag.framework();
-            if !(own.same_connection(&self.fw) && own.namespace() == self.fw.namespace()) {
-                return Err(CuratorError::InvalidArgument {
-                    path: tag.path(),
-                    reason: "the write tag belongs to another framework or namespace".into(),
-                });
+        match &self.evidence {
+            Evidence::None => {}
+            Evidence::Tag(tag) => {
+                let own = tag.framework();
+                if !(own.same_connection(&self.fw) && own.namespace() == self.fw.namespace()) {
+                    return Err(CuratorError::InvalidArgument {
+                        path: tag.path(),
+                        reason: "the write tag belongs to another framework or namespace".into(),
+                    });
+                }
+                let tag_path = tag.path();
+                len += op_len(&self.fw, &tag_path, 0, &self.fw.acl_for_path(&tag_path));
             }
-            let tag_path = tag.path();
-            len += op_len(&self.fw, &tag_path, 0, &self.fw.acl_for_path(&tag_path));
+            Evidence::Data { path, .. } => {
+                if self.written_data(path).is_none() {
+                    return Err(CuratorError::InvalidArgument {
+                        path: path.clone(),
+                        reason: "decided_by_data names a node no operation of the transaction writes".into(),
+                    });
+                }
+            }
+            Evidence::Delete { path, .. } => {
+                if !self.ops.iter().any(|op| matches!(op, Op::Delete { path: p, .. } if p == path)) {
+                    return Err(CuratorError::InvalidArgument {
+                        path: path.clone(),
+                        reason: "decided_by_delete names a node no operation of the transaction deletes".into(),
+                    });
+                }
+            }
         }
         let first = self.ops.first().map_or("/", Op::path);
         check_request_len(&self.fw, first, len)
@@ -364,23 +434,25 @@ impl TransactionBuilder {
     /// transaction's refused check fails it as [`guarded_by`](Self::guarded_by) says.
     ///
     /// Applied once, or reported as unknown: after a lost reply (the connection died under the
-    /// request), nothing is sent again on a guess. With a [`WriteTag`] the tag decides whether
-    /// the transaction was applied (its results are then read back: see
-    /// [`with_write_tag`](Self::with_write_tag)); without one, the transaction fails with
-    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown), since no other evidence proves it
-    /// (docs/architecture.md section 4.4).
+    /// request), nothing is sent again on a guess. Its evidence decides whether it was applied:
+    /// a [`WriteTag`] ([`with_write_tag`](Self::with_write_tag), exact), data unique to it
+    /// ([`decided_by_data`](Self::decided_by_data)), or a node it deletes
+    /// ([`decided_by_delete`](Self::decided_by_delete)); when applied, its results are read
+    /// back. Without evidence, or when it cannot tell, the transaction fails with
+    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown) (docs/architecture.md section 4.4).
     pub fn commit(self) -> Pending<Vec<TransactionResult>> {
         self.run(Runs::WithRetry)
     }
 
     /// One attempt, outside the framework's retry loop, for a caller that runs a loop of its
     /// own (a recipe under its own retry policy). It ends with the attempt's answer, except
-    /// after a lost reply: with a [`WriteTag`] the tag then decides, on the next session (for as
-    /// long as the framework is open), and the transaction ends `Ok` if it was applied, with the
-    /// connection error if it was not, or with [`OutcomeUnknown`](CuratorError::OutcomeUnknown);
-    /// without a tag it ends with `OutcomeUnknown`. So a retryable error always means that
-    /// nothing was applied: send it again. A tag found gone or out of step is read again and the
-    /// error is the tag's, with its path: nothing was written.
+    /// after a lost reply: its evidence (as for [`commit`](Self::commit)) then decides, on the
+    /// next session (for as long as the framework is open), and the transaction ends `Ok` if it
+    /// was applied, with the connection error if it was not, or with
+    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown); without evidence it ends with
+    /// `OutcomeUnknown`. So a retryable error always means that nothing was applied: send it
+    /// again. A tag found gone or out of step is read again and the error is the tag's, with
+    /// its path: nothing was written.
     pub fn commit_once(self) -> Pending<Vec<TransactionResult>> {
         self.run(Runs::Once)
     }
@@ -402,237 +474,29 @@ impl TransactionBuilder {
         if let Err(err) = self.compress_data().and_then(|()| self.validate(&acls)) {
             return Pending::failed(&self.fw, CuratorEventType::Transaction, &first, err);
         }
-        let Self { fw, ops, guard, tag } = self;
+        let data = match &self.evidence {
+            Evidence::Data { path, .. } => self.written_data(path).map(<[u8]>::to_vec).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let Self { fw, ops, guard, evidence } = self;
         let path = first.clone();
-        let work = Work { fw: fw.clone(), first, ops, acls, guard };
+        let fw2 = fw.clone();
         Pending::new(&fw, CuratorEventType::Transaction, &path, async move {
-            if work.ops.is_empty() {
+            if ops.is_empty() {
                 return Ok(Vec::new());
             }
             // A hold already known lost refuses at once, also while disconnected: the retry loop
             // would first wait for a connection (up to its timeout) only to refuse then.
-            if let Some(guard) = &work.guard {
+            if let Some(guard) = &guard {
                 guard.held()?;
             }
-            let lock = match &tag {
-                Some(tag) => Some(tag.lock().await),
-                None => None,
+            let proof = match evidence {
+                Evidence::None => Proof::None,
+                Evidence::Tag(tag) => Proof::Tag(tag.lock().await),
+                Evidence::Data { path, found } => Proof::Data { path, data, found },
+                Evidence::Delete { path, czxid } => Proof::Delete { path, czxid },
             };
-            match runs {
-                Runs::WithRetry => work.with_retry(lock.as_ref()).await,
-                Runs::Once => work.once(lock.as_ref()).await,
-            }
+            Work { fw: fw2, first, ops, acls, guard, proof }.run(runs).await
         })
     }
-}
-
-/// How a commit runs: under the framework's retry loop, or one attempt.
-#[derive(Debug, Clone, Copy)]
-enum Runs {
-    WithRetry,
-    Once,
-}
-
-/// A validated transaction, ready to send.
-struct Work {
-    fw: CuratorFramework,
-    first: String,
-    ops: Vec<Op>,
-    acls: Vec<Vec<zk::Acl>>,
-    guard: Option<Guard>,
-}
-
-impl Work {
-    fn op_name(&self) -> &'static str {
-        if self.guard.is_some() {
-            "guarded_transaction"
-        } else {
-            "transaction"
-        }
-    }
-
-    /// Under the retry loop, which owns lost replies (module `outcome`).
-    async fn with_retry(&self, lock: Option<&TagLock>) -> Result<Vec<TransactionResult>> {
-        self.fw
-            .write_with_retry(
-                self.op_name(),
-                &self.first,
-                |session, flight| async move {
-                    let mut resent = false;
-                    loop {
-                        match self.attempt(&session, &flight, lock).await {
-                            // The tag was reaped while idle (or its parent made again): nothing
-                            // was written; the tag was read again, so send once more at once.
-                            Err(Failed::Tag(_)) if !resent => resent = true,
-                            Err(Failed::Tag(err) | Failed::Other(err)) => return Err(err),
-                            Ok(results) => return Ok(results),
-                        }
-                    }
-                },
-                |session, doubt| async move { self.decide(&session, doubt.sent, lock).await },
-            )
-            .await
-    }
-
-    /// One attempt; after a lost reply with a tag, decided under the cleanup loop.
-    async fn once(&self, lock: Option<&TagLock>) -> Result<Vec<TransactionResult>> {
-        let span = tracing::debug_span!("zk", op = self.op_name(), path = %self.first);
-        async {
-            let session = self.fw.session_for(&self.first).await?;
-            let flight = Arc::new(InFlight::default());
-            let sent = Instant::now();
-            let err = match self.attempt(&session, &flight, lock).await {
-                Ok(results) => return Ok(results),
-                Err(Failed::Tag(err) | Failed::Other(err)) => err,
-            };
-            drop(session);
-            if !flight.lost() {
-                return Err(err);
-            }
-            let Some(lock) = lock else {
-                return Err(CuratorError::OutcomeUnknown {
-                    path: self.first.clone(),
-                    reason: format!(
-                        "its reply was lost ({err}), and a transaction without a write tag leaves nothing to tell"
-                    ),
-                });
-            };
-            let mut retry = self.fw.cleanup_retry_loop();
-            loop {
-                let decided = async {
-                    let session = self.fw.session_for(&self.first).await?;
-                    self.decide(&session, sent, Some(lock)).await
-                };
-                match decided.await {
-                    Ok(Verdict::Applied(results)) => return Ok(results),
-                    Ok(Verdict::NotApplied) => return Err(err),
-                    Ok(Verdict::Unknown(reason)) => {
-                        return Err(CuratorError::OutcomeUnknown { path: self.first.clone(), reason })
-                    }
-                    Err(e) => retry.on_error(e).await?,
-                }
-            }
-        }
-        .instrument(span)
-        .await
-    }
-
-    /// One attempt on `session`: the guard's session first, then the multi.
-    async fn attempt(
-        &self,
-        session: &Session,
-        flight: &InFlight,
-        lock: Option<&TagLock>,
-    ) -> std::result::Result<Vec<TransactionResult>, Failed> {
-        if let Some(guard) = &self.guard {
-            guard.before_attempt(session).map_err(Failed::Other)?;
-        }
-        let result = commit_once(session.client(), self.guard.as_ref(), &self.ops, &self.acls, lock, flight).await;
-        match (&result, lock) {
-            (Ok(_), Some(lock)) => lock.written(),
-            (Err(Failed::Tag(_)), Some(lock)) => lock.learn(session).await.map_err(Failed::Other)?,
-            _ => {}
-        }
-        result
-    }
-
-    /// Whether the attempt whose reply was lost (sent at `sent`) was applied: only a write tag
-    /// can tell (module `outcome`).
-    async fn decide(
-        &self,
-        session: &Session,
-        sent: Instant,
-        lock: Option<&TagLock>,
-    ) -> Result<Verdict<Vec<TransactionResult>>> {
-        let Some(lock) = lock else { return Ok(no_evidence("a transaction without a write tag")) };
-        let (verdict, seen) = lock.decide(session, sent).await?;
-        // The results are read back before the tag's state is recorded: if that fails, the
-        // next try decides again from the same state.
-        let verdict = match verdict {
-            Verdict::Applied(zxid) => rebuild::results(session, &self.ops, zxid).await?,
-            Verdict::NotApplied => Verdict::NotApplied,
-            Verdict::Unknown(reason) => Verdict::Unknown(reason),
-        };
-        lock.settle(seen);
-        Ok(verdict)
-    }
-}
-
-/// How an attempt failed: on the write tag's operation (nothing written: the tag is out of
-/// step), or otherwise.
-enum Failed {
-    Tag(CuratorError),
-    Other(CuratorError),
-}
-
-/// One attempt: the multi of `ops`, after `guard`'s check if there is one and before the write
-/// tag's operation if there is one (the last), with its request's answer noted in `flight`.
-async fn commit_once(
-    client: &zk::Client,
-    guard: Option<&Guard>,
-    ops: &[Op],
-    acls: &[Vec<zk::Acl>],
-    tag: Option<&TagLock>,
-    flight: &InFlight,
-) -> std::result::Result<Vec<TransactionResult>, Failed> {
-    let paths: Vec<&str> = ops.iter().map(Op::path).collect();
-    tracing::debug!(guard = guard.map(Guard::path), tag = tag.map(|t| t.tag().path()), ?paths, "multi");
-    let mut writer = client.new_multi_writer();
-    if let Some(guard) = guard {
-        writer
-            .add_check_version(guard.path(), -1)
-            .map_err(|e| Failed::Other(CuratorError::from_zk(guard.path(), e)))?;
-    }
-    for (op, acl) in ops.iter().zip(acls) {
-        let added = match op {
-            Op::Create { path, data, options } => {
-                let mut create = options.mode.to_zk().with_acls(zk::Acls::new(acl));
-                if let Some(ttl) = options.ttl {
-                    create = create.with_ttl(ttl);
-                }
-                writer.add_create(path, data, &create)
-            }
-            Op::Delete { path, version } => writer.add_delete(path, *version),
-            Op::SetData { path, data, options } => writer.add_set_data(path, data, options.version),
-            Op::Check { path, version } => writer.add_check_version(path, *version),
-        };
-        added.map_err(|e| Failed::Other(CuratorError::from_zk(op.path(), e)))?;
-    }
-    if let Some(tag) = tag {
-        tag.add_op(&mut writer).map_err(Failed::Other)?;
-    }
-    // The guard's check, if any, is operation 0; the tag's, if any, the last.
-    let skip = usize::from(guard.is_some());
-    let results = match flight.seen_multi(writer.commit().await) {
-        Ok(results) => results,
-        Err(zk::MultiWriteError::OperationFailed { index, source }) => {
-            if let (Some(guard), true) = (guard, index < skip) {
-                return Err(Failed::Other(match source {
-                    zk::Error::NoNode | zk::Error::BadVersion => guard.refused(),
-                    other => CuratorError::from_zk(guard.path(), other),
-                }));
-            }
-            return Err(match (ops.get(index - skip), tag) {
-                (Some(op), _) => Failed::Other(CuratorError::from_zk(op.path(), source)),
-                (None, Some(tag)) => {
-                    tracing::debug!(tag = %tag.tag().path(), error = %source, "write tag out of step: nothing written");
-                    Failed::Tag(CuratorError::from_zk(&tag.tag().path(), source))
-                }
-                (None, None) => Failed::Other(CuratorError::from_zk("/", source)),
-            });
-        }
-        Err(zk::MultiWriteError::RequestFailed { source }) => {
-            return Err(Failed::Other(CuratorError::from_zk(ops[0].path(), source)))
-        }
-    };
-    Ok(ops
-        .iter()
-        .zip(results.into_iter().skip(skip))
-        .map(|(op, result)| match result {
-            zk::MultiWriteResult::Create { path, .. } => TransactionResult::Create { path },
-            zk::MultiWriteResult::SetData { stat } => TransactionResult::SetData { path: op.path().to_string(), stat },
-            zk::MultiWriteResult::Delete => TransactionResult::Delete { path: op.path().to_string() },
-            _ => TransactionResult::Check { path: op.path().to_string() },
-        })
-        .collect())
 }
