@@ -96,6 +96,7 @@ mod schema;
 mod schema_loader;
 mod schema_set;
 mod session;
+mod session_writes;
 mod shared;
 mod state;
 mod task;
@@ -154,6 +155,7 @@ pub use schema::{Allowance, DataValidator, Schema, SchemaBuilder};
 pub use schema_loader::SchemaSetLoader;
 pub use schema_set::{SchemaSet, DEFAULT_SCHEMA_NAME};
 pub use session::SESSION_EVENTS_PATH;
+pub use session_writes::SessionMulti;
 pub use state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]

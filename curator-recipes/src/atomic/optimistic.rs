@@ -186,22 +186,20 @@ impl Engine {
         }
         let acl = self.fw.acl_for_path(&self.path);
         let tag_acl = self.fw.acl_for_path(&self.tag_path);
-        let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acl));
-        let tag_options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&tag_acl));
-        let invalid = |e: zk::Error| CuratorError::from_zk(&self.path, e);
+        let persistent = zk::CreateMode::Persistent;
         let mut resent = false;
         own.basis = None;
         loop {
             let tag = &mut own.tag;
             let making_tag = *tag == Tag::Absent;
-            let mut multi = client.new_multi_writer();
+            let mut multi = session.multi();
             match write {
-                Write::Create(_) => multi.add_create(&self.path, &stored, &options).map_err(invalid)?,
-                Write::Set(_, version) => multi.add_set_data(&self.path, &stored, Some(version)).map_err(invalid)?,
+                Write::Create(_) => multi.add_create(&self.path, &stored, persistent, &acl)?,
+                Write::Set(_, version) => multi.add_set_data(&self.path, &stored, Some(version))?,
             }
             match *tag {
-                Tag::Absent => multi.add_create(&self.tag_path, &[], &tag_options).map_err(invalid)?,
-                Tag::At(version) => multi.add_set_data(&self.tag_path, &[], Some(version)).map_err(invalid)?,
+                Tag::Absent => multi.add_create(&self.tag_path, &[], persistent, &tag_acl)?,
+                Tag::At(version) => multi.add_set_data(&self.tag_path, &[], Some(version))?,
             }
             tracing::debug!(path = %self.path, tag = ?*tag, write = ?write_kind(write), "atomic: versioned write");
             let sent = Instant::now();
