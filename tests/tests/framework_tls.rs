@@ -185,6 +185,53 @@ async fn plain_client_on_the_secure_port_is_a_tls_error_quickly() {
     .await;
 }
 
+/// Forwards `127.0.0.1:<port>` to `upstream`, except that its first `silent` connections are
+/// accepted and never answered (kept open until the test ends): a server too loaded to answer
+/// the first attempt and the first TLS probe, answering afterwards.
+async fn slow_at_first(upstream: String, silent: usize) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            if held.len() < silent {
+                held.push(socket);
+                continue;
+            }
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut socket, &mut server).await;
+                }
+            });
+        }
+    });
+    (addr.to_string(), task)
+}
+
+/// A plain client on the secure port of a server that answers neither the first attempt nor
+/// the first TLS probe (the probe gives up after its own timeout: inconclusive) still gets the
+/// typed TLS error once the server answers. Before, the manager asked the servers only after
+/// the first failure of a streak (and again only while TLS was the cause found), so one
+/// inconclusive probe left every later failure undiagnosed: `block_until_connected` gave
+/// `NotConnected` after its whole wait, as this test's full run on a loaded machine (load 11 on
+/// 2 cores) did for `plain_client_on_the_secure_port_is_a_tls_error_quickly`.
+#[tokio::test(flavor = "current_thread")]
+async fn a_probe_that_got_no_answer_is_asked_again() {
+    tests::init_tracing();
+    let server = tls_server(TestingTls::new()).await;
+    // The first attempt's connection and the first probe's.
+    let (connect, forwarder) = slow_at_first(secure(&server), 2).await;
+    let wait = fault_wait();
+    let fw = builder(&connect).connection_timeout(wait).build().expect("valid options");
+    fw.start().unwrap();
+    let err = fw.block_until_connected(wait).await.expect_err("must not connect");
+    assert!(matches!(err, CuratorError::Tls { .. }), "block_until_connected gave {err:?}");
+    assert!(err.to_string().contains("speaks TLS"), "{err}");
+    fw.close().await;
+    forwarder.abort();
+}
+
 /// A TLS client on the plain port.
 /// Before the session manager asked the servers why an attempt failed, `block_until_connected`
 /// waited out its whole 30 s and gave `NotConnected` ("no server answered with a session"),
