@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::retry::deadline::never_ends;
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, ConnectionStateEvent};
 
@@ -57,13 +58,19 @@ impl CircuitBreaker {
     }
 
     /// One more wait while open, if the policy allows it (counted as a retry). `None` when
-    /// closed or when the policy says no more.
+    /// closed or when the policy says no more. A sleep that never ends (`Duration::MAX`,
+    /// `u64::MAX` ms: [`never_ends`]) counts as a refusal: a circuit waiting for it would hold
+    /// the listener's view for good, whatever the connection does.
     pub(crate) fn try_to_retry(&mut self, now: Instant) -> Option<Duration> {
         if !self.open {
             return None;
         }
         let elapsed = self.opened_at.map_or(Duration::ZERO, |at| now.saturating_duration_since(at));
         let wait = self.policy.allow_retry(self.retry_count, elapsed)?;
+        if never_ends(wait) {
+            tracing::debug!(?wait, "connection-state circuit: a sleep that never ends is taken as a refusal");
+            return None;
+        }
         self.retry_count += 1;
         Some(wait)
     }

@@ -262,3 +262,55 @@ fn circuit_ignores_a_check_of_an_earlier_opening() {
     assert!(d.fire());
     assert_eq!(d.given(), [Suspended, Closed, Suspended, Reconnected]);
 }
+
+/// A policy whose sleeps are `first`, then `later`.
+#[derive(Debug)]
+struct Sleeps {
+    first: Duration,
+    later: Duration,
+}
+
+impl RetryPolicy for Sleeps {
+    fn allow_retry(&self, retry_count: u32, _elapsed: Duration) -> Option<Duration> {
+        Some(if retry_count == 0 { self.first } else { self.later })
+    }
+}
+
+/// Issue 40 item 11: a sleep too long for any timer to end (`Duration::MAX`, `u64::MAX` ms)
+/// is no wait the circuit can finish, so it is taken as the policy's refusal: the circuit does
+/// not open for it, and the recovery reaches the listener at once. Before, the circuit opened
+/// for it and held the reconnection for good.
+#[test]
+fn circuit_takes_a_sleep_too_long_to_end_as_a_refusal() {
+    for endless in [Duration::MAX, Duration::from_millis(u64::MAX)] {
+        let mut d = Driver::new(RetryNTimes::new(3, endless));
+        d.feed(Suspended);
+        assert!(!d.circuit.is_open(), "{endless:?}: not opened for a wait that never ends");
+        assert!(d.due.is_none(), "{endless:?}: no check due");
+        d.feed(Reconnected);
+        assert_eq!(d.given(), [Suspended, Reconnected], "{endless:?}");
+    }
+    // The longest wait that still ends (a year) opens it, as before.
+    let mut d = Driver::new(RetryNTimes::new(3, Duration::from_secs(86_400 * 365)));
+    d.feed(Suspended);
+    assert!(d.circuit.is_open());
+    d.feed(Reconnected);
+    assert_eq!(d.given(), [Suspended]);
+}
+
+/// As above for a later sleep: the circuit closes at the check that would have waited for
+/// it, passing the latest transition on.
+#[test]
+fn circuit_closes_rather_than_wait_for_a_later_sleep_too_long_to_end() {
+    let mut d = Driver::new(Sleeps { first: SLEEP, later: Duration::MAX });
+    d.feed(Suspended);
+    d.feed(Lost);
+    d.feed(Reconnected);
+    assert!(d.circuit.is_open());
+    assert_eq!(d.given(), [Suspended, Lost]);
+    d.feed(Suspended);
+    assert!(d.fire(), "the first check");
+    assert!(!d.circuit.is_open(), "closed rather than wait for ever");
+    assert_eq!(d.given(), [Suspended], "the latest, held, passed on at the close");
+    assert!(d.due.is_none());
+}

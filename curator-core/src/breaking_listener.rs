@@ -28,7 +28,9 @@ const WHAT: &str = "CircuitBreakingConnectionStateListener";
 /// if not, the policy is asked for another sleep (counting retries and the time since the circuit
 /// opened) and, when it refuses, the circuit closes and passes the latest on (unless its state
 /// is the one passed on last). [`Closed`](crate::ConnectionState::Closed) is always passed on at
-/// once. Events passed on are the framework's own (their `seq` shows what was held back), except
+/// once. A sleep no timer ends (`Duration::MAX`, `u64::MAX` ms: about 30 years and more) counts
+/// as the policy's refusal, so that no policy keeps the listener's view stale for good. Events
+/// passed on are the framework's own (their `seq` shows what was held back), except
 /// that a held reconnection on a later session than the listener was last told of has
 /// `new_session` set.
 ///

@@ -397,7 +397,7 @@ impl CuratorFramework {
             path: ns.path.clone(),
             reason: "namespace is not a valid chroot",
         })?;
-        Ok(Session { client, generation: root.generation, epoch: root.epoch })
+        Ok(Session { client, ..root })
     }
 
     /// Fails at once with [`NotStarted`](CuratorError::NotStarted) before

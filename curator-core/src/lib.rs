@@ -56,8 +56,9 @@
 //! | `tls` | off | TLS to the secure client port: `TlsConfig`, `CuratorFrameworkBuilder::tls`, `CuratorError::Tls` (zookeeper-client's `tls`: rustls on aws-lc-rs) |
 //! | `sasl` | off | SASL DIGEST-MD5: `SaslConfig`, `CuratorFrameworkBuilder::sasl` and `sasl_digest` (zookeeper-client's `sasl-digest-md5`: rsasl) |
 //!
-//! The defaults follow reqwest and tonic, which leave TLS to a feature: what is pure Rust and
-//! cheap to build is on (`metrics`, `compression`); what pulls a C build (aws-lc-sys, minutes
+//! The defaults follow tonic, which leaves TLS to a feature that is off by default (reqwest,
+//! whose default features bring TLS, does the opposite): what is pure Rust and cheap to build
+//! is on (`metrics`, `compression`); what pulls a C build (aws-lc-sys, minutes
 //! on a cold build) or a large or unmaintained stack (rsasl; rustls-pemfile, RUSTSEC-2025-0134)
 //! is off, for those who need it to ask for. So the default build of `curator-recipes` needs no
 //! C compiler and no SASL stack. curator-recipes, curator-cache, curator-discovery and
@@ -96,6 +97,7 @@ mod schema;
 mod schema_loader;
 mod schema_set;
 mod session;
+mod session_writes;
 mod shared;
 mod state;
 mod task;
@@ -155,6 +157,7 @@ pub use schema::{Allowance, DataValidator, Schema, SchemaBuilder};
 pub use schema_loader::SchemaSetLoader;
 pub use schema_set::{SchemaSet, DEFAULT_SCHEMA_NAME};
 pub use session::SESSION_EVENTS_PATH;
+pub use session_writes::SessionMulti;
 pub use state::{ConnectionState, ConnectionStateEvent, ConnectionStateStream, ErrorPolicy};
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]

@@ -1,5 +1,6 @@
-//! The schemas of a framework and the one check every operation makes against them before it
-//! is sent (Curator's `SchemaSet`; docs/architecture.md section 18).
+//! The schemas of a framework and the one check every write and watching read makes against
+//! them before it is sent, [`check_against`] (Curator's `SchemaSet`; docs/architecture.md
+//! section 18).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,6 +22,13 @@ pub const DEFAULT_SCHEMA_NAME: &str = "__default__";
 /// otherwise the first schema, in the order given, whose pattern matches it; otherwise the
 /// default schema (which allows everything) if the set uses one, or else the operation is
 /// refused ("no schema").
+///
+/// Checked: every create, data write and delete, the fluent operations' (transactions
+/// included) and those recipes send on a [`Session`](crate::Session) (its
+/// [`create`](crate::Session::create), [`set_data`](crate::Session::set_data),
+/// [`delete`](crate::Session::delete) and [`multi`](crate::Session::multi)), and the fluent reads
+/// that can set a watch; not checked: the parents a create makes, ACLs, and reads on a session's
+/// raw client.
 ///
 /// Paths are the ones callers give, relative to the framework's namespace: the schemas of a
 /// namespaced framework are written without it. Curator checks creates, deletes, data writes
@@ -183,13 +191,19 @@ impl CuratorFramework {
         self.config().schema_set.as_deref()
     }
 
-    /// The one schema check of every operation, made where the operation checks the rest of
-    /// its input, before anything is sent: nothing without a schema set, else
-    /// [`SchemaSet::check`] on the path as the caller gave it.
+    /// The schema check of the fluent operations, made where each checks the rest of its
+    /// input, before anything is sent: [`check_against`] the framework's set.
     pub(crate) fn check_schema(&self, path: &str, op: SchemaOp<'_>) -> Result<()> {
-        let Some(set) = self.schema_set() else { return Ok(()) };
-        set.check(path, op).inspect_err(|err| {
-            tracing::debug!(path = %crate::error::ShortPath(path), op = ?op, error = %err, "schema violation: not sent");
-        })
+        check_against(self.schema_set(), path, op)
     }
+}
+
+/// The one schema check of every operation, the fluent builders' and the writes recipes send on
+/// a [`Session`](crate::Session) (`session_writes.rs`) alike: nothing without a schema set, else
+/// [`SchemaSet::check`] on the path as the caller gave it (relative to the namespace).
+pub(crate) fn check_against(set: Option<&SchemaSet>, path: &str, op: SchemaOp<'_>) -> Result<()> {
+    let Some(set) = set else { return Ok(()) };
+    set.check(path, op).inspect_err(|err| {
+        tracing::debug!(path = %crate::error::ShortPath(path), op = ?op, error = %err, "schema violation: not sent");
+    })
 }

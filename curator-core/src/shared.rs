@@ -8,7 +8,7 @@
 //! closed), so that neither side writes the other's state. This module knows neither side.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use tokio::sync::watch;
@@ -16,6 +16,7 @@ use zookeeper_client as zk;
 
 use crate::builder::Config;
 use crate::error::CuratorError;
+use crate::schema_set::SchemaSet;
 use crate::state::{ConnectionState, ConnectionStateEvent, StateHub};
 #[cfg(doc)]
 use crate::CuratorFramework;
@@ -30,11 +31,17 @@ pub struct Session {
     pub(crate) client: zk::Client,
     pub(crate) generation: u64,
     pub(crate) epoch: u64,
+    /// The framework's schema set, which [`create`](Session::create), [`set_data`](Session::set_data),
+    /// [`delete`](Session::delete) and [`multi`](Session::multi) check.
+    pub(crate) schemas: Option<Arc<SchemaSet>>,
 }
 
 impl Session {
     /// The raw client of this session, already rooted at the framework's namespace. Requests
-    /// made on it back to back are pipelined and answered in order.
+    /// made on it back to back are pipelined and answered in order. Its writes skip the
+    /// framework's schema set: write with [`create`](Session::create),
+    /// [`set_data`](Session::set_data), [`delete`](Session::delete) and
+    /// [`multi`](Session::multi) instead, which check it first and pipeline the same.
     pub fn client(&self) -> &zk::Client {
         &self.client
     }
@@ -157,7 +164,8 @@ impl Shared {
             return;
         }
         let epoch = self.epochs.fetch_add(1, Ordering::AcqRel) + 1;
-        self.session.send_replace(SessionSlot::Live(Session { client, generation, epoch }));
+        let schemas = self.config.schema_set.clone();
+        self.session.send_replace(SessionSlot::Live(Session { client, generation, epoch, schemas }));
     }
 
     /// Empties the slot (operations wait for the next client), unless it is closed.

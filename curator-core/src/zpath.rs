@@ -58,9 +58,22 @@ impl ZPath {
         ZPath { nodes: Vec::new() }
     }
 
-    /// The path `path`, every node fixed, even one written as `{name}` (Curator's `parse`: a
-    /// node name may look like a parameter and still be a name). A path the server would
-    /// refuse is [`InvalidPath`](CuratorError::InvalidPath).
+    /// The path `path`, every node fixed, **even one written as `{name}`**: `parse("/m/{id}")`
+    /// is the literal node `{id}`, not a parameter (Curator's `parse`, which its own tests hold
+    /// to: a node name may look like a parameter and still be a name). For parameters use
+    /// [`parse_with_ids`](Self::parse_with_ids); [`literal_ids`](Self::literal_ids) names such
+    /// nodes, and curator-modeled's `ModelSpec` refuses a path that has any. A path the server
+    /// would refuse is [`InvalidPath`](CuratorError::InvalidPath).
+    ///
+    /// ```
+    /// use curator_core::ZPath;
+    ///
+    /// let literal = ZPath::parse("/m/{id}")?;
+    /// assert!(literal.is_resolved());
+    /// assert_eq!(literal.literal_ids().collect::<Vec<_>>(), ["{id}"]);
+    /// assert_eq!(ZPath::parse_with_ids("/m/{id}")?.parameters().collect::<Vec<_>>(), ["id"]);
+    /// # Ok::<(), curator_core::CuratorError>(())
+    /// ```
     pub fn parse(path: &str) -> Result<ZPath> {
         path::validate(path)?;
         Ok(ZPath { nodes: path::split(path).into_iter().map(|n| Node::Fixed(n.to_string())).collect() })
@@ -126,6 +139,23 @@ impl ZPath {
             Node::Parameter(name) => Some(name.as_str()),
             Node::Fixed(_) => None,
         })
+    }
+
+    /// The fixed nodes written as a parameter would be (`{name}`), in order: names
+    /// [`parse`](Self::parse) kept literally where [`parse_with_ids`](Self::parse_with_ids)
+    /// would have made parameters (or values a [`resolved`](Self::resolved) gave so).
+    pub fn literal_ids(&self) -> impl Iterator<Item = &str> {
+        self.nodes.iter().filter_map(|node| match node {
+            Node::Fixed(name) if ZPath::is_id(name) => Some(name.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Whether the node name `name` is written as a parameter, `{name}` (Curator's `isId`;
+    /// here the inner name must be non-empty and hold no brace, as
+    /// [`parse_with_ids`](Self::parse_with_ids) reads it).
+    pub fn is_id(name: &str) -> bool {
+        parameter_name(name).is_some()
     }
 
     /// Whether no parameter is left, so that the path can be sent.
@@ -245,14 +275,17 @@ fn node_text(node: &Node) -> String {
     }
 }
 
+/// The parameter's name in `name` written `{name}`, if it is written so.
+fn parameter_name(name: &str) -> Option<&str> {
+    name.strip_prefix(PARAMETER_OPEN)
+        .and_then(|rest| rest.strip_suffix(PARAMETER_CLOSE))
+        .filter(|inner| !inner.is_empty() && !inner.contains([PARAMETER_OPEN, PARAMETER_CLOSE]))
+}
+
 /// `{name}` as a parameter, else a fixed node; either must be one valid node name.
 fn node_of(shown: &str, name: &str) -> Result<Node> {
     check_name(shown, name)?;
-    let parameter = name
-        .strip_prefix(PARAMETER_OPEN)
-        .and_then(|rest| rest.strip_suffix(PARAMETER_CLOSE))
-        .filter(|inner| !inner.is_empty() && !inner.contains([PARAMETER_OPEN, PARAMETER_CLOSE]));
-    Ok(match parameter {
+    Ok(match parameter_name(name) {
         Some(inner) => Node::Parameter(inner.to_string()),
         None => Node::Fixed(name.to_string()),
     })

@@ -40,7 +40,10 @@ fn basic() {
         let path = p(looks_like);
         assert!(path.is_resolved(), "{looks_like}");
         assert_eq!(path.full_path().unwrap(), looks_like);
+        assert_eq!(path.literal_ids().count(), 1, "{looks_like}: the look-alike is named");
     }
+    assert_eq!(p("/one/{}/{a{b}}/x").literal_ids().count(), 0, "parse_with_ids would not make these parameters");
+    assert!(ZPath::is_id("{id}") && !ZPath::is_id("{}") && !ZPath::is_id("id"));
 }
 
 /// TestZPath.testParsing.

@@ -20,8 +20,10 @@ use crate::DiscoveryError;
 /// another to
 /// [`ServiceDiscoveryBuilder::path_constructor`](crate::ServiceDiscoveryBuilder::path_constructor)
 /// for another layout. The discovery checks every path it is given: one that is not a valid
-/// ZooKeeper path is a [`DiscoveryError::InvalidConstructedPath`], never a panic. The
-/// constructor is asked with names that are one node name only (others are refused before).
+/// ZooKeeper path is a [`DiscoveryError::InvalidConstructedPath`], never a panic: at the
+/// discovery's `build()` for its base path and the paths of a sample service and instance, and
+/// whenever another name gives a bad path. The constructor is asked with names that are one node
+/// name only (others are refused before).
 ///
 /// ```
 /// use curator_discovery::DiscoveryPathConstructor;
@@ -94,6 +96,11 @@ impl DiscoveryPathConstructor for DefaultPathConstructor {
     }
 }
 
+/// The service name a constructor is asked for at build, to check what it gives.
+const PROBE_NAME: &str = "service";
+/// The instance id a constructor is asked for at build, with [`PROBE_NAME`].
+const PROBE_ID: &str = "instance";
+
 /// A discovery's [`DiscoveryPathConstructor`], checked: the only way the crate builds a
 /// discovery path. Names and ids must be one node name; what the constructor returns must be a
 /// valid path.
@@ -105,10 +112,16 @@ pub(crate) struct Paths {
 }
 
 impl Paths {
-    /// Checks the constructor's base path.
+    /// Checks the constructor's base path, and asks it once for the paths of a sample service
+    /// and instance ([`PROBE_NAME`], [`PROBE_ID`]), checked as every later answer is: a
+    /// constructor that gives bad paths is refused here, at the discovery's build, rather than at
+    /// its first registration or query. One whose paths are bad for some names only is still
+    /// refused when such a name is asked.
     pub(crate) fn new(constructor: Arc<dyn DiscoveryPathConstructor>) -> Result<Self, DiscoveryError> {
         let base = checked(constructor.base_path())?;
-        Ok(Paths { constructor, base })
+        let paths = Paths { constructor, base };
+        paths.instance(PROBE_NAME, PROBE_ID)?;
+        Ok(paths)
     }
 
     /// The base path: the names of the services are its children.
@@ -207,7 +220,8 @@ mod tests {
     }
 
     /// The checked layer: names that are not one node name are refused before the constructor
-    /// is asked, and what a constructor returns that is not a path is a typed error.
+    /// is asked, and what a constructor returns that is not a path is a typed error: at build
+    /// for a constructor that is wrong for every name, when asked for one wrong for some.
     #[test]
     fn checked_paths() {
         struct Broken;
@@ -219,7 +233,21 @@ mod tests {
                 format!("relative/{name}")
             }
         }
-        let paths = Paths::new(Arc::new(Broken)).unwrap();
+        assert!(matches!(Paths::new(Arc::new(Broken)), Err(DiscoveryError::InvalidConstructedPath { .. })));
+        struct BrokenForA;
+        impl DiscoveryPathConstructor for BrokenForA {
+            fn base_path(&self) -> String {
+                "/ok".to_string()
+            }
+            fn path_for_instances(&self, name: &str) -> String {
+                if name.starts_with('a') {
+                    format!("relative/{name}")
+                } else {
+                    format!("/ok/{name}")
+                }
+            }
+        }
+        let paths = Paths::new(Arc::new(BrokenForA)).unwrap();
         assert_eq!(paths.base(), "/ok");
         assert!(
             matches!(paths.service("a"), Err(DiscoveryError::InvalidConstructedPath { ref path, .. }) if path == "relative/a")
@@ -254,9 +282,8 @@ mod tests {
                 format!("/flat/{id}")
             }
         }
-        let paths = Paths::new(Arc::new(Elsewhere)).unwrap();
         assert!(
-            matches!(paths.instance("a", "1"), Err(DiscoveryError::InvalidConstructedPath { ref path, .. }) if path == "/flat/1")
+            matches!(Paths::new(Arc::new(Elsewhere)), Err(DiscoveryError::InvalidConstructedPath { ref path, .. }) if path == "/flat/instance")
         );
     }
 }

@@ -157,15 +157,29 @@ impl<T: Send + Sync + 'static> CachedModeledFramework<T> {
         self.cache.get(&path).and_then(|data| self.decode(&data)).transpose()
     }
 
-    /// The cached models of this path's children, ordered by path (children with no model
-    /// left out).
-    pub fn current_children(&self) -> Result<Vec<ZNode<T>>> {
+    /// The cached models of this path's children, ordered by path, and the children whose
+    /// data is not a model, reported apart: a node someone else wrote does not hide the others
+    /// ([`CachedChildren`]). Children with no data (parents) are in neither.
+    ///
+    /// # Errors
+    /// [`CuratorError::InvalidArgument`] if this client's path has unresolved parameters.
+    pub fn current_children(&self) -> Result<CachedChildren<T>> {
         let path = self.modeled.full_path()?;
         let prefix = if path == "/" { path.clone() } else { format!("{path}/") };
         let children = self.cache.entries().into_iter().filter(|d| {
             d.path().strip_prefix(prefix.as_str()).is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
         });
-        children.filter_map(|data| self.decode(&data)).collect()
+        let mut found = CachedChildren { models: Vec::new(), unreadable: Vec::new() };
+        for decoded in children.filter_map(|data| self.decode(&data)) {
+            match decoded {
+                Ok(node) => found.models.push(node),
+                Err(err) => {
+                    tracing::debug!(error = %err, "modeled cache: a child that is not a model, reported apart");
+                    found.unreadable.push(err);
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// The model at this client's path: from the cache, or on a miss from ZooKeeper.
@@ -182,11 +196,17 @@ impl<T: Send + Sync + 'static> CachedModeledFramework<T> {
     }
 
     /// The models of this path's children: from the cache once it is loaded and holds this
-    /// node, else from ZooKeeper.
+    /// node, else from ZooKeeper. As the uncached client's, a child whose data is not a model
+    /// fails the whole read with its [`BadData`](CuratorError::BadData); use
+    /// [`current_children`](Self::current_children) to have the others and the bad ones apart.
     pub async fn children_as_znodes(&self) -> Result<Vec<ZNode<T>>> {
         let path = self.modeled.full_path()?;
         if self.cache.is_initialized() && self.cache.get(&path).is_some() {
-            return self.current_children();
+            let children = self.current_children()?;
+            return match children.unreadable.into_iter().next() {
+                Some(bad) => Err(bad),
+                None => Ok(children.models),
+            };
         }
         self.modeled.children_as_znodes().await
     }
@@ -196,6 +216,18 @@ impl<T: Send + Sync + 'static> CachedModeledFramework<T> {
     pub fn events(&self) -> ModeledCacheEvents<T> {
         ModeledCacheEvents { client: self.clone(), inner: self.cache.events() }
     }
+}
+
+/// The cached children of a path ([`CachedModeledFramework::current_children`]): the models,
+/// and apart from them the children whose data does not decode as the model.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CachedChildren<T> {
+    /// The children that hold a model, ordered by path.
+    pub models: Vec<ZNode<T>>,
+    /// The children whose data is not a model, ordered by path: each a
+    /// [`BadData`](CuratorError::BadData) naming the child's path and why it did not decode.
+    pub unreadable: Vec<CuratorError>,
 }
 
 /// A typed event of a [`CachedModeledFramework`].

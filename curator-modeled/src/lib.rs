@@ -51,7 +51,7 @@ mod spec;
 mod transaction;
 mod znode;
 
-pub use cached::{CachedModeledFramework, ModeledCacheEvent, ModeledCacheEvents};
+pub use cached::{CachedChildren, CachedModeledFramework, ModeledCacheEvent, ModeledCacheEvents};
 pub use modeled::ModeledFramework;
 pub use serializer::{JsonModelSerializer, ModelSerializer, RawModelSerializer};
 pub use spec::{CreateOption, DeleteOption, ModelSpec, ModelSpecBuilder};

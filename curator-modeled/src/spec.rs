@@ -227,11 +227,19 @@ impl<T> ModelSpecBuilder<T> {
         self
     }
 
-    /// The spec. A TTL without a TTL mode, a TTL mode without a TTL, or an empty ACL is
-    /// [`CuratorError::InvalidArgument`].
+    /// The spec. A TTL without a TTL mode, a TTL mode without a TTL, an empty ACL, or a path
+    /// with a literal node written as a parameter is [`CuratorError::InvalidArgument`]: a path
+    /// from [`ZPath::parse`] keeps `{id}` as a node named `{id}`, which is almost always a
+    /// parameter meant ([`ZPath::parse_with_ids`]), and would otherwise be written silently.
     pub fn build(self) -> Result<ModelSpec<T>> {
         let spec = self.spec;
         let bad = |reason: &str| CuratorError::InvalidArgument { path: spec.path.to_string(), reason: reason.into() };
+        if let Some(literal) = spec.path.literal_ids().next() {
+            return Err(bad(&format!(
+                "node {literal} is a literal name, not a parameter (ZPath::parse makes none): \
+                 build the path with ZPath::parse_with_ids to make it a parameter"
+            )));
+        }
         if spec.ttl.is_some() != spec.mode.is_ttl() {
             return Err(bad("a TTL needs a TTL create mode, and a TTL create mode a TTL"));
         }

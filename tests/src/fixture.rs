@@ -25,6 +25,16 @@ pub fn unique_path(name: &str) -> String {
     format!("/{name}-{:016x}", fastrand::u64(..))
 }
 
+/// The bound on what a test expects to happen at once (a refusal, a typed error, a call that
+/// must neither wait for a connection nor retry) on `fw`: the connection timeout `fw` was built
+/// with, which is what a wait for a connection would take. A time bound in a test is relative to
+/// a timeout the test configured, never a fixed number of seconds: a loaded machine gets the
+/// same room, scaled with `CURATOR_TEST_TIMING_MULTIPLE`, and the wait the test guards against
+/// still fails it.
+pub fn at_once(fw: &CuratorFramework) -> Duration {
+    fw.connection_timeout()
+}
+
 /// A builder for `connect_string` with the test timings (session 4 s, connection 2 s, scaled by
 /// `CURATOR_TEST_TIMING_MULTIPLE`) and a retry policy that outlasts a short cut.
 pub fn builder(connect_string: &str) -> CuratorFrameworkBuilder {

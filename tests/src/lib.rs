@@ -28,7 +28,9 @@ pub mod policies;
 pub mod queues;
 pub mod zk;
 
-pub use fixture::{builder, client, connected, init_tracing, proxied_with_states, unique_path, wait_for, Fixture};
+pub use fixture::{
+    at_once, builder, client, connected, init_tracing, proxied_with_states, unique_path, wait_for, Fixture,
+};
 pub use zk::{children, packets_received, wait_children};
 
 /// The guide for Curator users, docs/from-curator.md: each of its Rust blocks runs as one of this

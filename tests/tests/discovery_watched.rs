@@ -103,9 +103,12 @@ async fn a_custom_path_constructor_places_every_node() {
     fw.close().await;
 }
 
-/// A constructor that gives invalid paths is a typed error everywhere it is asked, never a
-/// panic and never a request; an invalid base path (given or constructed) fails the build
-/// (Curator 5's DiscoveryPathConstructorImpl throws `IllegalArgumentException`).
+/// A constructor that gives invalid paths is refused at `build()` with a typed error (issue 40
+/// item 12: before, `build()` and `start()` took it and the error came at the first register or
+/// query); one that gives an invalid path for some names only is a typed error wherever such a
+/// name is asked, never a panic and never a request; an invalid base path (given or
+/// constructed) fails the build (Curator 5's DiscoveryPathConstructorImpl throws
+/// `IllegalArgumentException`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_path_constructor_giving_invalid_paths_is_a_typed_error() {
     init_tracing();
@@ -116,6 +119,32 @@ async fn a_path_constructor_giving_invalid_paths_is_a_typed_error() {
         }
         fn path_for_instances(&self, name: &str) -> String {
             format!("relative/{name}")
+        }
+    }
+    /// Instances that are not where the caches look for them: `/flat/<id>`.
+    struct Elsewhere(String);
+    impl DiscoveryPathConstructor for Elsewhere {
+        fn base_path(&self) -> String {
+            self.0.clone()
+        }
+        fn path_for_instances(&self, name: &str) -> String {
+            format!("{}/{name}", self.0)
+        }
+        fn path_for_instance(&self, _name: &str, id: &str) -> String {
+            format!("/flat/{id}")
+        }
+    }
+    /// A relative path for the service "search" only.
+    struct Picky(String);
+    impl DiscoveryPathConstructor for Picky {
+        fn base_path(&self) -> String {
+            self.0.clone()
+        }
+        fn path_for_instances(&self, name: &str) -> String {
+            match name {
+                "search" => format!("relative/{name}"),
+                _ => format!("{}/{name}", self.0),
+            }
         }
     }
     let server = TestingServer::shared();
@@ -131,9 +160,14 @@ async fn a_path_constructor_giving_invalid_paths_is_a_typed_error() {
         .this_instance(me.clone())
         .build();
     assert!(bad(&built), "{built:?}");
+    let built = ServiceDiscovery::<String>::builder(&fw, "/x").path_constructor(Relative(base.clone())).build();
+    assert!(bad(&built), "refused at build, with no instance given: {built:?}");
+    let built = ServiceDiscovery::<String>::builder(&fw, "/x").path_constructor(Elsewhere(base.clone())).build();
+    assert!(bad(&built), "an instance path not under the instances' path: {built:?}");
 
     let discovery =
-        ServiceDiscovery::<String>::builder(&fw, "/x").path_constructor(Relative(base.clone())).build().expect("build");
+        ServiceDiscovery::<String>::builder(&fw, "/x").path_constructor(Picky(base.clone())).build().expect("build");
+    discovery.start().expect("start");
     let registered = discovery.register(me.clone()).await;
     assert!(bad(&registered), "{registered:?}");
     assert!(discovery.registered().is_empty());

@@ -12,7 +12,7 @@ use std::time::Duration;
 use curator_cache::{PathChildrenCache, PathChildrenCacheEvent, StartMode};
 use curator_core::{
     CircuitBreakingConnectionStateListener, ConnectionState, ConnectionStateEvent, ConnectionStateStream, CuratorError,
-    CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy, RetryForever,
+    CuratorFramework, CuratorFrameworkBuilder, ErrorPolicy, RetryForever, RetryNTimes,
 };
 use curator_recipes::{InterProcessMutex, LeaderLatch, LockLost};
 use curator_test::{eventually, expire_session, ChaosProxy, TestingServer, Timing};
@@ -368,6 +368,39 @@ async fn alone(policy: ErrorPolicy, retry: Retry) {
     fw.close().await;
     assert_eq!(read_until(&mut broken, |e| e.state == ConnectionState::Closed).await.len(), 1, "{name}");
     assert!(broken.next().await.is_none(), "{name}: ends with its source");
+}
+
+/// Issue 40 item 11: `connection_state_circuit_breaker(RetryNTimes::new(3, sleep))` with every
+/// extreme sleep (`ZERO`, 1 ns, `u64::MAX` ms, `MAX`): after a cut, the framework's stream and
+/// listeners are told the reconnection, each within the test deadline. Before, the two sleeps
+/// too long for a timer to end opened the circuit for good: the listeners stayed `Suspended`
+/// while the framework had long reconnected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sleep_lets_the_recovery_through() {
+    init_tracing();
+    let sleeps = [Duration::ZERO, Duration::from_nanos(1), Duration::from_millis(u64::MAX), Duration::MAX];
+    let runs = sleeps.into_iter().flat_map(|sleep| COMBINATIONS.map(move |(policy, retry)| (sleep, policy, retry)));
+    join_all(runs.map(|(sleep, policy, retry)| recovery_through(sleep, policy, retry))).await;
+}
+
+async fn recovery_through(sleep: Duration, policy: ErrorPolicy, retry: Retry) {
+    let name = format!("{sleep:?} {policy:?}/{retry:?}");
+    let proxy = ChaosProxy::start(&TestingServer::shared().connect_string()).await.expect("proxy");
+    let b = with_policies(builder(&proxy.connect_string()), policy, retry)
+        .connection_state_circuit_breaker(RetryNTimes::new(3, sleep));
+    let (fw, mut stream, heard) = started(b).await;
+    let before = fw.connection_state_watch().borrow().seq;
+    proxy.cut();
+    let back = truth_until(&fw, |e| e.seq > before && e.state.is_connected()).await;
+    let told = read_until(&mut stream, |e| e.seq >= back.seq && e.state.is_connected()).await;
+    assert!(states(&told).contains(&Suspended), "{name}: told of the cut: {:?}", states(&told));
+    let last = told.last().expect("told something").seq;
+    assert!(
+        eventually(deadline(), || async { heard.lock().unwrap().last().map(|e| e.seq) == Some(last) }).await,
+        "{name}: the listener is told the recovery as the stream is: {:?}",
+        states(&heard.lock().unwrap())
+    );
+    fw.close().await;
 }
 
 /// Bad input: a breaker made outside a tokio runtime, which could never close its circuit, is

@@ -258,8 +258,9 @@ async fn nothing_listening_is_a_clear_error_within_the_connection_timeout() {
         .unwrap();
     fw.start().unwrap();
     let started = Instant::now();
-    let err = fw.block_until_connected(Duration::from_secs(2)).await.expect_err("nothing listens");
-    assert!(started.elapsed() < Duration::from_secs(4));
+    let wait = Duration::from_secs(2);
+    let err = fw.block_until_connected(wait).await.expect_err("nothing listens");
+    assert!(started.elapsed() < wait * 2, "took {:?} of {wait:?}", started.elapsed());
     let text = err.to_string();
     assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
     let op = fw.get_data().for_path("/x").await;

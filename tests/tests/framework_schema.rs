@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
 use curator_core::{
     Allowance, CreateMode, CuratorError, CuratorFramework, DataValidator, Schema, SchemaSet, SchemaSetLoader,
@@ -374,4 +375,108 @@ fn recipe_schemas() {
     assert!(set.to_documentation().contains("Name: children"));
     assert_eq!(set.schema_for("/elsewhere").unwrap().name(), curator_core::DEFAULT_SCHEMA_NAME);
     assert!(CuratorError::SchemaViolation { path: "/x".into(), schema: "s".into(), reason: "r".into() }.is_permanent());
+}
+
+/// Awaits `fut` within the test deadline: a hang fails the test naming `what`.
+async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    let deadline = curator_test::Timing::new().deadline();
+    tokio::time::timeout(deadline, fut).await.unwrap_or_else(|_| panic!("{what}: no answer within the deadline"))
+}
+
+/// What a recipe's call gave, short: `Ok`, or the error.
+fn brief<T>(result: &Result<T, CuratorError>) -> String {
+    result.as_ref().map_or_else(|e| format!("{e:?}"), |_| "Ok".to_string())
+}
+
+/// Whether `result` is the violation of a set without a default schema at a path under `base`.
+fn unmatched_under<T: std::fmt::Debug>(result: &Result<T, CuratorError>, base: &str) -> bool {
+    matches!(result, Err(CuratorError::SchemaViolation { path, schema, .. }) if path.starts_with(base) && schema.is_empty())
+}
+
+/// Issue 40 item 9: the recipes' writes go through the framework's schema set as the fluent
+/// builders' do. With a set that has no default schema, a recipe on a path no schema matches is
+/// refused with the `SchemaViolation` a plain create there gets, and its node is never sent: a
+/// lock, a semaphore (both kinds), the write half of a read/write lock, a latch, a kept node, a
+/// double barrier, a queue and an atomic. Before, the locks, the latch, the barrier and the
+/// atomic wrote on the raw session: the latch reported ready and the mutex was held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_are_checked_against_the_schema_set() {
+    use curator_recipes::{
+        DistributedAtomicLong, DistributedDoubleBarrier, InterProcessMutex, InterProcessReadWriteLock,
+        InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LeaderLatch, PersistentNode, SimpleDistributedQueue,
+    };
+    init_tracing();
+    let known = Schema::builder_for_path("/known").name("known").build().unwrap();
+    let fw = framework(SchemaSet::new(vec![known], false).unwrap()).await;
+    assert_violation(fw.create().for_path("/recipes/plain", Vec::new()).await, "/recipes/plain", "", "no schema");
+
+    let mut refused: Vec<(&str, bool, String)> = Vec::new();
+    let mut note =
+        |what: &'static str, base: &str, ok: bool, seen: String| refused.push((what, ok, format!("{base}: {seen}")));
+
+    let base = "/recipes/mutex";
+    let r = within("mutex", InterProcessMutex::new(&fw, base).unwrap().acquire()).await;
+    note("InterProcessMutex", base, unmatched_under(&r, base), brief(&r));
+    let base = "/recipes/rw";
+    let rw = InterProcessReadWriteLock::new(&fw, base).unwrap();
+    let r = within("write lock", rw.write_lock().acquire()).await;
+    note("InterProcessReadWriteLock", base, unmatched_under(&r, base), brief(&r));
+    let base = "/recipes/semaphore";
+    let r = within("semaphore", InterProcessSemaphoreV2::new(&fw, base, 2).unwrap().acquire()).await;
+    note("InterProcessSemaphoreV2", base, unmatched_under(&r, base), brief(&r));
+    let base = "/recipes/semaphore-mutex";
+    let r = within("semaphore mutex", InterProcessSemaphoreMutex::new(&fw, base).unwrap().acquire()).await;
+    note("InterProcessSemaphoreMutex", base, unmatched_under(&r, base), brief(&r));
+    let base = "/recipes/latch";
+    let latch = LeaderLatch::new(&fw, base, "a").unwrap();
+    latch.start().unwrap();
+    let r = within("latch", latch.ready()).await;
+    note("LeaderLatch", base, unmatched_under(&r, base) && !latch.has_leadership(), brief(&r));
+    latch.close().await;
+    let base = "/recipes/node";
+    let node = PersistentNode::builder(&fw, base).build().unwrap();
+    node.start().unwrap();
+    let r = within("node", node.ready()).await;
+    note("PersistentNode", base, unmatched_under(&r, base), brief(&r));
+    node.close().await;
+    let base = "/recipes/barrier";
+    let mut barrier = DistributedDoubleBarrier::new(&fw, base, 1).unwrap();
+    let r = within("barrier", barrier.enter()).await;
+    note("DistributedDoubleBarrier", base, unmatched_under(&r, base), brief(&r));
+    let base = "/recipes/queue";
+    let r = within("queue", SimpleDistributedQueue::new(&fw, base).unwrap().offer(b"x".to_vec())).await;
+    note("SimpleDistributedQueue", base, unmatched_under(&r, base), brief(&r));
+    let base = "/recipes/atomic";
+    let atomic = DistributedAtomicLong::new(&fw, base, curator_core::RetryNTimes::new(0, Duration::ZERO)).unwrap();
+    let r = within("atomic", atomic.increment()).await;
+    note("DistributedAtomicLong", base, unmatched_under(&r, base), brief(&r));
+
+    let viewer = plain(&fw).await;
+    let mut wrong = Vec::new();
+    for (what, ok, seen) in refused {
+        let base = seen.split(':').next().unwrap_or_default().to_string();
+        if !ok || exists(&viewer, &base).await {
+            wrong.push(format!("{what} at {seen} (made: {})", exists(&viewer, &base).await));
+        }
+    }
+    assert!(wrong.is_empty(), "recipes not refused by the schema set, or that sent their node:\n{}", wrong.join("\n"));
+    viewer.close().await;
+    fw.close().await;
+}
+
+/// TestInterProcessMutex.testWithSchema: a set without a default schema whose only schemas are
+/// the recipe builders' for the lock's path (the parent, and its ephemeral sequential children)
+/// lets the mutex acquire and release.
+#[tokio::test]
+async fn curator_mutex_with_recipe_schemas() {
+    init_tracing();
+    let root = Schema::builder_for_recipe_parent("/foo").name("root").build().unwrap();
+    let locks = Schema::builder_for_recipe("/foo").name("locks").build().unwrap();
+    let fw = framework(SchemaSet::new(vec![root, locks], false).unwrap()).await;
+    let mutex = curator_recipes::InterProcessMutex::new(&fw, "/foo").unwrap();
+    let guard = mutex.acquire().await.expect("acquired under the recipe schemas");
+    guard.release().await.expect("released");
+    // A node of the wrong kind under the lock is still refused.
+    assert_violation(fw.create().for_path("/foo/lock-", Vec::new()).await, "/foo/lock-", "locks", "ephemeral");
+    fw.close().await;
 }

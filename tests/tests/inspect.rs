@@ -550,9 +550,12 @@ async fn exit_codes() {
     assert_eq!(code, 0);
     assert!(out.contains("lock") && out.contains("orphans"), "{out}");
     // Nothing listens on port 1.
+    let timeout = Duration::from_secs(1);
     let started = std::time::Instant::now();
-    let (code, out, err) = run(&["--connect", "127.0.0.1:1", "--timeout", "1", "lock", "/x"]).await;
+    let given = timeout.as_secs().to_string();
+    let (code, out, err) = run(&["--connect", "127.0.0.1:1", "--timeout", &given, "lock", "/x"]).await;
     assert_eq!(code, 1, "{err}");
     assert!(out.is_empty() && err.contains("cannot connect to 127.0.0.1:1"), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(10), "gave up in time: {:?}", started.elapsed());
+    // Ten times the timeout given: a run that ignored it would wait its default (or for ever).
+    assert!(started.elapsed() < timeout * 10, "gave up in time: {:?}", started.elapsed());
 }

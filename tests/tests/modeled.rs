@@ -390,6 +390,15 @@ async fn bad_input() {
         ModelSpec::json(ZPath::parse_with_ids(&format!("{base}/{{id}}")).unwrap()).build().unwrap(),
     );
     assert!(matches!(CachedModeledFramework::new(template), Err(CuratorError::InvalidArgument { .. })));
+    // Issue 40 item 13: a path from `parse` whose node is written as a parameter is a literal
+    // `{id}` node there (Curator's `parse` too): the spec refuses it, naming `parse_with_ids`.
+    // Before, the spec was built and a `set` made a node named "{id}".
+    let literal = ModelSpec::<TestModel>::json(ZPath::parse(&format!("{base}/{{id}}")).unwrap()).build();
+    assert!(
+        matches!(&literal, Err(CuratorError::InvalidArgument { reason, .. }) if reason.contains("parse_with_ids")),
+        "{:?}",
+        literal.map(|s| s.path().to_string())
+    );
     assert!(fw.check_exists().for_path(&base).await.unwrap().is_none(), "nothing was sent");
     fw.close().await;
 }

@@ -149,11 +149,11 @@ async fn children() {
     let models = |nodes: Vec<curator_modeled::ZNode<TestModel>>| nodes.into_iter().map(|n| n.model).collect::<Vec<_>>();
     let cached_children = models(p.children_as_znodes().await.unwrap());
     assert_eq!(cached_children, [child1.clone(), child2.clone()]);
-    assert_eq!(models(p.current_children().unwrap()), cached_children);
+    assert_eq!(models(p.current_children().unwrap().models), cached_children);
     let uncached = ModeledFramework::new(&fw, spec(&base)).child("p").unwrap();
     assert_eq!(models(uncached.children_as_znodes().await.unwrap()), cached_children);
-    assert_eq!(models(p.child("c1").unwrap().current_children().unwrap()), [grand1]);
-    assert_eq!(models(p.child("c2").unwrap().current_children().unwrap()), [grand2]);
+    assert_eq!(models(p.child("c1").unwrap().current_children().unwrap().models), [grand1]);
+    assert_eq!(models(p.child("c2").unwrap().current_children().unwrap().models), [grand2]);
     client.close().await;
     fw.close().await;
 }
@@ -248,6 +248,42 @@ async fn read_before_start_reads_through() {
     fresh.set(&quick).await.unwrap();
     assert_eq!(fresh.read().await.unwrap(), quick);
     assert!(matches!(client.child("none").unwrap().read().await, Err(CuratorError::NoNode { .. })));
+    client.close().await;
+    fw.close().await;
+}
+
+/// Issue 40 item 10: one child whose data is not a model (written by another client) hides no
+/// good one: `current_children` gives the models of the others, and reports the bad one as a
+/// `BadData` naming its path. Before, the whole list was that `BadData`.
+#[tokio::test]
+async fn a_bad_child_hides_no_good_one() {
+    let fw = shared_client().await;
+    let base = unique_path("cached-bad-child");
+    let client = cached(&fw, &base);
+    let mut events = client.events();
+    client.start().unwrap();
+    let (a, c) = (model("a", "", "", 1), model("c", "", "", 3));
+    client.child("a").unwrap().set(&a).await.unwrap();
+    let bad = format!("{}/b", client.full_path().unwrap());
+    fw.create().for_path(&bad, b"not a model".to_vec()).await.unwrap();
+    client.child("c").unwrap().set(&c).await.unwrap();
+    let mut added = 0;
+    while added < 2 {
+        if let ModeledCacheEvent::Added(_) = next(&mut events).await {
+            added += 1;
+        }
+    }
+    let children = client.current_children().expect("a resolved path");
+    let names: Vec<_> = children.models.iter().map(|n| n.model.first_name.as_str()).collect();
+    assert_eq!(names, ["a", "c"], "the good children, in order");
+    assert!(
+        matches!(&children.unreadable[..], [CuratorError::BadData { path, .. }] if *path == bad),
+        "the bad one, reported: {:?}",
+        children.unreadable
+    );
+    // The list read still fails as the uncached client's does, naming the bad child.
+    let listed = client.children_as_znodes().await;
+    assert!(matches!(&listed, Err(CuratorError::BadData { path, .. }) if *path == bad), "{listed:?}");
     client.close().await;
     fw.close().await;
 }

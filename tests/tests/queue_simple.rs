@@ -73,9 +73,10 @@ async fn poll_with_timeout() {
     init_tracing();
     let f = Fixture::shared().await;
     let q = queue(&f.fw, &unique_path("testOffer1"));
+    let timeout = Duration::from_secs(1);
     let started = tokio::time::Instant::now();
-    assert_eq!(q.poll(Duration::from_secs(1)).await.unwrap(), None);
-    assert!(started.elapsed() >= Duration::from_secs(1), "the poll waited its time");
+    assert_eq!(q.poll(timeout).await.unwrap(), None);
+    assert!(started.elapsed() >= timeout, "the poll waited its time");
     f.close().await;
 }
 

@@ -217,7 +217,7 @@ async fn a_refused_start_is_reported_and_closes_the_value() {
             value.start().expect("start only spawns the task");
             let r = tokio::time::timeout(Timing::new().deadline(), value.ready()).await.expect("ready returns");
             assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?} {path}: {r:?}");
-            assert!(started.elapsed() < std::time::Duration::from_secs(1), "{policy:?}/{retry:?}: slow");
+            assert!(started.elapsed() < tests::at_once(&fw), "{policy:?}/{retry:?}: slow");
             assert_eq!(value.state(), LifeState::Closed);
             assert!(matches!(value.set(b"y".to_vec()).await, Err(CuratorError::AlreadyClosed { .. })));
             assert!(matches!(value.start(), Err(CuratorError::AlreadyClosed { what: "SharedValue" })));
@@ -232,7 +232,7 @@ async fn a_refused_start_is_reported_and_closes_the_value() {
             count.start().expect("start only spawns the task");
             let r = tokio::time::timeout(Timing::new().deadline(), count.ready()).await.expect("ready returns");
             assert!(matches!(r, Err(CuratorError::NoAuth { .. })), "{policy:?}/{retry:?} {path}: {r:?}");
-            assert!(started.elapsed() < std::time::Duration::from_secs(1), "{policy:?}/{retry:?}: slow");
+            assert!(started.elapsed() < tests::at_once(&fw), "{policy:?}/{retry:?}: slow");
             assert_eq!(count.state(), LifeState::Closed);
             assert!(matches!(count.start(), Err(CuratorError::AlreadyClosed { what: "SharedCount" })));
             let ended =

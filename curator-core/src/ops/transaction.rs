@@ -406,6 +406,10 @@ impl TransactionBuilder {
                     });
                 }
                 let tag_path = tag.path();
+                // The tag's first write makes it, later ones write it: both must pass the schema
+                // set, as every write the framework sends.
+                self.fw.check_schema(&tag_path, SchemaOp::Create(CreateMode::Persistent, &[]))?;
+                self.fw.check_schema(&tag_path, SchemaOp::SetData(&[]))?;
                 len += op_len(&self.fw, &tag_path, 0, &self.fw.acl_for_path(&tag_path));
             }
             Evidence::Data { path, .. } => {

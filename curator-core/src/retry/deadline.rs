@@ -63,6 +63,12 @@ pub fn deadline_after(now: Instant, timeout: Duration) -> Instant {
     now.checked_add(timeout).or_else(|| now.checked_add(FAR_FUTURE)).unwrap_or(now)
 }
 
+/// Whether a wait of `wait` never ends for any timer here: [`deadline_after`] (and tokio's own
+/// timers) put it at the far future (about 30 years), so nothing waiting for its end ever sees it.
+pub(crate) fn never_ends(wait: Duration) -> bool {
+    wait >= FAR_FUTURE
+}
+
 /// Runs `fut` with `deadline` as the deadline of every framework wait inside it (see the
 /// module docs). A deadline inside another one is the earlier of the two.
 pub async fn with_deadline<F: Future>(deadline: Instant, fut: F) -> F::Output {

@@ -35,7 +35,7 @@ const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
 /// [`MAX_RECONNECT_PAUSE`]; the first failure of a streak is a warning, the others are debug
 /// events, and the session that ends a streak is logged once with the number of failures.
 ///
-/// Fatal causes (docs/architecture.md section 3.1): after a failed attempt, [`crate::tls::diagnose`]
+/// Fatal causes (docs/architecture.md section 3.1): after each failed attempt, [`crate::tls::diagnose`]
 /// asks the servers whether TLS is why (a wrong CA, a refused client certificate, a plain client
 /// on a secure port or the reverse); if so the typed [`CuratorError::Tls`] is recorded, so that
 /// operations and `block_until_connected` fail with it at once, and the manager keeps retrying
@@ -116,18 +116,18 @@ pub(super) async fn connect(
         failures += 1;
         crate::metrics::connect_failed();
         // zookeeper-client keeps each server's reason to itself: ask the servers whether TLS is
-        // the reason (crate::tls), off the runtime's threads and bounded per server; on the
-        // first failure of a streak, and again after each failure while TLS is the reason, so
-        // that the recorded cause stays true (one probe connection per failed attempt at most).
-        let diagnosis = if failures == 1 || tls_failing {
+        // the reason (crate::tls), off the runtime's threads and bounded per server, after every
+        // failed attempt (one probe connection per attempt, and attempts back off): a probe a
+        // loaded server did not answer in time finds nothing, and asking only after the first
+        // failure of a streak left every later one undiagnosed (issue 40 item 8); asking again
+        // also keeps the recorded cause true while it lasts.
+        let diagnosis = {
             let connect_string = connect_string.clone();
             let probe = tokio::task::spawn_blocking(move || crate::tls::diagnose(&connect_string, tls.as_ref()));
             tokio::select! {
                 _ = shutdown.changed() => return None,
                 found = probe => found.ok().flatten(),
             }
-        } else {
-            None
         };
         let shown = diagnosis.as_ref().map_or_else(|| error.clone(), ToString::to_string);
         if failures == 1 {

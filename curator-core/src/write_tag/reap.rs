@@ -89,14 +89,13 @@ async fn stale_tags(fw: &CuratorFramework, path: &str, own: &str, age: Duration)
 /// is alive) fails the version check and is kept. The number deleted.
 async fn delete_tags(fw: &CuratorFramework, path: &str, tags: &[(String, i32)]) -> Result<usize> {
     fw.call_with_retry("delete (write tags)", path, |session, _| async move {
-        let client = session.client();
-        let deletes: Vec<_> = tags
+        let deletes = tags
             .iter()
             .map(|(tag, version)| {
                 tracing::debug!(path = %tag, version, "write tag: deleting a write tag left behind");
-                client.delete(tag, Some(*version))
+                session.delete(tag, Some(*version))
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
         let mut deleted = 0;
         for (done, (tag, _)) in futures::future::join_all(deletes).await.into_iter().zip(tags) {
             match done {

@@ -175,7 +175,8 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscoveryBuilder<T> {
     /// Where the services and instances are (Curator's `pathConstructor`), in place of the
     /// base path given to [`ServiceDiscovery::builder`] (which makes a
     /// [`DefaultPathConstructor`]). Every path of the discovery, of its caches and providers is
-    /// built by it and checked.
+    /// built by it and checked; `build()` asks it once for a sample service and instance and
+    /// refuses it if those paths are bad.
     pub fn path_constructor(mut self, constructor: impl DiscoveryPathConstructor + 'static) -> Self {
         self.path_constructor = Some(Arc::new(constructor));
         self
@@ -202,8 +203,9 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscoveryBuilder<T> {
     /// # Errors
     /// [`DiscoveryError::Curator`] with `InvalidPath` for an invalid base path;
     /// [`DiscoveryError::InvalidConstructedPath`] for a
-    /// [`path_constructor`](Self::path_constructor) whose base path (or the path of
-    /// `this_instance`) is not a valid path; [`DiscoveryError::InvalidInstance`] for a
+    /// [`path_constructor`](Self::path_constructor) whose base path, the paths it gives for a
+    /// sample service and instance, or the path of `this_instance`, are not valid paths (or an
+    /// instance's path is not its id under its service's path); [`DiscoveryError::InvalidInstance`] for a
     /// `this_instance` whose name or id is not one node name.
     pub fn build(self) -> Result<ServiceDiscovery<T>> {
         let constructor = match self.path_constructor {

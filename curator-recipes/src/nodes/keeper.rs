@@ -231,7 +231,11 @@ impl Keeper {
         if self.mode().is_ephemeral() && owner != session.id() {
             if self.sessions.contains(&owner) {
                 tracing::info!(path = %path, owner = format_args!("{owner:#x}"), "persistent node: deleting our node of an earlier session");
-                return match session.client().delete(&path, Some(stat.version)).await {
+                let delete = match session.delete(&path, Some(stat.version)) {
+                    Ok(delete) => delete,
+                    Err(refused) => return self.failed(refused).await,
+                };
+                return match delete.await {
                     Ok(()) | Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => State::Place,
                     Err(err) => self.failed(CuratorError::from_zk(&path, err)).await,
                 };
@@ -260,7 +264,11 @@ impl Keeper {
                 Err(err) => return self.failed(err).await,
             };
             tracing::debug!(path = %path, "persistent node: setData of the adopted node");
-            match session.client().set_data(&path, &stored, Some(stat.version)).await {
+            let write = match session.set_data(&path, &stored, Some(stat.version)) {
+                Ok(write) => write,
+                Err(refused) => return self.failed(refused).await,
+            };
+            match write.await {
                 Ok(written) => zxid = Some(written.mzxid),
                 Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => return State::Place,
                 Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
@@ -353,9 +361,10 @@ impl Keeper {
         tracing::debug!(path, "persistent node: setData");
         let stored = self.fw.encode_data(path, &data).map(|d| d.into_owned());
         let written = match (self.session().await, stored) {
-            (Ok(session), Ok(stored)) => {
-                session.client().set_data(path, &stored, None).await.map_err(|e| CuratorError::from_zk(path, e))
-            }
+            (Ok(session), Ok(stored)) => match session.set_data(path, &stored, None) {
+                Ok(write) => write.await.map_err(|e| CuratorError::from_zk(path, e)),
+                Err(refused) => Err(refused),
+            },
             (Err(err), _) | (_, Err(err)) => Err(err),
         };
         match written {

@@ -137,8 +137,7 @@ async fn commit<T: Send + Sync + 'static>(
     data: &[u8],
 ) -> Result<(), Failed> {
     let acl = q.fw.acl_for_path(requeue);
-    let options = zk::CreateMode::PersistentSequential.with_acls(zk::Acls::new(&acl));
-    let mut multi = session.client().new_multi_writer();
+    let mut multi = session.multi();
     let mut kinds = Vec::new();
     let added = (|| {
         if how != Finish::Release {
@@ -146,7 +145,7 @@ async fn commit<T: Send + Sync + 'static>(
             kinds.push(Target::Lock);
         }
         if how == Finish::Requeue {
-            multi.add_create(requeue, data, &options)?;
+            multi.add_create(requeue, data, zk::CreateMode::PersistentSequential, &acl)?;
             kinds.push(Target::Other);
         }
         if how != Finish::Release {
@@ -155,9 +154,9 @@ async fn commit<T: Send + Sync + 'static>(
         }
         multi.add_delete(lock, None)?;
         kinds.push(Target::Lock);
-        Ok::<_, zk::Error>(())
+        Ok::<_, CuratorError>(())
     })();
-    added.map_err(|e| Failed::Other(CuratorError::from_zk(item, e)))?;
+    added.map_err(Failed::Other)?;
     match multi.commit().await {
         Ok(_) => Ok(()),
         Err(zk::MultiWriteError::OperationFailed { index, source }) => {

@@ -36,8 +36,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use curator_core::deadline;
-use curator_core::{path, zk, ConnectionState, ConnectionStateEvent, CreateMode, CuratorError, CuratorFramework};
-use curator_core::{Result, Watch};
+use curator_core::{path, ConnectionState, ConnectionStateEvent, CreateMode, CuratorError, CuratorFramework};
+use curator_core::{Result, Session, Watch};
 use tokio::sync::watch;
 
 /// The name of every item node before its sequence number: `P/qn-0000000042`. Curator's and
@@ -383,7 +383,7 @@ impl SimpleDistributedQueue {
             .call_with_retry("queue_take", &node, |session, _| {
                 let (node, unknown) = (&node, &unknown);
                 async move {
-                    let result = self.claim_on(session.client(), node).await;
+                    let result = self.claim_on(&session, node).await;
                     if result.as_ref().is_err_and(CuratorError::outcome_unknown) {
                         unknown.store(true, Ordering::Relaxed);
                     }
@@ -414,9 +414,10 @@ impl SimpleDistributedQueue {
     }
 
     /// One attempt of [`claim`](Self::claim) on one session.
-    async fn claim_on(&self, client: &zk::Client, node: &str) -> Result<Vec<u8>> {
+    async fn claim_on(&self, session: &Session, node: &str) -> Result<Vec<u8>> {
+        let client = session.client();
         tracing::debug!(path = %node, "queue take: getData + delete(version 0), pipelined");
-        match self.in_flight(node, send_claim(client, node)).answer().await {
+        match self.in_flight(node, send_claim(session, node)?).answer().await {
             Err(CuratorError::BadVersion { .. }) => {}
             other => return other,
         }
@@ -426,7 +427,7 @@ impl SimpleDistributedQueue {
             tracing::debug!(path = %node, "queue take: getData (the node was changed)");
             let (data, stat) = client.get_data(node).await.map_err(|e| CuratorError::from_zk(node, e))?;
             tracing::debug!(path = %node, version = stat.version, "queue take: delete at the version read");
-            let delete = client.delete(node, Some(stat.version));
+            let delete = session.delete(node, Some(stat.version))?;
             let owned = node.to_string();
             let sent: Sent =
                 Box::pin(async move { delete.await.map(|()| data).map_err(|e| CuratorError::from_zk(&owned, e)) });
@@ -445,18 +446,19 @@ impl SimpleDistributedQueue {
 /// Sends the claim of `node`: getData, then a delete at version 0 (a node no one wrote to since
 /// it was made), on one session. Both leave now, in this order (zookeeper-client sends a
 /// request when its future is made), and the server answers them in order: if the delete
-/// succeeds, the data read just before is the data of the node it deleted.
-fn send_claim(client: &zk::Client, node: &str) -> Sent {
-    let read = client.get_data(node);
-    let delete = client.delete(node, Some(0));
+/// succeeds, the data read just before is the data of the node it deleted. A delete the
+/// framework's schema set refuses is not sent (the read before it is).
+fn send_claim(session: &Session, node: &str) -> Result<Sent> {
+    let read = session.client().get_data(node);
+    let delete = session.delete(node, Some(0))?;
     let node = node.to_string();
-    Box::pin(async move {
+    Ok(Box::pin(async move {
         let deleted = delete.await;
         let read = read.await;
         let from_zk = |e| CuratorError::from_zk(&node, e);
         deleted.map_err(from_zk)?;
         read.map(|(data, _)| data).map_err(from_zk)
-    })
+    }))
 }
 
 /// A claim whose requests are on the wire. Dropped before its answer (the take was dropped),

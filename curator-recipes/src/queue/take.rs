@@ -189,13 +189,12 @@ pub(crate) async fn lock_item<T: Send + Sync + 'static>(
         let (acl, data) = (acl.clone(), &data);
         async move {
             let client = session.client();
-            let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&acl));
             tracing::debug!(path = %lock, "queue: create lock node (ephemeral)");
-            let mut created = client.create(lock, data, &options).await;
+            let mut created = session.create(lock, data, zk::CreateMode::Ephemeral, &acl)?.await;
             if matches!(created, Err(zk::Error::NoNode)) {
                 // The lock path was deleted (or its parent reaped): make it again.
                 make_parents(&q.fw, client, lock, q.fw.use_container_parents()).await?;
-                created = client.create(lock, data, &options).await;
+                created = session.create(lock, data, zk::CreateMode::Ephemeral, &acl)?.await;
             }
             match created {
                 Ok(_) => Ok(Some(session.generation())),

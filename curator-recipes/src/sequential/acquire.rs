@@ -266,10 +266,19 @@ impl<'a> Acquire<'a> {
         let client = session.client();
         self.listener = self.listen(session);
         let acl = self.fw.acl_for_path(&self.create_path);
-        let options = self.kind.mode().with_acls(zk::Acls::new(&acl));
         tracing::debug!(path = %self.create_path, "create (pipelined with getChildren {})", self.base_path);
-        // Both requests are sent here, in this order, before either is awaited.
-        let create = client.create(&self.create_path, &data, &options);
+        // Both requests are sent here, in this order, before either is awaited; a create the
+        // framework's schema set refuses sends neither, and made no node.
+        let create = match session.create(&self.create_path, &data, self.kind.mode(), &acl) {
+            Ok(create) => create,
+            Err(refused) => {
+                self.listener = None;
+                if !armed_before {
+                    self.cleanup.disarm();
+                }
+                return Err((refused, Phase::Create));
+            }
+        };
         let list = client.list_children(self.base_path);
         let (created, listed) = futures::join!(create, list);
         match created {
@@ -333,7 +342,8 @@ impl<'a> Acquire<'a> {
             _ => {
                 // Left by an older session of ours: it is going; do not wait for it.
                 tracing::debug!(path = %found, "delete (our node from an old session)");
-                match client.delete(&found, None).await {
+                let delete = session.delete(&found, None).map_err(|refused| (refused, Phase::Find))?;
+                match delete.await {
                     Ok(()) | Err(zk::Error::NoNode) => Ok(Step::Next(Phase::Create)),
                     Err(e) => Err((CuratorError::from_zk(&found, e), Phase::Find)),
                 }

@@ -95,10 +95,13 @@ impl Entering<'_> {
         };
         let client = session.client();
         let acl = self.fw.acl_for_path(self.node);
-        let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&acl));
         tracing::debug!(path = %self.node, "create (ephemeral), pipelined with exists+watch {} and getChildren {}", self.ready_path, self.path);
-        // All three requests are sent here, in this order, before any is awaited.
-        let create = client.create(self.node, &data, &options);
+        // All three requests are sent here, in this order, before any is awaited (none if the
+        // framework's schema set refuses the create).
+        let create = match session.create(self.node, &data, zk::CreateMode::Ephemeral, &acl) {
+            Ok(create) => create,
+            Err(refused) => return Step::Fail(refused),
+        };
         let ready = client.check_and_watch_stat(self.ready_path);
         let list = client.list_children(self.path);
         let (created, ready, listed) = futures::join!(create, ready, list);
@@ -131,7 +134,11 @@ impl Entering<'_> {
             Ok(Some(_)) => {
                 // Made on an older session of ours: it is going; it must not be counted.
                 tracing::debug!(path = %self.node, "delete (our node from an older session)");
-                match client.delete(self.node, None).await {
+                let delete = match session.delete(self.node, None) {
+                    Ok(delete) => delete,
+                    Err(refused) => return Step::Fail(refused),
+                };
+                match delete.await {
                     Ok(()) | Err(zk::Error::NoNode) => Step::Next(Enter::Create),
                     Err(e) => Step::zk(self.node, e, Enter::Find),
                 }
@@ -188,13 +195,16 @@ impl Entering<'_> {
     /// Open: the barrier is full by our count: create R, which lets everyone in.
     async fn open(&mut self, session: &Session, generation: u64) -> Step<Enter, u64> {
         let acl = self.fw.acl_for_path(self.ready_path);
-        let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acl));
         let data = match self.fw.encode_data(self.ready_path, self.fw.default_data()) {
             Ok(data) => data,
             Err(err) => return Step::Fail(err),
         };
         tracing::debug!(path = %self.ready_path, "create (the barrier is full)");
-        match session.client().create(self.ready_path, &data, &options).await {
+        let create = match session.create(self.ready_path, &data, zk::CreateMode::Persistent, &acl) {
+            Ok(create) => create,
+            Err(refused) => return Step::Fail(refused),
+        };
+        match create.await {
             Ok(_) | Err(zk::Error::NodeExists) => Step::Finished(generation),
             // Outcome unknown: check again (R exists if the create went through).
             Err(e) => Step::zk(self.ready_path, e, Enter::Check(generation)),

@@ -149,8 +149,12 @@ impl Leaving<'_> {
         let node = self.node();
         if members.len() == 1 && ours.is_some() {
             tracing::debug!(path = %node, "delete (our node: the last member)");
+            let delete = match session.delete(&node, None) {
+                Ok(delete) => delete,
+                Err(refused) => return Step::Fail(refused),
+            };
             self.own = Own::Deleting;
-            return match client.delete(&node, None).await {
+            return match delete.await {
                 Ok(()) | Err(zk::Error::NoNode) => {
                     self.deleted();
                     Step::Next(Leave::Done)
@@ -165,8 +169,12 @@ impl Leaving<'_> {
         let watch = client.check_and_watch_stat(&watched);
         let (answer, deleted) = if ours.is_some_and(|i| i > 0) {
             tracing::debug!(path = %node, "delete (our node: leaving)");
+            let delete = match session.delete(&node, None) {
+                Ok(delete) => delete,
+                Err(refused) => return Step::Fail(refused),
+            };
             self.own = Own::Deleting;
-            let (answer, deleted) = futures::join!(watch, client.delete(&node, None));
+            let (answer, deleted) = futures::join!(watch, delete);
             (answer, Some(deleted))
         } else {
             (watch.await, None)
@@ -186,7 +194,11 @@ impl Leaving<'_> {
     /// Done: every member has left; delete R.
     async fn done(&mut self, session: &Session) -> Step<Leave, ()> {
         tracing::debug!(path = %self.ready_path, "delete (every member has left)");
-        match session.client().delete(self.ready_path, None).await {
+        let delete = match session.delete(self.ready_path, None) {
+            Ok(delete) => delete,
+            Err(refused) => return Step::Fail(refused),
+        };
+        match delete.await {
             Ok(()) | Err(zk::Error::NoNode) => Step::Finished(()),
             Err(e) => Step::zk(self.ready_path, e, Leave::Done),
         }
