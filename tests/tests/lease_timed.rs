@@ -159,10 +159,10 @@ async fn newer_format_and_garbage_are_left_alone() {
     init_tracing();
     let f = Fixture::shared().await;
     let newer = unique_path("lease-newer");
-    let text = "curator-rs timed lease 2\nholder=future\nduration_ms=1\nwrite=x\nmore=1\n";
+    let text = "curator-rs timed lease 3\nholder=future\nduration_ms=1\nwrite=x\nmore=1\n";
     f.fw.create().for_path(&newer, text.as_bytes().to_vec()).await.expect("create");
     let err = lease(&f.fw, &newer, SHORT, "me").try_acquire().await.expect_err("newer");
-    assert!(matches!(&err, CuratorError::BadData { reason, .. } if reason.contains("format 2")), "{err}");
+    assert!(matches!(&err, CuratorError::BadData { reason, .. } if reason.contains("format 3")), "{err}");
     for garbage in [&b"foo"[..], b"", b"\xff\x00\x01"] {
         let path = unique_path("lease-garbage");
         f.fw.create().for_path(&path, garbage.to_vec()).await.expect("create");

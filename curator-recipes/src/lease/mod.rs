@@ -2,9 +2,12 @@
 //! and [`MultiTimedLease`] (kazoo's `MultiNonBlockingLease`). Design: docs/architecture.md
 //! section 20.
 
+mod grant;
 mod multi;
+mod node;
 mod record;
 mod timed;
 
+pub use grant::{LeaseGrant, LeaseLost};
 pub use multi::MultiTimedLease;
-pub use timed::{LeaseGrant, LeaseLost, TimedLease};
+pub use timed::TimedLease;

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use curator_core::{path, CuratorError, CuratorFramework, Result};
 
-use super::timed::{LeaseGrant, TimedLease};
+use super::grant::LeaseGrant;
+use super::timed::TimedLease;
 
 /// The most slots a [`MultiTimedLease`] may have.
 const MAX_SLOTS: u32 = 1000;

@@ -1,18 +1,22 @@
-//! The data of a [`TimedLease`](super::TimedLease)'s node: who holds it, for how long, and
-//! which write granted it (docs/architecture.md section 20).
+//! The data of a [`TimedLease`](super::TimedLease)'s node: who holds it, for how long, which
+//! write made it and which grant it stands for (docs/architecture.md section 20).
 //!
-//! Four text lines, UTF-8:
+//! Five text lines, UTF-8:
 //!
 //! ```text
-//! curator-rs timed lease 1
+//! curator-rs timed lease 2
 //! holder=<the holder's id>
 //! duration_ms=<the lease's duration in milliseconds>
 //! write=<a UUID unique to the write>
+//! grant=<a UUID unique to the grant>
 //! ```
 //!
 //! The first line names the format and its version; a later version is refused (as kazoo's
 //! `NonBlockingLease` leaves a lease written by a newer format alone). The `write` id tells a
-//! writer whose reply was lost whether the node holds its own write.
+//! writer whose reply was lost whether the node holds its own write. The `grant` id names the
+//! grant's fence, the child `grant-<id>` of the lease node ([`grant_child`]). Format 1 (the
+//! first four lines, no grant) is read as a lease whose grant has no fence: a taker deletes it
+//! and makes it again.
 
 use std::time::Duration;
 
@@ -21,8 +25,12 @@ use uuid::Uuid;
 
 /// The first line's words before the format version.
 const MAGIC: &str = "curator-rs timed lease";
-/// The format this code writes and reads.
-pub(crate) const FORMAT: u32 = 1;
+/// The format this code writes (and the latest it reads).
+pub(crate) const FORMAT: u32 = 2;
+/// The first format, without a grant id: still read.
+const FORMAT_WITHOUT_GRANT: u32 = 1;
+/// The name prefix of a grant's fence, a child of the lease node.
+pub(crate) const GRANT_PREFIX: &str = "grant-";
 /// The longest holder id, in bytes.
 pub(crate) const MAX_HOLDER_LEN: usize = 1024;
 /// The longest lease: one year (an `Instant` this far ahead is representable everywhere).
@@ -34,6 +42,13 @@ pub(crate) struct Record {
     pub(crate) holder: String,
     pub(crate) duration: Duration,
     pub(crate) write: Uuid,
+    /// The grant the write stands for; `None` in a format 1 record (no fence).
+    pub(crate) grant: Option<Uuid>,
+}
+
+/// The path of the fence of grant `grant` of the lease node `lease`: `<lease>/grant-<uuid>`.
+pub(crate) fn grant_child(lease: &str, grant: Uuid) -> String {
+    format!("{lease}/{GRANT_PREFIX}{}", grant.as_hyphenated())
 }
 
 /// Checks a holder id: not empty, one line, at most [`MAX_HOLDER_LEN`] bytes.
@@ -62,15 +77,17 @@ pub(crate) fn check_duration(path: &str, duration: Duration) -> Result<()> {
 }
 
 impl Record {
-    /// A new write by `holder` (with a fresh write id).
-    pub(crate) fn new(holder: &str, duration: Duration) -> Self {
-        Self { holder: holder.to_string(), duration, write: Uuid::new_v4() }
+    /// A write by `holder` for the grant `grant` (with a fresh write id): a new grant's, or a
+    /// renewal's of that grant.
+    pub(crate) fn new(holder: &str, duration: Duration, grant: Uuid) -> Self {
+        Self { holder: holder.to_string(), duration, write: Uuid::new_v4(), grant: Some(grant) }
     }
 
-    /// The node's bytes.
+    /// The node's bytes (always this format: a record is only written with a grant).
     pub(crate) fn encode(&self) -> Vec<u8> {
+        let grant = self.grant.map(|g| g.as_hyphenated().to_string()).unwrap_or_default();
         format!(
-            "{MAGIC} {FORMAT}\nholder={}\nduration_ms={}\nwrite={}\n",
+            "{MAGIC} {FORMAT}\nholder={}\nduration_ms={}\nwrite={}\ngrant={grant}\n",
             self.holder,
             millis_rounded_up(self.duration),
             self.write.as_hyphenated()
@@ -78,8 +95,9 @@ impl Record {
         .into_bytes()
     }
 
-    /// Reads the node `path`'s bytes: anything but this format's four lines, with a holder
-    /// and a duration [`Record::new`] accepts, is [`BadData`](CuratorError::BadData).
+    /// Reads the node `path`'s bytes: anything but this format's five lines (or format 1's
+    /// four), with a holder and a duration [`Record::new`] accepts, is
+    /// [`BadData`](CuratorError::BadData).
     pub(crate) fn decode(path: &str, bytes: &[u8]) -> Result<Self> {
         let bad = |reason: String| CuratorError::BadData { path: path.to_string(), reason };
         let text = std::str::from_utf8(bytes).map_err(|_| bad(format!("not a timed lease: {}", shown(bytes))))?;
@@ -90,8 +108,8 @@ impl Record {
             .and_then(|rest| rest.strip_prefix(' '))
             .and_then(|v| v.parse::<u32>().ok())
             .ok_or_else(|| bad(format!("not a timed lease: {}", shown(bytes))))?;
-        if format != FORMAT {
-            return Err(bad(format!("a timed lease of format {format}; this reads format {FORMAT}")));
+        if format != FORMAT && format != FORMAT_WITHOUT_GRANT {
+            return Err(bad(format!("a timed lease of format {format}; this reads formats 1 to {FORMAT}")));
         }
         let mut field = |name: &str| {
             lines
@@ -108,9 +126,19 @@ impl Record {
             .map(Duration::from_millis)
             .map_err(|_| bad(format!("a timed lease with the duration {millis:?}")))?;
         let write = Uuid::parse_str(write).map_err(|_| bad(format!("a timed lease with the write id {write:?}")))?;
+        let grant = match format {
+            FORMAT_WITHOUT_GRANT => None,
+            _ => {
+                let grant = field("grant")?;
+                Some(Uuid::parse_str(grant).map_err(|_| bad(format!("a timed lease with the grant id {grant:?}")))?)
+            }
+        };
+        if let Some(extra) = lines.next() {
+            return Err(bad(format!("a timed lease with more lines than its format's: {extra:?}")));
+        }
         check_holder(path, &holder).map_err(|e| bad(e.to_string()))?;
         check_duration(path, duration).map_err(|e| bad(e.to_string()))?;
-        Ok(Self { holder, duration, write })
+        Ok(Self { holder, duration, write, grant })
     }
 }
 
@@ -134,32 +162,60 @@ fn shown(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    fn record(holder: &str, duration: Duration) -> Record {
+        Record::new(holder, duration, Uuid::new_v4())
+    }
+
     #[test]
     fn round_trip() {
-        let record = Record::new("host-1", Duration::from_millis(1500));
+        let record = record("host-1", Duration::from_millis(1500));
         assert_eq!(Record::decode("/l", &record.encode()).expect("decode"), record);
+        assert_eq!(
+            grant_child("/a/l", record.grant.expect("grant")),
+            format!("/a/l/grant-{}", record.grant.expect("grant").as_hyphenated())
+        );
+    }
+
+    #[test]
+    fn format_1_is_read_without_a_grant() {
+        let write = Uuid::new_v4();
+        let text = format!("curator-rs timed lease 1\nholder=old\nduration_ms=5\nwrite={write}\n");
+        let read = Record::decode("/l", text.as_bytes()).expect("format 1");
+        assert_eq!(read, Record { holder: "old".into(), duration: Duration::from_millis(5), write, grant: None });
     }
 
     #[test]
     fn durations_round_up_to_whole_milliseconds() {
-        let record = Record::new("h", Duration::from_micros(1500));
+        let record = record("h", Duration::from_micros(1500));
         assert_eq!(Record::decode("/l", &record.encode()).expect("decode").duration, Duration::from_millis(2));
     }
 
     #[test]
     fn garbage_is_bad_data() {
-        let good = String::from_utf8(Record::new("h", Duration::from_secs(1)).encode()).expect("utf8");
-        let newer = good.replace("lease 1", "lease 2");
+        let good = String::from_utf8(record("h", Duration::from_secs(1)).encode()).expect("utf8");
+        let newer = good.replace("lease 2", "lease 3");
         let zero = good.replace("duration_ms=1000", "duration_ms=0");
         let huge = good.replace("duration_ms=1000", "duration_ms=99999999999999");
         let no_write = good.lines().take(3).collect::<Vec<_>>().join("\n");
-        for bytes in
-            [&b""[..], b"\xff\xfe", b"foo", newer.as_bytes(), zero.as_bytes(), huge.as_bytes(), no_write.as_bytes()]
-        {
+        let no_grant = good.lines().take(4).collect::<Vec<_>>().join("\n");
+        let bad_grant = good.lines().take(4).chain(["grant=x"]).collect::<Vec<_>>().join("\n");
+        let more = format!("{good}more=1\n");
+        for bytes in [
+            &b""[..],
+            b"\xff\xfe",
+            b"foo",
+            newer.as_bytes(),
+            zero.as_bytes(),
+            huge.as_bytes(),
+            no_write.as_bytes(),
+            no_grant.as_bytes(),
+            bad_grant.as_bytes(),
+            more.as_bytes(),
+        ] {
             let err = Record::decode("/l", bytes).expect_err("garbage");
             assert!(matches!(err, CuratorError::BadData { .. }), "{err}");
         }
-        assert!(Record::decode("/l", newer.as_bytes()).expect_err("newer").to_string().contains("format 2"));
+        assert!(Record::decode("/l", newer.as_bytes()).expect_err("newer").to_string().contains("format 3"));
     }
 
     #[test]
