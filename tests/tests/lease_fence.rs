@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use curator_core::{CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::{LeaseGrant, TimedLease};
-use curator_test::{eventually, ChaosProxy, TestingServer, Timing};
+use curator_test::{eventually, ChaosProxy, RequestKind, TestingServer, Timing};
 use tests::policies::{framework, framework_with, Retry, COMBINATIONS};
 use tests::{init_tracing, unique_path};
 use tokio::time::Instant;
@@ -302,5 +302,154 @@ async fn the_fence_costs_no_request() {
     counted("a grant that takes the node over", 2);
     again.release().await.expect("release");
     counted("a release", 1);
+    fw.close().await;
+}
+
+/// The children of the lease node.
+async fn children(fw: &CuratorFramework, path: &str) -> Vec<String> {
+    fw.get_children().for_path(path).await.expect("children")
+}
+
+/// A release whose request is lost on its way (the connection cut under it, the request never
+/// applied) is decided by the grant's fence, which still stands, and sent again: the lease is
+/// given back. Before, the delete was left `OutcomeUnknown` and a release called again did
+/// nothing: the node stayed until the lease ran out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_whose_request_is_lost_is_decided_by_its_fence() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let observer = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    for (policy, retry) in COMBINATIONS {
+        let case = format!("{policy:?}/{retry:?}");
+        let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+        let fw = holder_framework(&proxy, policy, retry).await;
+        let path = unique_path("fence-release-request-lost");
+        let grant = lease(&fw, &path, LONG, "a").try_acquire().await.expect("try").expect("a");
+        proxy.record_requests(true);
+        proxy.take_seen_requests();
+        // Held long enough for the cut below to come first.
+        proxy.set_latency(SHORT);
+        let (released, ()) = tokio::join!(grant.release(), async {
+            let left = eventually(Timing::new().deadline(), || async { !proxy.take_seen_requests().is_empty() }).await;
+            assert!(left, "{case}: the release never left");
+            proxy.cut();
+            proxy.set_latency(Duration::ZERO);
+        });
+        match released {
+            Ok(()) => {}
+            Err(err) => {
+                assert!(retry == Retry::Short && err.outcome_unknown(), "{case}: {err}");
+                grant.release().await.expect("released again");
+            }
+        }
+        assert_eq!(holder_of(&observer, &path).await, None, "{case}: the lease was not given back");
+        let next = lease(&observer, &path, LONG, "b").try_acquire().await.expect("try");
+        assert!(next.is_some(), "{case}: released, taken at once");
+        fw.close().await;
+    }
+    observer.close().await;
+}
+
+/// A grant whose reply is lost (the multi applied, its answer dropped) is decided by its unique
+/// write id: granted, with one fence; never a second grant or a stray fence. A short retry
+/// policy may give up before it can read: the node then names the holder, whose next attempt
+/// takes it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_whose_reply_is_lost_is_decided_by_its_write_id() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let observer = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    for (policy, retry) in COMBINATIONS {
+        let case = format!("{policy:?}/{retry:?}");
+        let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+        let fw = holder_framework(&proxy, policy, retry).await;
+        let path = unique_path("fence-grant-lost");
+        let target = format!("{path}-target");
+        let holder = lease(&fw, &path, LONG, "a");
+        // A create, then a takeover (the same holder id, at once), each with its reply lost.
+        for what in ["create", "takeover"] {
+            proxy.swallow_next_reply_to(RequestKind::Multi);
+            let granted = holder.try_acquire().await;
+            assert!(!proxy.swallow_pending(), "{case}: the {what} never reached the server");
+            let grant = match granted {
+                Ok(Some(grant)) => grant,
+                Ok(None) => panic!("{case}: an applied {what} reported as no grant"),
+                Err(err) => {
+                    assert!(retry == Retry::Short && err.outcome_unknown(), "{case}: {what}: {err}");
+                    holder.try_acquire().await.expect("try again").expect("the node names the holder")
+                }
+            };
+            let stat = observer.check_exists().for_path(&path).await.expect("stat").expect("node");
+            assert_eq!(grant.fencing_token(), stat.mzxid, "{case}: {what}");
+            assert_eq!(children(&observer, &path).await.len(), 1, "{case}: {what}: one fence");
+            grant
+                .transaction()
+                .expect("held")
+                .create(&target, Vec::new(), CreateMode::Persistent)
+                .commit()
+                .await
+                .expect("write");
+            observer.delete().for_path(&target).await.expect("clean");
+        }
+        fw.close().await;
+    }
+    observer.close().await;
+}
+
+/// A lease node without a fence is deleted and made again by its next taker (after the wait,
+/// or at once by its holder id): one whose fence an operator deleted (its grant ends at once:
+/// its writes are refused), one written by format 1, and one with a fence its record does not
+/// name (swept first). A child the recipe did not make is `BadData`.
+#[tokio::test]
+async fn leases_without_a_fence_are_replaced() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let path = unique_path("fence-replaced");
+    let target = format!("{path}-target");
+    // The fence deleted from outside.
+    let a = lease(&fw, &path, SHORT, "a").try_acquire().await.expect("try").expect("a");
+    for fence in children(&fw, &path).await {
+        fw.delete().for_path(&format!("{path}/{fence}")).await.expect("operator's delete");
+    }
+    let refused = a.transaction().expect("held").create(&target, Vec::new(), CreateMode::Persistent).commit().await;
+    assert!(matches!(&refused, Err(CuratorError::NoNode { path: p }) if p.contains("/grant-")), "{refused:?}");
+    assert!(matches!(a.renew().await, Err(CuratorError::OwnNodeLost { .. })));
+    let b = lease(&fw, &path, SHORT, "b");
+    let taken = poll_grant("b replaces a fenceless lease", || b.try_acquire()).await;
+    assert!(taken.fencing_token() > a.fencing_token());
+    assert_eq!(children(&fw, &path).await.len(), 1);
+    taken.release().await.expect("release");
+
+    // A node of format 1 (no fence).
+    let old = "curator-rs timed lease 1\nholder=old\nduration_ms=300\nwrite=5a0e3c1e-6f43-4c3f-9d0c-5d5f1f3a9a01\n";
+    fw.create().for_path(&path, old.as_bytes().to_vec()).await.expect("format 1");
+    let c = lease(&fw, &path, SHORT, "c");
+    assert!(c.try_acquire().await.expect("try").is_none(), "held by its format 1 holder");
+    let taken = poll_grant("c replaces a format 1 lease", || c.try_acquire()).await;
+    assert_eq!(children(&fw, &path).await.len(), 1);
+
+    // A fence nobody names: the release leaves the node (it cannot delete it), the next taker
+    // sweeps it.
+    let stray = format!("{path}/grant-00000000-0000-4000-8000-000000000000");
+    fw.create().for_path(&stray, Vec::new()).await.expect("stray fence");
+    taken.release().await.expect("release");
+    assert_eq!(children(&fw, &path).await, vec!["grant-00000000-0000-4000-8000-000000000000".to_string()]);
+    let d = lease(&fw, &path, SHORT, "d");
+    let taken = poll_grant("d replaces the lease", || d.try_acquire()).await;
+    let fences = children(&fw, &path).await;
+    assert!(fences.len() == 1 && !stray.ends_with(&fences[0]), "{fences:?}");
+
+    // A child of someone else's under a fenceless node.
+    fw.delete().for_path(&format!("{path}/{}", fences[0])).await.expect("operator's delete");
+    fw.create().for_path(&format!("{path}/notes"), Vec::new()).await.expect("foreign child");
+    drop(taken);
+    let e = lease(&fw, &path, SHORT, "e");
+    let refused = eventually(Timing::new().deadline(), || async {
+        matches!(e.try_acquire().await, Err(CuratorError::BadData { .. }))
+    })
+    .await;
+    assert!(refused, "a foreign child left in place is BadData");
+    assert!(children(&fw, &path).await.contains(&"notes".to_string()), "left alone");
     fw.close().await;
 }
