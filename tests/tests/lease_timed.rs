@@ -336,7 +336,7 @@ async fn stalled_holder_is_told_before_takeover() {
         holder_fw.block_until_connected(Timing::new().deadline()).await.expect("reconnected");
         assert!(matches!(grant.renew().await, Err(CuratorError::NotHeld { .. })), "{case}");
         assert!(matches!(grant.transaction(), Err(CuratorError::NotHeld { .. })), "{case}");
-        // A transaction built while held is refused by the server's version check.
+        // A transaction built while held is refused by the server: its grant's fence is gone.
         assert!(stale_tx.commit().await.is_err(), "{case}: a stale write committed");
         assert!(taken.is_held(), "{case}");
         let data = other_fw.get_data().for_path(&path).await.expect("read");
