@@ -453,3 +453,24 @@ async fn leases_without_a_fence_are_replaced() {
     assert!(children(&fw, &path).await.contains(&"notes".to_string()), "left alone");
     fw.close().await;
 }
+
+/// A renewal that finds the node written from outside (an operator's write, over a grant that
+/// still stands) gives the grant up and ends its fence: a write built before is refused.
+#[tokio::test]
+async fn a_renewal_over_an_outside_write_ends_the_fence() {
+    init_tracing();
+    let server = TestingServer::shared();
+    let fw = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
+    let path = unique_path("fence-outside-write");
+    let target = format!("{path}-target");
+    let grant = lease(&fw, &path, LONG, "a").try_acquire().await.expect("try").expect("a");
+    let stale = grant.transaction().expect("held").create(&target, Vec::new(), CreateMode::Persistent);
+    let data = fw.get_data().for_path(&path).await.expect("read");
+    fw.set_data().for_path(&path, data).await.expect("operator's write");
+    assert!(matches!(grant.renew().await, Err(CuratorError::OwnNodeLost { .. })));
+    assert_eq!(grant.lost().await, curator_recipes::LeaseLost::Superseded);
+    assert!(children(&fw, &path).await.is_empty(), "the fence stayed");
+    assert!(matches!(stale.commit().await, Err(CuratorError::NoNode { .. })));
+    assert!(fw.check_exists().for_path(&target).await.expect("exists").is_none());
+    fw.close().await;
+}

@@ -244,8 +244,9 @@ impl LeaseGrant {
     /// again with [`TimedLease::try_acquire`](super::TimedLease::try_acquire), at once while the
     /// node is still ours). A grant ended by someone else (taken over, or the node deleted, or
     /// written, from outside) marks the grant [`LeaseLost::Superseded`] and is
-    /// [`OwnNodeLost`](CuratorError::OwnNodeLost). Any other error (a connection lost, retries
-    /// used up) leaves the earlier end in force: renew again.
+    /// [`OwnNodeLost`](CuratorError::OwnNodeLost); a node written from outside also ends the
+    /// grant's fence (one more request, on that path only). Any other error (a connection
+    /// lost, retries used up) leaves the earlier end in force: renew again.
     ///
     /// A renewal whose reply was lost is decided by its unique write id: `Ok` if the node holds
     /// it, sent again if the node is still at the version it named, else
@@ -284,15 +285,22 @@ impl LeaseGrant {
                     return Ok(());
                 }
                 // An earlier renewal whose reply was lost may have moved the version on.
-                Err(CuratorError::BadVersion { path }) if path == grant.path && !resolved => {
-                    match self.own_unconfirmed_version().await? {
-                        Some(own) => (version, resolved) = (own, true),
-                        None => return Err(self.superseded()),
+                Err(CuratorError::BadVersion { path }) if path == grant.path => {
+                    if !resolved {
+                        if let Some(own) = self.own_unconfirmed_version().await? {
+                            (version, resolved) = (own, true);
+                            continue;
+                        }
                     }
+                    // Written by someone else while our fence stands: the grant gives up, and
+                    // its fence goes, so that no write of it commits from now on.
+                    let lost = self.superseded();
+                    if let Err(err) = node::end_fence(&grant.fw, &grant.fence).await {
+                        tracing::warn!(path = %grant.fence, error = %err, "a timed lease's fence not deleted");
+                    }
+                    return Err(lost);
                 }
-                Err(CuratorError::BadVersion { path } | CuratorError::NoNode { path })
-                    if path == grant.path || path == grant.fence =>
-                {
+                Err(CuratorError::NoNode { path }) if path == grant.path || path == grant.fence => {
                     return Err(self.superseded());
                 }
                 Err(e) => return Err(e),
