@@ -34,8 +34,8 @@ pub enum LeaseLost {
 /// A grant's changing part.
 #[derive(Debug)]
 struct GrantState {
-    /// The node's version after our last write.
-    version: i32,
+    /// The lease node's stat after our last write (its version: the one our next write names).
+    node: Stat,
     /// Our clock's time when the last confirmed write was sent, plus the duration.
     expires_at: Instant,
     lost: Option<LeaseLost>,
@@ -58,6 +58,8 @@ pub(super) struct Grant {
     fence: String,
     /// The lease node's czxid: the node the grant was made on.
     czxid: i64,
+    /// The granting multi's zxid: the node's `mzxid` after it, and the fence's czxid (the fence
+    /// is made in that multi and never written).
     token: i64,
     state: StdMutex<GrantState>,
     /// `expires_at`, for the task that tells of the expiry.
@@ -90,7 +92,7 @@ impl Grant {
             czxid: stat.czxid,
             token: stat.mzxid,
             state: StdMutex::new(GrantState {
-                version: stat.version,
+                node: *stat,
                 expires_at,
                 lost: None,
                 unconfirmed: Vec::new(),
@@ -120,14 +122,15 @@ impl Grant {
         true
     }
 
-    /// `Ok(version)` while held, by the clock; otherwise marks it expired and fails.
-    fn held_version(&self) -> Result<i32> {
-        let (version, expires_at, lost) = {
+    /// `Ok(the node's stat after our last write)` while held, by the clock; otherwise marks it
+    /// expired and fails.
+    fn held(&self) -> Result<Stat> {
+        let (node, expires_at, lost) = {
             let state = self.state();
-            (state.version, state.expires_at, state.lost)
+            (state.node, state.expires_at, state.lost)
         };
         if lost.is_none() && Instant::now() < expires_at {
-            return Ok(version);
+            return Ok(node);
         }
         self.mark_lost(LeaseLost::Expired);
         Err(CuratorError::NotHeld { path: self.path.clone(), what: "the timed lease" })
@@ -212,7 +215,7 @@ impl LeaseGrant {
     /// True while the lease is held: not lost, and its time has not run out (by the clock,
     /// whether or not the notice has been given). Costs no request.
     pub fn is_held(&self) -> bool {
-        self.grant.held_version().is_ok()
+        self.grant.held().is_ok()
     }
 
     /// Resolves when the lease may no longer be held, with the reason: at
@@ -248,14 +251,15 @@ impl LeaseGrant {
     /// grant's fence (one more request, on that path only). Any other error (a connection
     /// lost, retries used up) leaves the earlier end in force: renew again.
     ///
-    /// A renewal whose reply was lost is decided by its unique write id: `Ok` if the node holds
-    /// it, sent again if the node is still at the version it named, else
-    /// [`OutcomeUnknown`](CuratorError::OutcomeUnknown) (the earlier end in force; the next
-    /// renewal takes the node for ours if it holds that write).
+    /// A renewal whose reply was lost is decided by the core by its unique write id
+    /// (`decided_by_data`): `Ok` if the node holds it, sent again if the node is still the
+    /// grant's at the version it named, else [`OutcomeUnknown`](CuratorError::OutcomeUnknown)
+    /// (the earlier end in force; the next renewal takes the node for ours if it holds that
+    /// write).
     pub async fn renew(&self) -> Result<()> {
         let grant = &self.grant;
         let _writes = grant.writes.lock().await;
-        let mut version = grant.held_version()?;
+        let mut at = grant.held()?;
         let mut resolved = false;
         loop {
             let record = Record::new(&grant.holder, grant.duration, grant.id);
@@ -269,12 +273,12 @@ impl LeaseGrant {
                 state.unconfirmed.push(record.write);
             }
             let sent = Instant::now();
-            let written = node::renew(&grant.fw, &grant.path, &grant.fence, (version, grant.czxid), &record).await;
+            let written = node::renew(&grant.fw, &grant.path, &grant.fence, &at, &record).await;
             match written {
                 Ok(stat) => {
                     let mut state = grant.state();
                     state.unconfirmed.clear();
-                    state.version = stat.version;
+                    state.node = stat;
                     if state.lost.is_some() {
                         // The time ran out while the write was on its way: lost is final.
                         return Err(CuratorError::NotHeld { path: grant.path.clone(), what: "the timed lease" });
@@ -287,8 +291,8 @@ impl LeaseGrant {
                 // An earlier renewal whose reply was lost may have moved the version on.
                 Err(CuratorError::BadVersion { path }) if path == grant.path => {
                     if !resolved {
-                        if let Some(own) = self.own_unconfirmed_version().await? {
-                            (version, resolved) = (own, true);
+                        if let Some(own) = self.own_unconfirmed().await? {
+                            (at, resolved) = (own, true);
                             continue;
                         }
                     }
@@ -318,8 +322,9 @@ impl LeaseGrant {
         }
     }
 
-    /// The node's version when it holds one of our unconfirmed writes (adopted as ours).
-    async fn own_unconfirmed_version(&self) -> Result<Option<i32>> {
+    /// The node's stat when it is the grant's node holding one of our unconfirmed writes
+    /// (adopted as ours).
+    async fn own_unconfirmed(&self) -> Result<Option<Stat>> {
         let grant = &self.grant;
         if grant.state().unconfirmed.is_empty() {
             return Ok(None);
@@ -335,8 +340,8 @@ impl LeaseGrant {
             return Ok(None);
         }
         state.unconfirmed.clear();
-        state.version = stat.version;
-        Ok(Some(stat.version))
+        state.node = stat;
+        Ok(Some(stat))
     }
 
     /// Gives the lease back: one multi deleting the grant's fence and the node (at the version
@@ -349,14 +354,16 @@ impl LeaseGrant {
     ///
     /// It never deletes another grant's node: the multi deletes nothing unless the fence, which
     /// no later grant has, still stands. So a release that failed (its outcome unknown, the
-    /// retries used up) may be called again; one whose reply was lost is decided by the fence
-    /// (gone: done; there: sent again).
+    /// retries used up) may be called again. One whose reply was lost is decided by the core by
+    /// the fence (`decided_by_delete`, by its czxid): still there, it is sent again; gone, the
+    /// core cannot tell who deleted it, but the grant is over either way, which is what a
+    /// release promises: `Ok`.
     pub async fn release(&self) -> Result<()> {
         let grant = &self.grant;
         let _writes = grant.writes.lock().await;
         let (mut version, lost, released) = {
             let state = grant.state();
-            (state.version, state.lost, state.released)
+            (state.node.version, state.lost, state.released)
         };
         if released || lost == Some(LeaseLost::Superseded) {
             return Ok(());
@@ -365,11 +372,11 @@ impl LeaseGrant {
         grant.mark_lost(LeaseLost::Released);
         let mut resolved = false;
         let done = loop {
-            match node::release(&grant.fw, &grant.path, &grant.fence, version).await {
+            match node::release(&grant.fw, &grant.path, &grant.fence, grant.token, version).await {
                 Err(CuratorError::BadVersion { path }) if path == grant.path && !resolved => {
                     resolved = true;
-                    match self.own_unconfirmed_version().await? {
-                        Some(own) => version = own,
+                    match self.own_unconfirmed().await? {
+                        Some(own) => version = own.version,
                         None => break node::end_fence(&grant.fw, &grant.fence).await,
                     }
                 }
@@ -394,7 +401,7 @@ impl LeaseGrant {
     /// nothing is built then. A refused check fails the commit with
     /// [`NoNode`](CuratorError::NoNode) on the fence's path; nothing was written.
     pub fn transaction(&self) -> Result<TransactionBuilder> {
-        self.grant.held_version()?;
+        self.grant.held()?;
         Ok(self.grant.fw.transaction().check(&self.grant.fence, -1))
     }
 }

@@ -1,5 +1,5 @@
 //! The writes of a timed lease: its node and its grants' fences (docs/architecture.md section
-//! 20), and how each is decided after a lost reply.
+//! 20).
 //!
 //! ```text
 //! <lease>                  the record (record.rs): holder, duration, write id, grant id
@@ -22,17 +22,20 @@
 //! lease node since: taken over (the fence deleted in the takeover's multi), released, or
 //! deleted from outside (with its children) and made again.
 //!
-//! **Lost replies** (section 4.4): these multis carry no write tag, so the core cannot decide
-//! them; each is sent with `commit_once` under the framework's retry loop, and after an attempt
-//! whose reply may have been lost, its own evidence decides on the next attempt's session
-//! (after a `sync`) before anything is sent again ([`Evidence`]).
+//! **Lost replies** (section 4.4) are the core's: each multi is sent with `commit()`, under the
+//! framework's retry loop, and declares its evidence, which the core reads after a lost reply
+//! before anything is sent again. The grant and renewal multis write the record, whose write id
+//! is unique to the write: `decided_by_data(lease, found)`, `found` the node's stat they write
+//! at (a takeover's, a renewal's; none for a create). The release deletes the fence, made in the
+//! granting multi, so its czxid is the grant's fencing token: `decided_by_delete(fence, token)`.
+//! What stays here is the lease's reading of an [`OutcomeUnknown`](CuratorError::OutcomeUnknown):
+//! a grant's is answered by whether the node holds its record ([`standing`]), a release's by
+//! whether the fence is gone ([`ended`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use curator_core::zk::{self, Stat};
+use curator_core::zk::Stat;
 use curator_core::{
-    make_parents, CreateMode, CuratorError, CuratorFramework, Result, Session, TransactionBuilder, TransactionCreate,
-    TransactionResult, TransactionSetData,
+    make_parents, CreateMode, CuratorError, CuratorFramework, Result, TransactionCreate, TransactionResult,
+    TransactionSetData,
 };
 use uuid::Uuid;
 
@@ -41,145 +44,79 @@ use super::record::{grant_child, Record, GRANT_PREFIX};
 /// The lease node as a contender read it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Found {
-    pub(super) czxid: i64,
-    pub(super) version: i32,
+    pub(super) stat: Stat,
     /// The grant its record names (`None` in a format 1 record).
     pub(super) grant: Option<Uuid>,
 }
 
-/// What decides a lease write whose reply was lost.
-#[derive(Debug)]
-enum Evidence<'a> {
-    /// A grant, writing these bytes (unique: a fresh write id): it stands when the node holds
-    /// them. A takeover of the node made at `czxid`, at `version` (`before`), was not applied
-    /// while the node is still that node at that version: sent again. Otherwise no grant
-    /// stands, whether or not the write was applied (the node holds another write, or is
-    /// gone): settled without one, never sent again.
-    Grant { data: &'a [u8], before: Option<(i32, i64)> },
-    /// A renewal, writing these bytes at `version` of the node made at `czxid`: applied when
-    /// the node holds them; not applied when the node is still that node at `version`;
-    /// otherwise unknown.
-    Renewal { data: &'a [u8], version: i32, czxid: i64 },
-    /// A release of the grant fenced by `fence`: done when the fence is gone (the grant is
-    /// over, whoever ended it: what a release promises); not applied while it stands.
-    Release { fence: &'a str },
+/// Whether a multi sent with `commit()` ended without knowing if it was applied. Its retryable
+/// errors say that nothing was (the core ends a write in doubt `OutcomeUnknown`); `Timeout` and
+/// `Closed` may have come while it was in doubt.
+fn in_doubt(err: &CuratorError) -> bool {
+    err.outcome_unknown() && !err.is_retryable()
 }
 
-/// What the evidence showed.
-enum Verdict {
-    /// Settled, with the lease node's stat as read (see [`Evidence`]; `None`: no grant stands,
-    /// or a release is done).
-    Settled(Option<Stat>),
-    /// Not applied: it may be sent again.
-    NotApplied,
-    Unknown(String),
-}
-
-impl Evidence<'_> {
-    /// Decides on `session`, after a `sync` (pipelined with the read: one round trip).
-    async fn decide(&self, session: &Session, lease: &str) -> Result<Verdict> {
-        let client = session.client();
-        let read = match self {
-            Evidence::Release { fence } => {
-                tracing::debug!(path = %fence, "sync + exists (a timed lease release whose reply was lost)");
-                let sync = client.sync(lease);
-                let read = client.check_stat(fence);
-                synced(lease, sync.await)?;
-                let found = read.await.map_err(|e| CuratorError::from_zk(fence, e))?;
-                return Ok(if found.is_none() { Verdict::Settled(None) } else { Verdict::NotApplied });
-            }
-            Evidence::Grant { .. } | Evidence::Renewal { .. } => {
-                tracing::debug!(path = lease, "sync + getData (a timed lease write whose reply was lost)");
-                let sync = client.sync(lease);
-                let read = client.get_data(lease);
-                synced(lease, sync.await)?;
-                match read.await {
-                    Ok(found) => Some(found),
-                    Err(zk::Error::NoNode) => None,
-                    Err(e) => return Err(CuratorError::from_zk(lease, e)),
-                }
-            }
-        };
-        Ok(match (self, read) {
-            (Evidence::Grant { data, .. } | Evidence::Renewal { data, .. }, Some((found, stat))) if found == *data => {
-                Verdict::Settled(Some(stat))
-            }
-            (
-                Evidence::Grant { before: Some((version, czxid)), .. } | Evidence::Renewal { version, czxid, .. },
-                Some((_, stat)),
-            ) if stat.version == *version && stat.czxid == *czxid => Verdict::NotApplied,
-            (Evidence::Grant { .. }, _) => Verdict::Settled(None),
-            _ => Verdict::Unknown(
-                "the renewal's reply was lost, and the lease node was written, deleted or made again since it was \
-                 sent"
-                    .into(),
-            ),
+/// The stat the multi's write of `lease` left, among its `results` (as answered, or as read
+/// back by the core after a lost reply).
+fn written(lease: &str, results: Vec<TransactionResult>) -> Result<Stat> {
+    results
+        .into_iter()
+        .find_map(|result| match result {
+            TransactionResult::SetData { path, stat } if path == lease => Some(stat),
+            _ => None,
         })
+        .ok_or_else(|| CuratorError::OutcomeUnknown {
+            path: lease.to_string(),
+            reason: "the timed lease write was answered without the lease node's stat".into(),
+        })
+}
+
+/// A grant's multi ended with `err`, whose outcome is unknown (the core could not tell from the
+/// record, or gave up before it could): whether a grant of ours stands, which is what the caller
+/// asks. The node holding exactly `data` (the record, whose write id only this grant uses) is
+/// the grant, with the node's stat (the grant's write is still the node's last: its `mzxid` is
+/// the token). Anything else is no grant of ours (`None`), whether or not the write was applied:
+/// the node holds another write, or is gone. `err` when the node cannot be read. A read behind
+/// the write can only miss it: then the node names this holder, whose next attempt takes it at
+/// once.
+async fn standing(fw: &CuratorFramework, lease: &str, data: &[u8], err: CuratorError) -> Result<Option<Stat>> {
+    tracing::debug!(path = lease, error = %err, "getData (a timed lease grant of unknown outcome: does it stand?)");
+    match fw.get_data().undecompressed().for_path_with_stat(lease).await {
+        Ok((found, stat)) if found == data => {
+            tracing::info!(path = lease, "a timed lease grant of unknown outcome stands");
+            Ok(Some(stat))
+        }
+        Ok(_) | Err(CuratorError::NoNode { .. }) => {
+            tracing::info!(path = lease, "a timed lease grant of unknown outcome does not stand");
+            Ok(None)
+        }
+        Err(read) => {
+            tracing::debug!(path = lease, error = %read, "the timed lease node could not be read");
+            Err(err)
+        }
     }
 }
 
-/// A sync's answer: a missing node is fine (the read after it says so).
-fn synced(path: &str, answer: std::result::Result<(), zk::Error>) -> Result<()> {
-    match answer {
-        Ok(()) | Err(zk::Error::NoNode) => Ok(()),
-        Err(e) => Err(CuratorError::from_zk(path, e)),
+/// A release ended with `err`, whose outcome is unknown: the fence made at `token` gone means
+/// the grant is over (ended by this release or by whoever took the lease over or deleted it),
+/// which is what a release promises: `Ok`. Still there (or not readable), `err`: the retries
+/// gave up before the release could be sent again; it may be called again.
+async fn ended(fw: &CuratorFramework, fence: &str, token: i64, err: CuratorError) -> Result<()> {
+    tracing::debug!(path = fence, error = %err, "exists (a timed lease release of unknown outcome: is the fence gone?)");
+    match fw.check_exists().for_path(fence).await {
+        Ok(Some(stat)) if stat.czxid == token => Err(err),
+        Ok(_) => {
+            tracing::info!(
+                path = fence,
+                "a timed lease release of unknown outcome: the fence is gone, the grant is over"
+            );
+            Ok(())
+        }
+        Err(read) => {
+            tracing::debug!(path = fence, error = %read, "the timed lease fence could not be read");
+            Err(err)
+        }
     }
-}
-
-/// Commits `tx` under the framework's retry loop, one `commit_once` per attempt. After an
-/// attempt whose reply may have been lost, `evidence` decides first, on the next attempt's
-/// session: settled ends the write, not applied sends it again, unknown is
-/// [`OutcomeUnknown`](CuratorError::OutcomeUnknown). `Ok` holds the stat of the multi's
-/// `setData` of `lease` when it was answered, else the evidence's.
-async fn commit(
-    fw: &CuratorFramework,
-    op: &'static str,
-    lease: &str,
-    tx: TransactionBuilder,
-    evidence: Evidence<'_>,
-) -> Result<Option<Stat>> {
-    let in_doubt = AtomicBool::new(false);
-    let (tx, evidence, in_doubt) = (&tx, &evidence, &in_doubt);
-    fw.call_with_retry(op, lease, |session, _| async move {
-        if in_doubt.load(Ordering::Relaxed) {
-            match evidence.decide(&session, lease).await? {
-                Verdict::Settled(stat) => {
-                    tracing::info!(
-                        path = lease,
-                        op,
-                        found = stat.is_some(),
-                        "a timed lease write whose reply was lost, decided"
-                    );
-                    return Ok(stat);
-                }
-                Verdict::NotApplied => {
-                    tracing::info!(
-                        path = lease,
-                        op,
-                        "a timed lease write whose reply was lost was not applied: sending it again"
-                    );
-                    in_doubt.store(false, Ordering::Relaxed);
-                }
-                Verdict::Unknown(reason) => {
-                    tracing::warn!(path = lease, op, %reason, "the outcome of a timed lease write is unknown");
-                    return Err(CuratorError::OutcomeUnknown { path: lease.to_string(), reason });
-                }
-            }
-        }
-        match tx.clone().commit_once().await {
-            Ok(results) => Ok(results.into_iter().find_map(|result| match result {
-                TransactionResult::SetData { path, stat } if path == lease => Some(stat),
-                _ => None,
-            })),
-            Err(err) => {
-                if err.outcome_unknown() {
-                    in_doubt.store(true, Ordering::Relaxed);
-                }
-                Err(err)
-            }
-        }
-    })
-    .await
 }
 
 /// The record's bytes and its grant's fence.
@@ -202,17 +139,22 @@ fn at_version(version: i32) -> TransactionSetData {
 /// Creates the missing lease node for `record`'s grant, with its fence, in one multi (the
 /// node is written at version 0 in the same multi, so that the answer carries the granting
 /// write's stat). Missing parents are made (persistent) and the multi sent again. `None` when
-/// another create came first.
+/// another create came first, or when a multi of unknown outcome left no grant of ours
+/// ([`standing`]).
 pub(super) async fn create(fw: &CuratorFramework, lease: &str, record: &Record) -> Result<Option<Stat>> {
     let (data, fence) = parts(lease, record)?;
     let mut parents_made = false;
     loop {
-        let tx = fw
+        let committed = fw
             .transaction()
             .create_with(lease, data.clone(), plain(CreateMode::Persistent))
             .create_with(&fence, Vec::new(), plain(CreateMode::Persistent))
-            .set_data_with(lease, data.clone(), at_version(0));
-        match commit(fw, "timed_lease_create", lease, tx, Evidence::Grant { data: &data, before: None }).await {
+            .set_data_with(lease, data.clone(), at_version(0))
+            .decided_by_data(lease, None)
+            .commit()
+            .await;
+        match committed {
+            Ok(results) => return written(lease, results).map(Some),
             Err(CuratorError::NodeExists { path }) if path == lease => return Ok(None),
             Err(CuratorError::NoNode { path }) if path == lease && !parents_made => {
                 parents_made = true;
@@ -223,15 +165,17 @@ pub(super) async fn create(fw: &CuratorFramework, lease: &str, record: &Record) 
             }
             // The parents went again meanwhile: another contender's turn.
             Err(CuratorError::NoNode { path }) if path == lease => return Ok(None),
-            other => return other,
+            Err(err) if in_doubt(&err) => return standing(fw, lease, &data, err).await,
+            Err(err) => return Err(err),
         }
     }
 }
 
 /// Writes `record` over the lease node read as `found` (at its version), deletes the fence of
 /// the grant it names and makes the new one, in one multi. `None` when the node was written,
-/// deleted or made again since. A node whose record names no fence, or one that is gone
-/// (deleted from outside), is replaced: [`replace`].
+/// deleted or made again since, or when a multi of unknown outcome left no grant of ours
+/// ([`standing`]). A node whose record names no fence, or one that is gone (deleted from
+/// outside), is replaced: [`replace`].
 pub(super) async fn take_over(
     fw: &CuratorFramework,
     lease: &str,
@@ -241,22 +185,25 @@ pub(super) async fn take_over(
     let Some(old) = found.grant else { return replace(fw, lease, found, record).await };
     let old = grant_child(lease, old);
     let (data, fence) = parts(lease, record)?;
-    let tx = fw
+    let committed = fw
         .transaction()
-        .set_data_with(lease, data.clone(), at_version(found.version))
+        .set_data_with(lease, data.clone(), at_version(found.stat.version))
         .delete(&old, None)
-        .create_with(&fence, Vec::new(), plain(CreateMode::Persistent));
-    let evidence = Evidence::Grant { data: &data, before: Some((found.version, found.czxid)) };
-    match commit(fw, "timed_lease_take_over", lease, tx, evidence).await {
+        .create_with(&fence, Vec::new(), plain(CreateMode::Persistent))
+        .decided_by_data(lease, Some(&found.stat))
+        .commit()
+        .await;
+    match committed {
+        Ok(results) => written(lease, results).map(Some),
         Err(CuratorError::BadVersion { path } | CuratorError::NoNode { path }) if path == lease => Ok(None),
         Err(CuratorError::NoNode { path }) if path == old => {
             tracing::info!(path = lease, fence = %old, "the timed lease's fence is gone: replacing the node");
             replace(fw, lease, found, record).await
         }
-        other => other,
+        Err(err) if in_doubt(&err) => standing(fw, lease, &data, err).await,
+        Err(err) => Err(err),
     }
 }
-
 /// Replaces a lease node without a fence (format 1, or its fence deleted from outside): deletes
 /// the node read as `found` (by its czxid, at its version, and only while it has no children:
 /// every node with a live grant has its fence) and creates it again for `record`'s grant.
@@ -266,8 +213,13 @@ pub(super) async fn take_over(
 async fn replace(fw: &CuratorFramework, lease: &str, found: Found, record: &Record) -> Result<Option<Stat>> {
     let mut swept = false;
     loop {
-        let deleted =
-            fw.delete().if_created_at(found.czxid).with_version(found.version).quietly().for_path(lease).await;
+        let deleted = fw
+            .delete()
+            .if_created_at(found.stat.czxid)
+            .with_version(found.stat.version)
+            .quietly()
+            .for_path(lease)
+            .await;
         match deleted {
             // Gone (that node, by us or another): make it again.
             Ok(()) => return create(fw, lease, record).await,
@@ -294,7 +246,7 @@ async fn sweep(fw: &CuratorFramework, lease: &str, found: Found) -> Result<bool>
         Err(e) => return Err(e),
     };
     match fw.check_exists().for_path(lease).await? {
-        Some(stat) if stat.czxid == found.czxid && stat.version == found.version => {}
+        Some(stat) if stat.czxid == found.stat.czxid && stat.version == found.stat.version => {}
         _ => return Ok(false),
     }
     let named = found.grant.map(|g| format!("{GRANT_PREFIX}{}", g.as_hyphenated()));
@@ -314,35 +266,43 @@ async fn sweep(fw: &CuratorFramework, lease: &str, found: Found) -> Result<bool>
 }
 
 /// Renews the grant fenced by `fence` with `record`: one multi, the fence's check and the node's
-/// write at `version` (of the node made at `czxid`). The node's stat after it. `NoNode` on the
-/// fence: the grant is over; `BadVersion` on the node: written by someone else (or by an earlier
-/// renewal of ours whose answer was lost).
-pub(super) async fn renew(
-    fw: &CuratorFramework,
-    lease: &str,
-    fence: &str,
-    (version, czxid): (i32, i64),
-    record: &Record,
-) -> Result<Stat> {
+/// write at `at`'s version (`at`: the node's stat after the grant's last write, the core's proof
+/// that a renewal whose reply was lost was not applied while the node is still that node at that
+/// version). The node's stat after it. `NoNode` on the fence: the grant is over; `BadVersion` on
+/// the node: written by someone else (or by an earlier renewal of ours whose answer was lost);
+/// [`OutcomeUnknown`](CuratorError::OutcomeUnknown): its reply was lost and the node, written or
+/// made again since, does not hold it.
+pub(super) async fn renew(fw: &CuratorFramework, lease: &str, fence: &str, at: &Stat, record: &Record) -> Result<Stat> {
     let data = record.encode();
-    let tx = fw.transaction().check(fence, -1).set_data_with(lease, data.clone(), at_version(version));
-    let evidence = Evidence::Renewal { data: &data, version, czxid };
-    commit(fw, "timed_lease_renew", lease, tx, evidence).await?.ok_or_else(|| CuratorError::OutcomeUnknown {
-        path: lease.to_string(),
-        reason: "the renewal was answered without the lease node's stat".into(),
-    })
+    let results = fw
+        .transaction()
+        .check(fence, -1)
+        .set_data_with(lease, data, at_version(at.version))
+        .decided_by_data(lease, Some(at))
+        .commit()
+        .await?;
+    written(lease, results)
 }
 
 /// Releases the grant fenced by `fence`: one multi, the fence's delete and the node's at
-/// `version`. `Ok` also when the grant was over already (its fence gone: nothing to give back).
-/// `BadVersion` on the node: written by someone else (or by an earlier renewal of ours whose
-/// answer was lost); `NotEmpty`: it has other children.
-pub(super) async fn release(fw: &CuratorFramework, lease: &str, fence: &str, version: i32) -> Result<()> {
-    let tx = fw.transaction().delete(fence, None).delete(lease, Some(version));
-    match commit(fw, "timed_lease_release", lease, tx, Evidence::Release { fence }).await {
+/// `version`. `token` is the grant's fencing token, which is the fence's czxid (both made by
+/// the granting multi): the core's proof that a release whose reply was lost was not applied
+/// while that fence stands. `Ok` also when the grant was over already (its fence gone: nothing
+/// to give back; [`ended`]). `BadVersion` on the node: written by someone else (or by an
+/// earlier renewal of ours whose answer was lost); `NotEmpty`: it has other children.
+pub(super) async fn release(fw: &CuratorFramework, lease: &str, fence: &str, token: i64, version: i32) -> Result<()> {
+    let committed = fw
+        .transaction()
+        .delete(fence, None)
+        .delete(lease, Some(version))
+        .decided_by_delete(fence, token)
+        .commit()
+        .await;
+    match committed {
         Ok(_) => Ok(()),
         Err(CuratorError::NoNode { path }) if path == fence => Ok(()),
-        Err(e) => Err(e),
+        Err(err) if in_doubt(&err) => ended(fw, fence, token, err).await,
+        Err(err) => Err(err),
     }
 }
 

@@ -136,10 +136,12 @@ impl TimedLease {
     /// deleted from outside), which is deleted and made again. A node this recipe cannot read
     /// (garbage, or a newer format) is [`BadData`](CuratorError::BadData) and is left alone.
     ///
-    /// A write whose reply was lost is decided by its unique write id: the grant is given if
-    /// the node holds it, `None` otherwise (no grant of ours stands, whether or not the write
-    /// was applied); an error whose outcome is unknown (the retries used up before that could
-    /// be read) may leave the node naming this holder, which this handle then takes at once.
+    /// A write whose reply was lost is decided by its unique write id (the core's
+    /// `decided_by_data`): the grant is given if the node holds it, and a takeover is sent again
+    /// while the node is still as read. Otherwise it is `None`: the node is read once more, and
+    /// no grant of ours stands, whether or not the write was applied. An error whose outcome is
+    /// unknown (the node could not be read either) may leave the node naming this holder, which
+    /// this handle then takes at once.
     pub async fn try_acquire(&self) -> Result<Option<LeaseGrant>> {
         let mut seen = self.seen.lock().await;
         let read = self.fw.get_data().undecompressed().for_path_with_stat(&self.path).await;
@@ -164,7 +166,7 @@ impl TimedLease {
             tracing::debug!(path = %self.path, holder = %record.holder, "timed lease held by another");
             return Ok(None);
         }
-        self.grant(Some(Found { czxid: stat.czxid, version: stat.version, grant: record.grant })).await
+        self.grant(Some(Found { stat, grant: record.grant })).await
     }
 
     /// When this handle could take over the lease as last seen, if its holder does not renew
