@@ -388,11 +388,14 @@ impl RefusedQueue {
     }
 }
 
-/// A lock-safe take whose lock create is applied but whose reply is lost, and lost again on the
-/// retry, so that the short retry policy gives up with the outcome unknown: the lock node is
-/// ours and would keep the item from every consumer (ours included: its next try meets
-/// NodeExists) for as long as our session lives. Behind `queue_faults`' rare "items lost 1"
-/// under `ErrorPolicy::Session` with the short retry policy. Curator's DistributedQueue leaves
+/// A lock-safe take whose lock create is applied but whose reply is lost: the next attempt
+/// reads the lock node (sync + getData) before sending anything, and that read's reply is lost
+/// too, so that the short retry policy gives up with the create in doubt. The lock node, ours by
+/// its id, would keep the item from every consumer (ours included: its next try meets
+/// NodeExists) for as long as our session lives: it is deleted first. (With the patient policy
+/// the read is tried again, finds the take's id, and the take holds the lock without sending
+/// the create again.) Behind `queue_faults`' rare "items lost 1" under `ErrorPolicy::Session`
+/// with the short retry policy, when a lock create was resent after a lost reply. Curator's DistributedQueue leaves
 /// such a lock node too (its lock create is not protected).
 async fn lock_create_lost_twice(policy: ErrorPolicy, retry: Retry) {
     let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
@@ -421,12 +424,13 @@ async fn lock_create_lost_twice(policy: ErrorPolicy, retry: Retry) {
     let producer = DistributedQueue::builder(&producer_fw, &path, StringSerializer).build().unwrap();
     producer.start().unwrap();
     producer.put(&"only".to_string()).await.expect("put");
-    // The lock create's reply is swallowed; so is its retry's (the short policy's only one).
+    // The lock create's reply is swallowed; so is the read that decides it (the short policy's
+    // only retry).
     assert!(
         eventually(deadline(), || async { !proxy.swallow_pending() }).await,
         "{policy:?}/{retry:?}: no lock create"
     );
-    proxy.swallow_next_reply_to(RequestKind::Create);
+    proxy.swallow_next_reply_to(RequestKind::GetData);
     let consumed = tokio::time::timeout(deadline(), done.recv()).await;
     assert!(
         matches!(consumed, Ok(Some(ref item)) if item == "only"),
@@ -449,12 +453,13 @@ async fn a_lock_create_whose_outcome_stays_unknown_leaves_no_lock_behind() {
 }
 
 /// A lock-safe take whose fenced final multi is applied but whose reply is lost, and whose lock
-/// name another consumer takes before the retry (the item is gone, so that consumer finds
-/// nothing to do): the retry's check passes on the other consumer's lock (version 0 too) and
-/// its delete of the item fails. The item was finished by our first attempt: the take reports
-/// it `Consumed`, and leaves the other consumer's lock alone. Before, it took the item for
-/// gone (no event: `queue_faults`' rare "items lost 1" under every policy) and deleted the other
-/// consumer's lock. Curator's plain delete after the consumer has no such retry.
+/// name another consumer takes before the take's connection is back (the item is gone, so that
+/// consumer finds nothing to do): a check resent would pass on the other consumer's lock
+/// (version 0 too). The take sends nothing before the lock's data decides: not its own id, so
+/// the multi was applied. The item was finished by our first attempt: the take reports it
+/// `Consumed`, and leaves the other consumer's lock alone. Before the fence decided, it took the
+/// item for gone (no event: `queue_faults`' rare "items lost 1" under every policy) and deleted
+/// the other consumer's lock. Curator's plain delete after the consumer has no such retry.
 async fn finish_lost_then_lock_taken(policy: ErrorPolicy, retry: Retry) {
     let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
     let fw = connected(with_policies(builder(&proxy.connect_string()), policy, retry)).await;

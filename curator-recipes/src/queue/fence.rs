@@ -6,20 +6,36 @@
 //!           + delete(P/n) + delete(L/n)
 //! Release : delete(L/n)                              (the item stays for the next consumer)
 //!
-//! each attempt: the current session is not the lock's  -> LockLost (L/n went with it)
+//! each attempt: the current session is not the lock's  -> LockLost (L/n went with it), or,
+//!                 after a lost reply of Delete/Requeue:   sync + exists(P/n) on the new
+//!                                                         session: there -> LockLost (not
+//!                                                         applied); gone -> Unknown
+//!               after a lost reply, before sending:    sync + getData(L/n):
+//!                                                         our id there -> not applied: send again
+//!                                                         else         -> Finished (applied)
 //!               applied                                -> Finished
-//!               L/n missing, first attempt             -> LockLost (deleted by someone)
-//!               L/n missing, after an unknown outcome  -> Finished (our attempt applied)
-//!               P/n missing, after an unknown outcome  -> Finished (our attempt applied; the
-//!                                                         L/n checked is another consumer's)
+//!               L/n missing                            -> LockLost (deleted by someone)
 //!               P/n missing (deleted by someone)       -> Release instead
-//!               retryable error                        -> again after the cleanup backoff
+//!               a lost reply (retryable error)         -> in doubt; again after the cleanup backoff
 //!               other error                            -> reported; Release instead
 //! ```
-//! The lock node is never written, so its version is 0 for as long as it is ours.
+//! What the fence compares. `check(L/n, 0)` alone is existence: the lock node is never
+//! written, so any lock node at that path, ours or a later one of another take, is at version
+//! 0. It stands for ours because of the session: while the session that made our lock lives,
+//! that node goes only by a request of ours (every take deletes only the lock holding its own
+//! id), so no other take can make `L/n` again before our multi has deleted ours; and the multi
+//! is never sent on another session. The one moment a lock of another take could stand at
+//! `L/n` while we send is after a lost reply of ours (our multi applied, deleted our lock, and
+//! another take made its own): so after a lost reply nothing is sent before the lock's id has
+//! decided, on the same session: our id still there proves the multi was not applied (it
+//! deletes `L/n` in the same transaction); anything else proves it was. Release's bare delete
+//! is covered by the same decision. The item node `P/n` is another witness for Delete and
+//! Requeue: a sequential name, never made again while `P` stands, and deleted only by a holder
+//! of `L/n`.
 
 use curator_core::{path, zk, CuratorError, Result, Session};
 
+use super::lock::{Found, LockNode};
 use super::shared::{QueueEvent, Shared};
 
 /// How a lock-safe take is to end.
@@ -42,6 +58,10 @@ pub(crate) enum Outcome {
     LockLost,
     /// The item node was gone: only the lock was deleted.
     ItemGone,
+    /// A Delete or Requeue whose reply was lost, and whose session ended before its lock's id
+    /// could tell, with the item node gone since: applied by us, or taken by the next holder
+    /// after our lock went with the session. Nothing tells which.
+    Unknown,
     /// The framework closed first (the lock goes with its session).
     Closed,
 }
@@ -50,7 +70,7 @@ pub(crate) enum Outcome {
 pub(crate) async fn finish<T: Send + Sync + 'static>(
     q: &Shared<T>,
     name: &str,
-    lock: &str,
+    lock: &LockNode,
     generation: u64,
     mut how: Finish,
     data: &[u8],
@@ -70,8 +90,10 @@ pub(crate) async fn finish<T: Send + Sync + 'static>(
         Err(_) => std::borrow::Cow::Borrowed(data),
     };
     let mut backoff = q.fw.cleanup_retry_loop();
-    let mut unknown = false;
+    // A multi of ours whose reply was lost, not decided since.
+    let mut in_doubt = false;
     let mut item_gone = false;
+    let done = |item_gone: bool| if item_gone { Outcome::ItemGone } else { Outcome::Finished };
     loop {
         let session = match q.fw.session().await {
             Ok(session) => session,
@@ -82,29 +104,54 @@ pub(crate) async fn finish<T: Send + Sync + 'static>(
             },
         };
         if !session.is_generation(generation) {
+            if in_doubt && how != Finish::Release {
+                match item_after_session(&session, &item).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(path = %item, "queue: the final multi's reply was lost and its session ended: the item is gone, by it or by the next holder");
+                        return Outcome::Unknown;
+                    }
+                    Err(err) => match backoff.on_error(err).await {
+                        Ok(()) => continue,
+                        Err(_) => return Outcome::Closed,
+                    },
+                }
+            }
             tracing::info!(path = %item, "queue: the session of our lock ended: leaving the item");
             curator_core::metrics::queue_fence_failed(true);
             return Outcome::LockLost;
         }
-        tracing::debug!(path = %item, lock, ?how, "queue: fenced final multi");
-        match commit(q, &session, how, &item, lock, &requeue, &data).await {
-            Ok(()) if item_gone => return Outcome::ItemGone,
-            Ok(()) => return Outcome::Finished,
-            Err(Failed::Lock) if how == Finish::Release || unknown => {
-                return if item_gone { Outcome::ItemGone } else { Outcome::Finished }
+        if in_doubt {
+            match lock.find(&session).await {
+                Ok(Found::Ours(_)) => {
+                    tracing::info!(path = %item, lock = %lock.path, "queue: the final multi whose reply was lost was not applied: sending it again");
+                    in_doubt = false;
+                }
+                Ok(_) => {
+                    tracing::info!(path = %item, lock = %lock.path, "queue: the final multi whose reply was lost was applied");
+                    return done(item_gone);
+                }
+                Err(err) => {
+                    if backoff.on_error(err).await.is_err() {
+                        return Outcome::Closed;
+                    }
+                    continue;
+                }
             }
+        }
+        tracing::debug!(path = %item, lock = %lock.path, ?how, "queue: fenced final multi");
+        match commit(q, &session, how, &item, &lock.path, &requeue, &data).await {
+            Ok(()) => return done(item_gone),
+            Err(Failed::Lock) if how == Finish::Release => return done(item_gone),
             Err(Failed::Lock) => {
-                tracing::info!(path = %item, lock, "queue: our lock node is gone: the fence refused the finish");
+                tracing::info!(path = %item, lock = %lock.path, "queue: our lock node is gone: the fence refused the finish");
                 curator_core::metrics::queue_fence_failed(false);
                 return Outcome::LockLost;
             }
-            // After an unknown outcome the item is gone because our earlier attempt applied:
-            // while our lock stood nobody else could delete it. Our lock went with that attempt,
-            // so the lock node the check just passed on is another consumer's: not ours to delete.
-            Err(Failed::Item) if unknown => return Outcome::Finished,
             Err(Failed::Item) => (how, item_gone) = (Finish::Release, true),
             Err(Failed::Other(err)) if err.is_retryable() => {
-                unknown = true;
+                // Every reply-lost shape is retryable (section 2.3): the multi is in doubt.
+                in_doubt = true;
                 if backoff.on_error(err).await.is_err() {
                     return Outcome::Closed;
                 }
@@ -116,6 +163,20 @@ pub(crate) async fn finish<T: Send + Sync + 'static>(
             }
         }
     }
+}
+
+/// Whether the item node is still there, read on the new `session` after a sync: a multi of
+/// ours left in doubt on the old session would have deleted it.
+async fn item_after_session(session: &Session, item: &str) -> Result<bool> {
+    let client = session.client();
+    tracing::debug!(path = %item, "queue: sync + exists (the item of a final multi in doubt)");
+    let sync = client.sync(item);
+    let read = client.check_stat(item);
+    match sync.await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(err) => return Err(CuratorError::from_zk(item, err)),
+    }
+    read.await.map(|stat| stat.is_some()).map_err(|e| CuratorError::from_zk(item, e))
 }
 
 /// Why a multi did not apply.

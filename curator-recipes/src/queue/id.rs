@@ -77,11 +77,16 @@ impl<T: Send + Sync + 'static> DistributedIdQueue<T> {
     }
 
     /// Removes the items with the id `id` that no consumer has taken: how many were removed
-    /// (Curator's `remove`). In lock-safe mode an item a consumer holds is not removed.
+    /// (Curator's `remove`). In lock-safe mode an item a consumer holds is not removed. An
+    /// item is counted as not removed only when this call did not delete it.
     ///
     /// # Errors
     /// [`CuratorError::InvalidArgument`] for an id [`put`](Self::put) refuses; the error of
-    /// listing the queue or of a delete; [`CuratorError::Closed`].
+    /// listing the queue or of a delete; [`CuratorError::Closed`]. A delete whose reply was
+    /// lost (in lock-safe mode: the fenced delete's, its session ended before it was decided and
+    /// the item gone since) ends the call with an error whose
+    /// [`outcome_unknown`](CuratorError::outcome_unknown) holds, on that item's path: it may
+    /// have been removed; the items removed before it are not counted.
     pub async fn remove(&self, id: &str) -> Result<usize> {
         self.prefix(id)?;
         let q = &self.queue.shared;

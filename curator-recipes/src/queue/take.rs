@@ -3,31 +3,32 @@
 //! ```text
 //! plain     : getData(P/n) -> delete(P/n, version read) -> ok: consume the items
 //!             NoNode / BadVersion anywhere: another consumer has it, skip
-//! lock-safe : Lock   : create L/n ephemeral on session s      NodeExists: another has it, skip
-//!                      outcome unknown after the retries: L/n deleted if an ephemeral of the
-//!                      current session (it would keep the item from everyone), then skip
+//! lock-safe : Lock   : create L/n ephemeral, holding this take's id (module lock)
+//!                      NodeExists: another has it, skip
+//!                      left in doubt by the retries: L/n deleted if it holds our id and is an
+//!                      ephemeral of the current session (it would keep the item from
+//!                      everyone), then skip
 //!             Read   : getData(P/n)                            NoNode: done already, Release
 //!             Consume: the items, in order; the consumer's future is dropped as soon as
 //!                      the lock may be lost (the locks' rule for the error policy:
 //!                      suspended under Standard, the session ended under either)
 //!                      -> LockLost, Release
-//!             Finish : on session s only, ONE multi:
+//!             Finish : on session s only, ONE multi (module fence):
 //!                      check(L/n) [+ create P/<requeue name> with the data] + delete(P/n) + delete(L/n)
 //!                      not session s any more          -> LockLost (our lock went with s)
-//!                      check failed, first attempt     -> LockLost (someone deleted L/n)
-//!                      check failed after an unknown   -> done (our earlier attempt applied:
-//!                        outcome, on s                    only it deletes L/n while s lives)
-//!                      retryable error                 -> again, until done or s is gone
+//!                      check failed                    -> LockLost (someone deleted L/n)
+//!                      its reply lost                  -> decided by L/n's id on s before
+//!                                                         anything is sent again
 //! ```
-//! The fence works because an ephemeral node of a live session is deleted only by a request:
-//! while `s` lives `L/n` is ours, and the multi applies only if it still stands; once `s` is
-//! gone we never send it. So an item is finished by at most one consumer, and a consumer that
-//! lost its session leaves the item for the next (CURATOR-605). Past that, a consumer is told
-//! its item may be lost before anyone else can take it: its future is dropped then, so that it
-//! does not run to its end on an item that is someone else's (docs/architecture.md section 17).
+//! The fence works because an ephemeral node of a live session is deleted only by a request,
+//! and each take deletes only the lock node holding its own id: while `s` lives `L/n` is ours,
+//! and the multi applies only if it still stands; once `s` is gone we never send it. So an
+//! item is finished by at most one consumer, and a consumer that lost its session leaves the
+//! item for the next (CURATOR-605). Past that, a consumer is told its item may be lost before
+//! anyone else can take it: its future is dropped then, so that it does not run to its end on
+//! an item that is someone else's (docs/architecture.md section 17).
 
-use curator_core::make_parents;
-use curator_core::{path, zk, ConnectionStateEvent, CuratorError, CuratorFramework, Result, Session};
+use curator_core::{path, ConnectionStateEvent, CuratorError, CuratorFramework, Result};
 use tokio::sync::watch;
 
 use crate::sequential::hold::judge;
@@ -35,6 +36,7 @@ use crate::sequential::LockLost;
 
 use super::deliver::{self, Consumed};
 use super::fence::{self, Finish, Outcome};
+use super::lock::{self, LockFailed, LockNode};
 use super::shared::{QueueEvent, Shared};
 
 /// How a take of one item node ended, for the consuming loop.
@@ -93,22 +95,24 @@ async fn take_plain<T: Send + Sync + 'static>(q: &Shared<T>, name: &str) -> Resu
 async fn take_locked<T: Send + Sync + 'static>(
     q: &Shared<T>,
     name: &str,
-    lock: &str,
+    lock_path: &str,
     stop: &mut watch::Receiver<bool>,
 ) -> Result<Taken> {
-    let locked = match lock_item(q, lock).await {
-        Ok(locked) => locked,
-        Err(err) => {
-            if err.outcome_unknown() && !q.fw.is_closed() {
+    let lock = LockNode::new(&q.fw, lock_path.to_string())?;
+    let held = match lock::lock_item(&q.fw, &lock).await {
+        Ok(Some(held)) => held,
+        Ok(None) => return Ok(Taken::HeldElsewhere(lock.path)),
+        Err(LockFailed { error, in_doubt }) => {
+            if in_doubt && !q.fw.is_closed() {
                 let stopped = async {
                     let _ = stop.wait_for(|stopped| *stopped).await;
                 };
-                drop_unknown_lock(&q.fw, lock, stopped).await;
+                lock::drop_unknown_lock(&q.fw, &lock, stopped).await;
             }
-            return Err(err);
+            return Err(error);
         }
     };
-    let Some((generation, at_lock)) = locked else { return Ok(Taken::HeldElsewhere(lock.to_string())) };
+    let generation = held.generation;
     let item_path = path::make_path(&q.path, name);
     tracing::debug!(path = %item_path, "queue: getData (locked)");
     let mut lost = None;
@@ -118,7 +122,7 @@ async fn take_locked<T: Send + Sync + 'static>(
             read = true;
             let consumed = tokio::select! {
                 biased;
-                reason = may_be_lost(&q.fw, generation, &at_lock) => {
+                reason = may_be_lost(&q.fw, generation, &held.at_lock) => {
                     tracing::warn!(path = %item_path, %reason, "queue: the item's lock may be lost: its consumer is stopped");
                     lost = Some(reason);
                     None
@@ -135,11 +139,11 @@ async fn take_locked<T: Send + Sync + 'static>(
         }
         Err(CuratorError::NoNode { .. }) => (Finish::Release, None, Vec::new()),
         Err(err) => {
-            fence::finish(q, name, lock, generation, Finish::Release, &[]).await;
+            fence::finish(q, name, &lock, generation, Finish::Release, &[]).await;
             return Err(err);
         }
     };
-    let outcome = fence::finish(q, name, lock, generation, how, &data).await;
+    let outcome = fence::finish(q, name, &lock, generation, how, &data).await;
     // The node stays for the next consumer when the fence refused the finish, or when a take
     // that read it let it go (its lock may be lost, the queue closed).
     let left = outcome == Outcome::LockLost || (read && how == Finish::Release && outcome != Outcome::ItemGone);
@@ -151,6 +155,15 @@ async fn take_locked<T: Send + Sync + 'static>(
     match outcome {
         Outcome::Finished if matches!(consumed, Some(Consumed::Done)) => {
             q.events.publish(QueueEvent::Consumed { node: name.to_string() });
+        }
+        Outcome::Unknown => {
+            let error = CuratorError::OutcomeUnknown {
+                path: item_path,
+                reason: "the fenced final multi's reply was lost and its session ended before it was decided; \
+                         the item is gone since: finished by this take, or by the next holder of its lock"
+                    .into(),
+            };
+            q.events.publish(QueueEvent::Error { error });
         }
         _ if lost.is_some() || outcome == Outcome::LockLost => {
             q.events.publish(QueueEvent::LockLost { node: name.to_string() });
@@ -172,67 +185,5 @@ async fn may_be_lost(fw: &CuratorFramework, generation: u64, at_lock: &Connectio
         if states.changed().await.is_err() {
             return LockLost::Closed;
         }
-    }
-}
-
-/// Creates our lock node: the generation of the session that holds it and the connection's
-/// state just after, or `None` when another consumer has it.
-pub(crate) async fn lock_item<T: Send + Sync + 'static>(
-    q: &Shared<T>,
-    lock: &str,
-) -> Result<Option<(u64, ConnectionStateEvent)>> {
-    let acl = q.fw.acl_for_path(lock);
-    // Curator's lock node has the default data, through the client: compressed under
-    // `enable_compression()` (section 3.10).
-    let data = q.fw.encode_data(lock, q.fw.default_data())?;
-    q.fw.call_with_retry("queue lock", lock, |session, attempt| {
-        let (acl, data) = (acl.clone(), &data);
-        async move {
-            let client = session.client();
-            tracing::debug!(path = %lock, "queue: create lock node (ephemeral)");
-            let mut created = session.create(lock, data, zk::CreateMode::Ephemeral, &acl)?.await;
-            if matches!(created, Err(zk::Error::NoNode)) {
-                // The lock path was deleted (or its parent reaped): make it again.
-                make_parents(&q.fw, client, lock, q.fw.use_container_parents()).await?;
-                created = session.create(lock, data, zk::CreateMode::Ephemeral, &acl)?.await;
-            }
-            match created {
-                Ok(_) => Ok(Some(session.generation())),
-                // After an unknown outcome the node may be our own earlier attempt's.
-                Err(zk::Error::NodeExists) if attempt > 0 => owned(&session, lock).await,
-                Err(zk::Error::NodeExists) => Ok(None),
-                Err(e) => Err(CuratorError::from_zk(lock, e)),
-            }
-        }
-    })
-    .await
-    .map(|locked| locked.map(|generation| (generation, q.fw.connection_state_watch().borrow().clone())))
-}
-
-/// `Some(generation)` if `lock` is an ephemeral node of `session`.
-async fn owned(session: &Session, lock: &str) -> Result<Option<u64>> {
-    match session.client().check_stat(lock).await {
-        Ok(Some(stat)) if stat.ephemeral_owner == session.id() => Ok(Some(session.generation())),
-        Ok(_) => Ok(None),
-        Err(e) => Err(CuratorError::from_zk(lock, e)),
-    }
-}
-
-/// After a lock create whose outcome stayed unknown (the retry policy gave up on it): our lock
-/// node may exist, and while our session lives it would keep the item from every consumer, this
-/// one too (its next try meets NodeExists). Deletes it if it is an ephemeral of the current
-/// session (`CuratorFramework::delete_if_ours`; another session's node is another consumer's
-/// lock). Waited for, so that this consumer takes the item again only after it (a delete
-/// racing our own next lock would take that one); once `until` resolves (the queue's close) it
-/// goes on in the background.
-pub(crate) async fn drop_unknown_lock(fw: &CuratorFramework, lock: &str, until: impl std::future::Future<Output = ()>) {
-    let (fw, lock) = (fw.clone(), lock.to_string());
-    let spawner = fw.clone();
-    let mut work = Box::pin(async move {
-        let _ = fw.delete_if_ours(&lock, false).await;
-    });
-    tokio::select! {
-        () = &mut work => {}
-        () = until => spawner.spawn_background(work),
     }
 }

@@ -1,0 +1,262 @@
+//! Queues when a write's reply is lost (docs/architecture.md sections 4.4 and 17), against a
+//! real ZooKeeper, under every combination of error policy and retry policy
+//! (`tests::policies::COMBINATIONS`):
+//! - a lock node is ours by its data (the take's id), not by its session: a `remove` beside a
+//!   consumer on one framework never takes the consumer's lock for its own;
+//! - the fence's end is decided by the lock's id after a lost reply: a release resent never
+//!   deletes another consumer's lock; a final multi whose session ended before it was decided
+//!   is reported unknown (an error whose `outcome_unknown()` holds), never as left or as not
+//!   removed.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use curator_core::{CreateMode, CuratorFramework, ErrorPolicy};
+use curator_recipes::{DistributedQueue, QueueEvent, StringSerializer};
+use curator_test::{eventually, expire_session, ChaosProxy, RequestKind, TestingServer, Timing};
+use tests::policies::{with_policies, Retry, COMBINATIONS};
+use tests::{builder, children, client, connected, init_tracing, unique_path};
+use tokio::sync::{mpsc, Semaphore};
+
+fn shared() -> String {
+    TestingServer::shared().connect_string()
+}
+
+fn deadline() -> Duration {
+    Timing::new().deadline()
+}
+
+/// A framework behind its own proxy, under `policy` and `retry`.
+async fn behind_proxy(policy: ErrorPolicy, retry: Retry) -> (ChaosProxy, CuratorFramework) {
+    let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
+    let fw = connected(with_policies(builder(&proxy.connect_string()), policy, retry)).await;
+    (proxy, fw)
+}
+
+/// Waits until the proxy has read a request of `kind` on a path under `under`, then cuts every
+/// connection: with a latency set, the request is dropped before it reaches the server.
+async fn cut_once_sent(proxy: &ChaosProxy, kind: RequestKind, under: &str) {
+    let seen = eventually(deadline(), || async {
+        proxy.take_seen_requests().iter().any(|r| r.is(kind) && r.path.as_deref().is_some_and(|p| p.starts_with(under)))
+    });
+    assert!(seen.await, "no {kind:?} under {under}");
+    proxy.cut();
+    proxy.set_latency(Duration::ZERO);
+    proxy.record_requests(false);
+}
+
+/// A lock-safe id queue on `fw` whose consumer sends each item to the returned receiver, then
+/// waits for a permit of `gate`; `done` counts the runs that returned.
+fn gated_queue(
+    fw: &CuratorFramework,
+    path: &str,
+    gate: &Arc<Semaphore>,
+    done: &Arc<AtomicUsize>,
+) -> (curator_recipes::DistributedIdQueue<String>, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (gate, done) = (gate.clone(), done.clone());
+    let queue = DistributedQueue::builder(fw, path, StringSerializer)
+        .lock_path(&format!("{path}-locks"))
+        .consumer(move |item: String| {
+            let (tx, gate, done) = (tx.clone(), gate.clone(), done.clone());
+            async move {
+                let _ = tx.send(item);
+                gate.acquire().await.map(|p| p.forget()).map_err(|e| e.to_string())?;
+                done.fetch_add(1, Ordering::SeqCst);
+                Ok::<(), String>(())
+            }
+        })
+        .build_id_queue()
+        .expect("queue");
+    (queue, rx)
+}
+
+/// One framework holds a consumer and an id queue for `remove` on the same path (so their
+/// takes share a session). The consumer holds the item; the remove's lock create is dropped
+/// before it reaches the server (a latency, then a cut), and its retry meets the consumer's
+/// lock node, an ephemeral of the same session. The remove must not take it for its own: before
+/// lock nodes held the take's id, it did (`NodeExists` after a retry, owner our session: "ours"),
+/// deleted the item from the consumer's hands and returned 1 while the consumer went on with it.
+/// Under `Session` the consumer holds its lock across the cut, so the remove finds it held (0);
+/// under `Standard` the consumer lets go at the suspension and either may have the item: it is
+/// removed or consumed, once.
+async fn remove_beside_a_consumer(policy: ErrorPolicy, retry: Retry) {
+    let case = format!("{policy:?}/{retry:?}");
+    let (proxy, fw) = behind_proxy(policy, retry).await;
+    let other = client(&shared()).await;
+    let path = unique_path("queue-one-session");
+    let locks = format!("{path}-locks");
+    let (gate, done) = (Arc::new(Semaphore::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (consumer, mut taken) = gated_queue(&fw, &path, &gate, &done);
+    let remover = DistributedQueue::builder(&fw, &path, StringSerializer).lock_path(&locks).build_id_queue().unwrap();
+    remover.start().unwrap();
+    remover.ready().await.expect("ready");
+    let producer = DistributedQueue::builder(&other, &path, StringSerializer).build_id_queue().unwrap();
+    producer.start().unwrap();
+    producer.put(&"item".to_string(), "x").await.expect("put");
+    consumer.start().unwrap();
+    tokio::time::timeout(deadline(), taken.recv()).await.expect("the consumer holds the item").expect("open");
+
+    proxy.record_requests(true);
+    proxy.set_latency(Duration::from_millis(200));
+    let removing = tokio::spawn(async move {
+        let removed = remover.remove("x").await;
+        (remover, removed)
+    });
+    cut_once_sent(&proxy, RequestKind::Create, &format!("{locks}/")).await;
+    let (remover, removed) = tokio::time::timeout(deadline(), removing).await.expect("remove returns").unwrap();
+    let removed = removed.unwrap_or_else(|e| panic!("{case}: remove failed: {e}"));
+    if policy == ErrorPolicy::Session {
+        assert_eq!(removed, 0, "{case}: the remove took the consumer's lock on the same session for its own");
+    }
+    gate.add_permits(100);
+    let settled = eventually(deadline(), || async {
+        children(&other, &path).await.is_empty() && (removed == 1 || done.load(Ordering::SeqCst) == 1)
+    });
+    assert!(settled.await, "{case}: the item was neither removed nor consumed");
+    consumer.close().await;
+    assert_eq!(removed + done.load(Ordering::SeqCst), 1, "{case}: removed {removed}, consumed {done:?}");
+    remover.close().await;
+    producer.close().await;
+    fw.close().await;
+    other.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remove_beside_a_consumer_on_one_session_never_takes_its_lock() {
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        remove_beside_a_consumer(policy, retry).await;
+    }
+}
+
+/// A take let go by `close` (its consumer holds the item) releases its lock with a delete whose
+/// reply is lost (applied; the connection closed); another consumer makes the lock name again
+/// before the take's session is back. The take must not send its release again: it would delete
+/// the other consumer's lock. Before the lock's id decided it, the release was resent (it
+/// deleted the other's lock).
+async fn release_lost_then_lock_taken(policy: ErrorPolicy, retry: Retry) {
+    let case = format!("{policy:?}/{retry:?}");
+    let (proxy, fw) = behind_proxy(policy, retry).await;
+    let other = client(&shared()).await;
+    let path = unique_path("queue-release-lost");
+    let locks = format!("{path}-locks");
+    let (gate, done) = (Arc::new(Semaphore::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (queue, mut taken) = gated_queue(&fw, &path, &gate, &done);
+    queue.start().unwrap();
+    queue.ready().await.expect("ready");
+    let producer = DistributedQueue::builder(&other, &path, StringSerializer).build_id_queue().unwrap();
+    producer.start().unwrap();
+    producer.put(&"item".to_string(), "x").await.expect("put");
+    tokio::time::timeout(deadline(), taken.recv()).await.expect("taken").expect("open");
+    let names = children(&other, &locks).await;
+    let [name] = names.as_slice() else { panic!("{case}: one lock expected: {names:?}") };
+    let lock = format!("{locks}/{name}");
+
+    proxy.swallow_next_reply_to(RequestKind::Multi);
+    proxy.set_reject(true);
+    let closing = tokio::spawn(async move { queue.close().await });
+    assert!(eventually(deadline(), || async { !proxy.swallow_pending() }).await, "{case}: no release");
+    let gone = || async { other.check_exists().for_path(&lock).await.expect("exists").is_none() };
+    assert!(eventually(deadline(), gone).await, "{case}: the release was not applied");
+    other.create().with_mode(CreateMode::Ephemeral).for_path(&lock, Vec::new()).await.expect("the other's lock");
+    proxy.pass();
+    tokio::time::timeout(deadline(), closing).await.expect("close returns").unwrap();
+
+    let stat = other.check_exists().for_path(&lock).await.expect("exists");
+    let other_session = other.session().await.expect("session").id();
+    assert_eq!(stat.map(|s| s.ephemeral_owner), Some(other_session), "{case}: the other consumer's lock was deleted");
+    assert_eq!(children(&other, &path).await.len(), 1, "{case}: a released item stays");
+    assert_eq!(done.load(Ordering::SeqCst), 0, "{case}: the consumer ran to its end");
+    producer.close().await;
+    fw.close().await;
+    other.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_whose_reply_is_lost_leaves_anothers_lock() {
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        release_lost_then_lock_taken(policy, retry).await;
+    }
+}
+
+/// A fenced final multi (a take's, then a `remove`'s) is applied, its reply lost, and the
+/// session expires before the connection is back, so the lock's id can no longer tell: the item
+/// is gone, by this multi or by a later holder of the lock. The take reports an error whose
+/// `outcome_unknown()` holds, on the item's path, and neither `Consumed` nor `LockLost` (the
+/// item is not left); the remove fails with such an error rather than saying "not removed".
+/// Before, the take reported `LockLost` and the remove returned 0.
+async fn final_multi_lost_then_session_ends(policy: ErrorPolicy, retry: Retry) {
+    let case = format!("{policy:?}/{retry:?}");
+    let (proxy, fw) = behind_proxy(policy, retry).await;
+    let other = client(&shared()).await;
+    let path = unique_path("queue-final-lost");
+    let (gate, done) = (Arc::new(Semaphore::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (queue, mut taken) = gated_queue(&fw, &path, &gate, &done);
+    let mut events = queue.events();
+    queue.start().unwrap();
+    queue.ready().await.expect("ready");
+    let producer = DistributedQueue::builder(&other, &path, StringSerializer).build_id_queue().unwrap();
+    producer.start().unwrap();
+    producer.put(&"taken".to_string(), "x").await.expect("put");
+    tokio::time::timeout(deadline(), taken.recv()).await.expect("taken").expect("open");
+    let [item] = children(&other, &path).await.try_into().expect("one item");
+
+    let info = fw.session().await.expect("session").client().session().clone();
+    proxy.swallow_next_reply_to(RequestKind::Multi);
+    proxy.set_reject(true);
+    gate.add_permits(1);
+    assert!(eventually(deadline(), || async { !proxy.swallow_pending() }).await, "{case}: no final multi");
+    assert!(eventually(deadline(), || async { children(&other, &path).await.is_empty() }).await, "{case}");
+    expire_session(&shared(), &info).await.expect("expire");
+    proxy.pass();
+    let outcome = tokio::time::timeout(deadline(), async {
+        while let Some(event) = events.next().await {
+            match event {
+                QueueEvent::Error { ref error } if error.path() == Some(&format!("{path}/{item}")) => {
+                    return Some(event)
+                }
+                QueueEvent::Consumed { .. } | QueueEvent::LockLost { .. } => return Some(event),
+                _ => {}
+            }
+        }
+        None
+    })
+    .await
+    .expect("an outcome");
+    assert!(
+        matches!(&outcome, Some(QueueEvent::Error { error }) if error.outcome_unknown()),
+        "{case}: the take's outcome: {outcome:?}"
+    );
+    queue.close().await;
+
+    // The same for a remove.
+    producer.put(&"removed".to_string(), "y").await.expect("put");
+    let remover = DistributedQueue::builder(&fw, &path, StringSerializer)
+        .lock_path(&format!("{path}-locks"))
+        .build_id_queue()
+        .unwrap();
+    let info = fw.session().await.expect("session").client().session().clone();
+    proxy.swallow_next_reply_to(RequestKind::Multi);
+    proxy.set_reject(true);
+    let removing = tokio::spawn(async move { remover.remove("y").await });
+    assert!(eventually(deadline(), || async { !proxy.swallow_pending() }).await, "{case}: no fenced delete");
+    assert!(eventually(deadline(), || async { children(&other, &path).await.is_empty() }).await, "{case}");
+    expire_session(&shared(), &info).await.expect("expire");
+    proxy.pass();
+    let removed = tokio::time::timeout(deadline(), removing).await.expect("remove returns").unwrap();
+    assert!(matches!(&removed, Err(e) if e.outcome_unknown()), "{case}: the remove's outcome: {removed:?}");
+    producer.close().await;
+    fw.close().await;
+    other.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_multi_lost_with_its_session_is_reported_unknown() {
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        final_multi_lost_then_session_ends(policy, retry).await;
+    }
+}
