@@ -6,13 +6,15 @@
 //! - the fence's end is decided by the lock's id after a lost reply: a release resent never
 //!   deletes another consumer's lock; a final multi whose session ended before it was decided
 //!   is reported unknown (an error whose `outcome_unknown()` holds), never as left or as not
-//!   removed.
+//!   removed;
+//! - a plain take whose delete never reached the server takes the item later, with no alarm; one
+//!   whose delete was applied reports the item as maybe lost.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use curator_core::{CreateMode, CuratorFramework, ErrorPolicy};
+use curator_core::{CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::{DistributedQueue, QueueEvent, StringSerializer};
 use curator_test::{eventually, expire_session, ChaosProxy, RequestKind, TestingServer, Timing};
 use tests::policies::{with_policies, Retry, COMBINATIONS};
@@ -258,5 +260,82 @@ async fn a_final_multi_lost_with_its_session_is_reported_unknown() {
     init_tracing();
     for (policy, retry) in COMBINATIONS {
         final_multi_lost_then_session_ends(policy, retry).await;
+    }
+}
+
+/// A plain queue on `fw` whose consumer sends each item to the returned receiver, and the log
+/// of its events.
+fn plain_queue(
+    fw: &CuratorFramework,
+    path: &str,
+) -> (DistributedQueue<String>, mpsc::UnboundedReceiver<String>, Arc<Mutex<Vec<QueueEvent>>>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let queue = DistributedQueue::builder(fw, path, StringSerializer)
+        .consumer(move |item: String| {
+            let tx = tx.clone();
+            async move { tx.send(item).map_err(|e| e.to_string()) }
+        })
+        .build()
+        .expect("queue");
+    let log: Arc<Mutex<Vec<QueueEvent>>> = Arc::default();
+    let sink = log.clone();
+    queue.add_listener(move |event| sink.lock().unwrap().push(event.clone()));
+    (queue, rx, log)
+}
+
+/// Whether `log` holds an error on `node` whose outcome is unknown.
+fn reported_unknown(log: &Mutex<Vec<QueueEvent>>, node: &str) -> bool {
+    log.lock().unwrap().iter().any(|e| {
+        matches!(e, QueueEvent::Error { error: error @ CuratorError::OutcomeUnknown { .. } } if error.path() == Some(node))
+    })
+}
+
+/// A plain take's delete is dropped before it reaches the server (a latency, then a cut): the
+/// core ends it with `OutcomeUnknown`, but the item's node is still there, so the take knows
+/// its delete was not applied: the item is taken again and consumed once, and no item is
+/// reported maybe lost. Before, the take reported an `OutcomeUnknown` error for an item it
+/// then consumed. Then a take whose delete is applied and its reply lost: the item is not
+/// consumed and is reported maybe lost (an `OutcomeUnknown` error on its path).
+async fn plain_take_delete_lost(policy: ErrorPolicy, retry: Retry) {
+    let case = format!("{policy:?}/{retry:?}");
+    let (proxy, fw) = behind_proxy(policy, retry).await;
+    let other = client(&shared()).await;
+    let path = unique_path("queue-plain-lost");
+    let (queue, mut consumed, log) = plain_queue(&fw, &path);
+    queue.start().unwrap();
+    queue.ready().await.expect("ready");
+    let producer = DistributedQueue::builder(&other, &path, StringSerializer).build().unwrap();
+    producer.start().unwrap();
+
+    proxy.record_requests(true);
+    proxy.set_latency(Duration::from_millis(200));
+    producer.put(&"kept".to_string()).await.expect("put");
+    let [node] = children(&other, &path).await.try_into().expect("one item");
+    cut_once_sent(&proxy, RequestKind::Delete, &format!("{path}/")).await;
+    let item = tokio::time::timeout(deadline(), consumed.recv()).await.expect("consumed").expect("open");
+    assert_eq!(item, "kept", "{case}");
+    assert!(
+        !reported_unknown(&log, &format!("{path}/{node}")),
+        "{case}: a delete never applied reported as maybe lost"
+    );
+
+    proxy.swallow_next_reply_to(RequestKind::Delete);
+    producer.put(&"lost".to_string()).await.expect("put");
+    // The second node of a new queue (the consumer may have taken it already).
+    let node = format!("{path}/queue-0000000001");
+    assert!(eventually(deadline(), || async { reported_unknown(&log, &node) }).await, "{case}: not reported");
+    assert!(children(&other, &path).await.is_empty(), "{case}");
+    queue.close().await;
+    assert!(consumed.try_recv().is_err(), "{case}: an item whose delete's reply was lost was consumed");
+    producer.close().await;
+    fw.close().await;
+    other.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_take_whose_delete_reply_is_lost_is_decided_by_the_node() {
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        plain_take_delete_lost(policy, retry).await;
     }
 }

@@ -52,6 +52,14 @@ pub enum QueueEvent {
     },
     /// A ZooKeeper error in the consuming task (the retry policy gave up on a request); the
     /// task goes on after a pause.
+    ///
+    /// One whose [`outcome_unknown`](CuratorError::outcome_unknown) holds, on an item node's
+    /// path, is a take that may have removed the node without consuming it: in plain mode a
+    /// delete whose reply was lost, the node gone since (this take's delete or another
+    /// consumer's: nothing tells); in lock-safe mode a fenced final multi whose reply was lost
+    /// and whose session ended before its lock's id could tell, the node gone since. The item
+    /// may be lost (delivery is at most once); it is never consumed twice by this queue for it.
+    /// docs/architecture.md section 17.2.
     Error {
         /// The error.
         error: CuratorError,

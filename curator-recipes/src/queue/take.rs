@@ -2,7 +2,11 @@
 //!
 //! ```text
 //! plain     : getData(P/n) -> delete(P/n, version read) -> ok: consume the items
-//!             NoNode / BadVersion anywhere: another consumer has it, skip
+//!             NoNode / BadVersion: another consumer has it (or wrote to it), skip
+//!             the delete's reply lost (the core ends it OutcomeUnknown, section 4.4):
+//!               sync + exists(P/n): the node we read still there -> not applied: skip (the
+//!               item stays for the next pass); gone -> reported, an Error whose
+//!               outcome_unknown() holds: the item may be lost (at most once)
 //! lock-safe : Lock   : create L/n ephemeral, holding this take's id (module lock)
 //!                      NodeExists: another has it, skip
 //!                      left in doubt by the retries: L/n deleted if it holds our id and is an
@@ -28,7 +32,7 @@
 //! anyone else can take it: its future is dropped then, so that it does not run to its end on
 //! an item that is someone else's (docs/architecture.md section 17).
 
-use curator_core::{path, ConnectionStateEvent, CuratorError, CuratorFramework, Result};
+use curator_core::{path, zk, ConnectionStateEvent, CuratorError, CuratorFramework, Result};
 use tokio::sync::watch;
 
 use crate::sequential::hold::judge;
@@ -83,6 +87,9 @@ async fn take_plain<T: Send + Sync + 'static>(q: &Shared<T>, name: &str) -> Resu
     match q.fw.delete().with_version(stat.version).for_path(&item_path).await {
         Ok(()) => {}
         Err(CuratorError::NoNode { .. } | CuratorError::BadVersion { .. }) => return Ok(()),
+        Err(err) if err.outcome_unknown() && !matches!(err, CuratorError::Closed) => {
+            return uncertain_delete(q, &item_path, stat.czxid, err).await;
+        }
         Err(err) => return Err(err),
     }
     // The node is ours and gone: its items are consumed whatever happens (at most once).
@@ -90,6 +97,49 @@ async fn take_plain<T: Send + Sync + 'static>(q: &Shared<T>, name: &str) -> Resu
         q.events.publish(QueueEvent::Consumed { node: name.to_string() });
     }
     Ok(())
+}
+
+/// A plain take's delete whose reply was lost (the core ended it with `err`, one of
+/// `CuratorError::outcome_unknown`'s): the node we read (made at `czxid`) still there proves
+/// the delete was not applied, and the item stays for the next pass. Gone, it was deleted by
+/// this take or by another consumer, and nothing tells which: the take reports an error whose
+/// `outcome_unknown()` holds (the item may be lost: delivery is at most once) and does not
+/// consume it. So is a look that fails.
+async fn uncertain_delete<T: Send + Sync + 'static>(
+    q: &Shared<T>,
+    item_path: &str,
+    czxid: i64,
+    err: CuratorError,
+) -> Result<()> {
+    let look = async {
+        let session = q.fw.session().await?;
+        let client = session.client();
+        tracing::debug!(path = %item_path, "queue: sync + exists (a plain take's delete in doubt)");
+        let sync = client.sync(item_path);
+        let read = client.check_stat(item_path);
+        match sync.await {
+            Ok(()) | Err(zk::Error::NoNode) => {}
+            Err(e) => return Err(CuratorError::from_zk(item_path, e)),
+        }
+        read.await.map_err(|e| CuratorError::from_zk(item_path, e))
+    };
+    match look.await {
+        Ok(Some(stat)) if stat.czxid == czxid => {
+            tracing::info!(path = %item_path, "queue: a take's delete whose reply was lost was not applied: the item stays");
+            Ok(())
+        }
+        looked => {
+            let why = match looked {
+                Err(look) => format!("the delete's reply was lost ({err}) and looking at the node failed ({look})"),
+                Ok(_) => format!("the delete's reply was lost ({err}) and the node is gone"),
+            };
+            tracing::warn!(path = %item_path, %why, "queue: a take's delete may have been applied: the item may be lost (at most once)");
+            Err(CuratorError::OutcomeUnknown {
+                path: item_path.to_string(),
+                reason: format!("{why}: deleted by this take or by another consumer; not consumed here"),
+            })
+        }
+    }
 }
 
 async fn take_locked<T: Send + Sync + 'static>(
