@@ -8,14 +8,16 @@
 //!   is reported unknown (an error whose `outcome_unknown()` holds), never as left or as not
 //!   removed;
 //! - a plain take whose delete never reached the server takes the item later, with no alarm; one
-//!   whose delete was applied reports the item as maybe lost.
+//!   whose delete was applied reports the item as maybe lost;
+//! - a put or an offer whose create's reply was lost leaves its item once and reports the
+//!   outcome unknown, never two items.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use curator_core::{CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
-use curator_recipes::{DistributedQueue, QueueEvent, StringSerializer};
+use curator_recipes::{DistributedQueue, QueueEvent, QueuePutEvent, SimpleDistributedQueue, StringSerializer};
 use curator_test::{eventually, expire_session, ChaosProxy, RequestKind, TestingServer, Timing};
 use tests::policies::{with_policies, Retry, COMBINATIONS};
 use tests::{builder, children, client, connected, init_tracing, unique_path};
@@ -337,5 +339,52 @@ async fn a_plain_take_whose_delete_reply_is_lost_is_decided_by_the_node() {
     init_tracing();
     for (policy, retry) in COMBINATIONS {
         plain_take_delete_lost(policy, retry).await;
+    }
+}
+
+/// A put, a put in the background and a `SimpleDistributedQueue` offer whose create is applied
+/// and its reply lost: each reports an outcome unknown (the background put as `Failed`), and
+/// its item is in the queue once. The core ends an unprotected sequential create so
+/// (docs/architecture.md section 4.4); before, the create was sent again and the item was there
+/// twice.
+async fn puts_whose_reply_is_lost(policy: ErrorPolicy, retry: Retry) {
+    let case = format!("{policy:?}/{retry:?}");
+    let (proxy, fw) = behind_proxy(policy, retry).await;
+    let other = client(&shared()).await;
+    let path = unique_path("queue-put-lost");
+    let queue = DistributedQueue::builder(&fw, &path, StringSerializer).build().unwrap();
+    let mut puts = queue.put_events();
+    queue.start().unwrap();
+    queue.ready().await.expect("ready");
+
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    let put = queue.put(&"foreground".to_string()).await;
+    assert!(matches!(&put, Err(e) if e.outcome_unknown()), "{case}: {put:?}");
+    assert_eq!(children(&other, &path).await.len(), 1, "{case}: the foreground put's item");
+
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    queue.put_in_background("background".to_string()).expect("put");
+    let heard = tokio::time::timeout(deadline(), puts.next()).await.expect("heard").expect("open");
+    assert!(matches!(&heard, QueuePutEvent::Failed { error, .. } if error.outcome_unknown()), "{case}: {heard:?}");
+    assert!(queue.flush_puts(deadline()).await, "{case}");
+    assert_eq!(children(&other, &path).await.len(), 2, "{case}: the background put's item");
+    queue.close().await;
+
+    let simple_path = unique_path("queue-offer-lost");
+    let simple = SimpleDistributedQueue::new(&fw, &simple_path).unwrap();
+    simple.offer(b"first".to_vec()).await.expect("offer");
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    let offered = simple.offer(b"second".to_vec()).await;
+    assert!(matches!(&offered, Err(e) if e.outcome_unknown()), "{case}: {offered:?}");
+    assert_eq!(children(&other, &simple_path).await.len(), 2, "{case}: the offer's item");
+    fw.close().await;
+    other.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_whose_reply_is_lost_is_there_once_and_reported_unknown() {
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        puts_whose_reply_is_lost(policy, retry).await;
     }
 }

@@ -195,14 +195,20 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
     /// Puts one item: a new node `P/queue-<seq>` holding it. In bounded mode, first waits while
     /// the queue holds `max_items` nodes or more.
     ///
-    /// A put whose reply was lost is retried under the retry policy and may then leave the item
-    /// twice in the queue (as Curator's would).
+    /// A put is made at most once: a create whose reply was lost is never sent again (a
+    /// sequential create leaves nothing only it could have left, docs/architecture.md section
+    /// 4.4), so the put fails with [`CuratorError::OutcomeUnknown`] (or, if the retry policy
+    /// gives up first, the connection error): the item may be in the queue once, never twice.
+    /// Curator's put sends it again and may leave the item twice.
     ///
     /// # Errors
     /// The serializer's error; [`CuratorError::DataTooLarge`] past the framework's data limit;
-    /// the create's error.
+    /// the create's error: one whose
+    /// [`outcome_unknown`](curator_core::CuratorError::outcome_unknown) holds
+    /// when the item may be in the queue all the same.
     ///
     /// [`CuratorError::DataTooLarge`]: curator_core::CuratorError::DataTooLarge
+    /// [`CuratorError::OutcomeUnknown`]: curator_core::CuratorError::OutcomeUnknown
     pub async fn put(&self, item: &T) -> Result<()> {
         put::put(&self.shared, QUEUE_ITEM_NAME, std::slice::from_ref(item), None).await.map(|_| ())
     }
