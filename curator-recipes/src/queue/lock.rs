@@ -119,7 +119,7 @@ pub(crate) async fn lock_item(fw: &CuratorFramework, lock: &LockNode) -> Result<
                     }
                 }
                 let client = session.client();
-                tracing::debug!(path = %lock.path, "queue: create lock node (ephemeral, the take's id)");
+                tracing::debug!(path = %lock.path, "queue: create lock node (ephemeral)");
                 let mut created = session.create(&lock.path, &lock.data, zk::CreateMode::Ephemeral, &acl)?.await;
                 if matches!(created, Err(zk::Error::NoNode)) {
                     // The lock path was deleted (or its parent reaped): make it again.
