@@ -388,3 +388,63 @@ async fn a_put_whose_reply_is_lost_is_there_once_and_reported_unknown() {
         puts_whose_reply_is_lost(policy, retry).await;
     }
 }
+
+/// The requests of lock-safe takes, counted at a proxy: the items are put before the consumer
+/// starts, so that one listing finds them all; each take then sends its lock create, its
+/// getData and its one fenced multi, and nothing else. Whatever decides a lost reply must ride
+/// in those requests (docs/architecture.md section 17.2): a per-take read or write of its own
+/// would show here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_safe_take_sends_three_requests() {
+    const ITEMS: usize = 20;
+    init_tracing();
+    let (proxy, fw) = behind_proxy(ErrorPolicy::Standard, Retry::Default).await;
+    let other = client(&shared()).await;
+    let path = unique_path("queue-requests");
+    let locks = format!("{path}-locks");
+    let producer = DistributedQueue::builder(&other, &path, StringSerializer).build().unwrap();
+    producer.start().unwrap();
+    producer.ready().await.expect("ready");
+    for i in 0..ITEMS {
+        producer.put(&i.to_string()).await.expect("put");
+    }
+    let (tx, mut consumed) = mpsc::unbounded_channel();
+    let queue = DistributedQueue::builder(&fw, &path, StringSerializer)
+        .lock_path(&locks)
+        .consumer(move |item: String| {
+            let tx = tx.clone();
+            async move { tx.send(item).map_err(|e| e.to_string()) }
+        })
+        .build()
+        .unwrap();
+    proxy.record_requests(true);
+    queue.start().unwrap();
+    for _ in 0..ITEMS {
+        tokio::time::timeout(deadline(), consumed.recv()).await.expect("consumed").expect("open");
+    }
+    assert!(eventually(deadline(), || async { children(&other, &path).await.is_empty() }).await);
+    queue.close().await;
+    proxy.record_requests(false);
+    let seen = proxy.take_seen_requests();
+    let under = |prefix: &str| {
+        let prefix = format!("{prefix}/");
+        move |r: &&curator_test::SeenRequest| r.path.as_deref().is_some_and(|p| p.starts_with(&prefix))
+    };
+    let lock_creates = seen.iter().filter(|r| r.is(RequestKind::Create)).filter(under(&locks)).count();
+    let item_reads = seen.iter().filter(|r| r.is(RequestKind::GetData)).filter(under(&path)).count();
+    let multis = seen.iter().filter(|r| r.is(RequestKind::Multi)).count();
+    let others: Vec<_> = seen
+        .iter()
+        .filter(|r| {
+            !(r.is(RequestKind::Multi)
+                || r.is(RequestKind::Create) && under(&locks)(r)
+                || r.is(RequestKind::GetData) && under(&path)(r))
+        })
+        .collect();
+    tracing::info!(lock_creates, item_reads, multis, ?others, "requests of {ITEMS} lock-safe takes");
+    assert_eq!((lock_creates, item_reads, multis), (ITEMS, ITEMS, ITEMS), "per take: {others:?}");
+    assert!(others.len() < 10, "requests besides the takes' own: {others:?}");
+    producer.close().await;
+    fw.close().await;
+    other.close().await;
+}
