@@ -2,11 +2,13 @@
 //! real ZooKeeper, under every combination of error policy and retry policy
 //! (`tests::policies::COMBINATIONS`):
 //! - a lock node is ours by its data (the take's id), not by its session: a `remove` beside a
-//!   consumer on one framework never takes the consumer's lock for its own;
-//! - the fence's end is decided by the lock's id after a lost reply: a release resent never
-//!   deletes another consumer's lock; a final multi whose session ended before it was decided
-//!   is reported unknown (an error whose `outcome_unknown()` holds), never as left or as not
-//!   removed;
+//!   consumer on one framework never takes the consumer's lock for its own; a lock create that
+//!   never reached the server is sent again once the node is found missing;
+//! - the fence's end is decided by the queue handle's write tag after a lost reply: a release
+//!   is never sent again, so it never deletes another consumer's lock; a final multi whose
+//!   session ended before the connection came back is still decided exactly (consumed, removed);
+//! - a lock-safe take costs three requests (lock create, getData, the final multi): the tag rides
+//!   in the multi;
 //! - a plain take whose delete never reached the server takes the item later, with no alarm; one
 //!   whose delete was applied reports the item as maybe lost;
 //! - a put or an offer whose create's reply was lost leaves its item once and reports the
@@ -20,6 +22,7 @@ use curator_core::{CreateMode, CuratorError, CuratorFramework, ErrorPolicy};
 use curator_recipes::{DistributedQueue, QueueEvent, QueuePutEvent, SimpleDistributedQueue, StringSerializer};
 use curator_test::{eventually, expire_session, ChaosProxy, RequestKind, TestingServer, Timing};
 use tests::policies::{with_policies, Retry, COMBINATIONS};
+use tests::queues::lock_nodes;
 use tests::{builder, children, client, connected, init_tracing, unique_path};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -135,11 +138,64 @@ async fn a_remove_beside_a_consumer_on_one_session_never_takes_its_lock() {
     }
 }
 
+/// A lock-safe take whose lock create is dropped before it reaches the server (a latency, then
+/// a cut). The core cannot tell that from a create applied and gone since (the node is missing)
+/// and ends it with `OutcomeUnknown`; the queue then reads the lock node, finds none, so no lock
+/// of ours stands, and creates it again: the item is consumed once, with no error reported.
+async fn lock_create_dropped(policy: ErrorPolicy, retry: Retry) {
+    let case = format!("{policy:?}/{retry:?}");
+    let (proxy, fw) = behind_proxy(policy, retry).await;
+    let other = client(&shared()).await;
+    let path = unique_path("queue-lock-dropped");
+    let locks = format!("{path}-locks");
+    let (tx, mut consumed) = mpsc::unbounded_channel();
+    let queue = DistributedQueue::builder(&fw, &path, StringSerializer)
+        .lock_path(&locks)
+        .consumer(move |item: String| {
+            let tx = tx.clone();
+            async move { tx.send(item).map_err(|e| e.to_string()) }
+        })
+        .build()
+        .unwrap();
+    let log: Arc<Mutex<Vec<QueueEvent>>> = Arc::default();
+    let sink = log.clone();
+    queue.add_listener(move |event| sink.lock().unwrap().push(event.clone()));
+    queue.start().unwrap();
+    queue.ready().await.expect("ready");
+    let producer = DistributedQueue::builder(&other, &path, StringSerializer).build().unwrap();
+    producer.start().unwrap();
+
+    proxy.record_requests(true);
+    proxy.set_latency(Duration::from_millis(200));
+    producer.put(&"item".to_string()).await.expect("put");
+    cut_once_sent(&proxy, RequestKind::Create, &format!("{locks}/")).await;
+    let item = tokio::time::timeout(deadline(), consumed.recv()).await.expect("consumed").expect("open");
+    assert_eq!(item, "item", "{case}");
+    assert!(eventually(deadline(), || async { children(&other, &path).await.is_empty() }).await, "{case}");
+    let errors: Vec<_> =
+        log.lock().unwrap().iter().filter(|e| matches!(e, QueueEvent::Error { .. })).cloned().collect();
+    assert!(errors.is_empty(), "{case}: errors reported: {errors:?}");
+    queue.close().await;
+    assert!(consumed.try_recv().is_err(), "{case}: consumed twice");
+    assert!(lock_nodes(&other, &locks).await.is_empty(), "{case}: a lock node left");
+    producer.close().await;
+    fw.close().await;
+    other.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_create_dropped_before_the_server_is_sent_again() {
+    init_tracing();
+    for (policy, retry) in COMBINATIONS {
+        lock_create_dropped(policy, retry).await;
+    }
+}
+
 /// A take let go by `close` (its consumer holds the item) releases its lock with a delete whose
 /// reply is lost (applied; the connection closed); another consumer makes the lock name again
 /// before the take's session is back. The take must not send its release again: it would delete
-/// the other consumer's lock. Before the lock's id decided it, the release was resent (it
-/// deleted the other's lock).
+/// the other consumer's lock. The handle's write tag decides that the release was applied.
+/// Before the lock's id decided it, the release was resent (it deleted the other's lock).
 async fn release_lost_then_lock_taken(policy: ErrorPolicy, retry: Retry) {
     let case = format!("{policy:?}/{retry:?}");
     let (proxy, fw) = behind_proxy(policy, retry).await;
@@ -154,7 +210,7 @@ async fn release_lost_then_lock_taken(policy: ErrorPolicy, retry: Retry) {
     producer.start().unwrap();
     producer.put(&"item".to_string(), "x").await.expect("put");
     tokio::time::timeout(deadline(), taken.recv()).await.expect("taken").expect("open");
-    let names = children(&other, &locks).await;
+    let names = lock_nodes(&other, &locks).await;
     let [name] = names.as_slice() else { panic!("{case}: one lock expected: {names:?}") };
     let lock = format!("{locks}/{name}");
 
@@ -187,11 +243,12 @@ async fn a_release_whose_reply_is_lost_leaves_anothers_lock() {
 }
 
 /// A fenced final multi (a take's, then a `remove`'s) is applied, its reply lost, and the
-/// session expires before the connection is back, so the lock's id can no longer tell: the item
-/// is gone, by this multi or by a later holder of the lock. The take reports an error whose
-/// `outcome_unknown()` holds, on the item's path, and neither `Consumed` nor `LockLost` (the
-/// item is not left); the remove fails with such an error rather than saying "not removed".
-/// Before, the take reported `LockLost` and the remove returned 0.
+/// session expires before the connection is back. The queue handle's write tag, a persistent
+/// node bumped by the same multi, still tells on the new session: the take reports the item
+/// `Consumed` (neither `LockLost` nor an unknown outcome), and the remove returns 1. Before the
+/// tag (the lock's id decided, and it went with the session) the take reported an error whose
+/// `outcome_unknown()` holds and the remove failed with one; before that, the take reported
+/// `LockLost` and the remove returned 0.
 async fn final_multi_lost_then_session_ends(policy: ErrorPolicy, retry: Retry) {
     let case = format!("{policy:?}/{retry:?}");
     let (proxy, fw) = behind_proxy(policy, retry).await;
@@ -231,7 +288,7 @@ async fn final_multi_lost_then_session_ends(policy: ErrorPolicy, retry: Retry) {
     .await
     .expect("an outcome");
     assert!(
-        matches!(&outcome, Some(QueueEvent::Error { error }) if error.outcome_unknown()),
+        matches!(&outcome, Some(QueueEvent::Consumed { node }) if *node == item),
         "{case}: the take's outcome: {outcome:?}"
     );
     queue.close().await;
@@ -251,14 +308,14 @@ async fn final_multi_lost_then_session_ends(policy: ErrorPolicy, retry: Retry) {
     expire_session(&shared(), &info).await.expect("expire");
     proxy.pass();
     let removed = tokio::time::timeout(deadline(), removing).await.expect("remove returns").unwrap();
-    assert!(matches!(&removed, Err(e) if e.outcome_unknown()), "{case}: the remove's outcome: {removed:?}");
+    assert!(matches!(removed, Ok(1)), "{case}: the remove's outcome: {removed:?}");
     producer.close().await;
     fw.close().await;
     other.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_final_multi_lost_with_its_session_is_reported_unknown() {
+async fn a_final_multi_lost_with_its_session_is_decided_by_the_write_tag() {
     init_tracing();
     for (policy, retry) in COMBINATIONS {
         final_multi_lost_then_session_ends(policy, retry).await;

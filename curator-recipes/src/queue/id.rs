@@ -83,8 +83,9 @@ impl<T: Send + Sync + 'static> DistributedIdQueue<T> {
     /// # Errors
     /// [`CuratorError::InvalidArgument`] for an id [`put`](Self::put) refuses; the error of
     /// listing the queue or of a delete; [`CuratorError::Closed`]. A delete whose reply was
-    /// lost (in lock-safe mode: the fenced delete's, its session ended before it was decided and
-    /// the item gone since) ends the call with an error whose
+    /// lost and that nothing decides (in plain mode, any: a delete by path leaves no evidence;
+    /// in lock-safe mode only one whose write tag, which decides the fenced delete, was changed
+    /// by someone else or gone past its reap age) ends the call with an error whose
     /// [`outcome_unknown`](CuratorError::outcome_unknown) holds, on that item's path: it may
     /// have been removed; the items removed before it are not counted.
     pub async fn remove(&self, id: &str) -> Result<usize> {

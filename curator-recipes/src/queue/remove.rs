@@ -3,11 +3,12 @@
 //! ```text
 //! plain     : delete(P/n)                                   NoNode: not removed (taken already)
 //!             its reply lost: OutcomeUnknown (the core never sends it again, section 4.4)
-//! lock-safe : create L/n ephemeral, with this remove's id   NodeExists: not removed (a consumer
-//!             has it); left in doubt by the retries: L/n deleted if it holds our id, as a take
-//!             does
-//!             fenced multi: check(L/n) + delete(P/n) + delete(L/n)   (module fence); its reply
-//!             lost and its session ended with the item gone since: OutcomeUnknown
+//! lock-safe : the core's create of L/n, ephemeral, with this remove's id (module lock)
+//!             NodeExists: not removed (a consumer has it); its outcome unknown: decided as a
+//!             take does
+//!             fenced multi through the core: [check(L/n)] + delete(P/n) + delete(L/n) + [the
+//!             handle's write tag] (module fence); its reply lost: decided by the tag (applied:
+//!             removed); OutcomeUnknown only if the tag cannot tell
 //! ```
 //! In lock-safe mode an item in a consumer's hands is not removed, as in Curator; the fence
 //! makes the delete apply only while our lock stands. `Ok(false)` is said only of an item that
@@ -41,7 +42,7 @@ pub(crate) async fn try_remove<T: Send + Sync + 'static>(q: &Shared<T>, name: &s
             Err(err) => Err(err),
         };
     };
-    let lock = LockNode::new(&q.fw, path::make_path(lock_path, name))?;
+    let lock = LockNode::new(path::make_path(lock_path, name));
     let held = match lock::lock_item(&q.fw, &lock).await {
         Ok(Some(held)) => held,
         Ok(None) => return Ok(false),
@@ -56,12 +57,7 @@ pub(crate) async fn try_remove<T: Send + Sync + 'static>(q: &Shared<T>, name: &s
     match fence::finish(q, name, &lock, held.generation, Finish::Delete, &[]).await {
         Outcome::Finished => Ok(true),
         Outcome::ItemGone | Outcome::LockLost => Ok(false),
-        Outcome::Unknown => Err(CuratorError::OutcomeUnknown {
-            path: item,
-            reason: "the fenced delete's reply was lost and its session ended before it was decided; the item is \
-                     gone since: removed by this call, or taken by a consumer"
-                .into(),
-        }),
+        Outcome::Unknown(error) | Outcome::Failed(error) => Err(error),
         Outcome::Closed => Err(CuratorError::Closed),
     }
 }

@@ -7,21 +7,23 @@
 //!               sync + exists(P/n): the node we read still there -> not applied: skip (the
 //!               item stays for the next pass); gone -> reported, an Error whose
 //!               outcome_unknown() holds: the item may be lost (at most once)
-//! lock-safe : Lock   : create L/n ephemeral, holding this take's id (module lock)
-//!                      NodeExists: another has it, skip
-//!                      left in doubt by the retries: L/n deleted if it holds our id and is an
-//!                      ephemeral of the current session (it would keep the item from
-//!                      everyone), then skip
+//! lock-safe : Lock   : the core's create of L/n, ephemeral, holding this take's id as unique
+//!                      data (module lock); NodeExists: another has it, skip
+//!                      its outcome unknown: L/n read: ours on this session: held; missing:
+//!                      create again; else skip. That read failing too: L/n deleted if it
+//!                      holds our id and is an ephemeral of the current session (it would keep
+//!                      the item from everyone), then the take fails
 //!             Read   : getData(P/n)                            NoNode: done already, Release
 //!             Consume: the items, in order; the consumer's future is dropped as soon as
 //!                      the lock may be lost (the locks' rule for the error policy:
 //!                      suspended under Standard, the session ended under either)
 //!                      -> LockLost, Release
-//!             Finish : on session s only, ONE multi (module fence):
-//!                      check(L/n) [+ create P/<requeue name> with the data] + delete(P/n) + delete(L/n)
+//!             Finish : on session s only, ONE multi through the core (module fence):
+//!                      [check(L/n)] + delete(P/n) [+ create P/<requeue name> with the data]
+//!                      + delete(L/n) + [the handle's write tag]
 //!                      not session s any more          -> LockLost (our lock went with s)
 //!                      check failed                    -> LockLost (someone deleted L/n)
-//!                      its reply lost                  -> decided by L/n's id on s before
+//!                      its reply lost                  -> decided by the write tag before
 //!                                                         anything is sent again
 //! ```
 //! The fence works because an ephemeral node of a live session is deleted only by a request,
@@ -148,7 +150,7 @@ async fn take_locked<T: Send + Sync + 'static>(
     lock_path: &str,
     stop: &mut watch::Receiver<bool>,
 ) -> Result<Taken> {
-    let lock = LockNode::new(&q.fw, lock_path.to_string())?;
+    let lock = LockNode::new(lock_path.to_string());
     let held = match lock::lock_item(&q.fw, &lock).await {
         Ok(Some(held)) => held,
         Ok(None) => return Ok(Taken::HeldElsewhere(lock.path)),
@@ -194,31 +196,28 @@ async fn take_locked<T: Send + Sync + 'static>(
         }
     };
     let outcome = fence::finish(q, name, &lock, generation, how, &data).await;
-    // The node stays for the next consumer when the fence refused the finish, or when a take
-    // that read it let it go (its lock may be lost, the queue closed).
-    let left = outcome == Outcome::LockLost || (read && how == Finish::Release && outcome != Outcome::ItemGone);
-    if how == Finish::Requeue && outcome == Outcome::Finished {
+    // The node stays for the next consumer when the fence refused the finish, when the finish
+    // failed, or when a take that read it let it go (its lock may be lost, the queue closed).
+    let left = match &outcome {
+        Outcome::LockLost | Outcome::Failed(_) => true,
+        Outcome::ItemGone => false,
+        Outcome::Finished | Outcome::Unknown(_) | Outcome::Closed => read && how == Finish::Release,
+    };
+    if how == Finish::Requeue && matches!(outcome, Outcome::Finished) {
         curator_core::metrics::queue_requeued();
     } else if left {
         curator_core::metrics::queue_released();
     }
+    let lock_lost = lost.is_some() || matches!(outcome, Outcome::LockLost);
     match outcome {
         Outcome::Finished if matches!(consumed, Some(Consumed::Done)) => {
             q.events.publish(QueueEvent::Consumed { node: name.to_string() });
         }
-        Outcome::Unknown => {
-            let error = CuratorError::OutcomeUnknown {
-                path: item_path,
-                reason: "the fenced final multi's reply was lost and its session ended before it was decided; \
-                         the item is gone since: finished by this take, or by the next holder of its lock"
-                    .into(),
-            };
-            q.events.publish(QueueEvent::Error { error });
-        }
-        _ if lost.is_some() || outcome == Outcome::LockLost => {
-            q.events.publish(QueueEvent::LockLost { node: name.to_string() });
-        }
+        Outcome::Unknown(error) | Outcome::Failed(error) => q.events.publish(QueueEvent::Error { error }),
         Outcome::Finished | Outcome::LockLost | Outcome::ItemGone | Outcome::Closed => {}
+    }
+    if lock_lost {
+        q.events.publish(QueueEvent::LockLost { node: name.to_string() });
     }
     Ok(Taken::Handled)
 }
