@@ -1,6 +1,7 @@
 //! The queue interop tests' helpers (`queue_interop.rs`, `queue_variants_interop.rs`): Apache
 //! Curator's queues in a Java process (`tests/java/QueuePeer.java`), Rust consumers that log
-//! what they are handed, and waits on both.
+//! what they are handed, and waits on both; and, for every queue test, the lock nodes under a
+//! lock path ([`lock_nodes`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -8,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::children;
 use crate::java::LinePeer;
-use curator_core::CuratorFramework;
+use curator_core::{CuratorFramework, WRITE_TAG_PREFIX};
 use curator_recipes::{DistributedQueue, QueueBuilder, QueueEvent, StringSerializer};
 use curator_test::{eventually, Timing};
 
@@ -228,6 +229,21 @@ pub fn numbered(prefix: &str, n: usize) -> Vec<String> {
 pub async fn drained(fw: &CuratorFramework, path: &str) {
     let empty = eventually(deadline(), || async { children(fw, path).await.is_empty() }).await;
     assert!(empty, "{path} still holds {:?}", children(fw, path).await);
+}
+
+/// The lock nodes under a queue's lock path `locks`: its children but the write tags of our
+/// queue handles (docs/architecture.md section 5), which are not locks and stay while a handle
+/// that has finished a lock-safe take lives.
+pub async fn lock_nodes(fw: &CuratorFramework, locks: &str) -> Vec<String> {
+    let mut nodes = children(fw, locks).await;
+    nodes.retain(|n| !n.starts_with(WRITE_TAG_PREFIX));
+    nodes
+}
+
+/// Waits until the lock path `locks` holds no lock node ([`lock_nodes`]).
+pub async fn locks_released(fw: &CuratorFramework, locks: &str) {
+    let empty = eventually(deadline(), || async { lock_nodes(fw, locks).await.is_empty() }).await;
+    assert!(empty, "{locks} still holds the lock nodes {:?}", lock_nodes(fw, locks).await);
 }
 
 /// Milliseconds since the epoch.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use curator_core::CuratorFramework;
 use curator_recipes::{DistributedQueue, ErrorMode, QueueEvent, StringSerializer};
 use curator_test::{eventually, TestingServer, Timing};
+use tests::queues::lock_nodes;
 use tests::{children, client, init_tracing, unique_path};
 use tokio::sync::mpsc;
 
@@ -76,7 +77,7 @@ async fn lock_safe_items_are_consumed_in_order() {
         assert_eq!(recv(&mut rx).await, i.to_string());
     }
     assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
-    assert!(eventually(deadline(), || async { children(&fw, &locks).await.is_empty() }).await);
+    assert!(eventually(deadline(), || async { lock_nodes(&fw, &locks).await.is_empty() }).await);
     queue.close().await;
     fw.close().await;
 }
@@ -354,8 +355,9 @@ async fn take_survives_the_container_being_reaped() {
     queue.ready().await.unwrap();
     queue.put(&"before".to_string()).await.unwrap();
     assert_eq!(recv(&mut rx).await, "before");
-    assert!(eventually(deadline(), || async { children(&fw, &locks).await.is_empty() }).await);
-    fw.delete().for_path(&locks).await.unwrap();
+    assert!(eventually(deadline(), || async { lock_nodes(&fw, &locks).await.is_empty() }).await);
+    // With its children: the queue handle's write tag (section 5), made by its first take.
+    fw.delete().deleting_children_if_needed().for_path(&locks).await.unwrap();
     fw.delete().for_path(&path).await.unwrap();
     // A producer of its own puts (creating the path again if the consumer has not yet).
     let producer = DistributedQueue::builder(&fw, &path, StringSerializer).build().unwrap();

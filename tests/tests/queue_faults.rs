@@ -18,6 +18,7 @@ use curator_recipes::{
 };
 use curator_test::{eventually, expire_session, ChaosProxy, RequestKind, TestingServer, Timing};
 use tests::policies::{with_policies, Retry, COMBINATIONS};
+use tests::queues::lock_nodes;
 use tests::{builder, children, client, connected, init_tracing, unique_path, wait_for};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -187,7 +188,7 @@ async fn expiry_and_cuts(policy: ErrorPolicy, retry: Retry) -> (usize, usize) {
 
     let locks = format!("{path}-locks");
     let drained = eventually(deadline(), || async {
-        children(&producer_fw, &path).await.is_empty() && children(&producer_fw, &locks).await.is_empty()
+        children(&producer_fw, &path).await.is_empty() && lock_nodes(&producer_fw, &locks).await.is_empty()
     });
     assert!(drained.await, "{case}: items left: {:?}", children(&producer_fw, &path).await);
     // The item consumer 0 held was finished by the consumer that took it again. Its node is
@@ -388,13 +389,21 @@ impl RefusedQueue {
     }
 }
 
-/// A lock-safe take whose lock create is applied but whose reply is lost, and lost again on the
-/// retry, so that the short retry policy gives up with the outcome unknown: the lock node is
-/// ours and would keep the item from every consumer (ours included: its next try meets
-/// NodeExists) for as long as our session lives. Behind `queue_faults`' rare "items lost 1"
-/// under `ErrorPolicy::Session` with the short retry policy. Curator's DistributedQueue leaves
-/// such a lock node too (its lock create is not protected).
-async fn lock_create_lost_twice(policy: ErrorPolicy, retry: Retry) {
+/// A lock-safe take whose lock create is applied but whose reply is lost, and then the replies
+/// of the reads that would decide it: `lost` replies to requests under the lock path in all
+/// (the create's first; each read is a sync and a getData on one connection, the sync's reply
+/// swallowed). The core decides the create by its data (the take's id); with the patient policy
+/// it reads again until it has decided (applied: held). With the short policy it gives up after
+/// one read (`OutcomeUnknown`), and the queue reads the node itself: ours on this session, held
+/// (`lost` 2); when both tries of that read are lost too (`lost` 4), our lock node, which would
+/// keep the item from every consumer (ours included: its next try meets NodeExists) for as long
+/// as our session lives, is deleted first, and the take is reported failed with the unknown
+/// outcome. Either way the item is consumed, once. Curator's DistributedQueue leaves such a
+/// lock node (its lock create is not protected). Before, the second swallow of this test, armed
+/// for "the next getData", hit the ensemble tracker's read of `/zookeeper/config` after the
+/// reconnection, not the decision.
+async fn lock_create_lost_twice(policy: ErrorPolicy, retry: Retry, lost: usize) {
+    let case = format!("{policy:?}/{retry:?}, {lost} replies lost");
     let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
     let fw = connected(with_policies(builder(&proxy.connect_string()), policy, retry)).await;
     let producer_fw = connected(with_policies(builder(&shared()), policy, retry)).await;
@@ -415,27 +424,33 @@ async fn lock_create_lost_twice(policy: ErrorPolicy, retry: Retry) {
         })
         .build()
         .unwrap();
+    let unknown = Arc::new(Mutex::new(Vec::new()));
+    let heard = unknown.clone();
+    queue.add_listener(move |event| {
+        if let QueueEvent::Error { error } = event {
+            if error.outcome_unknown() {
+                heard.lock().unwrap().push(error.to_string());
+            }
+        }
+    });
     queue.start().unwrap();
     queue.ready().await.expect("ready");
-    proxy.swallow_next_reply_to(RequestKind::Create);
+    proxy.swallow_replies_under(RequestKind::Any, &format!("{lock_path}/"), lost);
     let producer = DistributedQueue::builder(&producer_fw, &path, StringSerializer).build().unwrap();
     producer.start().unwrap();
     producer.put(&"only".to_string()).await.expect("put");
-    // The lock create's reply is swallowed; so is its retry's (the short policy's only one).
-    assert!(
-        eventually(deadline(), || async { !proxy.swallow_pending() }).await,
-        "{policy:?}/{retry:?}: no lock create"
-    );
-    proxy.swallow_next_reply_to(RequestKind::Create);
     let consumed = tokio::time::timeout(deadline(), done.recv()).await;
     assert!(
         matches!(consumed, Ok(Some(ref item)) if item == "only"),
-        "{policy:?}/{retry:?}: the item was not consumed: lock nodes {:?}",
-        children(&producer_fw, &lock_path).await
+        "{case}: the item was not consumed: lock nodes {:?}",
+        lock_nodes(&producer_fw, &lock_path).await
     );
-    proxy.disarm_swallow();
+    assert!(!proxy.disarm_swallow(), "{case}: fewer requests under the lock path than replies to lose");
+    let cleaned = retry == Retry::Short && lost == 4;
+    assert_eq!(!unknown.lock().unwrap().is_empty(), cleaned, "{case}: unknown outcomes reported: {unknown:?}");
     producer.close().await;
     queue.close().await;
+    assert!(lock_nodes(&producer_fw, &lock_path).await.is_empty(), "{case}: a lock node left");
     fw.close().await;
     producer_fw.close().await;
 }
@@ -444,17 +459,20 @@ async fn lock_create_lost_twice(policy: ErrorPolicy, retry: Retry) {
 async fn a_lock_create_whose_outcome_stays_unknown_leaves_no_lock_behind() {
     init_tracing();
     for (policy, retry) in COMBINATIONS {
-        lock_create_lost_twice(policy, retry).await;
+        for lost in [2, 4] {
+            lock_create_lost_twice(policy, retry, lost).await;
+        }
     }
 }
 
 /// A lock-safe take whose fenced final multi is applied but whose reply is lost, and whose lock
-/// name another consumer takes before the retry (the item is gone, so that consumer finds
-/// nothing to do): the retry's check passes on the other consumer's lock (version 0 too) and
-/// its delete of the item fails. The item was finished by our first attempt: the take reports
-/// it `Consumed`, and leaves the other consumer's lock alone. Before, it took the item for
-/// gone (no event: `queue_faults`' rare "items lost 1" under every policy) and deleted the other
-/// consumer's lock. Curator's plain delete after the consumer has no such retry.
+/// name another consumer takes before the take's connection is back (the item is gone, so that
+/// consumer finds nothing to do): a check resent would pass on the other consumer's lock
+/// (version 0 too). The take sends nothing before the queue handle's write tag, bumped by the
+/// same multi, decides: applied. The item was finished by our first attempt: the take reports
+/// it `Consumed`, and leaves the other consumer's lock alone. Before the fence decided, it took the
+/// item for gone (no event: `queue_faults`' rare "items lost 1" under every policy) and deleted
+/// the other consumer's lock. Curator's plain delete after the consumer has no such retry.
 async fn finish_lost_then_lock_taken(policy: ErrorPolicy, retry: Retry) {
     let proxy = ChaosProxy::start(&shared()).await.expect("proxy");
     let fw = connected(with_policies(builder(&proxy.connect_string()), policy, retry)).await;
@@ -484,7 +502,7 @@ async fn finish_lost_then_lock_taken(policy: ErrorPolicy, retry: Retry) {
     producer.start().unwrap();
     producer.put(&"only".to_string()).await.expect("put");
     tokio::time::timeout(deadline(), taken.recv()).await.expect("taken").expect("open");
-    let names = children(&other, &lock_path).await;
+    let names = lock_nodes(&other, &lock_path).await;
     let [name] = names.as_slice() else { panic!("{policy:?}/{retry:?}: one lock expected: {names:?}") };
     let lock = format!("{lock_path}/{name}");
 

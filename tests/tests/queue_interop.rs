@@ -18,7 +18,8 @@ use curator_recipes::{framing, DistributedQueue, QueueSharder, QueueSharderPolic
 use curator_test::{eventually, TestingServer};
 use tests::fixture::{init_tracing, unique_path, Fixture};
 use tests::queues::{
-    deadline, drained, now_ms, numbered, rust_consumer, rust_items, wait_rust_items, JavaPeer, Log, Tally,
+    deadline, drained, locks_released, now_ms, numbered, rust_consumer, rust_items, wait_rust_items, JavaPeer, Log,
+    Tally,
 };
 use tests::{children, client};
 
@@ -122,7 +123,7 @@ async fn two_consumers_on_each_side(lock_safe: bool) {
     let all = eventually(deadline(), || async { log.lock().unwrap().len() >= 2 * ITEMS }).await;
     drained(&f.fw, &path).await;
     if lock_safe {
-        drained(&f.fw, &locks).await;
+        locks_released(&f.fw, &locks).await;
     }
     for (fw, queue) in ours {
         queue.close().await;

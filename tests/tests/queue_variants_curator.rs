@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use curator_core::{CuratorError, CuratorFramework};
 use curator_recipes::{DistributedQueue, QueueBuilder, QueueEvent, StringSerializer};
 use curator_test::{eventually, TestingServer, Timing};
+use tests::queues::lock_nodes;
 use tests::{children, client, init_tracing, unique_path};
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -217,7 +218,7 @@ async fn id_lock_safe() {
         assert_eq!(recv(&mut rx).await, i.to_string());
     }
     assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
-    assert!(eventually(deadline(), || async { children(&fw, &locks).await.is_empty() }).await);
+    assert!(eventually(deadline(), || async { lock_nodes(&fw, &locks).await.is_empty() }).await);
     assert!(rx.try_recv().is_err(), "a removed item was consumed");
     queue.close().await;
     put.close().await;
@@ -396,7 +397,7 @@ async fn priority_lock_safe() {
         assert_eq!(recv(&mut rx).await, expected);
     }
     assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
-    assert!(eventually(deadline(), || async { children(&fw, &locks).await.is_empty() }).await);
+    assert!(eventually(deadline(), || async { lock_nodes(&fw, &locks).await.is_empty() }).await);
     queue.close().await;
     put.close().await;
     fw.close().await;
@@ -553,7 +554,7 @@ async fn delay_lock_safe_never_before_its_time() {
         assert!(matches!(event, Some(QueueEvent::Consumed { .. })), "{event:?}");
     }
     assert!(eventually(deadline(), || async { children(&fw, &path).await.is_empty() }).await);
-    assert!(eventually(deadline(), || async { children(&fw, &locks).await.is_empty() }).await);
+    assert!(eventually(deadline(), || async { lock_nodes(&fw, &locks).await.is_empty() }).await);
     queue.close().await;
     fw.close().await;
 }

@@ -21,7 +21,8 @@ use curator_recipes::{DistributedDelayQueue, DistributedPriorityQueue, Distribut
 use curator_test::eventually;
 use tests::fixture::{init_tracing, unique_path, Fixture};
 use tests::queues::{
-    bad_items_to, deadline, drained, logging_builder, now_ms, numbered, wait_rust_items, JavaPeer, Log, Tally,
+    bad_items_to, deadline, drained, locks_released, logging_builder, now_ms, numbered, wait_rust_items, JavaPeer, Log,
+    Tally,
 };
 
 /// How much earlier than its time an item may be seen without counting as early: the clocks'
@@ -319,7 +320,7 @@ async fn two_consumers_on_each_side(kind: Kind) {
 
     let all = eventually(deadline(), || async { log.lock().unwrap().len() >= 2 * ITEMS }).await;
     drained(&f.fw, &path).await;
-    drained(&f.fw, &locks).await;
+    locks_released(&f.fw, &locks).await;
     for (fw, queue) in ours {
         queue.close().await;
         fw.close().await;
@@ -403,7 +404,7 @@ async fn curator_id_producer_rust_removes_by_id_and_consumes() {
     let rest = without_twice(&items);
     assert_eq!(wait_rust_items(&log, rest.len()).await, rest, "first in, first out");
     drained(&f.fw, &path).await;
-    drained(&f.fw, &locks).await;
+    locks_released(&f.fw, &locks).await;
     queue.close().await;
     assert_eq!(log.lock().unwrap().len(), rest.len(), "nothing consumed twice, nothing removed consumed");
     assert!(bad.lock().unwrap().is_empty(), "no bad items: {:?}", bad.lock().unwrap());

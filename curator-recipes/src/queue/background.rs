@@ -52,7 +52,9 @@ pub enum QueuePutEvent<T> {
     /// The put failed: the retry policy gave up on the create, the framework closed, or the
     /// queue closed while the put waited for room in a bounded queue
     /// ([`CuratorError::AlreadyClosed`], nothing sent). After an error whose outcome is
-    /// unknown ([`CuratorError::outcome_unknown`]) the node may exist all the same.
+    /// unknown ([`CuratorError::outcome_unknown`]: a create whose reply was lost ends with
+    /// [`CuratorError::OutcomeUnknown`], never sent again) the node may exist all the same,
+    /// once: a put never leaves its items twice.
     Failed {
         /// The items of the put.
         items: Arc<[T]>,

@@ -121,7 +121,10 @@ impl<T: Send + Sync + 'static> QueueBuilder<T> {
     /// consumer's future is dropped as soon as the lock may be lost (by the framework's error
     /// policy, as a held lock's `lost()`), before another consumer can take the item, and the
     /// item is left for the next: a consumer never runs to its end on an item that is no
-    /// longer its own.
+    /// longer its own. Also past Curator, the handle keeps one persistent node of its own under
+    /// `lock_path`, its write tag `curator-rs-write-tag-<uuid>` (made by its first take, deleted
+    /// at `close`), which decides a final multi whose reply was lost; Curator never lists the
+    /// lock path's children (docs/architecture.md section 17.2).
     pub fn lock_path(mut self, lock_path: &str) -> Self {
         self.lock_path = Some(lock_path.to_string());
         self
@@ -200,6 +203,7 @@ impl<T: Send + Sync + 'static> QueueBuilder<T> {
             refresh_after: self.refresh_after,
             events: Listeners::new(),
             puts: Puts::new(),
+            tag: Mutex::new(None),
         })
     }
 

@@ -28,8 +28,10 @@ type Run = (watch::Sender<bool>, oneshot::Receiver<()>);
 ///     plain:     getData(P/n) ─► delete(P/n, at that version) ─► deleted: consume its items
 ///     lock-safe: create L/n (ephemeral; exists: another consumer has it, skip)
 ///                ─► getData(P/n) ─► consume
-///                ─► one multi, only on L/n's session: check(L/n) [+ create P/queue-<seq>
-///                   to requeue] + delete(P/n) + delete(L/n); session gone: LockLost, left
+///                ─► one multi, only on L/n's session: check(L/n) + delete(P/n) [+ create
+///                   P/queue-<seq> to requeue] + delete(L/n) + this handle's write tag
+///                   L/curator-rs-write-tag-<uuid> (made by the first multi, then bumped: it
+///                   decides a lost reply); session gone: LockLost, left
 ///        ─► after the listing's nodes, list again (none listed: wait for the watch first)
 /// ```
 ///
@@ -181,8 +183,9 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
     /// lock-safe mode the item in hand is abandoned and its lock node deleted, so another
     /// consumer takes it. Then ends the listeners. Puts made in the background and in flight
     /// are waited for, their outcomes published, before the put listeners end; one still
-    /// waiting for room gives up, nothing sent (section 17.3 of docs/architecture.md).
-    /// Idempotent.
+    /// waiting for room gives up, nothing sent (section 17.3 of docs/architecture.md). Last,
+    /// the handle's write tag under the lock path, if a take made it, is deleted (in the
+    /// background, tracked: the framework's close waits for it). Idempotent.
     pub async fn close(&self) {
         if let Some((stop, done)) = self.lifecycle.close() {
             let _ = stop.send(true);
@@ -190,19 +193,26 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
         }
         self.shared.events.close();
         self.shared.puts.close().await;
+        self.shared.drop_write_tag();
     }
 
     /// Puts one item: a new node `P/queue-<seq>` holding it. In bounded mode, first waits while
     /// the queue holds `max_items` nodes or more.
     ///
-    /// A put whose reply was lost is retried under the retry policy and may then leave the item
-    /// twice in the queue (as Curator's would).
+    /// A put is made at most once: a create whose reply was lost is never sent again (a
+    /// sequential create leaves nothing only it could have left, docs/architecture.md section
+    /// 4.4), so the put fails with [`CuratorError::OutcomeUnknown`] (or, if the retry policy
+    /// gives up first, the connection error): the item may be in the queue once, never twice.
+    /// Curator's put sends it again and may leave the item twice.
     ///
     /// # Errors
     /// The serializer's error; [`CuratorError::DataTooLarge`] past the framework's data limit;
-    /// the create's error.
+    /// the create's error: one whose
+    /// [`outcome_unknown`](curator_core::CuratorError::outcome_unknown) holds
+    /// when the item may be in the queue all the same.
     ///
     /// [`CuratorError::DataTooLarge`]: curator_core::CuratorError::DataTooLarge
+    /// [`CuratorError::OutcomeUnknown`]: curator_core::CuratorError::OutcomeUnknown
     pub async fn put(&self, item: &T) -> Result<()> {
         put::put(&self.shared, QUEUE_ITEM_NAME, std::slice::from_ref(item), None).await.map(|_| ())
     }

@@ -77,11 +77,17 @@ impl<T: Send + Sync + 'static> DistributedIdQueue<T> {
     }
 
     /// Removes the items with the id `id` that no consumer has taken: how many were removed
-    /// (Curator's `remove`). In lock-safe mode an item a consumer holds is not removed.
+    /// (Curator's `remove`). In lock-safe mode an item a consumer holds is not removed. An
+    /// item is counted as not removed only when this call did not delete it.
     ///
     /// # Errors
     /// [`CuratorError::InvalidArgument`] for an id [`put`](Self::put) refuses; the error of
-    /// listing the queue or of a delete; [`CuratorError::Closed`].
+    /// listing the queue or of a delete; [`CuratorError::Closed`]. A delete whose reply was
+    /// lost and that nothing decides (in plain mode, any: a delete by path leaves no evidence;
+    /// in lock-safe mode only one whose write tag, which decides the fenced delete, was changed
+    /// by someone else or gone past its reap age) ends the call with an error whose
+    /// [`outcome_unknown`](CuratorError::outcome_unknown) holds, on that item's path: it may
+    /// have been removed; the items removed before it are not counted.
     pub async fn remove(&self, id: &str) -> Result<usize> {
         self.prefix(id)?;
         let q = &self.queue.shared;

@@ -10,6 +10,7 @@ mod distributed;
 mod fence;
 pub mod framing;
 mod id;
+mod lock;
 mod order;
 mod priority;
 mod put;

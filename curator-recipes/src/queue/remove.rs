@@ -2,18 +2,24 @@
 //!
 //! ```text
 //! plain     : delete(P/n)                                   NoNode: not removed (taken already)
-//! lock-safe : create L/n ephemeral     NodeExists: not removed (a consumer has it)
-//!             outcome unknown after the retries: L/n deleted if ours, as a take does
-//!             fenced multi: check(L/n) + delete(P/n) + delete(L/n)   (module fence)
+//!             its reply lost: OutcomeUnknown (the core never sends it again, section 4.4)
+//! lock-safe : the core's create of L/n, ephemeral, with this remove's id (module lock)
+//!             NodeExists: not removed (a consumer has it); its outcome unknown: decided as a
+//!             take does
+//!             fenced multi through the core: [check(L/n)] + delete(P/n) + delete(L/n) + [the
+//!             handle's write tag] (module fence); its reply lost: decided by the tag (applied:
+//!             removed); OutcomeUnknown only if the tag cannot tell
 //! ```
 //! In lock-safe mode an item in a consumer's hands is not removed, as in Curator; the fence
-//! makes the delete apply only while our lock stands.
+//! makes the delete apply only while our lock stands. `Ok(false)` is said only of an item that
+//! this call did not delete; one it may have deleted is an error whose `outcome_unknown()`
+//! holds.
 
 use curator_core::{path, CuratorError, Result};
 
 use super::fence::{self, Finish, Outcome};
+use super::lock::{self, LockFailed, LockNode};
 use super::shared::Shared;
-use super::take;
 
 /// The names of the queue's item nodes now (none if the queue's path is missing).
 pub(crate) async fn children<T: Send + Sync + 'static>(q: &Shared<T>) -> Result<Vec<String>> {
@@ -36,21 +42,22 @@ pub(crate) async fn try_remove<T: Send + Sync + 'static>(q: &Shared<T>, name: &s
             Err(err) => Err(err),
         };
     };
-    let lock = path::make_path(lock_path, name);
-    let locked = match take::lock_item(q, &lock).await {
-        Ok(locked) => locked,
-        Err(err) => {
+    let lock = LockNode::new(path::make_path(lock_path, name));
+    let held = match lock::lock_item(&q.fw, &lock).await {
+        Ok(Some(held)) => held,
+        Ok(None) => return Ok(false),
+        Err(LockFailed { error, in_doubt }) => {
             // As a take does; the caller hears of it within a connection timeout.
-            if err.outcome_unknown() && !q.fw.is_closed() {
-                take::drop_unknown_lock(&q.fw, &lock, tokio::time::sleep(q.fw.connection_timeout())).await;
+            if in_doubt && !q.fw.is_closed() {
+                lock::drop_unknown_lock(&q.fw, &lock, tokio::time::sleep(q.fw.connection_timeout())).await;
             }
-            return Err(err);
+            return Err(error);
         }
     };
-    let Some((generation, _)) = locked else { return Ok(false) };
-    match fence::finish(q, name, &lock, generation, Finish::Delete, &[]).await {
+    match fence::finish(q, name, &lock, held.generation, Finish::Delete, &[]).await {
         Outcome::Finished => Ok(true),
         Outcome::ItemGone | Outcome::LockLost => Ok(false),
+        Outcome::Unknown(error) | Outcome::Failed(error) => Err(error),
         Outcome::Closed => Err(CuratorError::Closed),
     }
 }

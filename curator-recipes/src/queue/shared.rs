@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use curator_core::Listeners;
-use curator_core::{CuratorError, CuratorFramework, Result};
+use curator_core::{CuratorError, CuratorFramework, Result, WriteTag};
 
 use super::background::Puts;
 use super::config::{ConsumerFn, ErrorMode};
@@ -52,6 +52,14 @@ pub enum QueueEvent {
     },
     /// A ZooKeeper error in the consuming task (the retry policy gave up on a request); the
     /// task goes on after a pause.
+    ///
+    /// One whose [`outcome_unknown`](CuratorError::outcome_unknown) holds, on an item node's
+    /// path, is a take that may have removed the node without consuming it: in plain mode a
+    /// delete whose reply was lost, the node gone since (this take's delete or another
+    /// consumer's: nothing tells); in lock-safe mode a fenced final multi whose reply was lost
+    /// and that the queue handle's write tag could not decide (someone else changed the tag, or
+    /// it was gone past its reap age). The item may be lost (delivery is at most once); it is
+    /// never consumed twice by this queue for it. docs/architecture.md section 17.2.
     Error {
         /// The error.
         error: CuratorError,
@@ -74,6 +82,11 @@ pub(crate) struct Shared<T> {
     pub(crate) events: Listeners<QueueEvent>,
     /// The puts made in the background: their listeners and count (`background.rs`).
     pub(crate) puts: Puts<T>,
+    /// Lock-safe mode: the handle's write tag under the lock path, which decides a fenced final
+    /// multi whose reply was lost (`fence.rs`). Made (no request) when first asked for; its node
+    /// is made by the handle's first multi, and deleted once the queue closes or its handle
+    /// goes (docs/architecture.md section 17.2).
+    pub(crate) tag: Mutex<Option<WriteTag>>,
 }
 
 impl<T> Shared<T> {
@@ -87,6 +100,29 @@ impl<T> Shared<T> {
 
     pub(crate) fn error_mode(&self) -> ErrorMode {
         *self.error_mode.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The handle's write tag (lock-safe mode only), made when first asked for. `None` without a
+    /// lock path, or if the tag cannot be made (a lock path the builder checked is valid): the
+    /// fence then goes without, and a lost reply is `OutcomeUnknown`.
+    pub(crate) fn write_tag(&self) -> Option<WriteTag> {
+        let lock_path = self.lock_path.as_deref()?;
+        let mut tag = self.tag.lock().unwrap_or_else(|e| e.into_inner());
+        if tag.is_none() {
+            match WriteTag::new(&self.fw, lock_path) {
+                Ok(made) => *tag = Some(made),
+                Err(err) => tracing::warn!(path = lock_path, error = %err, "queue: no write tag"),
+            }
+        }
+        tag.clone()
+    }
+
+    /// Lets go of the handle's write tag: once no take holds it, its node is deleted (in the
+    /// background, tracked by the framework, whose close waits for it). A later fenced multi
+    /// (a `remove` after `close`) makes a new one.
+    pub(crate) fn drop_write_tag(&self) {
+        let tag = self.tag.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(tag);
     }
 }
 

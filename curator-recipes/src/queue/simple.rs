@@ -15,10 +15,19 @@
 //! ```
 //!
 //! **At most once.** An item is ours only if our delete removed its node, so no two takers
-//! get one item. An offer whose reply is lost is retried and may add the item twice; a take
-//! whose delete's reply is lost finds the node gone when it tries again and cannot tell whether
-//! it or another taker deleted it: it moves on, and the item may be lost. Such takes are
-//! counted ([`SimpleDistributedQueue::uncertain_takes`]) and logged.
+//! get one item. A take whose delete's reply is lost asks again (getData + delete at version
+//! 0): the node still there is the same item (a sequential name is not made again while `P`
+//! stands), so our delete was not applied and this one decides; the node gone, the take cannot
+//! tell whether its delete or another taker's removed it: it moves on, and the item may be
+//! lost. Such takes are counted ([`SimpleDistributedQueue::uncertain_takes`]) and logged, and a
+//! take that fails while its delete is in doubt fails with an error whose
+//! [`outcome_unknown`](CuratorError::outcome_unknown) holds (counted too).
+//!
+//! **Offers are made at most once too.** An offer whose create's reply is lost is never sent
+//! again (a sequential create leaves nothing only it could have left, docs/architecture.md
+//! section 4.4): it fails with [`CuratorError::OutcomeUnknown`] (or the connection error, if
+//! the retry policy gives up first), and the item is in the queue once or not at all, never
+//! twice.
 //!
 //! **Cancel safety.** A take holds nothing while it waits: dropping it then drops its watch
 //! (zookeeper-client removes it from the server). A take dropped while its delete is on the
@@ -54,7 +63,8 @@ pub const QUEUE_NODE_PREFIX: &str = "qn-";
 /// Items are ordered by their sequence number; children of `P` that are not `qn-` nodes are
 /// ignored, as Curator does.
 ///
-/// Delivery is at most once: the module's docs say when an item can be lost or offered twice.
+/// Delivery is at most once, and an offer adds its item at most once: the module's docs say
+/// when an item can be lost, and how it is told.
 /// The error policy plays no part: a queue holds nothing while it waits. Waiting rides out
 /// disconnections and new sessions; requests run under the framework's retry policy, and a
 /// take fails with the error of a request that policy gave up on.
@@ -128,8 +138,11 @@ impl SimpleDistributedQueue {
     ///
     /// # Errors
     /// [`CuratorError::DataTooLarge`] for data over the framework's limit (nothing is sent), or
-    /// the error of a create the retry policy gave up on. A create whose reply was lost is
-    /// retried, so an offer may add its item twice.
+    /// the error of a create the retry policy gave up on. A create whose reply was lost is not
+    /// sent again: the offer fails with [`CuratorError::OutcomeUnknown`] (or the connection
+    /// error, if the retry policy gave up first; either way
+    /// [`outcome_unknown`](CuratorError::outcome_unknown) holds), and the item may be in the
+    /// queue, once.
     ///
     /// ```no_run
     /// # async fn f(fw: curator_core::CuratorFramework) -> curator_core::Result<()> {
@@ -271,10 +284,13 @@ impl SimpleDistributedQueue {
         self.peek().await?.ok_or_else(|| self.empty())
     }
 
-    /// How many takes through this handle (or a clone) deleted an item's node without knowing
-    /// it: the delete's reply was lost (or cut short by a deadline), and when tried again the
-    /// node was gone, deleted by this take or by another. Each is an item that may be lost
-    /// (delivery is at most once); each is also logged as a warning.
+    /// How many takes through this handle (or a clone) may have deleted an item's node without
+    /// knowing it: the delete's reply was lost (or cut short by a deadline), and when tried
+    /// again the node was gone, deleted by this take or by another, or the take failed before
+    /// it could ask again (its error's [`outcome_unknown`](CuratorError::outcome_unknown)
+    /// holds). Each is an item that may be lost (delivery is at most once); each is also logged
+    /// as a warning. A delete whose reply was lost and whose node was still there when asked
+    /// again is not counted: it was not applied.
     pub fn uncertain_takes(&self) -> u64 {
         self.uncertain.load(Ordering::Relaxed)
     }
@@ -504,6 +520,7 @@ impl Drop for InFlight {
                     curator_core::metrics::queue_reoffered();
                     tracing::info!(path = %node, again = %again, "item offered again after a dropped take")
                 }
+                Err(err) if err.outcome_unknown() => tracing::error!(path = %node, error = %err, "item of a dropped take offered again with its reply lost: in the queue once, or lost"),
                 Err(err) => tracing::error!(path = %node, error = %err, "item of a dropped take could not be offered again: lost"),
             }
         });

@@ -2,32 +2,39 @@
 //!
 //! ```text
 //! plain     : getData(P/n) -> delete(P/n, version read) -> ok: consume the items
-//!             NoNode / BadVersion anywhere: another consumer has it, skip
-//! lock-safe : Lock   : create L/n ephemeral on session s      NodeExists: another has it, skip
-//!                      outcome unknown after the retries: L/n deleted if an ephemeral of the
-//!                      current session (it would keep the item from everyone), then skip
+//!             NoNode / BadVersion: another consumer has it (or wrote to it), skip
+//!             the delete's reply lost (the core ends it OutcomeUnknown, section 4.4):
+//!               sync + exists(P/n): the node we read still there -> not applied: skip (the
+//!               item stays for the next pass); gone -> reported, an Error whose
+//!               outcome_unknown() holds: the item may be lost (at most once)
+//! lock-safe : Lock   : the core's create of L/n, ephemeral, holding this take's id as unique
+//!                      data (module lock); NodeExists: another has it, skip
+//!                      its outcome unknown: L/n read: ours on this session: held; missing:
+//!                      create again; else skip. That read failing too: L/n deleted if it
+//!                      holds our id and is an ephemeral of the current session (it would keep
+//!                      the item from everyone), then the take fails
 //!             Read   : getData(P/n)                            NoNode: done already, Release
 //!             Consume: the items, in order; the consumer's future is dropped as soon as
 //!                      the lock may be lost (the locks' rule for the error policy:
 //!                      suspended under Standard, the session ended under either)
 //!                      -> LockLost, Release
-//!             Finish : on session s only, ONE multi:
-//!                      check(L/n) [+ create P/<requeue name> with the data] + delete(P/n) + delete(L/n)
+//!             Finish : on session s only, ONE multi through the core (module fence):
+//!                      [check(L/n)] + delete(P/n) [+ create P/<requeue name> with the data]
+//!                      + delete(L/n) + [the handle's write tag]
 //!                      not session s any more          -> LockLost (our lock went with s)
-//!                      check failed, first attempt     -> LockLost (someone deleted L/n)
-//!                      check failed after an unknown   -> done (our earlier attempt applied:
-//!                        outcome, on s                    only it deletes L/n while s lives)
-//!                      retryable error                 -> again, until done or s is gone
+//!                      check failed                    -> LockLost (someone deleted L/n)
+//!                      its reply lost                  -> decided by the write tag before
+//!                                                         anything is sent again
 //! ```
-//! The fence works because an ephemeral node of a live session is deleted only by a request:
-//! while `s` lives `L/n` is ours, and the multi applies only if it still stands; once `s` is
-//! gone we never send it. So an item is finished by at most one consumer, and a consumer that
-//! lost its session leaves the item for the next (CURATOR-605). Past that, a consumer is told
-//! its item may be lost before anyone else can take it: its future is dropped then, so that it
-//! does not run to its end on an item that is someone else's (docs/architecture.md section 17).
+//! The fence works because an ephemeral node of a live session is deleted only by a request,
+//! and each take deletes only the lock node holding its own id: while `s` lives `L/n` is ours,
+//! and the multi applies only if it still stands; once `s` is gone we never send it. So an
+//! item is finished by at most one consumer, and a consumer that lost its session leaves the
+//! item for the next (CURATOR-605). Past that, a consumer is told its item may be lost before
+//! anyone else can take it: its future is dropped then, so that it does not run to its end on
+//! an item that is someone else's (docs/architecture.md section 17).
 
-use curator_core::make_parents;
-use curator_core::{path, zk, ConnectionStateEvent, CuratorError, CuratorFramework, Result, Session};
+use curator_core::{path, zk, ConnectionStateEvent, CuratorError, CuratorFramework, Result};
 use tokio::sync::watch;
 
 use crate::sequential::hold::judge;
@@ -35,6 +42,7 @@ use crate::sequential::LockLost;
 
 use super::deliver::{self, Consumed};
 use super::fence::{self, Finish, Outcome};
+use super::lock::{self, LockFailed, LockNode};
 use super::shared::{QueueEvent, Shared};
 
 /// How a take of one item node ended, for the consuming loop.
@@ -81,6 +89,9 @@ async fn take_plain<T: Send + Sync + 'static>(q: &Shared<T>, name: &str) -> Resu
     match q.fw.delete().with_version(stat.version).for_path(&item_path).await {
         Ok(()) => {}
         Err(CuratorError::NoNode { .. } | CuratorError::BadVersion { .. }) => return Ok(()),
+        Err(err) if err.outcome_unknown() && !matches!(err, CuratorError::Closed) => {
+            return uncertain_delete(q, &item_path, stat.czxid, err).await;
+        }
         Err(err) => return Err(err),
     }
     // The node is ours and gone: its items are consumed whatever happens (at most once).
@@ -90,25 +101,70 @@ async fn take_plain<T: Send + Sync + 'static>(q: &Shared<T>, name: &str) -> Resu
     Ok(())
 }
 
+/// A plain take's delete whose reply was lost (the core ended it with `err`, one of
+/// `CuratorError::outcome_unknown`'s): the node we read (made at `czxid`) still there proves
+/// the delete was not applied, and the item stays for the next pass. Gone, it was deleted by
+/// this take or by another consumer, and nothing tells which: the take reports an error whose
+/// `outcome_unknown()` holds (the item may be lost: delivery is at most once) and does not
+/// consume it. So is a look that fails.
+async fn uncertain_delete<T: Send + Sync + 'static>(
+    q: &Shared<T>,
+    item_path: &str,
+    czxid: i64,
+    err: CuratorError,
+) -> Result<()> {
+    let look = async {
+        let session = q.fw.session().await?;
+        let client = session.client();
+        tracing::debug!(path = %item_path, "queue: sync + exists (a plain take's delete in doubt)");
+        let sync = client.sync(item_path);
+        let read = client.check_stat(item_path);
+        match sync.await {
+            Ok(()) | Err(zk::Error::NoNode) => {}
+            Err(e) => return Err(CuratorError::from_zk(item_path, e)),
+        }
+        read.await.map_err(|e| CuratorError::from_zk(item_path, e))
+    };
+    match look.await {
+        Ok(Some(stat)) if stat.czxid == czxid => {
+            tracing::info!(path = %item_path, "queue: a take's delete whose reply was lost was not applied: the item stays");
+            Ok(())
+        }
+        looked => {
+            let why = match looked {
+                Err(look) => format!("the delete's reply was lost ({err}) and looking at the node failed ({look})"),
+                Ok(_) => format!("the delete's reply was lost ({err}) and the node is gone"),
+            };
+            tracing::warn!(path = %item_path, %why, "queue: a take's delete may have been applied: the item may be lost (at most once)");
+            Err(CuratorError::OutcomeUnknown {
+                path: item_path.to_string(),
+                reason: format!("{why}: deleted by this take or by another consumer; not consumed here"),
+            })
+        }
+    }
+}
+
 async fn take_locked<T: Send + Sync + 'static>(
     q: &Shared<T>,
     name: &str,
-    lock: &str,
+    lock_path: &str,
     stop: &mut watch::Receiver<bool>,
 ) -> Result<Taken> {
-    let locked = match lock_item(q, lock).await {
-        Ok(locked) => locked,
-        Err(err) => {
-            if err.outcome_unknown() && !q.fw.is_closed() {
+    let lock = LockNode::new(lock_path.to_string());
+    let held = match lock::lock_item(&q.fw, &lock).await {
+        Ok(Some(held)) => held,
+        Ok(None) => return Ok(Taken::HeldElsewhere(lock.path)),
+        Err(LockFailed { error, in_doubt }) => {
+            if in_doubt && !q.fw.is_closed() {
                 let stopped = async {
                     let _ = stop.wait_for(|stopped| *stopped).await;
                 };
-                drop_unknown_lock(&q.fw, lock, stopped).await;
+                lock::drop_unknown_lock(&q.fw, &lock, stopped).await;
             }
-            return Err(err);
+            return Err(error);
         }
     };
-    let Some((generation, at_lock)) = locked else { return Ok(Taken::HeldElsewhere(lock.to_string())) };
+    let generation = held.generation;
     let item_path = path::make_path(&q.path, name);
     tracing::debug!(path = %item_path, "queue: getData (locked)");
     let mut lost = None;
@@ -118,7 +174,7 @@ async fn take_locked<T: Send + Sync + 'static>(
             read = true;
             let consumed = tokio::select! {
                 biased;
-                reason = may_be_lost(&q.fw, generation, &at_lock) => {
+                reason = may_be_lost(&q.fw, generation, &held.at_lock) => {
                     tracing::warn!(path = %item_path, %reason, "queue: the item's lock may be lost: its consumer is stopped");
                     lost = Some(reason);
                     None
@@ -135,27 +191,33 @@ async fn take_locked<T: Send + Sync + 'static>(
         }
         Err(CuratorError::NoNode { .. }) => (Finish::Release, None, Vec::new()),
         Err(err) => {
-            fence::finish(q, name, lock, generation, Finish::Release, &[]).await;
+            fence::finish(q, name, &lock, generation, Finish::Release, &[]).await;
             return Err(err);
         }
     };
-    let outcome = fence::finish(q, name, lock, generation, how, &data).await;
-    // The node stays for the next consumer when the fence refused the finish, or when a take
-    // that read it let it go (its lock may be lost, the queue closed).
-    let left = outcome == Outcome::LockLost || (read && how == Finish::Release && outcome != Outcome::ItemGone);
-    if how == Finish::Requeue && outcome == Outcome::Finished {
+    let outcome = fence::finish(q, name, &lock, generation, how, &data).await;
+    // The node stays for the next consumer when the fence refused the finish, when the finish
+    // failed, or when a take that read it let it go (its lock may be lost, the queue closed).
+    let left = match &outcome {
+        Outcome::LockLost | Outcome::Failed(_) => true,
+        Outcome::ItemGone => false,
+        Outcome::Finished | Outcome::Unknown(_) | Outcome::Closed => read && how == Finish::Release,
+    };
+    if how == Finish::Requeue && matches!(outcome, Outcome::Finished) {
         curator_core::metrics::queue_requeued();
     } else if left {
         curator_core::metrics::queue_released();
     }
+    let lock_lost = lost.is_some() || matches!(outcome, Outcome::LockLost);
     match outcome {
         Outcome::Finished if matches!(consumed, Some(Consumed::Done)) => {
             q.events.publish(QueueEvent::Consumed { node: name.to_string() });
         }
-        _ if lost.is_some() || outcome == Outcome::LockLost => {
-            q.events.publish(QueueEvent::LockLost { node: name.to_string() });
-        }
+        Outcome::Unknown(error) | Outcome::Failed(error) => q.events.publish(QueueEvent::Error { error }),
         Outcome::Finished | Outcome::LockLost | Outcome::ItemGone | Outcome::Closed => {}
+    }
+    if lock_lost {
+        q.events.publish(QueueEvent::LockLost { node: name.to_string() });
     }
     Ok(Taken::Handled)
 }
@@ -172,67 +234,5 @@ async fn may_be_lost(fw: &CuratorFramework, generation: u64, at_lock: &Connectio
         if states.changed().await.is_err() {
             return LockLost::Closed;
         }
-    }
-}
-
-/// Creates our lock node: the generation of the session that holds it and the connection's
-/// state just after, or `None` when another consumer has it.
-pub(crate) async fn lock_item<T: Send + Sync + 'static>(
-    q: &Shared<T>,
-    lock: &str,
-) -> Result<Option<(u64, ConnectionStateEvent)>> {
-    let acl = q.fw.acl_for_path(lock);
-    // Curator's lock node has the default data, through the client: compressed under
-    // `enable_compression()` (section 3.10).
-    let data = q.fw.encode_data(lock, q.fw.default_data())?;
-    q.fw.call_with_retry("queue lock", lock, |session, attempt| {
-        let (acl, data) = (acl.clone(), &data);
-        async move {
-            let client = session.client();
-            tracing::debug!(path = %lock, "queue: create lock node (ephemeral)");
-            let mut created = session.create(lock, data, zk::CreateMode::Ephemeral, &acl)?.await;
-            if matches!(created, Err(zk::Error::NoNode)) {
-                // The lock path was deleted (or its parent reaped): make it again.
-                make_parents(&q.fw, client, lock, q.fw.use_container_parents()).await?;
-                created = session.create(lock, data, zk::CreateMode::Ephemeral, &acl)?.await;
-            }
-            match created {
-                Ok(_) => Ok(Some(session.generation())),
-                // After an unknown outcome the node may be our own earlier attempt's.
-                Err(zk::Error::NodeExists) if attempt > 0 => owned(&session, lock).await,
-                Err(zk::Error::NodeExists) => Ok(None),
-                Err(e) => Err(CuratorError::from_zk(lock, e)),
-            }
-        }
-    })
-    .await
-    .map(|locked| locked.map(|generation| (generation, q.fw.connection_state_watch().borrow().clone())))
-}
-
-/// `Some(generation)` if `lock` is an ephemeral node of `session`.
-async fn owned(session: &Session, lock: &str) -> Result<Option<u64>> {
-    match session.client().check_stat(lock).await {
-        Ok(Some(stat)) if stat.ephemeral_owner == session.id() => Ok(Some(session.generation())),
-        Ok(_) => Ok(None),
-        Err(e) => Err(CuratorError::from_zk(lock, e)),
-    }
-}
-
-/// After a lock create whose outcome stayed unknown (the retry policy gave up on it): our lock
-/// node may exist, and while our session lives it would keep the item from every consumer, this
-/// one too (its next try meets NodeExists). Deletes it if it is an ephemeral of the current
-/// session (`CuratorFramework::delete_if_ours`; another session's node is another consumer's
-/// lock). Waited for, so that this consumer takes the item again only after it (a delete
-/// racing our own next lock would take that one); once `until` resolves (the queue's close) it
-/// goes on in the background.
-pub(crate) async fn drop_unknown_lock(fw: &CuratorFramework, lock: &str, until: impl std::future::Future<Output = ()>) {
-    let (fw, lock) = (fw.clone(), lock.to_string());
-    let spawner = fw.clone();
-    let mut work = Box::pin(async move {
-        let _ = fw.delete_if_ours(&lock, false).await;
-    });
-    tokio::select! {
-        () = &mut work => {}
-        () = until => spawner.spawn_background(work),
     }
 }

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::flow::{Direction, Hold};
-use super::Inner;
+use super::{Inner, SeenRequest};
 
 /// Frames longer than this are not ZooKeeper frames: the first one switches a connection to raw
 /// forwarding (four-letter words are ASCII, so their first four bytes read as a huge length);
@@ -213,17 +213,23 @@ where
         if !handshake {
             // The kind is looked at only while a swallow is armed: no lock per frame otherwise.
             let wanted = || {
-                let kind = *inner.swallow_kind.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let target = inner.swallow_kind.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let (kind, prefix) = &*target;
                 opcode_of(&frame).is_some_and(|op| kind.matches(op))
+                    && prefix.as_deref().is_none_or(|prefix| {
+                        SeenRequest::parse(&frame).and_then(|r| r.path).is_some_and(|p| p.starts_with(prefix))
+                    })
             };
             if let Some(xid) = xid_of(&frame) {
                 if xid > 0 {
                     inner.record(&frame);
                 }
+                // One swallowed reply per connection: it ends the connection.
                 if xid > 0
-                    && inner.swallow.load(Ordering::SeqCst)
+                    && swallow_xid.load(Ordering::SeqCst) == NO_XID
+                    && inner.swallow.load(Ordering::SeqCst) > 0
                     && wanted()
-                    && inner.swallow.compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+                    && inner.swallow.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
                 {
                     tracing::debug!(xid, "proxy: will swallow the reply to this request");
                     swallow_xid.store(i64::from(xid), Ordering::SeqCst);

@@ -6,7 +6,7 @@ mod record;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ use crate::error::TestingError;
 /// | [`pause`](Self::pause), [`pause_requests`](Self::pause_requests), [`pause_replies`](Self::pause_replies) | [`pass`](Self::pass) |
 /// | [`set_reject(true)`](Self::set_reject) | [`pass`](Self::pass) or `set_reject(false)` |
 /// | [`set_latency`](Self::set_latency) | `set_latency(Duration::ZERO)` (not `pass`) |
-/// | [`swallow_next_reply`](Self::swallow_next_reply), [`swallow_next_reply_to`](Self::swallow_next_reply_to) | the next request (of the kind), or [`disarm_swallow`](Self::disarm_swallow) |
+/// | [`swallow_next_reply`](Self::swallow_next_reply), [`swallow_next_reply_to`](Self::swallow_next_reply_to), [`swallow_replies_under`](Self::swallow_replies_under) | the next request (of the kind, under the path: as many as asked), or [`disarm_swallow`](Self::disarm_swallow) |
 /// | [`cut`](Self::cut) | nothing to end: it closes what is open, once |
 ///
 /// Besides faults, it can [`record_requests`](Self::record_requests): which requests clients
@@ -105,9 +105,10 @@ struct Inner {
     /// The delay of every forwarded frame, in nanoseconds.
     latency_nanos: AtomicU64,
     reject: AtomicBool,
-    swallow: AtomicBool,
-    /// The kind of request an armed swallow waits for.
-    swallow_kind: Mutex<RequestKind>,
+    /// How many replies an armed swallow still takes (0: none armed).
+    swallow: AtomicUsize,
+    /// The requests an armed swallow waits for: their kind, and a prefix of their path.
+    swallow_kind: Mutex<(RequestKind, Option<String>)>,
     next_id: AtomicU64,
     conns: Mutex<HashMap<u64, AbortHandle>>,
     /// Whether requests are being recorded into `seen`.
@@ -150,8 +151,8 @@ impl ChaosProxy {
             hold,
             latency_nanos: AtomicU64::new(0),
             reject: AtomicBool::new(false),
-            swallow: AtomicBool::new(false),
-            swallow_kind: Mutex::new(RequestKind::Any),
+            swallow: AtomicUsize::new(0),
+            swallow_kind: Mutex::new((RequestKind::Any, None)),
             next_id: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
             recording: AtomicBool::new(false),
@@ -260,23 +261,38 @@ impl ChaosProxy {
     /// As [`swallow_next_reply`](Self::swallow_next_reply), for the next request of `kind`
     /// only: requests of other kinds pass untouched while it waits.
     pub fn swallow_next_reply_to(&self, kind: RequestKind) {
-        *self.inner.swallow_kind.lock().unwrap_or_else(PoisonError::into_inner) = kind;
-        self.inner.swallow.store(true, Ordering::SeqCst);
-        tracing::debug!(addr = %self.addr, ?kind, "proxy: swallow next reply");
+        self.arm_swallow(kind, None, 1);
     }
 
-    /// Whether a [`swallow_next_reply`](Self::swallow_next_reply) is still waiting for its
-    /// request. It turns `false` when the proxy reads that request, which may be before the
-    /// server has applied it: a test that then looks at the server's state polls for it.
+    /// As [`swallow_next_reply_to`](Self::swallow_next_reply_to), for the next `count`
+    /// requests of `kind` whose path starts with `prefix` (each on the connection it came on,
+    /// which is then closed): other requests pass untouched while it waits. For a fault that
+    /// must hit one client's requests on one path, and again on its retries, whatever else is
+    /// sent meanwhile (the ensemble tracker's getData of `/zookeeper/config` after each
+    /// reconnection, say).
+    pub fn swallow_replies_under(&self, kind: RequestKind, prefix: &str, count: usize) {
+        self.arm_swallow(kind, Some(prefix.to_string()), count);
+    }
+
+    fn arm_swallow(&self, kind: RequestKind, prefix: Option<String>, count: usize) {
+        tracing::debug!(addr = %self.addr, ?kind, ?prefix, count, "proxy: swallow next replies");
+        *self.inner.swallow_kind.lock().unwrap_or_else(PoisonError::into_inner) = (kind, prefix);
+        self.inner.swallow.store(count, Ordering::SeqCst);
+    }
+
+    /// Whether a [`swallow_next_reply`](Self::swallow_next_reply) (or a swallow of several) is
+    /// still waiting for a request. It turns `false` when the proxy reads the last one, which may
+    /// be before the server has applied it: a test that then looks at the server's state polls
+    /// for it.
     pub fn swallow_pending(&self) -> bool {
-        self.inner.swallow.load(Ordering::SeqCst)
+        self.inner.swallow.load(Ordering::SeqCst) > 0
     }
 
-    /// Cancels a [`swallow_next_reply`](Self::swallow_next_reply) that is still waiting for
-    /// its request, and says whether one was. Once a request has been picked, its reply will
-    /// be swallowed whatever happens here (and this returns `false`).
+    /// Cancels a [`swallow_next_reply`](Self::swallow_next_reply) (or what is left of a swallow
+    /// of several) still waiting for its request, and says whether one was. Once a request has
+    /// been picked, its reply will be swallowed whatever happens here.
     pub fn disarm_swallow(&self) -> bool {
-        let was = self.inner.swallow.swap(false, Ordering::SeqCst);
+        let was = self.inner.swallow.swap(0, Ordering::SeqCst) > 0;
         tracing::debug!(addr = %self.addr, was_pending = was, "proxy: disarm swallow");
         was
     }
