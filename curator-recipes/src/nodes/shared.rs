@@ -1,6 +1,6 @@
 //! What a [`PersistentNode`](super::PersistentNode)'s handle and its keeper's task share: the
 //! node's configuration, its data, the path it has now, and the signals between the two. The
-//! handle (`persistent_node.rs`) and the keeper (`keeper.rs`) both import it from here.
+//! handle (`persistent_node.rs`) and the keeper (`keeper/`) both import it from here.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;

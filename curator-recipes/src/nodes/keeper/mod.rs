@@ -47,6 +47,9 @@ use tokio::sync::watch;
 
 use super::shared::{lock, Shared};
 
+mod close;
+mod inspect;
+
 /// Where the keeper stands with the node.
 #[derive(Debug)]
 enum State {
@@ -210,76 +213,6 @@ impl Keeper {
         }
     }
 
-    /// The path is taken: adopt the node, clear it away, or wait for it.
-    async fn inspect(&mut self, path: String) -> State {
-        let session = match self.session().await {
-            Ok(session) => session,
-            Err(err) => return self.failed(err).await,
-        };
-        tracing::debug!(path = %path, "persistent node: getData of the node in the way");
-        let (current, stat) = match session.client().get_data(&path).await {
-            Ok(found) => found,
-            Err(zk::Error::NoNode) => {
-                self.in_the_way = false;
-                return State::Place;
-            }
-            Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
-        };
-        // Looked at: what follows decides whose it is.
-        self.in_the_way = false;
-        let owner = stat.ephemeral_owner;
-        if self.mode().is_ephemeral() && owner != session.id() {
-            if self.sessions.contains(&owner) {
-                tracing::info!(path = %path, owner = format_args!("{owner:#x}"), "persistent node: deleting our node of an earlier session");
-                let delete = match session.delete(&path, Some(stat.version)) {
-                    Ok(delete) => delete,
-                    Err(refused) => return self.failed(refused).await,
-                };
-                return match delete.await {
-                    Ok(()) | Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => State::Place,
-                    Err(err) => self.failed(CuratorError::from_zk(&path, err)).await,
-                };
-            }
-            if owner != 0 {
-                tracing::warn!(path = %path, owner = format_args!("{owner:#x}"), "persistent node: the path is held by another session; waiting for it to go");
-                self.known.get_or_insert_with(|| path.clone());
-                return State::Foreign(path);
-            }
-            tracing::warn!(path = %path, "persistent node: a persistent node is in the way of an ephemeral one; adopting it, as Curator does");
-        }
-        let (data, version) = self.shared.data();
-        // A node this keeper made (an ephemeral of the current session, or the persistent node
-        // at the path it got) keeps what another client wrote to it since, as in Own: our data
-        // goes over it only when a `set_data` of ours is still to be written. A node of an
-        // earlier run, or one this keeper never held, gets our data.
-        // Compared decoded (section 3.10); data that does not decode is not ours.
-        let current = self.fw.decode_data(&path, current).ok();
-        // The zxid of our write over the node's data, if we write it.
-        let mut zxid = None;
-        let made_here =
-            self.may_own && self.known.as_deref() == Some(path.as_str()) && (owner == 0 || owner == session.id());
-        if current.as_deref() != Some(&data[..]) && (!made_here || version != self.written) {
-            let stored = match self.fw.encode_data(&path, &data) {
-                Ok(stored) => stored,
-                Err(err) => return self.failed(err).await,
-            };
-            tracing::debug!(path = %path, "persistent node: setData of the adopted node");
-            let write = match session.set_data(&path, &stored, Some(stat.version)) {
-                Ok(write) => write,
-                Err(refused) => return self.failed(refused).await,
-            };
-            match write.await {
-                Ok(written) => zxid = Some(written.mzxid),
-                Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => return State::Place,
-                Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
-            }
-        }
-        drop(session);
-        self.took(&path, &stat, version, zxid);
-        self.settled();
-        State::Own(path)
-    }
-
     /// The node at `path`, of `stat`, is ours now, made or adopted, holding data version
     /// `version`, written by us at zxid `zxid` (`None`: the node kept the data it had).
     fn took(&mut self, path: &str, stat: &zk::Stat, version: u64, zxid: Option<i64>) {
@@ -433,98 +366,6 @@ impl Keeper {
                 }
                 // A close also wakes this; the next turn of the keeper sees it.
                 _ = self.shared.wake.notified() => return Woken::Data,
-            }
-        }
-    }
-
-    /// Deletes the node, if it may be ours and the node is meant to go on close.
-    async fn finish(&mut self) {
-        if !self.tried || (self.in_the_way && self.known.is_none()) {
-            self.adopt_for_close().await;
-        }
-        let config = &self.shared.config;
-        // A create whose outcome is unknown may have made the node before any reply gave its
-        // path; without a sequence or protection, that path is the configured one.
-        let unknown = self.may_own && !config.mode.is_sequential() && !config.protected;
-        let Some(path) = self.known.clone().or_else(|| unknown.then(|| config.path.clone())) else { return };
-        if !self.may_own || !self.shared.config.delete_on_close || self.fw.is_closed() {
-            return;
-        }
-        let mut delete = self.fw.delete().guaranteed();
-        // The node it made or adopted, by its identity: the delete may run after a
-        // reconnection, when a new node (this client's or another's) may stand at the path.
-        if let Some(czxid) = self.czxid.filter(|_| self.known.as_deref() == Some(path.as_str())) {
-            delete = delete.if_created_at(czxid);
-        }
-        let delete = delete.for_path(&path);
-        if !self.fw.connection_state().is_connected() {
-            // The close does not wait for a connection: the guaranteed delete goes on in the
-            // background until the node is gone (docs/architecture.md, section 7).
-            tracing::debug!(path = %path, "persistent node: delete on close, in the background (not connected)");
-            delete.in_background(|_, _| {});
-            return;
-        }
-        tracing::debug!(path = %path, "persistent node: delete on close");
-        // Connected: delete now, for no longer than the connection timeout. Past it the delete's
-        // future is dropped, and a guaranteed delete dropped unfinished carries on in the
-        // background (a request sent just as the connection went may otherwise wait for the
-        // connection to come back).
-        match tokio::time::timeout(self.fw.connection_timeout(), delete).await {
-            Ok(Ok(())) | Ok(Err(CuratorError::NoNode { .. })) => {}
-            Ok(Err(err)) => {
-                tracing::debug!(path = %path, error = %err, "persistent node: the delete goes on in the background")
-            }
-            Err(_) => {
-                tracing::debug!(path = %path, "persistent node: the delete goes on in the background (connection timeout)")
-            }
-        }
-    }
-}
-
-impl Keeper {
-    /// A close that came before the first create, or before the keeper looked at the node its
-    /// first create met: a node already at the configured path is the one the keeper would have
-    /// adopted (a node it may not adopt, another session's ephemeral, is left), so the close
-    /// deletes it, as it would after the adoption. Without this, the outcome of a close right
-    /// after `start` depended on whether the keeper had adopted the node yet (Curator's
-    /// TestPersistentNode.testQuickCloseNodeExists deletes it), and a close just after a
-    /// create's retry met the node its lost first attempt made left that node for the rest of
-    /// the session. A sequential or protected node has no path before its create: nothing to
-    /// adopt.
-    async fn adopt_for_close(&mut self) {
-        let config = &self.shared.config;
-        if config.mode.is_sequential() || config.protected || !config.delete_on_close || self.fw.is_closed() {
-            return;
-        }
-        if !self.fw.connection_state().is_connected() {
-            // The close does not wait for a connection: the look and the delete, by the same
-            // rule (any persistent node, or an ephemeral of the session then current), go on
-            // in the background.
-            let (fw, path) = (self.fw.clone(), config.path.clone());
-            tracing::debug!(path = %path, "persistent node: closed before it looked at its path: in the background (not connected)");
-            self.fw.spawn_background(async move {
-                let _ = fw.delete_if_ours(&path, true).await;
-            });
-            return;
-        }
-        let path = config.path.clone();
-        let session = match self.fw.session().await {
-            Ok(session) => session,
-            Err(_) => return,
-        };
-        tracing::debug!(path = %path, "persistent node: closed before its first create: exists");
-        match session.client().check_stat(&path).await {
-            Ok(Some(stat))
-                if !self.mode().is_ephemeral() || stat.ephemeral_owner == 0 || stat.ephemeral_owner == session.id() =>
-            {
-                tracing::debug!(path = %path, "persistent node: adopting the node in the way, to delete it on close");
-                self.known = Some(path);
-                self.may_own = true;
-                self.czxid = Some(stat.czxid);
-            }
-            Ok(_) => {}
-            Err(err) => {
-                tracing::debug!(path = %path, error = %err, "persistent node: could not look at the path on close")
             }
         }
     }
