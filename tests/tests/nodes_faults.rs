@@ -500,3 +500,61 @@ async fn a_close_while_the_create_meets_its_own_node_deletes_it() {
         close_while_own_node_in_the_way(policy, retry).await;
     }
 }
+
+/// A member's node whose create's outcome stayed unknown, closed while another session's
+/// member holds the path: the close leaves that node. The create is applied, its reply lost,
+/// and the client kept from connecting again until its session has expired (taking the node
+/// with it) and another session has made its own node at the path; the create then ends with
+/// `OutcomeUnknown` (a create at a fixed path carries no evidence), and the keeper, finding the
+/// other session's node, waits for it to go. Failed before: the close deleted by path, with a
+/// guaranteed delete, whatever stood there: the other session's member left its group.
+async fn close_in_doubt_leaves_another_sessions_node(policy: ErrorPolicy, retry: Retry) {
+    let (events, _recording) = tests::logs::record_events();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let group = unique_path("pn-close-doubt");
+    // The group's node first: the member's create is then the first create sent.
+    observer.create().for_path(&group, Vec::new()).await.expect("group");
+    let path = format!("{group}/m1");
+    let info = fw.session().await.expect("session").client().session().clone();
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    proxy.set_reject(true);
+    let node =
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"ours".to_vec()).build().expect("node");
+    node.start().expect("start");
+    assert!(
+        eventually(timing.deadline(), || async { read_node(&observer, &path).await.is_some() }).await,
+        "{policy:?}/{retry:?}: the create was not applied"
+    );
+    expire_session(&server.connect_string(), &info).await.expect("expire");
+    assert!(node_gone(&observer, &path).await, "{policy:?}/{retry:?}: the expired session's node stayed");
+    observer.create().with_mode(CreateMode::Ephemeral).for_path(&path, b"theirs".to_vec()).await.expect("theirs");
+    proxy.set_reject(false);
+    let waiting = || async {
+        events
+            .all()
+            .iter()
+            .any(|e| e.ends_with("persistent node: the path is held by another session; waiting for it to go"))
+    };
+    assert!(eventually(timing.deadline(), waiting).await, "{policy:?}/{retry:?}: {:#?}", events.all());
+    node.close().await;
+    // A request of the same session after the close's: anything the close sent is answered.
+    fw.check_exists().for_path(&path).await.expect("a request after the close");
+    assert_eq!(
+        read_node(&observer, &path).await,
+        Some((session_id(&observer).await, b"theirs".to_vec())),
+        "{policy:?}/{retry:?}: the other session's node was deleted"
+    );
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_close_in_doubt_leaves_another_sessions_node_at_the_path() {
+    for (policy, retry) in COMBINATIONS {
+        close_in_doubt_leaves_another_sessions_node(policy, retry).await;
+    }
+}

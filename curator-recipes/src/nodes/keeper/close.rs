@@ -1,31 +1,56 @@
 //! The keeper's close: the node is deleted if it may be ours (docs/architecture.md sections 7
-//! and 13).
+//! and 13), and no other node.
+//!
+//! ```text
+//! the node it made or adopted, of known czxid ─► guaranteed, quiet delete if_created_at(czxid):
+//!     a node made again at the path since (an outage's close) is left
+//! its identity unknown (a close before the first create, or after a create met a node it has
+//! not looked at yet, or after a create whose outcome is unknown) ─► look at the path, delete
+//!     the node only if the keeper would have adopted it: a persistent node, or an ephemeral of
+//!     the current session (delete_if_ours); another session's ephemeral is someone else's
+//! ```
+//!
+//! Connected, the close waits for the delete up to the connection timeout; it goes on in the
+//! background after that, or at once when not connected (tracked: the framework's close waits
+//! for it, a bounded time).
+
+use std::future::Future;
 
 use curator_core::CuratorError;
 
 use super::Keeper;
 
+/// The node a close deletes when its czxid is not known yet.
+enum Found {
+    /// The node at this path, if the keeper would adopt it.
+    AtPath(String),
+}
+
 impl Keeper {
     /// Deletes the node, if it may be ours and the node is meant to go on close.
     pub(super) async fn finish(&mut self) {
-        if !self.tried || (self.in_the_way && self.known.is_none()) {
-            self.adopt_for_close().await;
-        }
         let config = &self.shared.config;
-        // A create whose outcome is unknown may have made the node before any reply gave its
-        // path; without a sequence or protection, that path is the configured one.
-        let unknown = self.may_own && !config.mode.is_sequential() && !config.protected;
-        let Some(path) = self.known.clone().or_else(|| unknown.then(|| config.path.clone())) else { return };
-        if !self.may_own || !self.shared.config.delete_on_close || self.fw.is_closed() {
+        if !config.delete_on_close || self.fw.is_closed() {
             return;
         }
-        let mut delete = self.fw.delete().guaranteed();
-        // The node it made or adopted, by its identity: the delete may run after a
-        // reconnection, when a new node (this client's or another's) may stand at the path.
-        if let Some(czxid) = self.czxid.filter(|_| self.known.as_deref() == Some(path.as_str())) {
-            delete = delete.if_created_at(czxid);
+        // A node without a sequence or protection has its path before any reply gives it.
+        let fixed = !config.mode.is_sequential() && !config.protected;
+        let Some(path) = self.known.clone().or_else(|| fixed.then(|| config.path.clone())) else { return };
+        match self.czxid.filter(|_| self.may_own && self.known.as_deref() == Some(path.as_str())) {
+            Some(czxid) => self.delete_made(path, czxid).await,
+            None if self.may_own || !self.tried || (self.in_the_way && self.known.is_none()) => {
+                self.delete_if_ours(path).await
+            }
+            None => {}
         }
-        let delete = delete.for_path(&path);
+    }
+
+    /// Deletes the node made or adopted at `path`, created at `czxid`.
+    async fn delete_made(&self, path: String, czxid: i64) {
+        // By its identity: the delete may run after a reconnection, when a new node (this
+        // client's or another's) may stand at the path. Quiet: gone is what it promises, also
+        // after a lost reply.
+        let delete = self.fw.delete().guaranteed().quietly().if_created_at(czxid).for_path(&path);
         if !self.fw.connection_state().is_connected() {
             // The close does not wait for a connection: the guaranteed delete goes on in the
             // background until the node is gone (docs/architecture.md, section 7).
@@ -48,53 +73,76 @@ impl Keeper {
             }
         }
     }
-}
 
-impl Keeper {
-    /// A close that came before the first create, or before the keeper looked at the node its
-    /// first create met: a node already at the configured path is the one the keeper would have
-    /// adopted (a node it may not adopt, another session's ephemeral, is left), so the close
-    /// deletes it, as it would after the adoption. Without this, the outcome of a close right
-    /// after `start` depended on whether the keeper had adopted the node yet (Curator's
-    /// TestPersistentNode.testQuickCloseNodeExists deletes it), and a close just after a
-    /// create's retry met the node its lost first attempt made left that node for the rest of
-    /// the session. A sequential or protected node has no path before its create: nothing to
-    /// adopt.
-    async fn adopt_for_close(&mut self) {
-        let config = &self.shared.config;
-        if config.mode.is_sequential() || config.protected || !config.delete_on_close || self.fw.is_closed() {
-            return;
-        }
-        if !self.fw.connection_state().is_connected() {
-            // The close does not wait for a connection: the look and the delete, by the same
-            // rule (any persistent node, or an ephemeral of the session then current), go on
-            // in the background.
-            let (fw, path) = (self.fw.clone(), config.path.clone());
-            tracing::debug!(path = %path, "persistent node: closed before it looked at its path: in the background (not connected)");
-            self.fw.spawn_background(async move {
-                let _ = fw.delete_if_ours(&path, true).await;
-            });
-            return;
-        }
-        let path = config.path.clone();
-        let session = match self.fw.session().await {
-            Ok(session) => session,
-            Err(_) => return,
-        };
-        tracing::debug!(path = %path, "persistent node: closed before its first create: exists");
-        match session.client().check_stat(&path).await {
-            Ok(Some(stat))
-                if !self.mode().is_ephemeral() || stat.ephemeral_owner == 0 || stat.ephemeral_owner == session.id() =>
-            {
-                tracing::debug!(path = %path, "persistent node: adopting the node in the way, to delete it on close");
-                self.known = Some(path);
-                self.may_own = true;
-                self.czxid = Some(stat.czxid);
+    /// The node at `path` may be ours, but its identity is unknown: deleted if it is one the
+    /// keeper would adopt (a persistent node, or an ephemeral of the current session: the
+    /// core's `delete_if_ours` rule), by the czxid looked at. Without this, the outcome of a
+    /// close right after `start` depended on whether the keeper had adopted the node yet
+    /// (Curator's TestPersistentNode.testQuickCloseNodeExists deletes it); a delete by path
+    /// instead would take another session's node, made at the path after ours went (a group
+    /// member's).
+    async fn delete_if_ours(&self, path: String) {
+        tracing::debug!(path = %path, "persistent node: delete on close, if the node at the path is ours");
+        self.delete_found(Found::AtPath(path)).await;
+    }
+
+    /// Finds the node `what` names and deletes it by its czxid, under the cleanup loop (until
+    /// done or the framework closes), as tracked background work the close waits for while
+    /// connected (up to the connection timeout).
+    async fn delete_found(&self, what: Found) {
+        let fw = self.fw.clone();
+        let path = self.shared.config.path.clone();
+        self.clean_up(async move {
+            let mut retry = fw.cleanup_retry_loop();
+            loop {
+                let attempt = async {
+                    let session = fw.session().await?;
+                    let found = match &what {
+                        Found::AtPath(at) => {
+                            tracing::debug!(path = %at, "persistent node: exists (ours to delete on close?)");
+                            session
+                                .client()
+                                .check_stat(at)
+                                .await
+                                .map_err(|e| CuratorError::from_zk(at, e))?
+                                .filter(|stat| stat.ephemeral_owner == 0 || stat.ephemeral_owner == session.id())
+                                .map(|stat| (at.clone(), stat))
+                        }
+                    };
+                    drop(session);
+                    let Some((found, stat)) = found else { return Ok(()) };
+                    tracing::debug!(path = %found, "persistent node: delete on close (a node of ours, by its czxid)");
+                    match fw.delete().guaranteed().quietly().if_created_at(stat.czxid).for_path(&found).await {
+                        Ok(()) | Err(CuratorError::NoNode { .. }) => Ok(()),
+                        Err(err) => Err(err),
+                    }
+                };
+                match attempt.await {
+                    Ok(()) => return,
+                    Err(err) => {
+                        if let Err(err) = retry.on_error(err).await {
+                            // A guaranteed delete in doubt goes on by itself; anything else is
+                            // given up with the framework.
+                            tracing::debug!(path = %path, error = %err, "persistent node: delete on close ended");
+                            return;
+                        }
+                    }
+                }
             }
-            Ok(_) => {}
-            Err(err) => {
-                tracing::debug!(path = %path, error = %err, "persistent node: could not look at the path on close")
-            }
+        })
+        .await;
+    }
+
+    /// Runs `cleanup` as tracked background work (the framework's close waits for it, a
+    /// bounded time); connected, waits for it up to the connection timeout.
+    async fn clean_up(&self, cleanup: impl Future<Output = ()> + Send + 'static) {
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        self.fw.spawn_background(async move {
+            cleanup.await;
+            drop(done);
+        });
+        if self.fw.connection_state().is_connected() {
+            let _ = tokio::time::timeout(self.fw.connection_timeout(), finished).await;
         }
     }
 }

@@ -89,7 +89,8 @@ struct Keeper {
     may_own: bool,
     /// The `czxid` of the node at `known` that the keeper made or adopted: the close deletes
     /// that node and no other (one made again at the path since is someone's new node). `None`
-    /// while a create's outcome is unknown: the close then deletes by the path's ownership.
+    /// while a create's outcome is unknown: the close then deletes the node at the path only if
+    /// the keeper would adopt it.
     czxid: Option<i64>,
     /// Whether a create was tried at all (a close can come before the first).
     tried: bool,
