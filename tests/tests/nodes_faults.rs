@@ -558,3 +558,164 @@ async fn a_close_in_doubt_leaves_another_sessions_node_at_the_path() {
         close_in_doubt_leaves_another_sessions_node(policy, retry).await;
     }
 }
+
+/// A sequential node of unique data (`unique_data()`) whose first create loses its reply: the
+/// node that create made is found among its parent's children by its data, kept, published as
+/// created, and deleted on close; no second node is made. A persistent mode, so that a node
+/// left behind would stay for good. Under every error and retry policy. Before (no
+/// `unique_data`, the create unprotected): the keeper made a second node and left the first.
+async fn sequential_unique_data_found(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let parent = unique_path("pn-seq-unique");
+    observer.create().for_path(&parent, Vec::new()).await.expect("parent");
+    let data = format!("{parent}/{policy:?}/{retry:?}").into_bytes();
+    let node = PersistentNode::builder(&fw, &format!("{parent}/n-"))
+        .mode(CreateMode::PersistentSequential)
+        .unique_data()
+        .data(data.clone())
+        .build()
+        .expect("node");
+    let mut creates = node.created_events();
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    node.start().expect("start");
+    node.ready().await.expect("ready");
+    assert!(node.wait_for_initial_create(timing.deadline()).await, "{policy:?}/{retry:?}: never made");
+    assert!(!proxy.swallow_pending(), "{policy:?}/{retry:?}: the create never reached the server");
+    let names = children(&observer, &parent).await;
+    assert_eq!(names.len(), 1, "{policy:?}/{retry:?}: one node, not {names:?}");
+    let made = format!("{parent}/{}", names[0]);
+    assert_eq!(node.actual_path().as_deref(), Some(made.as_str()), "{policy:?}/{retry:?}");
+    assert_eq!(read_node(&observer, &made).await, Some((0, data)), "{policy:?}/{retry:?}");
+    assert_eq!(creates.next().await.as_deref(), Some(made.as_str()), "{policy:?}/{retry:?}: not published");
+    node.close().await;
+    assert!(node_gone(&observer, &made).await, "{policy:?}/{retry:?}: left behind after close");
+    assert!(children(&observer, &parent).await.is_empty(), "{policy:?}/{retry:?}");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequential_node_of_unique_data_whose_create_loses_its_reply_is_made_once() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| sequential_unique_data_found(policy, retry))).await;
+}
+
+/// An unprotected sequential node without unique data whose first create loses its reply:
+/// nothing can tell whether, or where, the create made a node, so the keeper does not create
+/// again while the session that may hold that node lives (`last_error` says why), and makes
+/// its node once that session has ended (taking the node, if any, with it). Failed before: the
+/// keeper created again at once, and two nodes stood for the rest of the session.
+async fn sequential_without_evidence_waits(policy: ErrorPolicy, retry: Retry) {
+    let (events, _recording) = tests::logs::record_events();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let parent = unique_path("pn-seq-doubt");
+    observer.create().for_path(&parent, Vec::new()).await.expect("parent");
+    let node = PersistentNode::builder(&fw, &format!("{parent}/n-"))
+        .mode(CreateMode::EphemeralSequential)
+        .build()
+        .expect("node");
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    node.start().expect("start");
+    let waiting = || {
+        events
+            .all()
+            .iter()
+            .any(|e| e.ends_with("persistent node: waiting for the end of the session that may hold the node"))
+    };
+    let settled =
+        eventually(timing.deadline(), || async { waiting() || children(&observer, &parent).await.len() > 1 }).await;
+    assert!(settled, "{policy:?}/{retry:?}: {:#?}", events.all());
+    let first = children(&observer, &parent).await;
+    assert_eq!(first.len(), 1, "{policy:?}/{retry:?}: created again while the first node may stand: {first:?}");
+    assert!(
+        matches!(node.last_error(), Some(curator_core::CuratorError::OutcomeUnknown { .. })),
+        "{policy:?}/{retry:?}: {:?}",
+        node.last_error()
+    );
+    assert_eq!(node.actual_path(), None, "{policy:?}/{retry:?}");
+    // The session that may hold the node ends: the node is made on the next, once.
+    let info = fw.session().await.expect("session").client().session().clone();
+    expire_session(&server.connect_string(), &info).await.expect("expire");
+    let made = || async {
+        let names = children(&observer, &parent).await;
+        let Some(actual) = node.actual_path() else { return false };
+        names.len() == 1
+            && actual == format!("{parent}/{}", names[0])
+            && read_node(&observer, &actual).await.is_some_and(|(owner, _)| owner != info.id().0)
+    };
+    assert!(
+        eventually(timing.deadline(), made).await,
+        "{policy:?}/{retry:?}: {:?} {:?}",
+        node.actual_path(),
+        children(&observer, &parent).await
+    );
+    assert!(node.last_error().is_none(), "{policy:?}/{retry:?}: {:?}", node.last_error());
+    node.close().await;
+    assert!(
+        eventually(timing.deadline(), || async { children(&observer, &parent).await.is_empty() }).await,
+        "{policy:?}/{retry:?}"
+    );
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_unprotected_sequential_node_in_doubt_is_not_made_twice() {
+    for (policy, retry) in COMBINATIONS {
+        sequential_without_evidence_waits(policy, retry).await;
+    }
+}
+
+/// A node of unique data closed while its first create, sequential, is in doubt (its reply
+/// lost, the client not connected again yet): once connected, on the same session, the close
+/// finds the node that create made by its data and deletes it. Under every error and retry
+/// policy.
+async fn close_while_first_create_in_doubt(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let parent = unique_path("pn-seq-close-doubt");
+    observer.create().for_path(&parent, Vec::new()).await.expect("parent");
+    let session = session_id(&fw).await;
+    let node = PersistentNode::builder(&fw, &format!("{parent}/n-"))
+        .mode(CreateMode::EphemeralSequential)
+        .unique_data()
+        .data(format!("{parent}/{policy:?}/{retry:?}").into_bytes())
+        .build()
+        .expect("node");
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    proxy.set_reject(true);
+    node.start().expect("start");
+    let made = eventually(timing.deadline(), || async { children(&observer, &parent).await.len() == 1 }).await;
+    assert!(made, "{policy:?}/{retry:?}: the create was not applied");
+    // Closed first, then connected again: the close cannot know the node's name before.
+    tokio::join!(node.close(), async { proxy.set_reject(false) });
+    assert!(
+        eventually(timing.deadline(), || async { children(&observer, &parent).await.is_empty() }).await,
+        "{policy:?}/{retry:?}: left behind: {:?}",
+        children(&observer, &parent).await
+    );
+    assert_eq!(
+        session_id(&fw).await,
+        session,
+        "{policy:?}/{retry:?}: not deleted by the close but by the session's end"
+    );
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_while_the_first_create_is_in_doubt_deletes_the_node_it_made() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| close_while_first_create_in_doubt(policy, retry))).await;
+}

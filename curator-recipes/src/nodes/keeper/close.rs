@@ -8,6 +8,8 @@
 //! not looked at yet, or after a create whose outcome is unknown) ─► look at the path, delete
 //!     the node only if the keeper would have adopted it: a persistent node, or an ephemeral of
 //!     the current session (delete_if_ours); another session's ephemeral is someone else's
+//! a first sequential create in doubt, of unique data ─► find its node by its data, delete it
+//!     by its czxid
 //! ```
 //!
 //! Connected, the close waits for the delete up to the connection timeout; it goes on in the
@@ -18,12 +20,15 @@ use std::future::Future;
 
 use curator_core::CuratorError;
 
+use super::doubt::find_by_data;
 use super::Keeper;
 
 /// The node a close deletes when its czxid is not known yet.
 enum Found {
     /// The node at this path, if the keeper would adopt it.
     AtPath(String),
+    /// The node of a first sequential create in doubt, by its (unique) data.
+    ByData(Vec<u8>),
 }
 
 impl Keeper {
@@ -31,6 +36,15 @@ impl Keeper {
     pub(super) async fn finish(&mut self) {
         let config = &self.shared.config;
         if !config.delete_on_close || self.fw.is_closed() {
+            return;
+        }
+        if let Some(doubt) = self.doubt.take() {
+            if doubt.unique {
+                tracing::debug!(path = %config.path, "persistent node: delete on close, the node of the create in doubt if found");
+                self.delete_found(Found::ByData(doubt.data)).await;
+            }
+            // Without evidence nothing tells which node is ours: none is deleted (an ephemeral
+            // one goes with its session).
             return;
         }
         // A node without a sequence or protection has its path before any reply gives it.
@@ -91,7 +105,8 @@ impl Keeper {
     /// connected (up to the connection timeout).
     async fn delete_found(&self, what: Found) {
         let fw = self.fw.clone();
-        let path = self.shared.config.path.clone();
+        let config = &self.shared.config;
+        let (path, ephemeral) = (config.path.clone(), config.mode.is_ephemeral());
         self.clean_up(async move {
             let mut retry = fw.cleanup_retry_loop();
             loop {
@@ -108,6 +123,7 @@ impl Keeper {
                                 .filter(|stat| stat.ephemeral_owner == 0 || stat.ephemeral_owner == session.id())
                                 .map(|stat| (at.clone(), stat))
                         }
+                        Found::ByData(data) => find_by_data(&fw, &session, &path, data, ephemeral).await?,
                     };
                     drop(session);
                     let Some((found, stat)) = found else { return Ok(()) };

@@ -1,5 +1,15 @@
 //! A node in the keeper's way (docs/architecture.md section 13, "Who owns a node in the
-//! way"), met by a create (NodeExists): adopted, cleared away, or waited for, by its owner.
+//! way"), met by a create (NodeExists): adopted, cleared away, or waited for, by its owner:
+//!
+//! ```text
+//! getData (on the current session):
+//!     gone ────────────────────────────────────────────────► Place
+//!     persistent mode, or ephemeral of this session ─────────► Own   (adopt; our data if it differs,
+//!                                                                unless the node is one we made and
+//!                                                                we have no new data: an edit stays)
+//!     ephemeral of an earlier session of this node ──────────► Place (after deleting it, at its version)
+//!     ephemeral of any other session ────────────────────────► Foreign
+//! ```
 
 use curator_core::{zk, CuratorError};
 

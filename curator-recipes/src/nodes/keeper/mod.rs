@@ -8,13 +8,10 @@
 //! Place: create the node (the first time as configured; then at the path it got, in the
 //!        mode without the sequence, so that it keeps its name)
 //!    created ──────────────────────────────────────────────► Own   (tell the created listeners)
-//!    NodeExists ─► getData (on the current session):
-//!        gone ─────────────────────────────────────────────► Place
-//!        persistent mode, or ephemeral of this session ─────► Own   (adopt; our data if it differs,
-//!                                                                  unless the node is one we made and
-//!                                                                  we have no new data: an edit stays)
-//!        ephemeral of an earlier session of this node ──────► Place (after deleting it, at its version)
-//!        ephemeral of any other session ────────────────────► Foreign
+//!    NodeExists ─► look at the node in the way (inspect.rs) ─► Own, Place or Foreign
+//!    outcome unknown (its reply lost, section 4.4), sequential and unprotected (the first
+//!    create) ─► decide by the data (doubt.rs):
+//!            found ─► Own; none ─► Place; no evidence ─► wait for the session's end ─► Place
 //!    retryable error ─► back off (cleanup backoff, 50 ms → 2 s) ─► Place
 //!    permanent error (no permission...) before the first create: refused, closed ─► Stop
 //!    other error (no permission, no parent) ────────────────► Stuck
@@ -25,10 +22,8 @@
 //!               set_data ─► write the new data, wait on
 //! Foreign: exists+watch; wait until it is deleted ──────────► Place
 //! Stuck: wait for a connection change or new data ──────────► Place
-//! closing, or the framework closed (from any wait) ─► delete the node if it may be ours
-//!    (the node it made or adopted, by its czxid: not one made at the path since); stop
-//!    (closing before the first create, or after a NodeExists before its getData: the node at
-//!     the path is looked at first, and taken as ours if it is persistent or of this session)
+//! closing, or the framework closed (from any wait) ─► delete the node if it may be ours, and
+//!    no other (close.rs); stop
 //! ```
 //!
 //! The first outcome goes to the node's `Readiness`: ready once the node is first created or
@@ -48,6 +43,7 @@ use tokio::sync::watch;
 use super::shared::{lock, Shared};
 
 mod close;
+mod doubt;
 mod inspect;
 
 /// Where the keeper stands with the node.
@@ -92,6 +88,9 @@ struct Keeper {
     /// while a create's outcome is unknown: the close then deletes the node at the path only if
     /// the keeper would adopt it.
     czxid: Option<i64>,
+    /// The first create, sequential and unprotected, whose outcome is unknown: nothing is
+    /// created while it is (doubt.rs).
+    doubt: Option<doubt::Doubt>,
     /// Whether a create was tried at all (a close can come before the first).
     tried: bool,
     /// A create met a node at its path (NodeExists) that the keeper has not looked at yet: a
@@ -120,6 +119,7 @@ pub(super) async fn run(shared: Arc<Shared>, readiness: Readiness) {
         written: 0,
         may_own: false,
         czxid: None,
+        doubt: None,
         tried: false,
         in_the_way: false,
         readiness,
@@ -165,13 +165,17 @@ impl Keeper {
     /// Creates the node, or finds out who holds its path.
     async fn place(&mut self) -> State {
         self.tried = true;
+        if self.doubt.is_some() {
+            // Nothing is created while a first create's outcome is unknown.
+            return self.resolve_doubt().await;
+        }
         // Wait for a connection here, where the close can end the wait: the create below is
         // not cut short (its outcome must be known), so it should start connected.
         if let Err(err) = self.session().await {
             return self.failed(err).await;
         }
         let config = &self.shared.config;
-        let (data, version) = self.shared.data();
+        let (data, version, unique) = self.shared.data_for_create();
         let mut create = self.fw.create();
         let (path, mode) = match &self.known {
             Some(known) => (known.clone(), without_sequence(config.mode)),
@@ -189,8 +193,12 @@ impl Keeper {
         if config.parents {
             create = create.creating_parent_containers_if_needed();
         }
+        if unique {
+            // The evidence of a create at a known path whose reply is lost.
+            create = create.unique_data();
+        }
         tracing::debug!(path = %path, ?mode, "persistent node: create");
-        match create.for_path_with_stat(&path, data).await {
+        match create.for_path_with_stat(&path, data.clone()).await {
             Ok((created, stat)) => {
                 tracing::debug!(path = %created, "persistent node: created");
                 self.took(&created, &stat, version, Some(stat.mzxid));
@@ -203,6 +211,17 @@ impl Keeper {
             Err(CuratorError::NodeExists { .. }) => {
                 self.in_the_way = true;
                 self.inspect(path).await
+            }
+            // The first create, sequential and unprotected, whose reply was lost and that nothing
+            // decided (a retryable error means nothing was applied; `Closed` stops the keeper).
+            Err(err)
+                if err.outcome_unknown()
+                    && !err.is_retryable()
+                    && !matches!(err, CuratorError::Closed)
+                    && mode.is_sequential()
+                    && !config.protected =>
+            {
+                self.first_create_in_doubt(err, data, version, unique).await
             }
             Err(err) => {
                 if err.outcome_unknown() {
@@ -342,6 +361,11 @@ impl Keeper {
             return State::Stuck;
         };
         tracing::debug!(path = %self.shared.config.path, error = %err, ?pause, "persistent node: retrying");
+        self.pause(pause).await
+    }
+
+    /// Waits `pause`, then `Place`; `Stop` when closed first.
+    async fn pause(&mut self, pause: std::time::Duration) -> State {
         tokio::select! {
             _ = tokio::time::sleep(pause) => State::Place,
             _ = self.closing.wait_for(|closing| *closing) => State::Stop,
