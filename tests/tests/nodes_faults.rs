@@ -460,12 +460,12 @@ async fn an_edit_of_another_client_is_kept_when_the_keeper_finds_its_own_node_in
     }
 }
 
-/// A close that comes while the keeper's first create is retried after a lost reply: the retry
-/// finds the node its first attempt made ("in the way") just as the node closes. Found by
-/// `partition_chaos` (a group member that left stayed in the group for the rest of its
-/// session: its keeper stopped between NodeExists and looking at the node, and deleted
-/// nothing). Curator's TestPersistentNode.testQuickCloseNodeExists, with the node in the way
-/// being our own.
+/// A close that comes while the keeper's first create is in doubt after a lost reply: the
+/// keeper looks at the node that create made (before the core decided such creates, the create
+/// was sent again and met it "in the way") just as the node closes. Found by `partition_chaos`
+/// (a group member that left stayed in the group for the rest of its session: its keeper
+/// stopped between NodeExists and looking at the node, and deleted nothing). Curator's
+/// TestPersistentNode.testQuickCloseNodeExists, with the node in the way being our own.
 async fn close_while_own_node_in_the_way(policy: ErrorPolicy, retry: Retry) {
     let (events, _recording) = tests::logs::record_events();
     let server = TestingServer::shared();
@@ -476,8 +476,8 @@ async fn close_while_own_node_in_the_way(policy: ErrorPolicy, retry: Retry) {
     for round in 0..6 {
         let path = unique_path("pn-close-in-the-way");
         events.clear();
-        // The first create is applied, its reply lost and its connection closed: the create is
-        // sent again once connected, and meets the node the first one made.
+        // The first create is applied, its reply lost and its connection closed: its outcome is
+        // unknown, and the keeper looks at the node at the path once connected.
         proxy.swallow_next_reply();
         let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).build().expect("node");
         node.start().expect("start");
@@ -718,4 +718,86 @@ async fn close_while_first_create_in_doubt(policy: ErrorPolicy, retry: Retry) {
 async fn a_close_while_the_first_create_is_in_doubt_deletes_the_node_it_made() {
     init_tracing();
     join_all(COMBINATIONS.map(|(policy, retry)| close_while_first_create_in_doubt(policy, retry))).await;
+}
+
+/// A create at a fixed path whose reply is lost is not sent again: the core ends it with
+/// `OutcomeUnknown` (a fixed path carries no evidence), and the keeper looks at the node at the
+/// path instead, adopting its own (an ephemeral of its session). One create request, and no
+/// error left in `last_error`. Failed before: the keeper was stuck with `OutcomeUnknown` in
+/// `last_error` until the next connection change, then sent the create again (NodeExists).
+/// Under every error and retry policy.
+async fn fixed_path_create_in_doubt_looks(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let group = unique_path("pn-fixed-doubt");
+    observer.create().for_path(&group, Vec::new()).await.expect("group");
+    let path = format!("{group}/m1");
+    proxy.record_requests(true);
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    let node =
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"ours".to_vec()).build().expect("node");
+    node.start().expect("start");
+    node.ready().await.expect("ready");
+    assert!(node.wait_for_initial_create(timing.deadline()).await, "{policy:?}/{retry:?}: never placed");
+    assert!(!proxy.swallow_pending(), "{policy:?}/{retry:?}: the create never reached the server");
+    assert!(
+        owned_with(&fw, &observer, &path, b"ours").await,
+        "{policy:?}/{retry:?}: {:?}",
+        read_node(&observer, &path).await
+    );
+    let creates = proxy
+        .take_seen_requests()
+        .iter()
+        .filter(|r| r.is(RequestKind::Create) && r.path.as_deref() == Some(path.as_str()))
+        .count();
+    assert_eq!(creates, 1, "{policy:?}/{retry:?}: the create was sent again");
+    assert!(node.last_error().is_none(), "{policy:?}/{retry:?}: {:?}", node.last_error());
+    node.close().await;
+    assert!(node_gone(&observer, &path).await, "{policy:?}/{retry:?}: left behind after close");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_at_a_fixed_path_whose_reply_is_lost_is_not_sent_again() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| fixed_path_create_in_doubt_looks(policy, retry))).await;
+}
+
+/// A persistent sequential node, unprotected and without unique data, whose first create loses
+/// its reply: a node that create made would stay for good beside a second one, and nothing
+/// tells which it is, so the first create is refused with `OutcomeUnknown` (the node closes,
+/// and nothing is created again). Before: the keeper created a second node.
+async fn persistent_sequential_without_evidence_refused(policy: ErrorPolicy, retry: Retry) {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let parent = unique_path("pn-pseq-doubt");
+    observer.create().for_path(&parent, Vec::new()).await.expect("parent");
+    let node = PersistentNode::builder(&fw, &format!("{parent}/n-"))
+        .mode(CreateMode::PersistentSequential)
+        .build()
+        .expect("node");
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    node.start().expect("start");
+    let ready = tokio::time::timeout(Timing::new().deadline(), node.ready()).await;
+    assert!(
+        matches!(ready, Ok(Err(curator_core::CuratorError::OutcomeUnknown { .. }))),
+        "{policy:?}/{retry:?}: {ready:?}"
+    );
+    assert_eq!(node.state(), curator_core::LifeState::Closed, "{policy:?}/{retry:?}");
+    node.close().await;
+    assert_eq!(children(&observer, &parent).await.len(), 1, "{policy:?}/{retry:?}: made again");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_sequential_node_in_doubt_without_evidence_is_refused() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| persistent_sequential_without_evidence_refused(policy, retry))).await;
 }

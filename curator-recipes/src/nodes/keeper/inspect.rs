@@ -1,5 +1,6 @@
 //! A node in the keeper's way (docs/architecture.md section 13, "Who owns a node in the
-//! way"), met by a create (NodeExists): adopted, cleared away, or waited for, by its owner:
+//! way"): met by a create (NodeExists), or at the path of a create whose outcome is unknown.
+//! It is adopted, cleared away, or waited for, by its owner:
 //!
 //! ```text
 //! getData (on the current session):

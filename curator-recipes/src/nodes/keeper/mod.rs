@@ -9,8 +9,10 @@
 //!        mode without the sequence, so that it keeps its name)
 //!    created ──────────────────────────────────────────────► Own   (tell the created listeners)
 //!    NodeExists ─► look at the node in the way (inspect.rs) ─► Own, Place or Foreign
-//!    outcome unknown (its reply lost, section 4.4), sequential and unprotected (the first
-//!    create) ─► decide by the data (doubt.rs):
+//!    outcome unknown (its reply lost, section 4.4):
+//!        at a known path (a fixed one, or the one it got) ──► look at the node there (inspect.rs)
+//!        protected: the core deletes any node it made ──────► back off ─► Place
+//!        sequential, unprotected (first create) ────────────► decide by the data (doubt.rs):
 //!            found ─► Own; none ─► Place; no evidence ─► wait for the session's end ─► Place
 //!    retryable error ─► back off (cleanup backoff, 50 ms → 2 s) ─► Place
 //!    permanent error (no permission...) before the first create: refused, closed ─► Stop
@@ -212,24 +214,25 @@ impl Keeper {
                 self.in_the_way = true;
                 self.inspect(path).await
             }
-            // The first create, sequential and unprotected, whose reply was lost and that nothing
-            // decided (a retryable error means nothing was applied; `Closed` stops the keeper).
-            Err(err)
-                if err.outcome_unknown()
-                    && !err.is_retryable()
-                    && !matches!(err, CuratorError::Closed)
-                    && mode.is_sequential()
-                    && !config.protected =>
-            {
-                self.first_create_in_doubt(err, data, version, unique).await
-            }
-            Err(err) => {
-                if err.outcome_unknown() {
-                    self.may_own = self.may_own || self.known.is_some() || !config.mode.is_sequential();
-                    self.czxid = None;
+            // Its reply was lost and nothing decided it (a retryable error means nothing was
+            // applied; `Closed` stops the keeper).
+            Err(err) if err.outcome_unknown() && !err.is_retryable() && !matches!(err, CuratorError::Closed) => {
+                self.czxid = None;
+                let sequential = mode.is_sequential();
+                if !sequential && (self.known.is_some() || !config.protected) {
+                    // At a path known before the reply: the node there, if any, decides.
+                    tracing::debug!(path = %path, error = %err, "persistent node: the create's outcome is unknown: looking at the path");
+                    self.may_own = true;
+                    self.inspect(path).await
+                } else if config.protected {
+                    // The core deletes any node it made (its orphan guard): make another.
+                    tracing::debug!(path = %path, error = %err, "persistent node: the protected create's outcome is unknown: its node, if any, is deleted");
+                    self.back_off().await
+                } else {
+                    self.first_create_in_doubt(err, data, version, unique).await
                 }
-                self.failed(err).await
             }
+            Err(err) => self.failed(err).await,
         }
     }
 
@@ -362,6 +365,15 @@ impl Keeper {
         };
         tracing::debug!(path = %self.shared.config.path, error = %err, ?pause, "persistent node: retrying");
         self.pause(pause).await
+    }
+
+    /// Backs off after a failure that is no retryable error (a create whose outcome is
+    /// unknown), then places again.
+    async fn back_off(&mut self) -> State {
+        match self.retry.next_pause_after_failure() {
+            Some(pause) => self.pause(pause).await,
+            None => State::Stop,
+        }
     }
 
     /// Waits `pause`, then `Place`; `Stop` when closed first.
