@@ -801,3 +801,49 @@ async fn a_persistent_sequential_node_in_doubt_without_evidence_is_refused() {
     init_tracing();
     join_all(COMBINATIONS.map(|(policy, retry)| persistent_sequential_without_evidence_refused(policy, retry))).await;
 }
+
+/// The keeper's data write whose reply is lost (applied, its connection closed): the keeper
+/// places the node again, finds its own node holding the new data, and takes it as written:
+/// one write (the node's version moves by one), no create event, and the data kept through
+/// later re-creates. Under every error and retry policy.
+async fn set_data_with_a_lost_reply(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let path = unique_path("pn-set-lost");
+    let node =
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"v1".to_vec()).build().expect("node");
+    node.start().expect("start");
+    assert!(node.wait_for_initial_create(timing.deadline()).await);
+    let mut creates = node.created_events();
+    proxy.swallow_next_reply_to(RequestKind::SetData);
+    node.set_data(b"v2".to_vec()).expect("set data");
+    assert!(eventually(timing.deadline(), || async { !proxy.swallow_pending() }).await, "{policy:?}/{retry:?}");
+    assert!(
+        eventually(timing.deadline(), || owned_with(&fw, &observer, &path, b"v2")).await,
+        "{policy:?}/{retry:?}: {:?}",
+        read_node(&observer, &path).await
+    );
+    // A request of the keeper's after the lost one, seen by the proxy, and answered: the
+    // keeper is watching its node again.
+    proxy.record_requests(true);
+    proxy.cut();
+    let watching = || async {
+        proxy.take_seen_requests().iter().any(|r| r.is(RequestKind::Exists) && r.path.as_deref() == Some(path.as_str()))
+    };
+    assert!(eventually(timing.deadline(), watching).await, "{policy:?}/{retry:?}: not watching again");
+    let stat = observer.check_exists().for_path(&path).await.expect("stat").expect("node");
+    assert_eq!(stat.version, 1, "{policy:?}/{retry:?}: written more than once");
+    assert!(creates.try_next().is_none(), "{policy:?}/{retry:?}: published as created");
+    node.close().await;
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_write_whose_reply_is_lost_is_applied_once() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| set_data_with_a_lost_reply(policy, retry))).await;
+}
