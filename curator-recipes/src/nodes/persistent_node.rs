@@ -53,6 +53,19 @@ use super::shared::{lock, Config, DataSlot, Shared};
 ///   process given the same path). The node waits for it to go, then creates its own, so the
 ///   path is never held twice.
 ///
+/// # After a lost reply
+/// No write is sent again on a guess (docs/architecture.md sections 4.4 and 13). A create whose
+/// reply was lost is decided by its protected name ([`protection`](PersistentNodeBuilder::protection)),
+/// by its data when declared [unique](PersistentNodeBuilder::unique_data) (a sequential node's
+/// first create: found among its parent's children), or, at a path known before the reply, by
+/// looking at the node there (as when it is in the way, above). An unprotected sequential
+/// node's first create with neither is not made again while the node it may have made can
+/// stand: an ephemeral one waits for the end of that session, a persistent one is refused with
+/// [`CuratorError::OutcomeUnknown`]. A data write whose reply was lost is looked at again (our
+/// data there: written; otherwise written again). The close deletes the node it made by its
+/// `czxid`, and a node whose identity it does not know only if it would adopt it: never another
+/// session's ephemeral node.
+///
 /// # Differences from Curator
 /// - A first create refused for good ([`CuratorError::is_permanent`]: no permission, a bad
 ///   ACL) closes the node, and [`ready`](Self::ready) returns the refusal; Curator only logs

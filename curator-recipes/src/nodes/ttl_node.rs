@@ -19,7 +19,9 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// `P/touch` (also a TTL node), and sets its data every `TTL / touch_factor`. While it does,
 /// `P` always has a child; once the process stops touching, `P/touch` expires after the TTL
 /// and `P` after another TTL or so (the server checks TTLs periodically). Closing the node
-/// stops the touching and leaves both to expire, as Curator does.
+/// stops the touching and leaves both to expire, as Curator does. A touch that fails (a lost
+/// reply included, which is not sent again by the framework) is tried again after a short
+/// backoff (50 ms doubling to 2 s, at most the touch interval), not at the next interval.
 ///
 /// Needs a server with `extendedTypesEnabled=true` (`curator_test::TestingServer` enables
 /// it); otherwise creates fail and [`last_error`](Self::last_error) says why.
