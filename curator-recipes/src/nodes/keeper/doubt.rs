@@ -73,7 +73,11 @@ impl Keeper {
         self.readiness.ready();
         let mut life = self.fw.liveness(doubt.generation);
         let ephemeral = config.mode.is_ephemeral();
-        tracing::warn!(path = %config.path, generation = doubt.generation, ephemeral, "persistent node: waiting for the end of the session that may hold the node");
+        if ephemeral {
+            tracing::warn!(path = %config.path, generation = doubt.generation, "persistent node: waiting for the end of the session that may hold the node");
+        } else {
+            tracing::warn!(path = %config.path, "persistent node: a node that create made would stay beside a new one: waiting for the close");
+        }
         let ended = async {
             if ephemeral {
                 life.ended().await
