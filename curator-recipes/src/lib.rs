@@ -139,8 +139,9 @@
 //! | `PersistentTtlNode` | `P` and `P/touch` | `PersistentWithTtl` both | `P`: as given; `touch`: empty |
 //! | `GroupMember` | `P/<member id>` | `Ephemeral` | the member's payload |
 //!
-//! The algorithm that keeps a node in place is in one private module (`keeper.rs`); its design
-//! is described in docs/architecture.md, "Nodes that stay".
+//! The algorithm that keeps a node in place is in one private module (`nodes/keeper/`: the
+//! state machine, the node in its way, its first create in doubt, its close); its design is
+//! described in docs/architecture.md, "Nodes that stay".
 //!
 //! # Shared values
 //!

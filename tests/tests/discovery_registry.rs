@@ -769,3 +769,52 @@ async fn lifecycle_errors_are_typed() {
     );
     fw.close().await;
 }
+
+/// A `DynamicSequential` registration whose create loses its reply: the node it made is the
+/// registration's, the only one of the instance, and its close deletes it. The core ends such
+/// a create with `OutcomeUnknown` (an unprotected sequential create leaves no name to look
+/// for; Curator's node names are kept, so no protection); the registration's data, the
+/// instance's JSON with its id and registration time, is unique, and the node is found among
+/// the service's children by it. Failed before: the keeper placed the node again and made a
+/// second one, leaving the first behind as a second registration of the same instance for the
+/// rest of the session (and after `close`). Under every error and retry policy.
+async fn sequential_registration_with_a_lost_reply(policy: ErrorPolicy, retry: Retry) {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let base = unique_path("discovery-seq-lost");
+    let parent = format!("{base}/seq");
+    // The service's node first: the registration's create is then the first create sent.
+    observer.create().creating_parents_if_needed().for_path(&parent, Vec::new()).await.expect("parent");
+    let discovery = discovery(&fw, &base).await;
+    let me = ServiceInstance::builder("seq")
+        .port(8080)
+        .payload("p".to_string())
+        .service_type(ServiceType::DynamicSequential)
+        .build();
+    proxy.swallow_next_reply_to(curator_test::RequestKind::Create);
+    let registered = tokio::time::timeout(Timing::new().deadline(), discovery.register(me.clone())).await;
+    assert!(!proxy.swallow_pending(), "{policy:?}/{retry:?}: the create never reached the server");
+    assert!(matches!(registered, Ok(Ok(()))), "{policy:?}/{retry:?}: {registered:?}");
+    let session = fw.session().await.expect("session").id();
+    let ids = children(&observer, &parent).await;
+    assert_eq!(ids.len(), 1, "{policy:?}/{retry:?}: one registration, not {ids:?}");
+    let (owner, found) = read_instance(&observer, &format!("{parent}/{}", ids[0])).await.expect("the instance");
+    assert_eq!((owner, &found), (session, &me), "{policy:?}/{retry:?}");
+    assert_eq!(discovery.query_for_instances("seq").await.expect("query"), vec![me.clone()]);
+    discovery.close().await;
+    assert!(
+        eventually(Timing::new().deadline(), || async { children(&observer, &parent).await.is_empty() }).await,
+        "{policy:?}/{retry:?}: left behind after close: {:?}",
+        children(&observer, &parent).await
+    );
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequential_registration_whose_create_loses_its_reply_is_registered_once() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| sequential_registration_with_a_lost_reply(policy, retry))).await;
+}

@@ -292,6 +292,55 @@ async fn a_refused_first_create_is_reported_by_ready_and_closes_the_node() {
     }
 }
 
+/// A touch whose reply is lost (the core ends such a data write with `OutcomeUnknown` and does
+/// not send it again) is tried again as soon as the client is connected, not a whole interval
+/// later: had it not been applied, the child would go untouched for twice the interval, the
+/// whole TTL with the default factor, and could expire. The next touch comes within half an
+/// interval of the lost one. Failed before: it came at the next interval. Under every error
+/// and retry policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_touch_whose_reply_is_lost_is_tried_again_at_once() {
+    use curator_test::{ChaosProxy, RequestKind};
+    use std::sync::Mutex;
+    use tests::policies::{framework, COMBINATIONS};
+    init_tracing();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let ttl = timing.session_timeout() * 2;
+    let every = ttl / 2;
+    let rounds = COMBINATIONS.map(|(policy, retry)| async move {
+        let what = format!("{policy:?}/{retry:?}");
+        let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+        let fw = framework(&proxy.connect_string(), policy, retry).await;
+        let path = unique_path("ttl-lost-touch");
+        let touch = touch_of(&path);
+        let node = PersistentTtlNode::builder(&fw, &path, ttl).build().unwrap();
+        proxy.record_requests(true);
+        // The node's create is no data write: the first one is the first touch.
+        proxy.swallow_next_reply_to(RequestKind::SetData);
+        node.start().unwrap();
+        node.ready().await.unwrap();
+        assert!(eventually(deadline(), || async { !proxy.swallow_pending() }).await, "{what}: no touch");
+        let lost = Instant::now();
+        let touches = Mutex::new(0usize);
+        let again = eventually(every / 2, || {
+            let seen = proxy
+                .take_seen_requests()
+                .iter()
+                .filter(|r| r.is(RequestKind::SetData) && r.path.as_deref() == Some(touch.as_str()))
+                .count();
+            let mut total = touches.lock().unwrap();
+            *total += seen;
+            std::future::ready(*total >= 2)
+        })
+        .await;
+        assert!(again, "{what}: no touch within {:?} of the lost one ({:?} since)", every / 2, lost.elapsed());
+        node.close().await;
+        fw.close().await;
+    });
+    futures::future::join_all(rounds).await;
+}
+
 /// Issue 27, item 5: started outside a tokio runtime, a `PersistentTtlNode` is refused with the
 /// lifecycle's typed error, as every started thing is; it panicked before.
 #[test]

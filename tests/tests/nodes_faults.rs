@@ -460,12 +460,12 @@ async fn an_edit_of_another_client_is_kept_when_the_keeper_finds_its_own_node_in
     }
 }
 
-/// A close that comes while the keeper's first create is retried after a lost reply: the retry
-/// finds the node its first attempt made ("in the way") just as the node closes. Found by
-/// `partition_chaos` (a group member that left stayed in the group for the rest of its
-/// session: its keeper stopped between NodeExists and looking at the node, and deleted
-/// nothing). Curator's TestPersistentNode.testQuickCloseNodeExists, with the node in the way
-/// being our own.
+/// A close that comes while the keeper's first create is in doubt after a lost reply: the
+/// keeper looks at the node that create made (before the core decided such creates, the create
+/// was sent again and met it "in the way") just as the node closes. Found by `partition_chaos`
+/// (a group member that left stayed in the group for the rest of its session: its keeper
+/// stopped between NodeExists and looking at the node, and deleted nothing). Curator's
+/// TestPersistentNode.testQuickCloseNodeExists, with the node in the way being our own.
 async fn close_while_own_node_in_the_way(policy: ErrorPolicy, retry: Retry) {
     let (events, _recording) = tests::logs::record_events();
     let server = TestingServer::shared();
@@ -476,8 +476,8 @@ async fn close_while_own_node_in_the_way(policy: ErrorPolicy, retry: Retry) {
     for round in 0..6 {
         let path = unique_path("pn-close-in-the-way");
         events.clear();
-        // The first create is applied, its reply lost and its connection closed: the create is
-        // sent again once connected, and meets the node the first one made.
+        // The first create is applied, its reply lost and its connection closed: its outcome is
+        // unknown, and the keeper looks at the node at the path once connected.
         proxy.swallow_next_reply();
         let node = PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).build().expect("node");
         node.start().expect("start");
@@ -499,4 +499,351 @@ async fn a_close_while_the_create_meets_its_own_node_deletes_it() {
     for (policy, retry) in COMBINATIONS {
         close_while_own_node_in_the_way(policy, retry).await;
     }
+}
+
+/// A member's node whose create's outcome stayed unknown, closed while another session's
+/// member holds the path: the close leaves that node. The create is applied, its reply lost,
+/// and the client kept from connecting again until its session has expired (taking the node
+/// with it) and another session has made its own node at the path; the create then ends with
+/// `OutcomeUnknown` (a create at a fixed path carries no evidence), and the keeper, finding the
+/// other session's node, waits for it to go. Failed before: the close deleted by path, with a
+/// guaranteed delete, whatever stood there: the other session's member left its group.
+async fn close_in_doubt_leaves_another_sessions_node(policy: ErrorPolicy, retry: Retry) {
+    let (events, _recording) = tests::logs::record_events();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let group = unique_path("pn-close-doubt");
+    // The group's node first: the member's create is then the first create sent.
+    observer.create().for_path(&group, Vec::new()).await.expect("group");
+    let path = format!("{group}/m1");
+    let info = fw.session().await.expect("session").client().session().clone();
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    proxy.set_reject(true);
+    let node =
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"ours".to_vec()).build().expect("node");
+    node.start().expect("start");
+    assert!(
+        eventually(timing.deadline(), || async { read_node(&observer, &path).await.is_some() }).await,
+        "{policy:?}/{retry:?}: the create was not applied"
+    );
+    expire_session(&server.connect_string(), &info).await.expect("expire");
+    assert!(node_gone(&observer, &path).await, "{policy:?}/{retry:?}: the expired session's node stayed");
+    observer.create().with_mode(CreateMode::Ephemeral).for_path(&path, b"theirs".to_vec()).await.expect("theirs");
+    proxy.set_reject(false);
+    let waiting = || async {
+        events
+            .all()
+            .iter()
+            .any(|e| e.ends_with("persistent node: the path is held by another session; waiting for it to go"))
+    };
+    assert!(eventually(timing.deadline(), waiting).await, "{policy:?}/{retry:?}: {:#?}", events.all());
+    node.close().await;
+    // A request of the same session after the close's: anything the close sent is answered.
+    fw.check_exists().for_path(&path).await.expect("a request after the close");
+    assert_eq!(
+        read_node(&observer, &path).await,
+        Some((session_id(&observer).await, b"theirs".to_vec())),
+        "{policy:?}/{retry:?}: the other session's node was deleted"
+    );
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_close_in_doubt_leaves_another_sessions_node_at_the_path() {
+    for (policy, retry) in COMBINATIONS {
+        close_in_doubt_leaves_another_sessions_node(policy, retry).await;
+    }
+}
+
+/// A sequential node of unique data (`unique_data()`) whose first create loses its reply: the
+/// node that create made is found among its parent's children by its data, kept, published as
+/// created, and deleted on close; no second node is made. A persistent mode, so that a node
+/// left behind would stay for good. Under every error and retry policy. Before (no
+/// `unique_data`, the create unprotected): the keeper made a second node and left the first.
+async fn sequential_unique_data_found(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let parent = unique_path("pn-seq-unique");
+    observer.create().for_path(&parent, Vec::new()).await.expect("parent");
+    let data = format!("{parent}/{policy:?}/{retry:?}").into_bytes();
+    let node = PersistentNode::builder(&fw, &format!("{parent}/n-"))
+        .mode(CreateMode::PersistentSequential)
+        .unique_data()
+        .data(data.clone())
+        .build()
+        .expect("node");
+    let mut creates = node.created_events();
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    node.start().expect("start");
+    node.ready().await.expect("ready");
+    assert!(node.wait_for_initial_create(timing.deadline()).await, "{policy:?}/{retry:?}: never made");
+    assert!(!proxy.swallow_pending(), "{policy:?}/{retry:?}: the create never reached the server");
+    let names = children(&observer, &parent).await;
+    assert_eq!(names.len(), 1, "{policy:?}/{retry:?}: one node, not {names:?}");
+    let made = format!("{parent}/{}", names[0]);
+    assert_eq!(node.actual_path().as_deref(), Some(made.as_str()), "{policy:?}/{retry:?}");
+    assert_eq!(read_node(&observer, &made).await, Some((0, data)), "{policy:?}/{retry:?}");
+    assert_eq!(creates.next().await.as_deref(), Some(made.as_str()), "{policy:?}/{retry:?}: not published");
+    node.close().await;
+    assert!(node_gone(&observer, &made).await, "{policy:?}/{retry:?}: left behind after close");
+    assert!(children(&observer, &parent).await.is_empty(), "{policy:?}/{retry:?}");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequential_node_of_unique_data_whose_create_loses_its_reply_is_made_once() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| sequential_unique_data_found(policy, retry))).await;
+}
+
+/// An unprotected sequential node without unique data whose first create loses its reply:
+/// nothing can tell whether, or where, the create made a node, so the keeper does not create
+/// again while the session that may hold that node lives (`last_error` says why), and makes
+/// its node once that session has ended (taking the node, if any, with it). Failed before: the
+/// keeper created again at once, and two nodes stood for the rest of the session.
+async fn sequential_without_evidence_waits(policy: ErrorPolicy, retry: Retry) {
+    let (events, _recording) = tests::logs::record_events();
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let parent = unique_path("pn-seq-doubt");
+    observer.create().for_path(&parent, Vec::new()).await.expect("parent");
+    let node = PersistentNode::builder(&fw, &format!("{parent}/n-"))
+        .mode(CreateMode::EphemeralSequential)
+        .build()
+        .expect("node");
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    node.start().expect("start");
+    let waiting = || {
+        events
+            .all()
+            .iter()
+            .any(|e| e.ends_with("persistent node: waiting for the end of the session that may hold the node"))
+    };
+    let settled =
+        eventually(timing.deadline(), || async { waiting() || children(&observer, &parent).await.len() > 1 }).await;
+    assert!(settled, "{policy:?}/{retry:?}: {:#?}", events.all());
+    let first = children(&observer, &parent).await;
+    assert_eq!(first.len(), 1, "{policy:?}/{retry:?}: created again while the first node may stand: {first:?}");
+    assert!(
+        matches!(node.last_error(), Some(curator_core::CuratorError::OutcomeUnknown { .. })),
+        "{policy:?}/{retry:?}: {:?}",
+        node.last_error()
+    );
+    assert_eq!(node.actual_path(), None, "{policy:?}/{retry:?}");
+    // The session that may hold the node ends: the node is made on the next, once.
+    let info = fw.session().await.expect("session").client().session().clone();
+    expire_session(&server.connect_string(), &info).await.expect("expire");
+    let made = || async {
+        let names = children(&observer, &parent).await;
+        let Some(actual) = node.actual_path() else { return false };
+        names.len() == 1
+            && actual == format!("{parent}/{}", names[0])
+            && read_node(&observer, &actual).await.is_some_and(|(owner, _)| owner != info.id().0)
+    };
+    assert!(
+        eventually(timing.deadline(), made).await,
+        "{policy:?}/{retry:?}: {:?} {:?}",
+        node.actual_path(),
+        children(&observer, &parent).await
+    );
+    assert!(node.last_error().is_none(), "{policy:?}/{retry:?}: {:?}", node.last_error());
+    node.close().await;
+    assert!(
+        eventually(timing.deadline(), || async { children(&observer, &parent).await.is_empty() }).await,
+        "{policy:?}/{retry:?}"
+    );
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_unprotected_sequential_node_in_doubt_is_not_made_twice() {
+    for (policy, retry) in COMBINATIONS {
+        sequential_without_evidence_waits(policy, retry).await;
+    }
+}
+
+/// A node of unique data closed while its first create, sequential, is in doubt (its reply
+/// lost, the client not connected again yet): once connected, on the same session, the close
+/// finds the node that create made by its data and deletes it. Under every error and retry
+/// policy.
+async fn close_while_first_create_in_doubt(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let parent = unique_path("pn-seq-close-doubt");
+    observer.create().for_path(&parent, Vec::new()).await.expect("parent");
+    let session = session_id(&fw).await;
+    let node = PersistentNode::builder(&fw, &format!("{parent}/n-"))
+        .mode(CreateMode::EphemeralSequential)
+        .unique_data()
+        .data(format!("{parent}/{policy:?}/{retry:?}").into_bytes())
+        .build()
+        .expect("node");
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    proxy.set_reject(true);
+    node.start().expect("start");
+    let made = eventually(timing.deadline(), || async { children(&observer, &parent).await.len() == 1 }).await;
+    assert!(made, "{policy:?}/{retry:?}: the create was not applied");
+    // Closed first, then connected again: the close cannot know the node's name before.
+    tokio::join!(node.close(), async { proxy.set_reject(false) });
+    assert!(
+        eventually(timing.deadline(), || async { children(&observer, &parent).await.is_empty() }).await,
+        "{policy:?}/{retry:?}: left behind: {:?}",
+        children(&observer, &parent).await
+    );
+    assert_eq!(
+        session_id(&fw).await,
+        session,
+        "{policy:?}/{retry:?}: not deleted by the close but by the session's end"
+    );
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_while_the_first_create_is_in_doubt_deletes_the_node_it_made() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| close_while_first_create_in_doubt(policy, retry))).await;
+}
+
+/// A create at a fixed path whose reply is lost is not sent again: the core ends it with
+/// `OutcomeUnknown` (a fixed path carries no evidence), and the keeper looks at the node at the
+/// path instead, adopting its own (an ephemeral of its session). One create request, and no
+/// error left in `last_error`. Failed before: the keeper was stuck with `OutcomeUnknown` in
+/// `last_error` until the next connection change, then sent the create again (NodeExists).
+/// Under every error and retry policy.
+async fn fixed_path_create_in_doubt_looks(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let group = unique_path("pn-fixed-doubt");
+    observer.create().for_path(&group, Vec::new()).await.expect("group");
+    let path = format!("{group}/m1");
+    proxy.record_requests(true);
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    let node =
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"ours".to_vec()).build().expect("node");
+    node.start().expect("start");
+    node.ready().await.expect("ready");
+    assert!(node.wait_for_initial_create(timing.deadline()).await, "{policy:?}/{retry:?}: never placed");
+    assert!(!proxy.swallow_pending(), "{policy:?}/{retry:?}: the create never reached the server");
+    assert!(
+        owned_with(&fw, &observer, &path, b"ours").await,
+        "{policy:?}/{retry:?}: {:?}",
+        read_node(&observer, &path).await
+    );
+    let creates = proxy
+        .take_seen_requests()
+        .iter()
+        .filter(|r| r.is(RequestKind::Create) && r.path.as_deref() == Some(path.as_str()))
+        .count();
+    assert_eq!(creates, 1, "{policy:?}/{retry:?}: the create was sent again");
+    assert!(node.last_error().is_none(), "{policy:?}/{retry:?}: {:?}", node.last_error());
+    node.close().await;
+    assert!(node_gone(&observer, &path).await, "{policy:?}/{retry:?}: left behind after close");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_at_a_fixed_path_whose_reply_is_lost_is_not_sent_again() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| fixed_path_create_in_doubt_looks(policy, retry))).await;
+}
+
+/// A persistent sequential node, unprotected and without unique data, whose first create loses
+/// its reply: a node that create made would stay for good beside a second one, and nothing
+/// tells which it is, so the first create is refused with `OutcomeUnknown` (the node closes,
+/// and nothing is created again). Before: the keeper created a second node.
+async fn persistent_sequential_without_evidence_refused(policy: ErrorPolicy, retry: Retry) {
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let parent = unique_path("pn-pseq-doubt");
+    observer.create().for_path(&parent, Vec::new()).await.expect("parent");
+    let node = PersistentNode::builder(&fw, &format!("{parent}/n-"))
+        .mode(CreateMode::PersistentSequential)
+        .build()
+        .expect("node");
+    proxy.swallow_next_reply_to(RequestKind::Create);
+    node.start().expect("start");
+    let ready = tokio::time::timeout(Timing::new().deadline(), node.ready()).await;
+    assert!(
+        matches!(ready, Ok(Err(curator_core::CuratorError::OutcomeUnknown { .. }))),
+        "{policy:?}/{retry:?}: {ready:?}"
+    );
+    assert_eq!(node.state(), curator_core::LifeState::Closed, "{policy:?}/{retry:?}");
+    node.close().await;
+    assert_eq!(children(&observer, &parent).await.len(), 1, "{policy:?}/{retry:?}: made again");
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_sequential_node_in_doubt_without_evidence_is_refused() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| persistent_sequential_without_evidence_refused(policy, retry))).await;
+}
+
+/// The keeper's data write whose reply is lost (applied, its connection closed): the keeper
+/// places the node again, finds its own node holding the new data, and takes it as written:
+/// one write (the node's version moves by one), no create event, and the data kept through
+/// later re-creates. Under every error and retry policy.
+async fn set_data_with_a_lost_reply(policy: ErrorPolicy, retry: Retry) {
+    let timing = Timing::new();
+    let server = TestingServer::shared();
+    let proxy = ChaosProxy::start(&server.connect_string()).await.expect("proxy");
+    let fw = framework(&proxy.connect_string(), policy, retry).await;
+    let observer = framework(&server.connect_string(), policy, retry).await;
+    let path = unique_path("pn-set-lost");
+    let node =
+        PersistentNode::builder(&fw, &path).mode(CreateMode::Ephemeral).data(b"v1".to_vec()).build().expect("node");
+    node.start().expect("start");
+    assert!(node.wait_for_initial_create(timing.deadline()).await);
+    let mut creates = node.created_events();
+    proxy.swallow_next_reply_to(RequestKind::SetData);
+    node.set_data(b"v2".to_vec()).expect("set data");
+    assert!(eventually(timing.deadline(), || async { !proxy.swallow_pending() }).await, "{policy:?}/{retry:?}");
+    assert!(
+        eventually(timing.deadline(), || owned_with(&fw, &observer, &path, b"v2")).await,
+        "{policy:?}/{retry:?}: {:?}",
+        read_node(&observer, &path).await
+    );
+    // A request of the keeper's after the lost one, seen by the proxy, and answered: the
+    // keeper is watching its node again.
+    proxy.record_requests(true);
+    proxy.cut();
+    let watching = || async {
+        proxy.take_seen_requests().iter().any(|r| r.is(RequestKind::Exists) && r.path.as_deref() == Some(path.as_str()))
+    };
+    assert!(eventually(timing.deadline(), watching).await, "{policy:?}/{retry:?}: not watching again");
+    let stat = observer.check_exists().for_path(&path).await.expect("stat").expect("node");
+    assert_eq!(stat.version, 1, "{policy:?}/{retry:?}: written more than once");
+    assert!(creates.try_next().is_none(), "{policy:?}/{retry:?}: published as created");
+    node.close().await;
+    fw.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_write_whose_reply_is_lost_is_applied_once() {
+    init_tracing();
+    join_all(COMBINATIONS.map(|(policy, retry)| set_data_with_a_lost_reply(policy, retry))).await;
 }

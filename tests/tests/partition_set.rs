@@ -393,6 +393,58 @@ async fn dropping_leaves_no_node() {
     fw.close().await;
 }
 
+/// Lost replies (the core decides them, or ends them with `OutcomeUnknown`, never sending on a
+/// guess): the member's registration create and then a lock's create are applied with their
+/// replies lost. The partitioner takes the whole set, with one member node and one lock node per
+/// partition (a lock create in doubt is found by its protected name, or its node deleted by the
+/// core's orphan guard and the partition taken again), and leaves nothing on close. Under every
+/// error and retry policy.
+#[tokio::test]
+async fn lost_replies_leave_one_member_and_one_lock_each() {
+    use curator_test::RequestKind;
+    init_tracing();
+    let connect = shared();
+    let observer = client(&connect).await;
+    for (policy, retry) in COMBINATIONS {
+        let context = format!("{policy:?}/{retry:?}");
+        let proxy = ChaosProxy::start(&connect).await.unwrap();
+        let fw = framework(&proxy.connect_string(), policy, retry).await;
+        let path = unique_path("partition-lost-replies");
+        // The parents first: the creates whose replies are lost are the member's and a lock's.
+        for parent in ["party", "locks/0", "locks/1"] {
+            observer
+                .create()
+                .creating_parents_if_needed()
+                .for_path(&format!("{path}/{parent}"), Vec::new())
+                .await
+                .unwrap();
+        }
+        let one_each = || async {
+            children(&observer, &format!("{path}/party")).await == vec!["solo".to_string()]
+                && children(&observer, &format!("{path}/locks/0")).await.len() == 1
+                && children(&observer, &format!("{path}/locks/1")).await.len() == 1
+        };
+        proxy.swallow_next_reply_to(RequestKind::Create);
+        let p = partitioner(&fw, &path, "solo", 2);
+        p.start().unwrap();
+        let held = tokio::time::timeout(deadline(), p.wait_for_acquire()).await.expect("acquired in time");
+        assert_eq!(held.map(|h| h.len()).ok(), Some(2), "{context}");
+        assert!(!proxy.swallow_pending(), "{context}: the member's create never reached the server");
+        assert!(eventually(deadline(), one_each).await, "{context}: {:?}", nodes_left(&observer, &path, 2).await);
+        // Allocating again: a lock's create loses its reply.
+        proxy.swallow_next_reply_to(RequestKind::Create);
+        p.release_set().await.unwrap();
+        let held = tokio::time::timeout(deadline(), p.wait_for_acquire()).await.expect("acquired again in time");
+        assert_eq!(held.map(|h| h.len()).ok(), Some(2), "{context}");
+        assert!(!proxy.swallow_pending(), "{context}: no lock create reached the server");
+        assert!(eventually(deadline(), one_each).await, "{context}: {:?}", nodes_left(&observer, &path, 2).await);
+        p.close().await;
+        assert_no_node_left(&observer, &path, 2).await;
+        fw.close().await;
+    }
+    observer.close().await;
+}
+
 /// Bad input is a typed error from `build`, before anything is sent: an empty set, a partition
 /// named twice, partition names and member ids that are not one node name, settle times of zero
 /// or over an hour, an invalid path.

@@ -86,6 +86,14 @@ type Result<T> = std::result::Result<T, DiscoveryError>;
 /// # Ok(()) }
 /// ```
 ///
+/// # After a lost reply
+/// A registration's create whose reply was lost is never sent again on a guess: a
+/// `DynamicSequential` one (Curator's unprotected `<id><sequence>` name) is found among the
+/// service's children by its JSON, which holds the instance's id and registration time
+/// ([`PersistentNodeBuilder::unique_data`](curator_recipes::PersistentNodeBuilder::unique_data));
+/// the others, at a fixed path, by looking at the node there. So a lost reply never leaves a
+/// second registration of an instance (docs/architecture.md section 14).
+///
 /// # Differences from Curator
 /// - [`register`](Self::register) of an id already registered updates it (Curator creates the
 ///   node again); one that changes its name or service type fails.

@@ -40,7 +40,14 @@ impl<T: Clone + Send + Sync + 'static> ServiceDiscovery<T> {
             ServiceType::Static | ServiceType::Permanent => CreateMode::Persistent,
         };
         tracing::debug!(%path, ?mode, "registering a service instance");
-        let node = Arc::new(PersistentNode::builder(&self.inner.fw, &path).mode(mode).data(bytes).build()?);
+        let mut node = PersistentNode::builder(&self.inner.fw, &path).mode(mode).data(bytes);
+        if mode.is_sequential() {
+            // Curator's name (`<id><sequence>`, unprotected), so the create whose reply is lost
+            // is found by its data instead: the instance's JSON, with its id and registration
+            // time, is no other node's (docs/architecture.md section 14).
+            node = node.unique_data();
+        }
+        let node = Arc::new(node.build()?);
         node.start()?;
         let watch = if self.inner.watch_instances && mode != CreateMode::EphemeralSequential {
             match super::watch::watch(&self.inner, &instance.id, &path, &node) {

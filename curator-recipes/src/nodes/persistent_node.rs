@@ -53,6 +53,19 @@ use super::shared::{lock, Config, DataSlot, Shared};
 ///   process given the same path). The node waits for it to go, then creates its own, so the
 ///   path is never held twice.
 ///
+/// # After a lost reply
+/// No write is sent again on a guess (docs/architecture.md sections 4.4 and 13). A create whose
+/// reply was lost is decided by its protected name ([`protection`](PersistentNodeBuilder::protection)),
+/// by its data when declared [unique](PersistentNodeBuilder::unique_data) (a sequential node's
+/// first create: found among its parent's children), or, at a path known before the reply, by
+/// looking at the node there (as when it is in the way, above). An unprotected sequential
+/// node's first create with neither is not made again while the node it may have made can
+/// stand: an ephemeral one waits for the end of that session, a persistent one is refused with
+/// [`CuratorError::OutcomeUnknown`]. A data write whose reply was lost is looked at again (our
+/// data there: written; otherwise written again). The close deletes the node it made by its
+/// `czxid`, and a node whose identity it does not know only if it would adopt it: never another
+/// session's ephemeral node.
+///
 /// # Differences from Curator
 /// - A first create refused for good ([`CuratorError::is_permanent`]: no permission, a bad
 ///   ACL) closes the node, and [`ready`](Self::ready) returns the refusal; Curator only logs
@@ -106,9 +119,34 @@ impl PersistentNodeBuilder {
 
     /// Protected names (`_c_<uuid>-<name>`, Curator's `withProtection`): a create whose reply
     /// was lost is found by its name. Recommended with sequential modes, whose name is not known
-    /// until the reply comes.
+    /// until the reply comes (or [`unique_data`](Self::unique_data), which keeps the name).
     pub fn protection(mut self, protected: bool) -> Self {
         self.config.protected = protected;
+        self
+    }
+
+    /// Declares the node's data unique: the data given to the builder and to every
+    /// [`set_data`](PersistentNode::set_data) holds an id that no other write, by any client,
+    /// puts in this node or in another child of its parent (a service instance's JSON, with its
+    /// id and registration time). The data is then the evidence of a create whose reply was lost
+    /// (docs/architecture.md sections 4.4 and 13):
+    /// - a sequential node's first create, which leaves no name to look for without
+    ///   [`protection`](Self::protection), is found among its parent's children by its data (an
+    ///   ephemeral one on the current session): that node is kept, and published as created;
+    ///   none there, the node is created again;
+    /// - a create at a known path is decided by the node's data, as the core's
+    ///   [`unique_data`](curator_core::CreateBuilder::unique_data) decides it.
+    ///
+    /// Data taken with [`adopt_data`](PersistentNode::adopt_data) is another client's, so no
+    /// evidence. Data that is not unique makes this unsound: a node of the same data under the
+    /// same parent could be taken for ours.
+    ///
+    /// Without it or protection, an unprotected sequential node whose first create lost its
+    /// reply is not created again while a node that create may have made can stand: an
+    /// ephemeral one until the session that may hold it has ended; a persistent one never (its
+    /// first create is then refused with [`CuratorError::OutcomeUnknown`]).
+    pub fn unique_data(mut self) -> Self {
+        self.config.unique = true;
         self
     }
 
@@ -171,7 +209,7 @@ impl PersistentNodeBuilder {
         let shared = Arc::new(Shared {
             fw: self.fw,
             config,
-            data: Mutex::new(DataSlot { bytes: self.data, version: 0, written: 0, written_zxid: 0 }),
+            data: Mutex::new(DataSlot { bytes: self.data, version: 0, written: 0, written_zxid: 0, theirs: false }),
             actual: Mutex::new(None),
             last_error: watch::channel(None).0,
             created: Listeners::new(),
@@ -198,6 +236,7 @@ impl PersistentNode {
                 path: path.to_string(),
                 mode: CreateMode::Ephemeral,
                 protected: false,
+                unique: false,
                 ttl: None,
                 parents: true,
                 delete_on_close: true,
@@ -308,6 +347,7 @@ impl PersistentNode {
             let mut slot = lock(&self.shared.data);
             slot.bytes = data;
             slot.version += 1;
+            slot.theirs = false;
         }
         self.shared.wake.notify_one();
         Ok(())
@@ -337,6 +377,7 @@ impl PersistentNode {
         }
         tracing::debug!(path = %self.shared.config.path, "persistent node: adopting data written by another client");
         slot.bytes = data;
+        slot.theirs = true;
         Ok(true)
     }
 
@@ -384,9 +425,9 @@ impl PersistentNode {
     /// One event for each node a create request of this node made, once it is known to have
     /// made it:
     /// - the first create, also when its reply was lost and the node was found by evidence only
-    ///   that request could leave (its protected `_c_<uuid>-` name, on this session:
-    ///   docs/architecture.md, section 4.4). That request made the node, once, and no event
-    ///   told it before;
+    ///   that request could leave (its protected `_c_<uuid>-` name, on this session; or, with
+    ///   [`unique_data`](PersistentNodeBuilder::unique_data), its data: docs/architecture.md,
+    ///   sections 4.4 and 13). That request made the node, once, and no event told it before;
     /// - each create after the node went: deleted by someone, or gone with its session (one
     ///   that expired, or that the client presumed lost because the server stayed silent for
     ///   most of a session timeout, a server restart that long included): the node is made

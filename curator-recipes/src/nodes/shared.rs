@@ -1,6 +1,6 @@
 //! What a [`PersistentNode`](super::PersistentNode)'s handle and its keeper's task share: the
 //! node's configuration, its data, the path it has now, and the signals between the two. The
-//! handle (`persistent_node.rs`) and the keeper (`keeper.rs`) both import it from here.
+//! handle (`persistent_node.rs`) and the keeper (`keeper/`) both import it from here.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -15,6 +15,8 @@ pub(crate) struct Config {
     pub(crate) path: String,
     pub(crate) mode: CreateMode,
     pub(crate) protected: bool,
+    /// The data is unique (`unique_data()`): the evidence of a create whose reply was lost.
+    pub(crate) unique: bool,
     pub(crate) ttl: Option<Duration>,
     pub(crate) parents: bool,
     /// Delete the node on close (a TTL node is left to expire).
@@ -32,6 +34,9 @@ pub(crate) struct DataSlot {
     /// The zxid of that write (the node's `mzxid` after it; 0 before the first): data the node
     /// held no later than this is ours or was written over by ours.
     pub(crate) written_zxid: i64,
+    /// The bytes are another client's (taken by `adopt_data`), not ours: not unique to our
+    /// writes, so no evidence of them.
+    pub(crate) theirs: bool,
 }
 
 /// What the handle and the keeper share.
@@ -59,6 +64,13 @@ impl Shared {
     pub(crate) fn data(&self) -> (Vec<u8>, u64) {
         let slot = lock(&self.data);
         (slot.bytes.clone(), slot.version)
+    }
+
+    /// As [`data`](Self::data), and whether those bytes are the evidence of our creates:
+    /// declared unique, and not another client's (`adopt_data`).
+    pub(crate) fn data_for_create(&self) -> (Vec<u8>, u64, bool) {
+        let slot = lock(&self.data);
+        (slot.bytes.clone(), slot.version, self.config.unique && !slot.theirs)
     }
 
     /// The data and its version if the version is not `written`; no copy otherwise.

@@ -19,7 +19,9 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// `P/touch` (also a TTL node), and sets its data every `TTL / touch_factor`. While it does,
 /// `P` always has a child; once the process stops touching, `P/touch` expires after the TTL
 /// and `P` after another TTL or so (the server checks TTLs periodically). Closing the node
-/// stops the touching and leaves both to expire, as Curator does.
+/// stops the touching and leaves both to expire, as Curator does. A touch that fails (a lost
+/// reply included, which is not sent again by the framework) is tried again after a short
+/// backoff (50 ms doubling to 2 s, at most the touch interval), not at the next interval.
 ///
 /// Needs a server with `extendedTypesEnabled=true` (`curator_test::TestingServer` enables
 /// it); otherwise creates fail and [`last_error`](Self::last_error) says why.
@@ -222,9 +224,14 @@ impl Drop for PersistentTtlNode {
     }
 }
 
-/// Sets the child's data every `every`, creating it (a TTL node) when missing. Failures are
-/// left to the next touch: the parent may not be there yet, or the connection may be down. Ends
-/// once `stopped` resolves (the node closed: its sender was dropped) or the framework closed.
+/// Sets the child's data every `every`, creating it (a TTL node) when missing. A touch that
+/// fails (the parent not there yet, the connection down, or a reply lost: the core ends a
+/// data write whose reply was lost with `OutcomeUnknown` and does not send it again) is tried
+/// again on the framework's cleanup backoff (50 ms doubling to 2 s, at most `every`), not a
+/// whole interval later: a touch applied twice only refreshes the child twice, while one
+/// skipped leaves the child untouched for up to twice the interval (the whole TTL, with the
+/// default factor of 2), so that it could expire. Ends once `stopped` resolves (the node
+/// closed: its sender was dropped) or the framework closed.
 async fn touch_forever(
     fw: CuratorFramework,
     child: String,
@@ -232,30 +239,45 @@ async fn touch_forever(
     every: Duration,
     mut stopped: oneshot::Receiver<()>,
 ) {
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut retry = fw.cleanup_retry_loop();
+    let mut next = tokio::time::Instant::now() + every;
     loop {
         tokio::select! {
             _ = &mut stopped => return,
-            _ = ticks.tick() => {}
+            _ = tokio::time::sleep_until(next) => {}
         }
         if fw.is_closed() {
             return;
         }
-        tracing::debug!(path = %child, "persistent TTL node: touch");
-        let touched = match fw.set_data().for_path(&child, Vec::new()).await {
-            Err(CuratorError::NoNode { .. }) => fw
-                .create()
+        match touch(&fw, &child, ttl).await {
+            Ok(()) => {
+                retry.reset();
+                next = tokio::time::Instant::now() + every;
+            }
+            Err(err) => {
+                let Some(pause) = retry.next_pause_after_failure() else { return };
+                let pause = pause.min(every);
+                tracing::debug!(path = %child, error = %err, ?pause, "persistent TTL node: touch failed; trying again");
+                next = tokio::time::Instant::now() + pause;
+            }
+        }
+    }
+}
+
+/// One touch: sets the child's data, or makes the child when it is missing.
+async fn touch(fw: &CuratorFramework, child: &str, ttl: Duration) -> Result<()> {
+    tracing::debug!(path = %child, "persistent TTL node: touch");
+    match fw.set_data().for_path(child, Vec::new()).await {
+        Err(CuratorError::NoNode { .. }) => {
+            tracing::debug!(path = %child, "persistent TTL node: create the touched child");
+            fw.create()
                 .or_set_data()
                 .with_mode(CreateMode::PersistentWithTtl)
                 .with_ttl(ttl)
-                .for_path(&child, Vec::new())
+                .for_path(child, Vec::new())
                 .await
-                .map(drop),
-            other => other.map(drop),
-        };
-        if let Err(err) = touched {
-            tracing::debug!(path = %child, error = %err, "persistent TTL node: touch failed; trying again at the next");
+                .map(drop)
         }
+        other => other.map(drop),
     }
 }

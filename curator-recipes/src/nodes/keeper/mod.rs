@@ -8,13 +8,12 @@
 //! Place: create the node (the first time as configured; then at the path it got, in the
 //!        mode without the sequence, so that it keeps its name)
 //!    created ──────────────────────────────────────────────► Own   (tell the created listeners)
-//!    NodeExists ─► getData (on the current session):
-//!        gone ─────────────────────────────────────────────► Place
-//!        persistent mode, or ephemeral of this session ─────► Own   (adopt; our data if it differs,
-//!                                                                  unless the node is one we made and
-//!                                                                  we have no new data: an edit stays)
-//!        ephemeral of an earlier session of this node ──────► Place (after deleting it, at its version)
-//!        ephemeral of any other session ────────────────────► Foreign
+//!    NodeExists ─► look at the node in the way (inspect.rs) ─► Own, Place or Foreign
+//!    outcome unknown (its reply lost, section 4.4):
+//!        at a known path (a fixed one, or the one it got) ──► look at the node there (inspect.rs)
+//!        protected: the core deletes any node it made ──────► back off ─► Place
+//!        sequential, unprotected (first create) ────────────► decide by the data (doubt.rs):
+//!            found ─► Own; none ─► Place; no evidence ─► wait for the session's end ─► Place
 //!    retryable error ─► back off (cleanup backoff, 50 ms → 2 s) ─► Place
 //!    permanent error (no permission...) before the first create: refused, closed ─► Stop
 //!    other error (no permission, no parent) ────────────────► Stuck
@@ -25,10 +24,8 @@
 //!               set_data ─► write the new data, wait on
 //! Foreign: exists+watch; wait until it is deleted ──────────► Place
 //! Stuck: wait for a connection change or new data ──────────► Place
-//! closing, or the framework closed (from any wait) ─► delete the node if it may be ours
-//!    (the node it made or adopted, by its czxid: not one made at the path since); stop
-//!    (closing before the first create, or after a NodeExists before its getData: the node at
-//!     the path is looked at first, and taken as ours if it is persistent or of this session)
+//! closing, or the framework closed (from any wait) ─► delete the node if it may be ours, and
+//!    no other (close.rs); stop
 //! ```
 //!
 //! The first outcome goes to the node's `Readiness`: ready once the node is first created or
@@ -46,6 +43,10 @@ use curator_core::{ConnectionState, CreateMode, CuratorError, CuratorFramework};
 use tokio::sync::watch;
 
 use super::shared::{lock, Shared};
+
+mod close;
+mod doubt;
+mod inspect;
 
 /// Where the keeper stands with the node.
 #[derive(Debug)]
@@ -86,8 +87,12 @@ struct Keeper {
     may_own: bool,
     /// The `czxid` of the node at `known` that the keeper made or adopted: the close deletes
     /// that node and no other (one made again at the path since is someone's new node). `None`
-    /// while a create's outcome is unknown: the close then deletes by the path's ownership.
+    /// while a create's outcome is unknown: the close then deletes the node at the path only if
+    /// the keeper would adopt it.
     czxid: Option<i64>,
+    /// The first create, sequential and unprotected, whose outcome is unknown: nothing is
+    /// created while it is (doubt.rs).
+    doubt: Option<doubt::Doubt>,
     /// Whether a create was tried at all (a close can come before the first).
     tried: bool,
     /// A create met a node at its path (NodeExists) that the keeper has not looked at yet: a
@@ -116,6 +121,7 @@ pub(super) async fn run(shared: Arc<Shared>, readiness: Readiness) {
         written: 0,
         may_own: false,
         czxid: None,
+        doubt: None,
         tried: false,
         in_the_way: false,
         readiness,
@@ -161,13 +167,17 @@ impl Keeper {
     /// Creates the node, or finds out who holds its path.
     async fn place(&mut self) -> State {
         self.tried = true;
+        if self.doubt.is_some() {
+            // Nothing is created while a first create's outcome is unknown.
+            return self.resolve_doubt().await;
+        }
         // Wait for a connection here, where the close can end the wait: the create below is
         // not cut short (its outcome must be known), so it should start connected.
         if let Err(err) = self.session().await {
             return self.failed(err).await;
         }
         let config = &self.shared.config;
-        let (data, version) = self.shared.data();
+        let (data, version, unique) = self.shared.data_for_create();
         let mut create = self.fw.create();
         let (path, mode) = match &self.known {
             Some(known) => (known.clone(), without_sequence(config.mode)),
@@ -185,8 +195,12 @@ impl Keeper {
         if config.parents {
             create = create.creating_parent_containers_if_needed();
         }
+        if unique {
+            // The evidence of a create at a known path whose reply is lost.
+            create = create.unique_data();
+        }
         tracing::debug!(path = %path, ?mode, "persistent node: create");
-        match create.for_path_with_stat(&path, data).await {
+        match create.for_path_with_stat(&path, data.clone()).await {
             Ok((created, stat)) => {
                 tracing::debug!(path = %created, "persistent node: created");
                 self.took(&created, &stat, version, Some(stat.mzxid));
@@ -200,84 +214,26 @@ impl Keeper {
                 self.in_the_way = true;
                 self.inspect(path).await
             }
-            Err(err) => {
-                if err.outcome_unknown() {
-                    self.may_own = self.may_own || self.known.is_some() || !config.mode.is_sequential();
-                    self.czxid = None;
+            // Its reply was lost and nothing decided it (a retryable error means nothing was
+            // applied; `Closed` stops the keeper).
+            Err(err) if err.outcome_unknown() && !err.is_retryable() && !matches!(err, CuratorError::Closed) => {
+                self.czxid = None;
+                let sequential = mode.is_sequential();
+                if !sequential && (self.known.is_some() || !config.protected) {
+                    // At a path known before the reply: the node there, if any, decides.
+                    tracing::debug!(path = %path, error = %err, "persistent node: the create's outcome is unknown: looking at the path");
+                    self.may_own = true;
+                    self.inspect(path).await
+                } else if config.protected {
+                    // The core deletes any node it made (its orphan guard): make another.
+                    tracing::debug!(path = %path, error = %err, "persistent node: the protected create's outcome is unknown: its node, if any, is deleted");
+                    self.back_off().await
+                } else {
+                    self.first_create_in_doubt(err, data, version, unique).await
                 }
-                self.failed(err).await
             }
+            Err(err) => self.failed(err).await,
         }
-    }
-
-    /// The path is taken: adopt the node, clear it away, or wait for it.
-    async fn inspect(&mut self, path: String) -> State {
-        let session = match self.session().await {
-            Ok(session) => session,
-            Err(err) => return self.failed(err).await,
-        };
-        tracing::debug!(path = %path, "persistent node: getData of the node in the way");
-        let (current, stat) = match session.client().get_data(&path).await {
-            Ok(found) => found,
-            Err(zk::Error::NoNode) => {
-                self.in_the_way = false;
-                return State::Place;
-            }
-            Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
-        };
-        // Looked at: what follows decides whose it is.
-        self.in_the_way = false;
-        let owner = stat.ephemeral_owner;
-        if self.mode().is_ephemeral() && owner != session.id() {
-            if self.sessions.contains(&owner) {
-                tracing::info!(path = %path, owner = format_args!("{owner:#x}"), "persistent node: deleting our node of an earlier session");
-                let delete = match session.delete(&path, Some(stat.version)) {
-                    Ok(delete) => delete,
-                    Err(refused) => return self.failed(refused).await,
-                };
-                return match delete.await {
-                    Ok(()) | Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => State::Place,
-                    Err(err) => self.failed(CuratorError::from_zk(&path, err)).await,
-                };
-            }
-            if owner != 0 {
-                tracing::warn!(path = %path, owner = format_args!("{owner:#x}"), "persistent node: the path is held by another session; waiting for it to go");
-                self.known.get_or_insert_with(|| path.clone());
-                return State::Foreign(path);
-            }
-            tracing::warn!(path = %path, "persistent node: a persistent node is in the way of an ephemeral one; adopting it, as Curator does");
-        }
-        let (data, version) = self.shared.data();
-        // A node this keeper made (an ephemeral of the current session, or the persistent node
-        // at the path it got) keeps what another client wrote to it since, as in Own: our data
-        // goes over it only when a `set_data` of ours is still to be written. A node of an
-        // earlier run, or one this keeper never held, gets our data.
-        // Compared decoded (section 3.10); data that does not decode is not ours.
-        let current = self.fw.decode_data(&path, current).ok();
-        // The zxid of our write over the node's data, if we write it.
-        let mut zxid = None;
-        let made_here =
-            self.may_own && self.known.as_deref() == Some(path.as_str()) && (owner == 0 || owner == session.id());
-        if current.as_deref() != Some(&data[..]) && (!made_here || version != self.written) {
-            let stored = match self.fw.encode_data(&path, &data) {
-                Ok(stored) => stored,
-                Err(err) => return self.failed(err).await,
-            };
-            tracing::debug!(path = %path, "persistent node: setData of the adopted node");
-            let write = match session.set_data(&path, &stored, Some(stat.version)) {
-                Ok(write) => write,
-                Err(refused) => return self.failed(refused).await,
-            };
-            match write.await {
-                Ok(written) => zxid = Some(written.mzxid),
-                Err(zk::Error::NoNode) | Err(zk::Error::BadVersion) => return State::Place,
-                Err(err) => return self.failed(CuratorError::from_zk(&path, err)).await,
-            }
-        }
-        drop(session);
-        self.took(&path, &stat, version, zxid);
-        self.settled();
-        State::Own(path)
     }
 
     /// The node at `path`, of `stat`, is ours now, made or adopted, holding data version
@@ -408,6 +364,20 @@ impl Keeper {
             return State::Stuck;
         };
         tracing::debug!(path = %self.shared.config.path, error = %err, ?pause, "persistent node: retrying");
+        self.pause(pause).await
+    }
+
+    /// Backs off after a failure that is no retryable error (a create whose outcome is
+    /// unknown), then places again.
+    async fn back_off(&mut self) -> State {
+        match self.retry.next_pause_after_failure() {
+            Some(pause) => self.pause(pause).await,
+            None => State::Stop,
+        }
+    }
+
+    /// Waits `pause`, then `Place`; `Stop` when closed first.
+    async fn pause(&mut self, pause: std::time::Duration) -> State {
         tokio::select! {
             _ = tokio::time::sleep(pause) => State::Place,
             _ = self.closing.wait_for(|closing| *closing) => State::Stop,
@@ -433,98 +403,6 @@ impl Keeper {
                 }
                 // A close also wakes this; the next turn of the keeper sees it.
                 _ = self.shared.wake.notified() => return Woken::Data,
-            }
-        }
-    }
-
-    /// Deletes the node, if it may be ours and the node is meant to go on close.
-    async fn finish(&mut self) {
-        if !self.tried || (self.in_the_way && self.known.is_none()) {
-            self.adopt_for_close().await;
-        }
-        let config = &self.shared.config;
-        // A create whose outcome is unknown may have made the node before any reply gave its
-        // path; without a sequence or protection, that path is the configured one.
-        let unknown = self.may_own && !config.mode.is_sequential() && !config.protected;
-        let Some(path) = self.known.clone().or_else(|| unknown.then(|| config.path.clone())) else { return };
-        if !self.may_own || !self.shared.config.delete_on_close || self.fw.is_closed() {
-            return;
-        }
-        let mut delete = self.fw.delete().guaranteed();
-        // The node it made or adopted, by its identity: the delete may run after a
-        // reconnection, when a new node (this client's or another's) may stand at the path.
-        if let Some(czxid) = self.czxid.filter(|_| self.known.as_deref() == Some(path.as_str())) {
-            delete = delete.if_created_at(czxid);
-        }
-        let delete = delete.for_path(&path);
-        if !self.fw.connection_state().is_connected() {
-            // The close does not wait for a connection: the guaranteed delete goes on in the
-            // background until the node is gone (docs/architecture.md, section 7).
-            tracing::debug!(path = %path, "persistent node: delete on close, in the background (not connected)");
-            delete.in_background(|_, _| {});
-            return;
-        }
-        tracing::debug!(path = %path, "persistent node: delete on close");
-        // Connected: delete now, for no longer than the connection timeout. Past it the delete's
-        // future is dropped, and a guaranteed delete dropped unfinished carries on in the
-        // background (a request sent just as the connection went may otherwise wait for the
-        // connection to come back).
-        match tokio::time::timeout(self.fw.connection_timeout(), delete).await {
-            Ok(Ok(())) | Ok(Err(CuratorError::NoNode { .. })) => {}
-            Ok(Err(err)) => {
-                tracing::debug!(path = %path, error = %err, "persistent node: the delete goes on in the background")
-            }
-            Err(_) => {
-                tracing::debug!(path = %path, "persistent node: the delete goes on in the background (connection timeout)")
-            }
-        }
-    }
-}
-
-impl Keeper {
-    /// A close that came before the first create, or before the keeper looked at the node its
-    /// first create met: a node already at the configured path is the one the keeper would have
-    /// adopted (a node it may not adopt, another session's ephemeral, is left), so the close
-    /// deletes it, as it would after the adoption. Without this, the outcome of a close right
-    /// after `start` depended on whether the keeper had adopted the node yet (Curator's
-    /// TestPersistentNode.testQuickCloseNodeExists deletes it), and a close just after a
-    /// create's retry met the node its lost first attempt made left that node for the rest of
-    /// the session. A sequential or protected node has no path before its create: nothing to
-    /// adopt.
-    async fn adopt_for_close(&mut self) {
-        let config = &self.shared.config;
-        if config.mode.is_sequential() || config.protected || !config.delete_on_close || self.fw.is_closed() {
-            return;
-        }
-        if !self.fw.connection_state().is_connected() {
-            // The close does not wait for a connection: the look and the delete, by the same
-            // rule (any persistent node, or an ephemeral of the session then current), go on
-            // in the background.
-            let (fw, path) = (self.fw.clone(), config.path.clone());
-            tracing::debug!(path = %path, "persistent node: closed before it looked at its path: in the background (not connected)");
-            self.fw.spawn_background(async move {
-                let _ = fw.delete_if_ours(&path, true).await;
-            });
-            return;
-        }
-        let path = config.path.clone();
-        let session = match self.fw.session().await {
-            Ok(session) => session,
-            Err(_) => return,
-        };
-        tracing::debug!(path = %path, "persistent node: closed before its first create: exists");
-        match session.client().check_stat(&path).await {
-            Ok(Some(stat))
-                if !self.mode().is_ephemeral() || stat.ephemeral_owner == 0 || stat.ephemeral_owner == session.id() =>
-            {
-                tracing::debug!(path = %path, "persistent node: adopting the node in the way, to delete it on close");
-                self.known = Some(path);
-                self.may_own = true;
-                self.czxid = Some(stat.czxid);
-            }
-            Ok(_) => {}
-            Err(err) => {
-                tracing::debug!(path = %path, error = %err, "persistent node: could not look at the path on close")
             }
         }
     }
