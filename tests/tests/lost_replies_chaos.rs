@@ -164,9 +164,13 @@ async fn run(policy: ErrorPolicy) {
     let observer = framework(&server.connect_string(), ErrorPolicy::Standard, Retry::Default).await;
     observer.create().creating_parents_if_needed().for_path(&history, Vec::new()).await.expect("history");
     let ledger = Arc::new(Ledger::default());
-    let (mut targets, mut contenders) = (Vec::new(), Vec::new());
+    let (mut targets, mut contenders, mut proxies) = (Vec::new(), Vec::new(), Vec::new());
     for me in 0..3 {
         let proxy = Arc::new(ChaosProxy::start(&server.connect_string()).await.expect("proxy"));
+        // Kept here: the injector lets go of its targets when its run ends, and a proxy dropped
+        // then would cut the contenders off for the rest of the test (their last rounds, the
+        // closes), which took about 100 s of retries and session timeouts.
+        proxies.push(proxy.clone());
         let fw = framework(&proxy.connect_string(), policy, Retry::Default).await;
         let session = follow_session(&fw);
         targets.push(Target::new(proxy, move || session.lock().unwrap_or_else(|e| e.into_inner()).clone()));
@@ -279,6 +283,7 @@ async fn run(policy: ErrorPolicy) {
     }
     observer.delete().deleting_children_if_needed().quietly().for_path(&base).await.expect("cleanup");
     observer.close().await;
+    drop(proxies);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
