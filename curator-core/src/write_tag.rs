@@ -32,7 +32,7 @@ use zookeeper_client as zk;
 
 use crate::error::{CuratorError, Result};
 use crate::framework::{CuratorFramework, Session};
-use crate::ops::outcome::Verdict;
+use crate::ops::outcome::{synced_exists, Verdict};
 use crate::path;
 
 /// Name prefix of a write tag, a child of the node its writes go with (docs/architecture.md
@@ -251,15 +251,8 @@ impl TagLock {
     /// results may fail, and the decision is then made again from the same state).
     pub(crate) async fn decide(&self, session: &Session, sent: Instant) -> Result<(Verdict<i64>, Seen)> {
         let path = &self.tag.path();
-        let client = session.client();
-        tracing::debug!(path = %path, "sync + exists (a write tag, after a lost reply)");
-        let sync = client.sync(path);
-        let read = client.check_stat(path);
-        match sync.await {
-            Ok(()) | Err(zk::Error::NoNode) => {}
-            Err(err) => return Err(CuratorError::from_zk(path, err)),
-        }
-        let now = read.await.map_err(|e| CuratorError::from_zk(path, e))?;
+        tracing::debug!(path = %path, "a write tag, after a lost reply");
+        let now = synced_exists(session, path).await?;
         let before = self.state();
         let verdict = match now {
             None if sent.elapsed() >= self.tag.reap_age() => Verdict::Unknown(format!(

@@ -264,6 +264,20 @@ pub(crate) async fn synced_read(session: &Session, path: &str) -> Result<Option<
     }
 }
 
+/// Syncs `path` and reads its stat (as [`synced_read`], without the data); `None` when it is
+/// missing. Pipelined: one round trip.
+pub(crate) async fn synced_exists(session: &Session, path: &str) -> Result<Option<zk::Stat>> {
+    let client = session.client();
+    tracing::debug!(path, "sync + exists (a write in doubt)");
+    let sync = client.sync(path);
+    let read = client.check_stat(path);
+    match sync.await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(err) => return Err(CuratorError::from_zk(path, err)),
+    }
+    read.await.map_err(|e| CuratorError::from_zk(path, e))
+}
+
 /// `UniqueData`: whether a write of `data` (stored bytes, holding an id no other write uses) to
 /// `path` was applied. `expected` is what the write required of the node, when it required
 /// anything: its version, and its czxid when known. A create requires its absence (`None`).
@@ -303,15 +317,8 @@ pub(crate) async fn decide_delete(
     if czxid.is_none() && !quietly {
         return Ok(no_evidence("a delete by path"));
     }
-    let client = session.client();
-    tracing::debug!(path, czxid, "sync + exists (a delete in doubt)");
-    let sync = client.sync(path);
-    let read = client.check_stat(path);
-    match sync.await {
-        Ok(()) | Err(zk::Error::NoNode) => {}
-        Err(err) => return Err(CuratorError::from_zk(path, err)),
-    }
-    let now = read.await.map_err(|e| CuratorError::from_zk(path, e))?;
+    tracing::debug!(path, czxid, "a delete in doubt");
+    let now = synced_exists(session, path).await?;
     Ok(match (now, czxid) {
         (Some(stat), Some(czxid)) if stat.czxid == czxid => Verdict::NotApplied,
         (Some(_), None) => Verdict::Unknown(
